@@ -1,0 +1,39 @@
+"""Parameter annotations: `Input["memref<?xf32>"]`, `InOut["memref<4x?xi32, MRAM>"]`.
+
+The string is an MLIR type, with the DPU memory spaces writable by name
+(`WRAM`, `MRAM`). `InOut` memrefs may be updated by the function and are its
+results, as in TLE-Raw; `Input` parameters are read-only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Param:
+    kind: str        # "Input" or "InOut"
+    type_text: str   # MLIR type syntax, memory spaces possibly named
+
+    @property
+    def is_inout(self) -> bool:
+        return self.kind == "InOut"
+
+    def __repr__(self) -> str:
+        return f'{self.kind}["{self.type_text}"]'
+
+
+class _ParamKind:
+    def __init__(self, kind: str):
+        self._kind = kind
+
+    def __getitem__(self, type_text: str) -> Param:
+        if not isinstance(type_text, str):
+            raise TypeError(f'{self._kind}[...] takes an MLIR type string, e.g. {self._kind}["memref<?xf32>"]')
+        return Param(self._kind, type_text)
+
+    def __repr__(self) -> str:
+        return self._kind
+
+
+Input = _ParamKind("Input")
+InOut = _ParamKind("InOut")

@@ -1,0 +1,36 @@
+"""Code generation layer: Python functions -> builder-level MLIR modules."""
+from __future__ import annotations
+
+import threading
+
+from mlir import ir
+
+from .generator import CodeGenerator, ModuleState
+from .signature import FunctionInfo, ParamInfo, function_info
+
+# One MLIR context for everything edsl compiles, so that modules of different
+# functions can be combined; MLIR contexts are not thread-safe, hence the lock.
+LOCK = threading.RLock()
+_context: ir.Context | None = None
+
+
+def context() -> ir.Context:
+    global _context
+    if _context is None:
+        _context = ir.Context()
+        _context.allow_unregistered_dialects = True  # the generator's scratch regions
+    return _context
+
+
+def generate(info: FunctionInfo) -> ModuleState:
+    """Build the module holding `info`'s function (public, named after it)
+    and the private functions it calls. Call under `LOCK`, in `context()`."""
+    with ir.Location.file(info.filename, info.tree.lineno, 1):
+        state = ModuleState(ir.Module.create())
+        state.symbols.add(info.name)
+        CodeGenerator(info, state, info.name).generate()
+    return state
+
+
+__all__ = ["LOCK", "CodeGenerator", "FunctionInfo", "ModuleState", "ParamInfo", "context",
+           "function_info", "generate"]

@@ -1,0 +1,277 @@
+"""Registry of the functions an edsl body may call, each with the IR it emits
+and its typing rule next to it. Keys are the Python objects themselves (the
+markers of edsl.language, Python builtins, functions of the `math` module).
+
+A handler is `handler(gen, *args, **kwargs) -> value`; `gen` is the code
+generator, which provides `site()`, `add_wram()` and `runtime_call()`.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import math as pymath
+from functools import reduce
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import arith, math, memref
+
+from .. import language as L
+from ..dpu import limits
+from ..errors import CompileError, DpuError, TypeMismatchError
+from . import semantic as S
+
+REGISTRY: dict[object, callable] = {}
+
+
+def register(*keys):
+    def deco(fn):
+        for k in keys:
+            REGISTRY[k] = fn
+        return fn
+    return deco
+
+
+def lookup(obj):
+    try:
+        return REGISTRY.get(obj)
+    except TypeError:  # unhashable
+        return None
+
+
+# --- conversions ---------------------------------------------------------------------
+
+_SCALAR_TYPES = {
+    "i1": lambda: S.i1(), "i8": lambda: S.int_type(8), "i16": lambda: S.int_type(16),
+    "i32": lambda: S.int_type(32), "i64": lambda: S.int_type(64), "index": ir.IndexType.get,
+    "f16": ir.F16Type.get, "bf16": ir.BF16Type.get, "f32": ir.F32Type.get, "f64": ir.F64Type.get,
+}
+
+
+def scalar_type(spec) -> ir.Type:
+    """An ir.Type from `f32`, `"f32"`, an ir.Type or a NumPy dtype."""
+    if isinstance(spec, ir.Type):
+        return spec
+    if isinstance(spec, L.ScalarType):
+        spec = spec.name
+    if isinstance(spec, str):
+        if spec in _SCALAR_TYPES:
+            return _SCALAR_TYPES[spec]()
+        raise TypeMismatchError(f"unknown scalar type {spec!r}")
+    try:
+        return S.mlir_type_of_numpy(np.dtype(spec))
+    except TypeError:
+        raise TypeMismatchError(f"{spec!r} is not a scalar type") from None
+
+
+def _cast_to(name):
+    def handler(gen, x):
+        return S.convert(x, scalar_type(name))
+    return handler
+
+
+for _t in (L.i1, L.i8, L.i16, L.i32, L.i64, L.index, L.f16, L.bf16, L.f32, L.f64):
+    register(_t)(_cast_to(_t.name))
+
+register(builtins.int)(lambda gen, x: int(x) if S.is_static(x) else S.convert(x, S.int_type(64)))
+register(builtins.float)(lambda gen, x: float(x) if S.is_static(x) else S.convert(x, ir.F64Type.get()))
+register(builtins.bool)(lambda gen, x: S.truth(x))
+
+
+# --- builtins --------------------------------------------------------------------------
+
+def _fold(kind):
+    def handler(gen, *args):
+        if len(args) == 1:
+            raise CompileError(f"{kind}() over an iterable is not supported; pass the values")
+        if all(S.is_static(a) for a in args):
+            return getattr(builtins, kind)(args)
+        return reduce(lambda a, b: S.minmax(kind, a, b), args)
+    return handler
+
+
+register(builtins.min)(_fold("min"))
+register(builtins.max)(_fold("max"))
+
+
+@register(builtins.abs)
+def _abs(gen, x):
+    if S.is_static(x):
+        return abs(x)
+    return math.absf(x) if S.is_float(x.type) else math.absi(x)
+
+
+@register(builtins.len)
+def _len(gen, x):
+    if isinstance(x, ir.Value) and S.is_memref(x.type):
+        return S.dims(x)[0]
+    if isinstance(x, (tuple, list)):
+        return len(x)
+    raise TypeMismatchError(f"len() of a {type_name(x)}")
+
+
+# --- math -------------------------------------------------------------------------------
+
+def _float_operand(x, t=None) -> ir.Value:
+    t = t or (x.type if isinstance(x, ir.Value) and S.is_float(x.type) else ir.F32Type.get())
+    return S.convert(x, t)
+
+
+def _unary_math(op, static=None):
+    def handler(gen, x):
+        if S.is_static(x) and static is not None:
+            return static(x)
+        return op(_float_operand(x))
+    return handler
+
+
+_UNARY_MATH = {
+    "exp": (math.exp, pymath.exp), "exp2": (math.exp2, lambda x: 2.0 ** x),
+    "log": (math.log, pymath.log), "log2": (math.log2, pymath.log2), "log10": (math.log10, pymath.log10),
+    "sqrt": (math.sqrt, pymath.sqrt), "rsqrt": (math.rsqrt, lambda x: 1 / pymath.sqrt(x)),
+    "sin": (math.sin, pymath.sin), "cos": (math.cos, pymath.cos), "tan": (math.tan, pymath.tan),
+    "tanh": (math.tanh, pymath.tanh), "erf": (math.erf, pymath.erf),
+    "floor": (math.floor, None), "ceil": (math.ceil, None), "trunc": (math.trunc, None),
+    "round": (math.round, None),
+}
+for _name, (_op, _static) in _UNARY_MATH.items():
+    register(getattr(L, _name))(_unary_math(_op, _static))
+    if hasattr(pymath, _name) and _name not in ("floor", "ceil", "trunc"):
+        register(getattr(pymath, _name))(_unary_math(_op, _static))
+# Python's math.floor/ceil/trunc return ints; in a body they keep the float type.
+for _name in ("floor", "ceil", "trunc"):
+    register(getattr(pymath, _name))(_unary_math(_UNARY_MATH[_name][0]))
+register(pymath.fabs)(lambda gen, x: abs(x) if S.is_static(x) else math.absf(_float_operand(x)))
+register(builtins.round)(lambda gen, x: round(x) if S.is_static(x) else math.roundeven(_float_operand(x)))
+
+
+@register(L.fma)
+def _fma(gen, a, b, c):
+    t = S.common_type([a, b, c])
+    t = t if S.is_float(t) else ir.F32Type.get()
+    return math.fma(S.convert(a, t), S.convert(b, t), S.convert(c, t))
+
+
+@register(L.copysign, pymath.copysign)
+def _copysign(gen, a, b):
+    t = S.common_type([a, b])
+    t = t if S.is_float(t) else ir.F32Type.get()
+    return math.copysign(S.convert(a, t), S.convert(b, t))
+
+
+@register(pymath.pow)
+def _pow(gen, a, b):
+    t = S.common_type([a, b])
+    t = t if S.is_float(t) else ir.F32Type.get()
+    return math.powf(S.convert(a, t), S.convert(b, t))
+
+
+@register(L.isnan, pymath.isnan)
+def _isnan(gen, x):
+    x = _float_operand(x)
+    return arith.cmpf(arith.CmpFPredicate.UNO, x, x)
+
+
+@register(L.isinf, pymath.isinf)
+def _isinf(gen, x):
+    x = _float_operand(x)
+    return arith.cmpf(arith.CmpFPredicate.OEQ, math.absf(x), S.constant(float("inf"), x.type))
+
+
+@register(L.select)
+def _select(gen, c, a, b):
+    t = S.common_type([a, b])
+    return arith.select(S.convert(S.truth(c), S.i1()), S.convert(a, t), S.convert(b, t))
+
+
+# --- DPU intrinsics -------------------------------------------------------------------
+
+@register(L.tasklet_id)
+def _tasklet_id(gen):
+    return gen.runtime_call(limits.ME, [], [S.int_type(32)])
+
+
+@register(L.num_tasklets)
+def _num_tasklets(gen):
+    return gen.runtime_call(limits.NR_TASKLETS, [], [S.int_type(32)])
+
+
+@register(L.barrier)
+def _barrier(gen):
+    gen.runtime_call(limits.BARRIER, [], [])
+
+
+def _memory_space(t: ir.MemRefType) -> int:
+    ms = t.memory_space
+    return 0 if ms is None else ir.IntegerAttr(ms).value
+
+
+def _dma_operand(x, want: int, role: str) -> ir.Value:
+    if not (isinstance(x, ir.Value) and S.is_memref(x.type)):
+        raise TypeMismatchError(f"the {role} of a DMA must be a memref, not {type_name(x)}")
+    t = ir.MemRefType(x.type)
+    space = _memory_space(t)
+    if space != want:
+        names = {limits.WRAM_ADDRSPACE: "WRAM", limits.MRAM_ADDRSPACE: "MRAM"}
+        raise TypeMismatchError(
+            f"the {role} of a DMA must be a {names[want]} memref, not {t} "
+            f"(memory space {names.get(space, space)})")
+    if not S.has_identity_layout(t):
+        raise TypeMismatchError(f"the {role} of a DMA must be contiguous (identity layout), not {t}")
+    return x
+
+
+def _byte_range(x: ir.Value, elem_offset):
+    """(address, end address) in bytes of element `elem_offset` of contiguous memref x."""
+    i64 = S.int_type(64)
+    t = ir.MemRefType(x.type)
+    esize = S.bits(t.element_type) // 8
+    base = S.convert(memref.extract_aligned_pointer_as_index(x), i64)
+    numel = reduce(lambda a, b: S.binary(ast.Mult, a, b),
+                   [S.convert(d, i64) if isinstance(d, ir.Value) else d for d in S.dims(x)], 1)
+    start = S.binary(ast.Add, base, S.binary(ast.Mult, elem_offset, esize))
+    end = S.binary(ast.Add, base, S.binary(ast.Mult, numel, esize))
+    return S.convert(start, i64), S.convert(end, i64)
+
+
+def _dma(gen, symbol, mram, wram, nbytes, mram_offset, wram_offset):
+    if S.is_static(nbytes):
+        why = limits.dma_violation(0, 0, int(nbytes))
+        if why is not None:
+            raise DpuError(why, gen.current_loc())
+    i64 = S.int_type(64)
+    m, m_end = _byte_range(mram, mram_offset)
+    w, w_end = _byte_range(wram, wram_offset)
+    args = [m, w, S.convert(nbytes, i64), S.constant(gen.site(), i64), m_end, w_end]
+    gen.runtime_call(symbol, args, [])
+
+
+@register(L.mram_read)
+def _mram_read(gen, src, dst, nbytes, src_offset=0, dst_offset=0):
+    src = _dma_operand(src, limits.MRAM_ADDRSPACE, "source")
+    dst = _dma_operand(dst, limits.WRAM_ADDRSPACE, "destination")
+    _dma(gen, limits.MRAM_READ, src, dst, nbytes, src_offset, dst_offset)
+
+
+@register(L.mram_write)
+def _mram_write(gen, src, dst, nbytes, src_offset=0, dst_offset=0):
+    src = _dma_operand(src, limits.WRAM_ADDRSPACE, "source")
+    dst = _dma_operand(dst, limits.MRAM_ADDRSPACE, "destination")
+    _dma(gen, limits.MRAM_WRITE, dst, src, nbytes, dst_offset, src_offset)
+
+
+@register(L.wram_alloc)
+def _wram_alloc(gen, shape, dtype):
+    shape = (shape,) if not isinstance(shape, (tuple, list)) else tuple(shape)
+    if not all(S.is_static(d) and int(d) >= 0 for d in shape):
+        raise TypeMismatchError(f"wram_alloc needs a static shape of non-negative ints, not {shape}")
+    elem = scalar_type(dtype)
+    t = ir.MemRefType.get([int(d) for d in shape], elem)
+    nbytes = int(np.prod([int(d) for d in shape], dtype=np.int64)) * S.bits(elem) // 8
+    return gen.wram_buffer(t, nbytes)
+
+
+def type_name(x) -> str:
+    if isinstance(x, ir.Value):
+        return f"value of type {x.type}"
+    return type(x).__name__

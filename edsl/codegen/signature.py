@@ -1,0 +1,139 @@
+"""What the code generator needs to know of a Python function: its AST with
+the file's line and column numbers, the names it can see, and its parameters."""
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+import textwrap
+from dataclasses import dataclass
+from types import FunctionType
+
+from mlir import ir
+
+from ..annotations import Param
+from ..errors import AnnotationError, CompileError, SourceLoc
+from .memspace import resolve_memory_spaces
+from . import semantic as S
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    name: str
+    param: Param
+    type_text: str  # with memory spaces resolved
+    loc: SourceLoc
+
+    @property
+    def mlir_type(self) -> ir.Type:
+        return ir.Type.parse(self.type_text)
+
+
+@dataclass
+class FunctionInfo:
+    fn: FunctionType
+    name: str
+    filename: str
+    source: str
+    tree: ast.FunctionDef
+    globals: dict
+    closure: dict
+    params: list[ParamInfo]
+
+    @property
+    def key(self) -> str:
+        """Identity of the source text and parameters (not of captured values)."""
+        h = hashlib.sha256(self.source.encode())
+        h.update(self.filename.encode())
+        h.update(repr([(p.name, p.param.kind, p.type_text) for p in self.params]).encode())
+        return h.hexdigest()
+
+
+def function_info(fn) -> FunctionInfo:
+    if not isinstance(fn, FunctionType):
+        raise CompileError(f"@edsl.dialect applies to Python functions, not {type(fn).__name__}")
+    filename = fn.__code__.co_filename
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        raise CompileError(f"cannot read the source of {fn.__qualname__}: edsl compiles functions "
+                           f"defined in files", SourceLoc(filename, fn.__code__.co_firstlineno)) from None
+    source = "".join(lines)
+    dedented = textwrap.dedent(source)
+    indent = len(lines[0]) - len(lines[0].lstrip()) if lines else 0
+    tree = ast.parse(dedented)
+    for node in ast.walk(tree):  # back to the file's coordinates
+        if hasattr(node, "lineno"):
+            node.lineno += first - 1
+            node.col_offset += indent
+            if getattr(node, "end_lineno", None) is not None:
+                node.end_lineno += first - 1
+                node.end_col_offset += indent
+    fdef = tree.body[0]
+    if not isinstance(fdef, ast.FunctionDef):
+        raise CompileError("@edsl.dialect applies to `def` functions", SourceLoc(filename, first))
+    closure = {}
+    if fn.__closure__:
+        closure = {name: cell.cell_contents for name, cell in zip(fn.__code__.co_freevars, fn.__closure__)
+                   if _cell_filled(cell)}
+    info = FunctionInfo(fn, fn.__name__, filename, source, fdef, fn.__globals__, closure, [])
+    info.params = _params(info)
+    return info
+
+
+def _cell_filled(cell) -> bool:
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:
+        return False
+
+
+_SCALARS = {"i1", "i8", "i16", "i32", "i64", "index", "f16", "bf16", "f32", "f64"}
+
+
+def _params(info: FunctionInfo) -> list[ParamInfo]:
+    a = info.tree.args
+    def loc(node):
+        return SourceLoc(info.filename, node.lineno, node.col_offset)
+    for extra in (a.vararg, a.kwarg):
+        if extra is not None:
+            raise AnnotationError("edsl functions take no *args or **kwargs", loc(extra))
+    if a.defaults or a.kw_defaults and any(d is not None for d in a.kw_defaults):
+        raise AnnotationError("edsl parameters have no default values", loc(info.tree))
+    out = []
+    annotations = getattr(info.fn, "__annotations__", {})
+    for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs]:
+        ann = annotations.get(arg.arg)
+        if isinstance(ann, str):  # from __future__ import annotations
+            try:
+                ann = eval(ann, info.globals, dict(info.closure))
+            except Exception as e:
+                raise AnnotationError(f"cannot evaluate the annotation of {arg.arg!r}: {e}", loc(arg)) from None
+        if not isinstance(ann, Param):
+            raise AnnotationError(
+                f"parameter {arg.arg!r} needs an annotation Input[\"<mlir type>\"] or InOut[\"<mlir type>\"]",
+                loc(arg))
+        out.append(_param(arg.arg, ann, loc(arg.annotation or arg)))
+    return out
+
+
+def _param(name: str, param: Param, loc: SourceLoc) -> ParamInfo:
+    text = resolve_memory_spaces(param.type_text)
+    try:
+        t = ir.Type.parse(text)
+    except (ir.MLIRError, ValueError) as e:
+        detail = str(e).splitlines()[-1].strip() if str(e) else ""
+        raise AnnotationError(f"{param!r} of {name!r} is not a valid MLIR type: {detail}", loc) from None
+    if S.is_memref(t):
+        elem = ir.MemRefType(t).element_type
+        if str(elem) not in _SCALARS:
+            raise AnnotationError(f"memref element type {elem} of {name!r} is not supported "
+                                  f"(use {', '.join(sorted(_SCALARS))})", loc)
+    elif str(t) in _SCALARS or str(t).startswith("!llvm.ptr"):
+        if param.is_inout:
+            raise AnnotationError(f"{name!r}: InOut applies to memrefs; a {t} can only be an Input", loc)
+    else:
+        raise AnnotationError(f"type {t} of {name!r} is not supported: use a memref, a scalar "
+                              f"({', '.join(sorted(_SCALARS))}) or !llvm.ptr", loc)
+    return ParamInfo(name, param, text, loc)

@@ -1,0 +1,1 @@
+"""DPU model and runtime: the UPMEM facts, and host execution of DPU programs."""

@@ -1,0 +1,70 @@
+"""The one family of exceptions edsl raises for user mistakes.
+
+Every error that can be tied to user code carries the Python file, line and
+column, and prints the offending line with a caret under the column, so a
+mistake reads like a compiler diagnostic rather than a traceback from MLIR.
+"""
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    filename: str
+    lineno: int
+    col: int = 0  # 0-based, as in `ast`
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.lineno}:{self.col + 1}"
+
+
+class EdslError(Exception):
+    """Base of all edsl errors. `loc` is the user's source position, if known."""
+
+    def __init__(self, message: str, loc: SourceLoc | None = None):
+        self.message = message
+        self.loc = loc
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        if self.loc is None:
+            return self.message
+        text = f"{self.loc}: {self.message}"
+        line = linecache.getline(self.loc.filename, self.loc.lineno).rstrip("\n")
+        if line:
+            text += f"\n    {line}\n    {' ' * self.loc.col}^"
+        return text
+
+    @property
+    def lineno(self) -> int | None:
+        return self.loc.lineno if self.loc else None
+
+
+class CompileError(EdslError):
+    """The Python function cannot be compiled (unsupported syntax, unknown name...)."""
+
+
+class AnnotationError(CompileError):
+    """A parameter annotation is missing or is not a valid edsl type."""
+
+
+class TypeMismatchError(CompileError):
+    """Operand types cannot be combined or converted."""
+
+
+class VerifierError(CompileError):
+    """MLIR's verifier rejected the generated IR; `loc` is the user's line."""
+
+
+class LoweringError(EdslError):
+    """A pass of the lowering pipeline failed."""
+
+
+class ArgumentError(EdslError, TypeError):
+    """A call's arguments do not match the function's signature."""
+
+
+class DpuError(EdslError):
+    """A DPU rule was broken (DMA alignment/size, WRAM budget, tasklet count)."""

@@ -1,0 +1,239 @@
+"""`@edsl.dialect`: the decorated function object, its compilation and its cache.
+
+Compiling runs the layers in order: code generation (edsl.codegen) and cleanup
+-> `.mlir`; the lowering pipeline (edsl.lowering) -> `.llvm`; translation ->
+`.llir`; JIT on the host DPU model (edsl.dpu.runtime) when called.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import sys
+import types
+from dataclasses import dataclass, field
+from importlib import metadata
+
+from mlir import ir
+
+from . import cache, codegen, language
+from .codegen.signature import function_info
+from .dpu.runtime import LaunchStats, Program, run_tasklets
+from .errors import ArgumentError, CompileError, SourceLoc
+from .hostcall import ArgSpec, pack_arguments
+from .lowering import CLEANUP_PIPELINE, DEFAULT_PIPELINE, run_pipeline, to_llvm_ir, verify
+
+TARGET = "upmem-dpu"  # what the lowering produces (address spaces of UPMEM's LLVM)
+
+
+@dataclass
+class Compiled:
+    mlir: str
+    llvm: str
+    sites: list
+    wram_bytes: int
+    module: ir.Module | None = None  # LLVM-dialect module, parsed on demand
+    program: Program | None = None
+    llir: str | None = None
+    entries: dict = field(default_factory=dict)
+
+
+_MEMORY: dict[str, Compiled] = {}
+
+
+def _versions() -> str:
+    out = []
+    for dist in ("edsl", "xtc-mlir-python-bindings"):
+        try:
+            out.append(metadata.version(dist))
+        except metadata.PackageNotFoundError:
+            out.append("?")
+    return "/".join(out)
+
+
+_VERSIONS = _versions()
+
+
+class EdslFunction:
+    """A Python function compiled by edsl. Properties `.mlir`, `.llvm`, `.llir`;
+    calling it runs it on the host (DPU model), updating InOut arrays in place."""
+
+    def __init__(self, fn, name: str = "mlir", pipeline=None):
+        if name != "mlir":
+            raise CompileError(f"unknown edsl dialect {name!r}: only \"mlir\" is supported")
+        with codegen.LOCK, codegen.context():
+            self._edsl_function_info = function_info(fn)
+            self._specs = [ArgSpec.of(p) for p in self._edsl_function_info.params]
+        self.fn = fn
+        self.pipeline = tuple(pipeline) if pipeline is not None else DEFAULT_PIPELINE
+        self.last_stats: LaunchStats | None = None
+        self._key: str | None = None
+        self._compiled: Compiled | None = None
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__doc__ = fn.__doc__
+        self.__module__ = fn.__module__
+        self.__wrapped__ = fn
+
+    def __repr__(self) -> str:
+        return f"<edsl function {self.__qualname__}>"
+
+    @property
+    def info(self):
+        return self._edsl_function_info
+
+    @property
+    def params(self) -> list[ArgSpec]:
+        return list(self._specs)
+
+    # --- compilation ---------------------------------------------------------------------
+
+    @property
+    def cache_key(self) -> str | None:
+        """Hash of source, captured values, pipeline, target and versions; None if a
+        captured value has no stable identity (then only this object caches)."""
+        if self._key is None:
+            parts = [_VERSIONS, TARGET, repr(self.pipeline)]
+            if not _fingerprint(self.info, parts, set()):
+                return None
+            self._key = hashlib.sha256("\0".join(parts).encode()).hexdigest()
+        return self._key
+
+    def compile(self) -> Compiled:
+        if self._compiled is not None:
+            return self._compiled
+        key = self.cache_key
+        compiled = _MEMORY.get(key) if key else None
+        if compiled is None and key:
+            compiled = self._from_disk(key)
+        if compiled is None:
+            compiled = self._compile()
+            if key:
+                cache.store(key, {"mlir": compiled.mlir, "llvm": compiled.llvm, "wram_bytes": compiled.wram_bytes,
+                                  "sites": [[s.filename, s.lineno, s.col] if s else None for s in compiled.sites]})
+        if key:
+            _MEMORY[key] = compiled
+        self._compiled = compiled
+        return compiled
+
+    def _from_disk(self, key: str) -> Compiled | None:
+        entry = cache.load(key, {"mlir": str, "llvm": str, "sites": list, "wram_bytes": int})
+        if entry is None:
+            return None
+        try:
+            sites = [SourceLoc(*s) if s else None for s in entry["sites"]]
+            with codegen.LOCK, codegen.context():
+                module = ir.Module.parse(entry["llvm"])
+        except (TypeError, ValueError, ir.MLIRError):
+            return None  # corrupt: compile again
+        return Compiled(entry["mlir"], entry["llvm"], sites, entry["wram_bytes"], module)
+
+    def _compile(self) -> Compiled:
+        with codegen.LOCK, codegen.context():
+            state = codegen.generate(self.info)
+            module = state.module
+            verify(module)
+            run_pipeline(module, CLEANUP_PIPELINE, f"{self.__name__} (cleanup)")
+            mlir_text = str(module)
+            run_pipeline(module, self.pipeline, self.__name__)
+            verify(module)
+            return Compiled(mlir_text, str(module), list(state.sites), state.wram_bytes, module)
+
+    @property
+    def mlir(self) -> str:
+        """Builder-level MLIR (func/arith/math/scf/memref), after inlining and mem2reg."""
+        return self.compile().mlir
+
+    @property
+    def llvm(self) -> str:
+        """LLVM-dialect MLIR: the text injected into kernels."""
+        return self.compile().llvm
+
+    @property
+    def llir(self) -> str:
+        """LLVM IR text."""
+        c = self.compile()
+        if c.llir is None:
+            with codegen.LOCK, codegen.context():
+                c.llir = to_llvm_ir(c.module)
+        return c.llir
+
+    @property
+    def wram_bytes(self) -> int:
+        """Bytes of WRAM buffers (wram_alloc) the function uses."""
+        return self.compile().wram_bytes
+
+    # --- execution -----------------------------------------------------------------------
+
+    def _entry(self):
+        c = self.compile()
+        if c.program is None:
+            with codegen.LOCK, codegen.context():
+                c.program = Program(c.module)
+        return c.program.entry(self.__name__)
+
+    def __call__(self, *args):
+        self.run(*args)
+
+    def run(self, *args, tasklets: int = 1) -> LaunchStats:
+        """Run on the host DPU model with `tasklets` tasklets; InOut arrays are
+        updated in place. Returns (and keeps in `last_stats`) what the launch did."""
+        caller = sys._getframe(1)
+        if caller.f_code is EdslFunction.__call__.__code__:
+            caller = caller.f_back
+        loc = SourceLoc(caller.f_code.co_filename, caller.f_lineno)
+        if len(args) != len(self._specs):
+            names = ", ".join(s.name for s in self._specs)
+            raise ArgumentError(f"{self.__name__}({names}) takes {len(self._specs)} arguments, "
+                                f"{len(args)} given", loc)
+        packed, keep = pack_arguments(self._specs, args, loc)
+        entry = self._entry()
+        stats = run_tasklets(lambda: entry(packed), tasklets, self.compile().sites)
+        del keep
+        self.last_stats = stats
+        return stats
+
+
+def _fingerprint(info, parts: list, seen: set) -> bool:
+    """Append to `parts` what decides the code of `info`'s function; False if
+    something it uses has no stable identity across processes."""
+    parts.append(info.key)
+    names = sorted({n.id for n in ast.walk(info.tree) if isinstance(n, ast.Name)})
+    for name in names:
+        if name in info.closure:
+            value = info.closure[name]
+        elif name in info.globals:
+            value = info.globals[name]
+        else:
+            continue
+        if not _stable(value, parts, seen):
+            return False
+    return True
+
+
+def _stable(value, parts: list, seen: set) -> bool:
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        parts.append(repr(value))
+    elif isinstance(value, (tuple, frozenset)):
+        return all(_stable(v, parts, seen) for v in value)
+    elif isinstance(value, types.ModuleType):
+        parts.append(f"module {value.__name__}")
+    elif isinstance(value, EdslFunction):
+        if id(value) not in seen:
+            seen.add(id(value))
+            parts.append(f"edsl {value.__qualname__}")
+            return _fingerprint(value.info, parts, seen)
+    elif isinstance(value, (types.BuiltinFunctionType, types.FunctionType, type, language.Intrinsic)):
+        parts.append(f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', value)}")
+    else:
+        return False
+    return True
+
+
+def dialect(fn=None, *, name: str = "mlir", pipeline=None):
+    """Compile a Python function with `Input[...]`/`InOut[...]` parameters through MLIR.
+
+    `@edsl.dialect` or `@edsl.dialect(name="mlir", pipeline=[pass, ...])`.
+    """
+    if fn is None:
+        return lambda f: EdslFunction(f, name=name, pipeline=pipeline)
+    return EdslFunction(fn, name=name, pipeline=pipeline)

@@ -1,0 +1,71 @@
+"""Functions usable inside `@edsl.dialect` bodies.
+
+They are markers: the code generator recognises them (edsl.codegen.intrinsics
+holds what each one emits and its typing rule); called from plain Python they
+raise. Python's own `abs`, `min`, `max`, `int`, `float`, `bool`, `len` and the
+functions of the `math` module are recognised too.
+"""
+from __future__ import annotations
+
+
+class Intrinsic:
+    """A function that only has a meaning inside an edsl body."""
+
+    def __init__(self, name: str, doc: str):
+        self.__name__ = self.name = name
+        self.__doc__ = doc
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"edsl.{self.name}() can only be used inside an @edsl.dialect function")
+
+    def __repr__(self) -> str:
+        return f"<edsl intrinsic {self.name}>"
+
+
+class ScalarType(Intrinsic):
+    """A scalar type; calling it in a body converts: `f32(x)`, `i32(n)`."""
+
+    def __init__(self, name: str):
+        super().__init__(name, f"Convert a value to {name}.")
+
+
+i1, i8, i16, i32, i64, index = (ScalarType(n) for n in ("i1", "i8", "i16", "i32", "i64", "index"))
+f16, bf16, f32, f64 = (ScalarType(n) for n in ("f16", "bf16", "f32", "f64"))
+
+# Math functions (float operands; integers are converted to f32 first).
+_MATH = {
+    "exp": "e**x", "exp2": "2**x", "log": "natural logarithm", "log2": "base-2 logarithm",
+    "log10": "base-10 logarithm", "sqrt": "square root", "rsqrt": "1/sqrt(x)",
+    "sin": "sine", "cos": "cosine", "tan": "tangent", "tanh": "hyperbolic tangent",
+    "erf": "error function", "floor": "round down", "ceil": "round up",
+    "trunc": "round toward zero", "round": "round half away from zero",
+    "fma": "x*y + z, rounded once", "copysign": "x with the sign of y",
+    "isnan": "x is NaN", "isinf": "x is infinite",
+}
+for _name, _doc in _MATH.items():
+    globals()[_name] = Intrinsic(_name, _doc)
+del _name, _doc
+
+select = Intrinsic("select", "select(c, a, b): a where c is true, else b, without branching.")
+
+# DPU intrinsics. On the host they run against the DPU model (edsl.dpu.runtime).
+tasklet_id = Intrinsic("tasklet_id", "The id of the running tasklet (0 .. num_tasklets()-1), i32; `me()` in the UPMEM SDK.")
+num_tasklets = Intrinsic("num_tasklets", "The number of tasklets running this function, i32.")
+barrier = Intrinsic("barrier", "Wait until every tasklet reaches this barrier (`barrier_wait`).")
+mram_read = Intrinsic(
+    "mram_read",
+    "mram_read(src, dst, nbytes, src_offset=0, dst_offset=0): DMA `nbytes` from the MRAM "
+    "memref `src` to the WRAM memref `dst`; offsets in elements. Both addresses must be "
+    "8-byte aligned and nbytes a multiple of 8 between 8 and 2048.")
+mram_write = Intrinsic(
+    "mram_write",
+    "mram_write(src, dst, nbytes, src_offset=0, dst_offset=0): DMA `nbytes` from the WRAM "
+    "memref `src` to the MRAM memref `dst`, with the rules of mram_read.")
+wram_alloc = Intrinsic(
+    "wram_alloc",
+    "wram_alloc(shape, dtype): a WRAM buffer of static shape shared by the tasklets, "
+    "8-byte aligned, counted against the 64 KiB WRAM of the DPU.")
+
+__all__ = ["Intrinsic", "ScalarType", "i1", "i8", "i16", "i32", "i64", "index", "f16", "bf16",
+           "f32", "f64", "select", "tasklet_id", "num_tasklets", "barrier", "mram_read",
+           "mram_write", "wram_alloc", *_MATH]

@@ -1,0 +1,9 @@
+"""Lowering layer: builder-level MLIR -> LLVM-dialect MLIR -> LLVM IR.
+
+The pipeline is plain data (a list of upstream pass names) so a user can
+override it per function, as in TLE-Raw.
+"""
+from .pipeline import (CLEANUP_PIPELINE, DEFAULT_PIPELINE, run_pipeline,
+                       to_llvm_ir, verify)
+
+__all__ = ["CLEANUP_PIPELINE", "DEFAULT_PIPELINE", "run_pipeline", "to_llvm_ir", "verify"]

@@ -1,0 +1,91 @@
+"""Pass pipelines through the upstream `mlir` bindings, with errors mapped back
+to the user's Python lines (every op edsl builds carries a file:line:col location)."""
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from mlir import ir
+from mlir.dialects import llvm
+from mlir.passmanager import PassManager
+
+from ..errors import LoweringError, SourceLoc, VerifierError
+
+# Run on every builder-level module before it is shown as `.mlir`: inline calls
+# to other edsl functions, promote the variable slots of the code generator to
+# SSA values, and tidy up.
+CLEANUP_PIPELINE = (
+    "inline",
+    "symbol-dce",
+    "mem2reg",
+    "canonicalize",
+    "cse",
+)
+
+# Builder level (func/arith/math/scf/cf/memref/index) -> LLVM dialect.
+DEFAULT_PIPELINE = (
+    "convert-scf-to-cf",
+    "math-expand-ops",
+    "arith-expand",
+    "expand-strided-metadata",
+    "convert-math-to-llvm",
+    "finalize-memref-to-llvm",
+    "convert-arith-to-llvm",
+    "convert-index-to-llvm",
+    "convert-cf-to-llvm",
+    "convert-ub-to-llvm",
+    "convert-func-to-llvm",
+    "reconcile-unrealized-casts",
+    "canonicalize",
+    "cse",
+)
+
+_LOC = re.compile(r'loc\("(?P<file>[^"]+)":(?P<line>\d+):(?P<col>\d+)')
+
+
+def location_of(loc: ir.Location | str) -> SourceLoc | None:
+    """The user's file:line:col inside an MLIR location (first one found), if any."""
+    m = _LOC.search(str(loc))
+    if m is None:
+        return None
+    return SourceLoc(m["file"], int(m["line"]), max(int(m["col"]) - 1, 0))
+
+
+def _diagnostics(err: ir.MLIRError) -> tuple[str, SourceLoc | None]:
+    diags = list(getattr(err, "error_diagnostics", []) or [])
+    if not diags:
+        return str(err), None
+    first = diags[0]
+    notes = "".join(f"\n  note: {n.message}" for n in first.notes)
+    return first.message + notes, location_of(first.location)
+
+
+def verify(module: ir.Module) -> None:
+    """Run MLIR's verifier; a failure becomes a VerifierError at the user's line."""
+    try:
+        module.operation.verify()
+    except ir.MLIRError as err:
+        message, loc = _diagnostics(err)
+        raise VerifierError(f"invalid IR: {message}", loc) from None
+
+
+def run_pipeline(module: ir.Module, pipeline: Sequence[str], what: str = "module") -> None:
+    """Run the passes named in `pipeline` on `module`, in place."""
+    text = "builtin.module(" + ",".join(pipeline) + ")"
+    try:
+        pm = PassManager.parse(text, context=module.context)
+    except (ValueError, ir.MLIRError) as err:
+        raise LoweringError(f"bad pass pipeline {list(pipeline)!r} for {what}: {err}") from None
+    try:
+        pm.run(module.operation)
+    except ir.MLIRError as err:
+        message, loc = _diagnostics(err)
+        raise LoweringError(f"lowering {what} failed: {message}", loc) from None
+
+
+def to_llvm_ir(module: ir.Module) -> str:
+    """Translate an LLVM-dialect module to LLVM IR text."""
+    try:
+        return llvm.translate_module_to_llvmir(module.operation)
+    except Exception as err:  # the binding raises a bare RuntimeError
+        raise LoweringError(f"translation to LLVM IR failed: {err}") from None
