@@ -35,9 +35,18 @@ from .signature import FunctionInfo
 
 @dataclass
 class Slot:
-    """A mutable scalar variable: a 0-d alloca of `type`."""
+    """A mutable scalar variable of `type`: a 0-d alloca (of i8 for i1: memref
+    lowering does not handle sub-byte element types)."""
     ref: ir.Value
     type: ir.Type
+
+    def load(self) -> ir.Value:
+        v = memref.load(self.ref, [])
+        return S.convert(v, self.type) if v.type != self.type else v
+
+    def store(self, value) -> None:
+        stored = ir.MemRefType(self.ref.type).element_type
+        memref.store(S.convert(S.convert(value, self.type), stored), self.ref, [])
 
 
 @dataclass
@@ -257,7 +266,7 @@ class CodeGenerator(ast.NodeVisitor):
     def lookup(self, name: str, node):
         if name in self.env:
             v = self.env[name]
-            return memref.load(v.ref, []) if isinstance(v, Slot) else v
+            return v.load() if isinstance(v, Slot) else v
         info = self.info
         if name in info.closure:
             return info.closure[name]
@@ -268,25 +277,25 @@ class CodeGenerator(ast.NodeVisitor):
         raise CompileError(f"name {name!r} is not defined", self.loc(node))
 
     def assign(self, name: str, value) -> None:
-        if isinstance(value, ir.OpView):
-            value = self._op_value(value)
         if self.observed is not None and name in self.observed:
             self.observed[name].append(value.type if isinstance(value, ir.Value) else value)
         cur = self.env.get(name)
         if isinstance(cur, Slot):
+            value = S.val(value)
             if not (S.is_static(value) or (isinstance(value, ir.Value) and S.is_scalar(value.type))):
                 raise TypeMismatchError(
                     f"variable {name!r} holds a {cur.type} across control flow and cannot become "
                     f"a {intrinsics.type_name(value)}")
-            memref.store(S.convert(value, cur.type), cur.ref, [])
+            cur.store(value)
             return
         if name in self.readonly:
             self.readonly.discard(name)
         self.env[name] = value
 
     def _new_slot(self, t: ir.Type) -> Slot:
+        storage = S.int_type(8) if t == S.i1() else t
         with ir.InsertionPoint.at_block_begin(self.entry):
-            ref = memref.alloca(ir.MemRefType.get([], t), [], [])
+            ref = memref.alloca(ir.MemRefType.get([], storage), [], [])
         if self.dry_slots is not None:
             self.dry_slots.append(("slot", ref))
         return Slot(ref, t)
@@ -331,7 +340,7 @@ class CodeGenerator(ast.NodeVisitor):
                 continue
             slot = self._new_slot(S.common_type(kinds))
             if name in self.env:
-                memref.store(S.convert(self.env[name], slot.type), slot.ref, [])
+                slot.store(self.env[name])
             self.env[name] = slot
 
     def _dry_run(self, emit, names) -> dict:
@@ -407,7 +416,7 @@ class CodeGenerator(ast.NodeVisitor):
                 return
 
     def _not_jumped(self, loop: _LoopCtx) -> ir.Value:
-        flags = [memref.load(s.ref, []) for s in (loop.broke, loop.continued) if s is not None]
+        flags = [s.load() for s in (loop.broke, loop.continued) if s is not None]
         jumped = flags[0] if len(flags) == 1 else arith.ori(*flags)
         return S.unary(ast.Not, jumped)
 
@@ -491,6 +500,7 @@ class CodeGenerator(ast.NodeVisitor):
             raise CompileError(f"cannot assign to an element of Input parameter {name!r} (use InOut)",
                                self.loc(target))
         elem = ir.MemRefType(base.type).element_type
+        value = S.val(value)
         if isinstance(value, ir.Value) and not S.is_scalar(value.type):
             raise TypeMismatchError(f"cannot store a value of type {value.type} into {base.type}")
         memref.store(S.convert(value, elem), base, idx)
@@ -543,7 +553,7 @@ class CodeGenerator(ast.NodeVisitor):
 
     def _flag(self, value: bool) -> Slot:
         slot = self._new_slot(S.i1())
-        memref.store(S.constant(int(value), S.i1()), slot.ref, [])
+        slot.store(int(value))
         return slot
 
     def _loop_body(self, loop: _LoopCtx, body, has_continue: bool, bind=None) -> None:
@@ -596,7 +606,7 @@ class CodeGenerator(ast.NodeVisitor):
         loop = self.loops[-1]
         if isinstance(loop, _StaticLoop):
             raise signal()
-        memref.store(S.constant(1, S.i1()), getattr(loop, flag).ref, [])
+        getattr(loop, flag).store(1)
 
     def _range_loop(self, node):
         call = node.iter
@@ -719,6 +729,8 @@ class CodeGenerator(ast.NodeVisitor):
 
     def visit_Attribute(self, node):
         base = self.visit(node.value)
+        if isinstance(base, ir.OpView) and node.attr == "shape":
+            base = S.val(base)
         if isinstance(base, ir.Value) and S.is_memref(base.type) and node.attr == "shape":
             return S.dims(base)
         try:
@@ -739,7 +751,7 @@ class CodeGenerator(ast.NodeVisitor):
         for axis, k in enumerate(keys):
             if isinstance(k, ast.Slice):
                 raise CompileError("slices of memrefs are not supported; index elements", self.loc(k))
-            v = self.visit(k)
+            v = S.val(self.visit(k))
             if S.is_static(v):
                 if isinstance(v, (float, bool)) or not isinstance(v, int) and not hasattr(v, "__index__"):
                     raise TypeMismatchError(f"index {v!r} is not an integer")
@@ -764,10 +776,7 @@ class CodeGenerator(ast.NodeVisitor):
         return base[key]
 
     def _binop(self, op, a, b):
-        if isinstance(a, ir.OpView):
-            a = self._op_value(a)
-        if isinstance(b, ir.OpView):
-            b = self._op_value(b)
+        a, b = S.val(a), S.val(b)
         if not isinstance(a, ir.Value) and not isinstance(b, ir.Value):
             return _PY_BINOPS[type(op)](a, b)
         return S.binary(type(op), a, b)
@@ -776,7 +785,7 @@ class CodeGenerator(ast.NodeVisitor):
         return self._binop(node.op, self.visit(node.left), self.visit(node.right))
 
     def visit_UnaryOp(self, node):
-        x = self.visit(node.operand)
+        x = S.val(self.visit(node.operand))
         if not isinstance(x, ir.Value):
             return _PY_UNARY[type(node.op)](x)
         return S.unary(type(node.op), x)
@@ -801,10 +810,10 @@ class CodeGenerator(ast.NodeVisitor):
         return chain(node.values)
 
     def visit_Compare(self, node):
-        left = self.visit(node.left)
+        left = S.val(self.visit(node.left))
         result = True
         for op, comp in zip(node.ops, node.comparators):
-            right = self.visit(comp)
+            right = S.val(self.visit(comp))
             if not isinstance(left, ir.Value) and not isinstance(right, ir.Value):
                 r = _PY_CMPOPS[type(op)](left, right)
             elif type(op) in (ast.Is, ast.IsNot, ast.In, ast.NotIn):
@@ -836,21 +845,12 @@ class CodeGenerator(ast.NodeVisitor):
             raise CompileError("range() is only supported as the iterable of a for loop", self.loc(node))
         handler = intrinsics.lookup(fn)
         if handler is not None:
-            args = [self._op_value(a) if isinstance(a, ir.OpView) else a for a in args]
+            args = [S.val(a) for a in args]
             return handler(self, *args, **kwargs)
         info = getattr(fn, "_edsl_function_info", None)
         if info is not None:
             return self._call_edsl(info, args, kwargs, node)
-        result = fn(*args, **kwargs)  # MLIR-builder style: runs now, building IR
-        if isinstance(result, ir.OpView) and len(result.operation.results) == 1:
-            return result.operation.result
-        return result
-
-    def _op_value(self, op: ir.OpView):
-        results = op.operation.results
-        if len(results) != 1:
-            raise TypeMismatchError(f"operation {op.operation.name} has {len(results)} results, not 1")
-        return results[0]
+        return fn(*args, **kwargs)  # MLIR-builder style: runs now, building IR
 
     def _call_edsl(self, info: FunctionInfo, args, kwargs, node):
         if kwargs:

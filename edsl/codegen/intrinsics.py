@@ -64,6 +64,10 @@ def scalar_type(spec) -> ir.Type:
         raise TypeMismatchError(f"{spec!r} is not a scalar type") from None
 
 
+def _dynamic(args) -> bool:
+    return len(args) == 1 and isinstance(args[0], ir.Value)
+
+
 def _cast_to(name):
     def handler(gen, x):
         return S.convert(x, scalar_type(name))
@@ -73,9 +77,11 @@ def _cast_to(name):
 for _t in (L.i1, L.i8, L.i16, L.i32, L.i64, L.index, L.f16, L.bf16, L.f32, L.f64):
     register(_t)(_cast_to(_t.name))
 
-register(builtins.int)(lambda gen, x: int(x) if S.is_static(x) else S.convert(x, S.int_type(64)))
-register(builtins.float)(lambda gen, x: float(x) if S.is_static(x) else S.convert(x, ir.F64Type.get()))
-register(builtins.bool)(lambda gen, x: S.truth(x))
+# int(), float(), bool() of a dynamic value convert it (to i64, f64, i1); of
+# anything else they are Python's own.
+register(builtins.int)(lambda gen, *a: S.convert(a[0], S.int_type(64)) if _dynamic(a) else int(*a))
+register(builtins.float)(lambda gen, *a: S.convert(a[0], ir.F64Type.get()) if _dynamic(a) else float(*a))
+register(builtins.bool)(lambda gen, *a: S.truth(a[0]) if _dynamic(a) else bool(*a))
 
 
 # --- builtins --------------------------------------------------------------------------
@@ -266,6 +272,8 @@ def _wram_alloc(gen, shape, dtype):
     if not all(S.is_static(d) and int(d) >= 0 for d in shape):
         raise TypeMismatchError(f"wram_alloc needs a static shape of non-negative ints, not {shape}")
     elem = scalar_type(dtype)
+    if elem == S.i1():
+        raise TypeMismatchError("wram_alloc of i1 is not supported; use i8 for booleans")
     t = ir.MemRefType.get([int(d) for d in shape], elem)
     nbytes = int(np.prod([int(d) for d in shape], dtype=np.int64)) * S.bits(elem) // 8
     return gen.wram_buffer(t, nbytes)

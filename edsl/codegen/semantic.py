@@ -43,6 +43,13 @@ def is_static(x) -> bool:
     return isinstance(x, Static)
 
 
+def val(x):
+    """An operation with one result (as MLIR builders return) stands for that result."""
+    if isinstance(x, ir.OpView) and len(x.operation.results) == 1:
+        return x.operation.result
+    return x
+
+
 # --- types ------------------------------------------------------------------------
 
 def i1() -> ir.Type:
@@ -219,6 +226,7 @@ def constant(x, t: ir.Type) -> ir.Value:
 
 def convert(x, t: ir.Type) -> ir.Value:
     """`x` (static or dynamic) as a value of type `t`, with C/NumPy conversions."""
+    x = val(x)
     if not isinstance(x, ir.Value):
         return constant(x, t)
     s = x.type
@@ -255,6 +263,7 @@ def convert(x, t: ir.Type) -> ir.Value:
 
 def truth(x):
     """The truth value of `x`: a Python bool if static, else an i1 value."""
+    x = val(x)
     if not isinstance(x, ir.Value):
         return bool(x)
     if not is_scalar(x.type):
@@ -356,6 +365,7 @@ def _check_scalar(x, op: str):
 def binary(op: type, a, b):
     """`a op b` for an ast operator class; both static gives a Python value."""
     sym = OPERATOR_SYMBOLS.get(op, op.__name__)
+    a, b = val(a), val(b)
     _check_scalar(a, sym)
     _check_scalar(b, sym)
     if op is ast.Div:
@@ -382,6 +392,7 @@ def compare(op: type, a, b):
     sym = OPERATOR_SYMBOLS.get(op, op.__name__)
     if op not in _INT_CMP:
         raise TypeMismatchError(f"comparison {op.__name__} is not supported on values")
+    a, b = val(a), val(b)
     _check_scalar(a, sym)
     _check_scalar(b, sym)
     t = common_type([a, b])
@@ -392,6 +403,7 @@ def compare(op: type, a, b):
 
 
 def unary(op: type, x):
+    x = val(x)
     _check_scalar(x, op.__name__)
     t = x.type
     if op is ast.UAdd:

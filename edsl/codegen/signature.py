@@ -127,9 +127,10 @@ def _param(name: str, param: Param, loc: SourceLoc) -> ParamInfo:
         raise AnnotationError(f"{param!r} of {name!r} is not a valid MLIR type: {detail}", loc) from None
     if S.is_memref(t):
         elem = ir.MemRefType(t).element_type
-        if str(elem) not in _SCALARS:
+        if str(elem) not in _SCALARS - {"i1"}:
+            hint = "; use i8 for boolean arrays" if str(elem) == "i1" else ""
             raise AnnotationError(f"memref element type {elem} of {name!r} is not supported "
-                                  f"(use {', '.join(sorted(_SCALARS))})", loc)
+                                  f"(use {', '.join(sorted(_SCALARS - {'i1'}))}){hint}", loc)
     elif str(t) in _SCALARS or str(t).startswith("!llvm.ptr"):
         if param.is_inout:
             raise AnnotationError(f"{name!r}: InOut applies to memrefs; a {t} can only be an Input", loc)

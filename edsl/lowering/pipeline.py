@@ -25,6 +25,7 @@ CLEANUP_PIPELINE = (
 # Builder level (func/arith/math/scf/cf/memref/index) -> LLVM dialect.
 DEFAULT_PIPELINE = (
     "convert-scf-to-cf",
+    "mem2reg",  # the generator's variable slots, now that scf regions are gone
     "math-expand-ops",
     "arith-expand",
     "expand-strided-metadata",

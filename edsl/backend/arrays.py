@@ -1,0 +1,24 @@
+"""`array(a)`: a zero-copy view of a NumPy array that Triton takes as a pointer.
+
+Stock Triton types a pointer argument by its `data_ptr()` and `dtype`; a bare
+`numpy.ndarray` has neither. `DpuArray` is an ndarray subclass that adds
+`data_ptr()`, so it is still a NumPy array for everything else. While the DPU
+driver is active, launches also accept bare arrays (see `driver.py`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class DpuArray(np.ndarray):
+    """A NumPy array usable as a Triton pointer argument (shares memory with its base)."""
+
+    def data_ptr(self) -> int:
+        return self.__array_interface__["data"][0]
+
+
+def array(a) -> DpuArray:
+    """A zero-copy view of `a` (a NumPy array, or anything `np.asarray` takes
+    without copying) that Triton kernels accept as a pointer argument."""
+    base = np.asarray(a)
+    return base.view(DpuArray)

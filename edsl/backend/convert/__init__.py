@@ -1,0 +1,114 @@
+"""TTIR -> upstream MLIR (func/arith/math/scf/memref + a few llvm ops).
+
+`convert_ttir(text)` reads a TTIR module's text (see `ttir_text`), lowers its
+kernel function op by op (one family per module: `elementwise`, `shape`,
+`memory`, `reduce`, `control`, `debug`), adds the DPU support functions and
+the program-instance loop `__dpu_main`, and returns the new module with a
+`KernelInfo` (WRAM buffers, print formats).
+
+Converted kernel signature: the TTIR parameters (a `!tt.ptr<T>` as an i64
+MRAM address), then program ids x, y, z and grid sizes x, y, z (i32), then
+the launch context pointer.
+"""
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import func, llvm
+
+from ...errors import CompileError, DpuError
+from ...lowering.pipeline import location_of
+from ..ttir_text import LocTable, rewrite_ttir
+from . import control, elementwise, memory, reduce, shape  # noqa: F401  (register lowerings)
+from . import debug as debug_ops
+from .core import Converter, KernelInfo, is_ptr, scalar_type
+from .runtime_text import DMA_TEXT, main_text
+
+__all__ = ["convert_ttir", "parse_ttir", "KernelInfo"]
+
+
+def new_context() -> ir.Context:
+    ctx = ir.Context()
+    ctx.allow_unregistered_dialects = True
+    return ctx
+
+
+def parse_ttir(text: str, ctx: ir.Context) -> ir.Module:
+    """Parse TTIR text (after `rewrite_ttir`) with the upstream bindings."""
+    generic = rewrite_ttir(text)
+    try:
+        return ir.Module.parse(generic, ctx)
+    except ir.MLIRError as err:
+        diags = getattr(err, "error_diagnostics", None) or []
+        loc = location_of(diags[0].location) if diags else None
+        raise CompileError(f"cannot read the kernel's TTIR: {err}", loc) from None
+
+
+def _kernel_func(module: ir.Module):
+    funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
+    public = [f for f in funcs if "sym_visibility" not in f.attributes
+              or ir.StringAttr(f.attributes["sym_visibility"]).value == "public"]
+    if len(funcs) != 1:
+        extra = [f for f in funcs if f not in public[:1]]
+        raise CompileError("calls to non-inlined functions (noinline=True) are not supported "
+                           "by the DPU backend", location_of(extra[0].location) if extra else None)
+    return public[0] if public else funcs[0]
+
+
+def convert_ttir(text: str, ctx: ir.Context | None = None, *, debug: bool = False,
+                 wram_limit: int | None = None) -> tuple[ir.Module, KernelInfo]:
+    """Convert a TTIR module text to an upstream-MLIR module for the DPU model."""
+    ctx = ctx or new_context()
+    src = parse_ttir(text, ctx)
+    with ctx, ir.Location.unknown():
+        kernel = _kernel_func(src)
+        name = ir.StringAttr(kernel.attributes["sym_name"]).value
+        info = KernelInfo(name=name)
+        ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
+        params = [scalar_type(t) for t in ftype.inputs]
+        i32 = ir.IntegerType.get_signless(32)
+        ptr = llvm.PointerType.get()
+        out = ir.Module.create()
+        with ir.InsertionPoint(out.body), kernel.location:
+            fn = func.FuncOp(name, ir.FunctionType.get(params + [i32] * 6 + [ptr], []))
+            entry = fn.add_entry_block()
+        args = list(entry.arguments)
+        conv = Converter(info, entry, args[-1], args[len(params):len(params) + 3],
+                         args[len(params) + 3:len(params) + 6], debug)
+        conv.module_body = out.body
+        body = kernel.regions[0].blocks[0]
+        conv.count_uses(kernel)
+        for arg, new in zip(body.arguments, args):
+            conv.values[arg] = new
+        with ir.InsertionPoint(entry):
+            for op in list(body.operations)[:-1]:
+                conv.lower_op(op)
+            func.ReturnOp([])
+        conv.finish()
+        check_wram(info, wram_limit)
+        # The support text declares the kernel so that it verifies on its own;
+        # the declaration is dropped when the support moves into `out`.
+        param_types = [str(t) for t in params]
+        decl = (f"func.func private @{name}({', '.join(param_types + ['i32'] * 6 + ['!llvm.ptr'])})")
+        support = ir.Module.parse("module {" + decl + DMA_TEXT + main_text(name, param_types)
+                                  + debug_ops.SUPPORT_TEXT + "}")
+        for op in list(support.body.operations)[1:]:
+            out.body.append(op)
+    return out, info
+
+
+def check_wram(info: KernelInfo, limit: int | None) -> None:
+    """A kernel whose WRAM buffers exceed the DPU's WRAM fails at compile time."""
+    from ...dpu.limits import WRAM_BYTES
+    limit = WRAM_BYTES if limit is None else limit
+    total = info.wram_bytes
+    if total <= limit:
+        return
+    largest = sorted(info.wram, key=lambda b: -b.nbytes)[:3]
+    parts = ", ".join(f"{b.nbytes} bytes for the {b.what}"
+                      + (f" at line {b.loc.lineno}" if b.loc else "") for b in largest)
+    raise DpuError(f"kernel '{info.name}' needs {total} bytes of WRAM, more than the "
+                   f"{limit} bytes of a DPU; largest buffers: {parts}",
+                   largest[0].loc if largest else None)
+
+
+del is_ptr, LocTable

@@ -1,0 +1,146 @@
+"""Control flow: scf.for, scf.if, scf.while with scalar and tensor values.
+
+Scalars stay SSA values carried by the new loop. A loop-carried tensor gets
+its own WRAM buffer for the loop's life: the initial value is copied in, the
+body reads it, and the values the body yields are copied back at its end
+(through a temporary when the yielded value still reads the carried buffers).
+An `scf.if` returning tensors writes each branch's result into one buffer.
+"""
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import scf
+
+from .core import Tile, is_tensor, lowers, scalar_type
+
+
+def _tile_type(t):
+    rt = ir.RankedTensorType(t)
+    return tuple(rt.shape), scalar_type(rt.element_type)
+
+
+def lower_body(conv, block, mapping) -> list:
+    """Lower the ops of `block` (arguments bound by `mapping`) except its
+    terminator; return the converted operands of that terminator."""
+    for arg, value in zip(block.arguments, mapping):
+        conv.values[arg] = value
+    ops = list(block.operations)
+    for op in ops[:-1]:
+        conv.lower_op(op)
+    return [conv.get(v) for v in ops[-1].operands]
+
+
+def copy_into_carries(conv, yielded, carries, op):
+    """Write the yielded tiles into the loop's carried buffers, safely."""
+    staged = []
+    for y, buf in zip(yielded, carries):
+        if buf is None:
+            staged.append(None)
+        elif y.buf is not None and y.buf == buf:
+            staged.append(None)                      # unchanged
+        elif y.buf is not None and not any(c is not None and y.buf == c for c in carries):
+            staged.append(y)                         # an independent buffer
+        else:                                        # may read a carried buffer
+            tmp = conv.alloca(y.shape, y.elem, "loop-carried tensor (next value)", op)
+            conv.fill(tmp, y)
+            staged.append(Tile(y.shape, y.elem, buf=tmp))
+    for s, buf in zip(staged, carries):
+        if s is not None:
+            conv.fill(buf, s)
+
+
+def _carries(conv, op, inits, what):
+    carries, scalar_inits = [], []
+    for init in inits:
+        v = conv.get(init)
+        if isinstance(v, Tile):
+            buf = conv.alloca(v.shape, v.elem, what, op)
+            conv.fill(buf, v)
+            carries.append(buf)
+        else:
+            carries.append(None)
+            scalar_inits.append(v)
+    return carries, scalar_inits
+
+
+def _bind(carries, types, scalars):
+    out, k = [], 0
+    for buf, t in zip(carries, types):
+        if buf is None:
+            out.append(scalars[k])
+            k += 1
+        else:
+            shape, elem = _tile_type(t)
+            out.append(Tile(shape, elem, buf=buf))
+    return out
+
+
+@lowers("scf.for")
+def lower_for(conv, op):
+    lb, ub, step = (conv.get(v) for v in list(op.operands)[:3])
+    inits = list(op.operands)[3:]
+    body = op.regions[0].blocks[0]
+    carries, scalar_inits = _carries(conv, op, inits, "loop-carried tensor")
+    types = [a.type for a in list(body.arguments)[1:]]
+    loop = scf.ForOp(lb, ub, step, scalar_inits)
+    with ir.InsertionPoint(loop.body):
+        mapping = [loop.induction_variable] + _bind(carries, types, list(loop.inner_iter_args))
+        yielded = lower_body(conv, body, mapping)
+        copy_into_carries(conv, yielded, carries, op)
+        scf.yield_([y for y, c in zip(yielded, carries) if c is None])
+    for result, v in zip(op.results, _bind(carries, [r.type for r in op.results], list(loop.results))):
+        conv.set(result, v)
+
+
+@lowers("scf.if")
+def lower_if(conv, op):
+    cond = conv.get(op.operands[0])
+    bufs, scalar_types = [], []
+    for r in op.results:
+        if is_tensor(r.type):
+            shape, elem = _tile_type(r.type)
+            bufs.append(conv.alloca(shape, elem, "scf.if result", op))
+        else:
+            bufs.append(None)
+            scalar_types.append(scalar_type(r.type))
+    has_else = len(op.regions[1].blocks) > 0
+    new = scf.IfOp(cond, scalar_types, has_else=has_else)
+    branches = [(op.regions[0].blocks[0], new.then_block)]
+    if has_else:
+        branches.append((op.regions[1].blocks[0], new.else_block))
+    for src, dst in branches:
+        with ir.InsertionPoint(dst):
+            yielded = lower_body(conv, src, [])
+            for y, buf in zip(yielded, bufs):
+                if buf is not None and not (y.buf is not None and y.buf == buf):
+                    conv.fill(buf, y)
+            scf.yield_([y for y, b in zip(yielded, bufs) if b is None])
+    scalars = list(new.results)
+    for result, v in zip(op.results, _bind(bufs, [r.type for r in op.results], scalars)):
+        conv.set(result, v)
+
+
+@lowers("scf.while")
+def lower_while(conv, op):
+    before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
+    carries, scalar_inits = _carries(conv, op, list(op.operands), "while-carried tensor")
+    cond_op = list(before.operations)[-1]
+    forwarded = list(cond_op.operands)[1:]
+    if any(is_tensor(v.type) for v in forwarded):
+        raise conv.error(op, "a while loop passing tensors from its condition to its body "
+                             "is not supported by the DPU backend")
+    result_types = [scalar_type(v.type) for v in forwarded]
+    new = scf.WhileOp(result_types, scalar_inits)
+    before_types = [scalar_type(a.type) for a in before.arguments if not is_tensor(a.type)]
+    new_before = new.before.blocks.append(*before_types)
+    new_after = new.after.blocks.append(*result_types)
+    with ir.InsertionPoint(new_before):
+        mapping = _bind(carries, [a.type for a in before.arguments], list(new_before.arguments))
+        cond_vals = lower_body(conv, before, mapping)
+        scf.condition(cond_vals[0], cond_vals[1:])
+    with ir.InsertionPoint(new_after):
+        yielded = lower_body(conv, after, list(new_after.arguments))
+        copy_into_carries(conv, yielded, carries, op)
+        scf.yield_([y for y, c in zip(yielded, carries) if c is None])
+    for result, v in zip(op.results, new.results):
+        conv.set(result, v)

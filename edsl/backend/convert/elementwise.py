@@ -1,0 +1,216 @@
+"""Elementwise ops: arith/math on scalars and tensors, constants, casts, program ids.
+
+On a tensor an elementwise op becomes a lazy tile whose element function
+emits the same op on scalars, so chains fuse into the consumer's loop.
+Integer division and remainder get a guarded divisor: on the host a zero
+divisor (or INT_MIN / -1) would trap in lanes Triton leaves undefined.
+"""
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, math
+
+from .core import Tile, is_ptr, is_tensor, lowers, scalar_type
+
+_DIVISIONS = {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui",
+              "arith.floordivsi", "arith.ceildivsi", "arith.ceildivui"}
+
+
+def _attrs(op) -> dict:
+    return {name: op.attributes[name] for name in op.attributes}
+
+
+def emit_like(op, operands, result_types):
+    """Emit `op` again on scalar `operands` (same name and attributes)."""
+    if op.name in _DIVISIONS:
+        operands = [operands[0], _safe_divisor(op.name, operands[0], operands[1])]
+    new = ir.Operation.create(op.name, results=result_types, operands=operands,
+                              attributes=_attrs(op), loc=op.location)
+    return list(new.results)
+
+
+def _safe_divisor(name, x, d):
+    """`d`, with 0 replaced by 1 (and -1 by 1 when signed, fixed up by the caller)."""
+    t = d.type
+    zero = arith.constant(t, 0)
+    one = arith.constant(t, 1)
+    bad = arith.cmpi(arith.CmpIPredicate.eq, d, zero)
+    if name in ("arith.divsi", "arith.remsi", "arith.floordivsi", "arith.ceildivsi"):
+        minus_one = arith.constant(t, -1)
+        bad = arith.ori(bad, arith.cmpi(arith.CmpIPredicate.eq, d, minus_one))
+    return arith.select(bad, one, d)
+
+
+def _elem(t: ir.Type) -> ir.Type:
+    return scalar_type(ir.RankedTensorType(t).element_type) if is_tensor(t) else scalar_type(t)
+
+
+@lowers("<elementwise>")
+def lower_elementwise(conv, op):
+    """arith.* / math.* on scalars or same-shape tensors."""
+    if len(op.results) != 1:
+        raise conv.error(op, f"operation '{op.name}' is not supported by the DPU backend")
+    result = op.results[0]
+    operands = [conv.get(v) for v in op.operands]
+    if not is_tensor(result.type):
+        out = emit_like(op, operands, [result.type])[0]
+        if op.name in ("arith.divsi", "arith.floordivsi", "arith.ceildivsi"):
+            out = _fix_minus_one(op, operands, out)
+        conv.set(result, out, op)
+        return
+    shape = tuple(ir.RankedTensorType(result.type).shape)
+    elem = _elem(result.type)
+    cost = 1 + sum(o.cost for o in operands if isinstance(o, Tile))
+
+    def element(ivs, op=op, operands=operands, elem=elem):
+        vals = [o.at(ivs) if isinstance(o, Tile) else o for o in operands]
+        out = emit_like(op, vals, [elem])[0]
+        if op.name in ("arith.divsi", "arith.floordivsi", "arith.ceildivsi"):
+            out = _fix_minus_one(op, vals, out)
+        return out
+
+    conv.set(result, Tile(shape, elem, fn=element, cost=cost), op)
+
+
+def _fix_minus_one(op, vals, out):
+    """x / -1 is -x (the guarded divisor computed x / 1)."""
+    d = vals[1]
+    minus_one = arith.constant(d.type, -1)
+    is_m1 = arith.cmpi(arith.CmpIPredicate.eq, d, minus_one)
+    neg = arith.subi(arith.constant(d.type, 0), vals[0])
+    return arith.select(is_m1, neg, out)
+
+
+@lowers("arith.constant")
+def lower_constant(conv, op):
+    result = op.results[0]
+    value = op.attributes["value"]
+    if not is_tensor(result.type):
+        conv.set(result, arith.constant(result.type, value))
+        return
+    rt = ir.RankedTensorType(result.type)
+    dense = ir.DenseElementsAttr(value)
+    shape, elem = tuple(rt.shape), rt.element_type
+    if dense.is_splat:
+        splat = dense.get_splat_value()
+
+        def element(ivs, splat=splat, elem=elem):
+            return arith.constant(elem, splat)
+        conv.set(result, Tile(shape, elem, fn=element, cost=0), op)
+        return
+    # A non-uniform constant: written once into a WRAM buffer.
+    buf = conv.alloca(shape, elem, "constant tensor", op)
+    from mlir.dialects import memref
+    n = len(dense)
+    if n > 4096:
+        raise conv.error(op, f"constant tensor of {n} elements is too large for the DPU backend")
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    for flat in range(n):
+        ivs = [conv.index((flat // strides[d]) % shape[d]) for d in range(len(shape))]
+        memref.store(arith.constant(elem, dense[flat]), buf, ivs)
+    conv.set(result, Tile(shape, elem, buf=buf), op)
+
+
+@lowers("ub.poison")
+def lower_poison(conv, op):
+    t = op.results[0].type
+    elem = _elem(t)
+    zero = (lambda: arith.constant(elem, 0.0)) if isinstance(elem, (ir.F16Type, ir.BF16Type, ir.F32Type, ir.F64Type)) \
+        else (lambda: arith.constant(elem, 0))
+    if is_tensor(t):
+        conv.set(op.results[0], Tile(tuple(ir.RankedTensorType(t).shape), elem, fn=lambda ivs: zero(), cost=0))
+    else:
+        conv.set(op.results[0], zero())
+
+
+@lowers("tt.get_program_id")
+def lower_program_id(conv, op):
+    conv.set(op.results[0], conv.program_ids[ir.IntegerAttr(op.attributes["axis"]).value])
+
+
+@lowers("tt.get_num_programs")
+def lower_num_programs(conv, op):
+    conv.set(op.results[0], conv.num_programs[ir.IntegerAttr(op.attributes["axis"]).value])
+
+
+def _map_unary(conv, op, fn, extra_cost=1):
+    """Lower a one-operand op whose scalar form is `fn(value) -> value`."""
+    src = conv.get(op.operands[0])
+    result = op.results[0]
+    if not isinstance(src, Tile):
+        conv.set(result, fn(src), op)
+        return
+    shape = tuple(ir.RankedTensorType(result.type).shape)
+    conv.set(result, Tile(shape, _elem(result.type), fn=lambda ivs: fn(src.at(ivs)),
+                          cost=src.cost + extra_cost), op)
+
+
+@lowers("tt.bitcast")
+def lower_bitcast(conv, op):
+    src_t, dst_t = _elem(op.operands[0].type), _elem(op.results[0].type)
+    if src_t == dst_t:                  # pointer to pointer: the address is unchanged
+        _map_unary(conv, op, lambda v: v, 0)
+    else:
+        _map_unary(conv, op, lambda v: arith.bitcast(dst_t, v))
+
+
+@lowers("tt.ptr_to_int", "tt.int_to_ptr")
+def lower_ptr_int(conv, op):
+    dst_t = _elem(op.results[0].type)
+    _map_unary(conv, op, lambda v: conv.cast_int(v, dst_t, signed=False), 0)
+
+
+@lowers("tt.fp_to_fp")
+def lower_fp_to_fp(conv, op):
+    src_t, dst_t = _elem(op.operands[0].type), _elem(op.results[0].type)
+    known = (ir.F16Type, ir.BF16Type, ir.F32Type, ir.F64Type)
+    if not (isinstance(src_t, known) and isinstance(dst_t, known)):
+        raise conv.error(op, f"conversion {src_t} -> {dst_t} (fp8) is not supported by the DPU backend")
+    wider = ir.FloatType(dst_t).width > ir.FloatType(src_t).width
+    _map_unary(conv, op, (lambda v: arith.extf(dst_t, v)) if wider else (lambda v: arith.truncf(dst_t, v)))
+
+
+@lowers("tt.precise_sqrt")
+def lower_precise_sqrt(conv, op):
+    _map_unary(conv, op, math.sqrt)
+
+
+def _map_nary(conv, op, fn, extra_cost=1):
+    vals = [conv.get(v) for v in op.operands]
+    result = op.results[0]
+    if not any(isinstance(v, Tile) for v in vals):
+        conv.set(result, fn(*vals), op)
+        return
+    shape = tuple(ir.RankedTensorType(result.type).shape)
+    cost = extra_cost + sum(v.cost for v in vals if isinstance(v, Tile))
+    conv.set(result, Tile(shape, _elem(result.type),
+                          fn=lambda ivs: fn(*[v.at(ivs) if isinstance(v, Tile) else v for v in vals]),
+                          cost=cost), op)
+
+
+@lowers("tt.precise_divf")
+def lower_precise_divf(conv, op):
+    _map_nary(conv, op, arith.divf)
+
+
+@lowers("tt.mulhiui")
+def lower_mulhiui(conv, op):
+    def mulhi(x, y):
+        t = x.type
+        wide = ir.IntegerType.get_signless(2 * t.width)
+        p = arith.muli(arith.extui(wide, x), arith.extui(wide, y))
+        return arith.trunci(t, arith.shrui(p, arith.constant(wide, t.width)))
+    _map_nary(conv, op, mulhi, 3)
+
+
+@lowers("tt.clampf")
+def lower_clampf(conv, op):
+    propagate = "all" in str(op.attributes["propagateNan"]) if "propagateNan" in op.attributes else False
+    lo_fn, hi_fn = (arith.maximumf, arith.minimumf) if propagate else (arith.maxnumf, arith.minnumf)
+    _map_nary(conv, op, lambda x, lo, hi: hi_fn(lo_fn(x, lo), hi), 2)
+
+
+def is_pointer_value(t: ir.Type) -> bool:
+    return is_ptr(ir.RankedTensorType(t).element_type) if is_tensor(t) else is_ptr(t)

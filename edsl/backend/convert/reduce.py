@@ -1,0 +1,131 @@
+"""Tile ops with a combine region or an inner product: tt.reduce, tt.scan, tt.dot.
+
+The combine region of a reduction or scan (`sum`, `max`, `argmax`, a user's
+combine function) is lowered once per step of an `scf.for` that carries the
+accumulators, with its block arguments bound to the accumulators and the
+next elements.
+"""
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, memref, scf
+
+from .control import lower_body
+from .core import Tile, is_float, is_tensor, lowers, scalar_type
+
+
+def _combine(conv, block, accs, nexts):
+    return lower_body(conv, block, list(accs) + list(nexts))
+
+
+@lowers("tt.reduce")
+def lower_reduce(conv, op):
+    axis = ir.IntegerAttr(op.attributes["axis"]).value
+    inputs = [conv.tile(v) for v in op.operands]
+    block = op.regions[0].blocks[0]
+    shape = inputs[0].shape
+    n = shape[axis]
+    out_shape = shape[:axis] + shape[axis + 1:]
+    elems = [t.elem for t in inputs]
+    bufs = [conv.alloca(out_shape, e, "tt.reduce result", op) for e in elems] if out_shape else None
+    scalars = []
+
+    def body(oivs):
+        def at(k):
+            return oivs[:axis] + [k] + oivs[axis:]
+        init = [t.at(at(conv.index(0))) for t in inputs]
+        loop = scf.ForOp(conv.index(1), conv.index(n), conv.index(1), init)
+        with ir.InsertionPoint(loop.body):
+            nexts = [t.at(at(loop.induction_variable)) for t in inputs]
+            scf.yield_(_combine(conv, block, loop.inner_iter_args, nexts))
+        if bufs is None:
+            scalars.extend(loop.results)
+        else:
+            for v, buf in zip(loop.results, bufs):
+                memref.store(v, buf, oivs)
+    conv.loop_nest(out_shape, body)
+    for k, result in enumerate(op.results):
+        if bufs is None:
+            conv.set(result, scalars[k])
+        else:
+            conv.set(result, Tile(out_shape, elems[k], buf=bufs[k]))
+
+
+@lowers("tt.scan")
+def lower_scan(conv, op):
+    axis = ir.IntegerAttr(op.attributes["axis"]).value
+    reverse = "reverse" in op.attributes and ir.BoolAttr(op.attributes["reverse"]).value
+    inputs = [conv.tile(v) for v in op.operands]
+    block = op.regions[0].blocks[0]
+    shape = inputs[0].shape
+    n = shape[axis]
+    line_shape = shape[:axis] + shape[axis + 1:]
+    bufs = [conv.alloca(shape, t.elem, "tt.scan result", op) for t in inputs]
+
+    def body(oivs):
+        def at(k):
+            return oivs[:axis] + [k] + oivs[axis:]
+
+        def pos(i):                      # the i-th element visited along the axis
+            return arith.subi(conv.index(n - 1), i) if reverse else i
+        first = at(pos(conv.index(0)))
+        init = [t.at(first) for t in inputs]
+        for v, buf in zip(init, bufs):
+            memref.store(v, buf, first)
+        loop = scf.ForOp(conv.index(1), conv.index(n), conv.index(1), init)
+        with ir.InsertionPoint(loop.body):
+            where = at(pos(loop.induction_variable))
+            nexts = [t.at(where) for t in inputs]
+            new = _combine(conv, block, loop.inner_iter_args, nexts)
+            for v, buf in zip(new, bufs):
+                memref.store(v, buf, where)
+            scf.yield_(new)
+    conv.loop_nest(line_shape, body)
+    for result, buf, t in zip(op.results, bufs, inputs):
+        conv.set(result, Tile(shape, t.elem, buf=buf))
+
+
+def _widen(v, acc_t):
+    """An operand of tl.dot promoted to the accumulator's type."""
+    t = v.type
+    if t == acc_t:
+        return v
+    if is_float(acc_t):
+        if is_float(t):
+            if ir.FloatType(t).width < ir.FloatType(acc_t).width:
+                return arith.extf(acc_t, v)
+            return arith.truncf(acc_t, v)
+        return arith.sitofp(acc_t, v)
+    if ir.IntegerType(t).width < ir.IntegerType(acc_t).width:
+        return arith.extsi(acc_t, v)
+    return arith.trunci(acc_t, v)
+
+
+@lowers("tt.dot")
+def lower_dot(conv, op):
+    a, b, c = (conv.tile(v) for v in op.operands)
+    if len(a.shape) not in (2, 3):
+        raise conv.error(op, "tl.dot on tensors of rank other than 2 or 3 is not supported")
+    a = conv.materialize(a, "tl.dot operand", op)
+    b = conv.materialize(b, "tl.dot operand", op)
+    acc_t = c.elem
+    shape = c.shape
+    k_dim = a.shape[-1]
+    out = conv.alloca(shape, acc_t, "tl.dot result", op)
+    flt = is_float(acc_t)
+
+    def body(ivs):
+        batch, i, j = ivs[:-2], ivs[-2], ivs[-1]
+        loop = scf.ForOp(conv.index(0), conv.index(k_dim), conv.index(1), [c.at(ivs)])
+        with ir.InsertionPoint(loop.body):
+            k = loop.induction_variable
+            x = _widen(a.at(batch + [i, k]), acc_t)
+            y = _widen(b.at(batch + [k, j]), acc_t)
+            acc = loop.inner_iter_args[0]
+            scf.yield_([arith.addf(acc, arith.mulf(x, y)) if flt else arith.addi(acc, arith.muli(x, y))])
+        memref.store(loop.results[0], out, ivs)
+    conv.loop_nest(shape, body)
+    conv.set(op.results[0], Tile(shape, acc_t, buf=out))
+
+
+del is_tensor, scalar_type

@@ -1,0 +1,171 @@
+"""Shape ops: make_range, splat, broadcast, expand_dims, reshape, trans, join,
+split, cat, unsplat, and pointer arithmetic (`tt.addptr`).
+
+All of them are index remappings, so they stay lazy: the element function of
+the result reads the source at remapped indices.
+"""
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith
+
+from .core import Tile, byte_size, is_tensor, lowers, pointee, prod, scalar_type
+
+
+def _shape(t: ir.Type) -> tuple[int, ...]:
+    return tuple(ir.RankedTensorType(t).shape)
+
+
+def _elem(t: ir.Type) -> ir.Type:
+    return scalar_type(ir.RankedTensorType(t).element_type)
+
+
+@lowers("tt.make_range")
+def lower_make_range(conv, op):
+    start = ir.IntegerAttr(op.attributes["start"]).value
+    t = op.results[0].type
+    i32 = _elem(t)
+
+    def element(ivs):
+        v = arith.index_cast(i32, ivs[0])
+        return arith.addi(v, arith.constant(i32, start)) if start else v
+    conv.set(op.results[0], Tile(_shape(t), i32, fn=element, cost=1), op)
+
+
+@lowers("tt.splat")
+def lower_splat(conv, op):
+    value = conv.get(op.operands[0])
+    t = op.results[0].type
+    conv.set(op.results[0], Tile(_shape(t), _elem(t), fn=lambda ivs: value, cost=0), op)
+
+
+@lowers("tt.unsplat")
+def lower_unsplat(conv, op):
+    src = conv.tile(op.operands[0])
+    conv.set(op.results[0], src.at([conv.index(0)] * len(src.shape)))
+
+
+@lowers("tt.broadcast")
+def lower_broadcast(conv, op):
+    src = conv.tile(op.operands[0])
+    shape = _shape(op.results[0].type)
+
+    def element(ivs):
+        return src.at([iv if s == d else conv.index(0) for iv, s, d in zip(ivs, src.shape, shape)])
+    conv.set(op.results[0], Tile(shape, src.elem, fn=element, cost=src.cost), op)
+
+
+@lowers("tt.expand_dims")
+def lower_expand_dims(conv, op):
+    src = conv.get(op.operands[0])
+    axis = ir.IntegerAttr(op.attributes["axis"]).value
+    shape = _shape(op.results[0].type)
+
+    def element(ivs):
+        return src.at(ivs[:axis] + ivs[axis + 1:])
+    conv.set(op.results[0], Tile(shape, src.elem, fn=element, cost=src.cost), op)
+
+
+def _strides(shape):
+    strides = [1] * len(shape)
+    for d in range(len(shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * shape[d + 1]
+    return strides
+
+
+@lowers("tt.reshape")
+def lower_reshape(conv, op):
+    src = conv.tile(op.operands[0])
+    shape = _shape(op.results[0].type)
+    out_strides, in_strides = _strides(shape), _strides(src.shape)
+
+    def element(ivs):
+        flat = None
+        for iv, s in zip(ivs, out_strides):
+            term = arith.muli(iv, conv.index(s)) if s != 1 else iv
+            flat = term if flat is None else arith.addi(flat, term)
+        if flat is None:
+            flat = conv.index(0)
+        src_ivs = []
+        for d, s in zip(src.shape, in_strides):
+            q = arith.divui(flat, conv.index(s)) if s != 1 else flat
+            src_ivs.append(arith.remui(q, conv.index(d)))
+        return src.at(src_ivs)
+    conv.set(op.results[0], Tile(shape, src.elem, fn=element, cost=src.cost + 2 * len(shape)), op)
+
+
+@lowers("tt.trans")
+def lower_trans(conv, op):
+    src = conv.tile(op.operands[0])
+    order = list(ir.DenseI32ArrayAttr(op.attributes["order"]))
+    shape = _shape(op.results[0].type)
+
+    def element(ivs):
+        src_ivs = [None] * len(ivs)
+        for i, o in enumerate(order):
+            src_ivs[o] = ivs[i]
+        return src.at(src_ivs)
+    conv.set(op.results[0], Tile(shape, src.elem, fn=element, cost=src.cost), op)
+
+
+@lowers("tt.join")
+def lower_join(conv, op):
+    a, b = conv.tile(op.operands[0]), conv.tile(op.operands[1])
+    shape = _shape(op.results[0].type)
+
+    def element(ivs):
+        first = arith.cmpi(arith.CmpIPredicate.eq, ivs[-1], conv.index(0))
+        return arith.select(first, a.at(ivs[:-1]), b.at(ivs[:-1]))
+    conv.set(op.results[0], Tile(shape, a.elem, fn=element, cost=a.cost + b.cost + 2), op)
+
+
+@lowers("tt.split")
+def lower_split(conv, op):
+    src = conv.tile(op.operands[0])
+    shape = _shape(op.results[0].type)
+    for k, result in enumerate(op.results):
+        conv.set(result, Tile(shape, src.elem, fn=lambda ivs, k=k: src.at(ivs + [conv.index(k)]),
+                              cost=src.cost), op)
+
+
+@lowers("tt.cat")
+def lower_cat(conv, op):
+    a, b = conv.tile(op.operands[0]), conv.tile(op.operands[1])
+    shape = _shape(op.results[0].type)
+    n0 = a.shape[0]
+    # The two halves may hold different lazy expressions: materialize both and select.
+    a, b = conv.materialize(a, "tt.cat operand", op), conv.materialize(b, "tt.cat operand", op)
+
+    def element(ivs):
+        first = arith.cmpi(arith.CmpIPredicate.ult, ivs[0], conv.index(n0))
+        i_b = arith.select(first, conv.index(0), arith.subi(ivs[0], conv.index(n0)))
+        i_a = arith.select(first, ivs[0], conv.index(0))
+        return arith.select(first, a.at([i_a] + ivs[1:]), b.at([i_b] + ivs[1:]))
+    conv.set(op.results[0], Tile(shape, a.elem, fn=element, cost=4), op)
+
+
+@lowers("tt.addptr")
+def lower_addptr(conv, op):
+    """ptr + offset * sizeof(pointee), on i64 MRAM addresses."""
+    t = op.results[0].type
+    elt = ir.RankedTensorType(t).element_type if is_tensor(t) else t
+    size = byte_size(pointee(elt))
+    i64 = ir.IntegerType.get_signless(64)
+    base, off = conv.get(op.operands[0]), conv.get(op.operands[1])
+
+    def add(p, o):
+        o = conv.cast_int(o, i64, signed=True)
+        if size != 1:
+            o = arith.muli(o, arith.constant(i64, size))
+        return arith.addi(p, o)
+    if not is_tensor(t):
+        conv.set(op.results[0], add(base, off), op)
+        return
+    cost = 2 + sum(v.cost for v in (base, off) if isinstance(v, Tile))
+    conv.set(op.results[0], Tile(_shape(t), i64, fn=lambda ivs: add(
+        base.at(ivs) if isinstance(base, Tile) else base,
+        off.at(ivs) if isinstance(off, Tile) else off), cost=cost), op)
+
+
+def numel(shape) -> int:
+    return prod(shape)

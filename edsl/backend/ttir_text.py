@@ -1,0 +1,444 @@
+"""TTIR text -> text the upstream `mlir` parser reads.
+
+Triton prints its ops in their custom assembly forms, which only Triton's own
+parser knows. Each `tt.*` op line is rewritten here into MLIR's generic form
+(`%r = "tt.op"(%a, %b) {attrs} : (A, B) -> R loc(...)`), with every attribute
+in the `{...}` dictionary so that it stays readable on an unregistered op;
+`tt.func`/`tt.return`/`tt.call` become their `func` counterparts. `!tt.ptr<T>`
+stays as an opaque type. Ops of the arith/math/scf/cf/ub dialects are left as
+they are: the upstream parser knows them.
+
+An op with a form this module does not know is a `CompileError` at the
+kernel's line, so it can never be misread.
+"""
+from __future__ import annotations
+
+import re
+
+from ..errors import CompileError, SourceLoc
+
+_LOC_ALIAS = re.compile(r"^(#loc\d*)\s*=\s*(loc\(.*\))\s*$")
+_FILE_LOC = re.compile(r'"(?P<file>[^"]+)":(?P<line>\d+):(?P<col>\d+)')
+_OP_LINE = re.compile(r"^(?P<indent>\s*)(?:(?P<res>%[\w.$-]+(?::\d+)?)\s*=\s*)?"
+                      r"(?P<op>tt\.[\w.]+)(?P<rest>.*)$")
+_PROGRAM_AXES = {"x": 0, "y": 1, "z": 2}
+
+
+def split_top(text: str, sep: str = ",") -> list[str]:
+    """Split `text` at `sep` outside brackets and string literals."""
+    parts, depth, cur, in_str, i = [], 0, [], False, 0
+    while i < len(text):
+        ch = text[i]
+        if in_str:
+            cur.append(ch)
+            if ch == "\\" and i + 1 < len(text):
+                cur.append(text[i + 1])
+                i += 1
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+            cur.append(ch)
+        elif ch in "<([{":
+            depth += 1
+            cur.append(ch)
+        elif ch in ">)]}" and not (ch == ">" and i > 0 and text[i - 1] == "-"):
+            depth -= 1
+            cur.append(ch)
+        elif depth == 0 and text.startswith(sep, i):
+            parts.append("".join(cur).strip())
+            cur = []
+            i += len(sep)
+            continue
+        else:
+            cur.append(ch)
+        i += 1
+    tail = "".join(cur).strip()
+    if tail or parts:
+        parts.append(tail)
+    return parts
+
+
+def _split_loc(line: str) -> tuple[str, str]:
+    """(body, ' loc(...)') of an op line; the location is its last top-level item."""
+    idx = line.rfind(" loc(")
+    while idx >= 0:
+        tail = line[idx + 1:]
+        if _balanced(tail):
+            return line[:idx], " " + tail
+        idx = line.rfind(" loc(", 0, idx)
+    return line, ""
+
+
+def _balanced(text: str) -> bool:
+    depth, in_str = 0, False
+    for i, ch in enumerate(text):
+        if in_str:
+            if ch == '"' and text[i - 1] != "\\":
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0 and i != len(text) - 1:
+                return False
+    return depth == 0
+
+
+class LocTable:
+    """Resolves `#locN` aliases of a TTIR text to the user's file:line:col."""
+
+    def __init__(self, text: str):
+        self.aliases: dict[str, str] = {}
+        for line in text.splitlines():
+            m = _LOC_ALIAS.match(line.strip())
+            if m:
+                self.aliases[m.group(1)] = m.group(2)
+
+    def resolve(self, loc_text: str) -> SourceLoc | None:
+        seen = 0
+        text = loc_text
+        while seen < 50:
+            m = _FILE_LOC.search(text)
+            if m:
+                return SourceLoc(m["file"], int(m["line"]), max(int(m["col"]) - 1, 0))
+            refs = re.findall(r"#loc\d*", text)
+            if not refs:
+                return None
+            text = " ".join(self.aliases.get(r, "") for r in refs)
+            seen += 1
+        return None
+
+
+def _strip_attr_dict(text: str) -> tuple[str, str]:
+    """Pull a trailing/embedded top-level `{...}` attribute dictionary out of `text`."""
+    depth, start = 0, -1
+    in_str = False
+    for i, ch in enumerate(text):
+        if in_str:
+            if ch == '"' and text[i - 1] != "\\":
+                in_str = False
+            continue
+        if ch == '"':
+            in_str = True
+        elif ch in "<([":
+            depth += 1
+        elif ch in ">)]" and not (ch == ">" and i > 0 and text[i - 1] == "-"):
+            depth -= 1
+        elif ch == "{" and depth == 0:
+            start = i
+            inner = 1
+            for j in range(i + 1, len(text)):
+                if text[j] == "{":
+                    inner += 1
+                elif text[j] == "}":
+                    inner -= 1
+                    if inner == 0:
+                        return text[:start] + text[j + 1:], text[start + 1:j].strip()
+            break
+    return text, ""
+
+
+def _operands(text: str) -> list[str]:
+    return [p for p in split_top(text) if p]
+
+
+def _ptr_pointee(ptr_type: str) -> str:
+    """`tensor<4x!tt.ptr<f32>>` -> `tensor<4xf32>`; `!tt.ptr<f32>` -> `f32`."""
+    m = re.fullmatch(r"tensor<(?P<shape>(?:\d+x)*)!tt\.ptr<(?P<elt>.+)>>", ptr_type)
+    if m:
+        return f"tensor<{m['shape']}{m['elt']}>"
+    m = re.fullmatch(r"!tt\.ptr<(?P<elt>.+)>", ptr_type)
+    if m:
+        return m["elt"]
+    raise ValueError(ptr_type)
+
+
+def _mask_type(ptr_type: str) -> str:
+    m = re.fullmatch(r"tensor<(?P<shape>(?:\d+x)*).*>", ptr_type)
+    if m:
+        return f"tensor<{m['shape']}i1>"
+    return "i1"
+
+
+class _Rewrite:
+    """The parts of one generic op: operands, their types, result types, attributes."""
+
+    def __init__(self, operands, operand_types, result_types, attrs=()):
+        self.operands = list(operands)
+        self.operand_types = list(operand_types)
+        self.result_types = list(result_types)
+        self.attrs = [a for a in attrs if a]
+
+
+def _unary_arrow(rest):           # %x {attrs}? : T -> R
+    body, attrs = _strip_attr_dict(rest)
+    ops, types = body.split(" : ", 1) if " : " in body else (body, "")
+    src_t, res_t = [t.strip() for t in split_top(types, "->")]
+    return _Rewrite(_operands(ops), [src_t], [res_t], [attrs])
+
+
+def _binary_arrow(rest):          # %a, %b {attrs}? : T -> R (both operands of type T)
+    body, attrs = _strip_attr_dict(rest)
+    ops, types = body.split(" : ", 1)
+    src_t, res_t = [t.strip() for t in split_top(types, "->")]
+    operands = _operands(ops)
+    return _Rewrite(operands, [src_t] * len(operands), [res_t], [attrs])
+
+
+def _same_type(rest):             # %a (, %b)* {attrs}? : T   (result T)
+    body, attrs = _strip_attr_dict(rest)
+    ops, t = body.rsplit(" : ", 1)
+    operands = _operands(ops)
+    return _Rewrite(operands, [t.strip()] * len(operands), [t.strip()], [attrs])
+
+
+def _functional(rest):            # operands {attrs}? : (A, B) -> R
+    body, attrs = _strip_attr_dict(rest)
+    ops, types = body.split(" : ", 1)
+    ins, outs = split_top(types, "->")
+    in_types = _operands(ins.strip()[1:-1])
+    outs = outs.strip()
+    out_types = _operands(outs[1:-1]) if outs.startswith("(") else [outs]
+    return _Rewrite(_operands(ops), in_types, out_types, [attrs])
+
+
+def _program_id(rest):            # x : i32
+    axis, t = rest.split(":")
+    return _Rewrite([], [], [t.strip()], [f"axis = {_PROGRAM_AXES[axis.strip()]} : i32"])
+
+
+def _make_range(rest):            # {end = 4 : i32, start = 0 : i32} : tensor<4xi32>
+    body, attrs = _strip_attr_dict(rest)
+    return _Rewrite([], [], [body.split(":", 1)[1].strip()], [attrs])
+
+
+def _addptr(rest):                # %p, %o : P, O
+    ops, types = rest.split(" : ", 1)
+    p_t, o_t = _operands(types)
+    return _Rewrite(_operands(ops), [p_t, o_t], [p_t])
+
+
+def _keyword_operands(ops_text: str) -> tuple[list[str], list[str]]:
+    """Operands of `%a, %b kw = v kw2 = v2`: the %-names, and `kw = v` attributes."""
+    operands, attrs = [], []
+    for part in _operands(ops_text):
+        words = part.split()
+        operands.append(words[0])
+        for kv in re.findall(r"(\w+)\s*=\s*(\w+)", " ".join(words[1:])):
+            attrs.append(f'{kv[0]} = "{kv[1]}"')
+    return operands, attrs
+
+
+def _load(rest):                  # %p (, %m (, %o)?)? kw* {attrs}? : P
+    body, attrs = _strip_attr_dict(rest)
+    ops, p_t = body.rsplit(" : ", 1)
+    p_t = p_t.strip()
+    operands, kw = _keyword_operands(ops)
+    types = [p_t, _mask_type(p_t), _ptr_pointee(p_t)][:len(operands)]
+    return _Rewrite(operands, types, [_ptr_pointee(p_t)], [attrs, *kw])
+
+
+def _store(rest):                 # %p, %v (, %m)? kw* {attrs}? : P
+    body, attrs = _strip_attr_dict(rest)
+    ops, p_t = body.rsplit(" : ", 1)
+    p_t = p_t.strip()
+    operands, kw = _keyword_operands(ops)
+    types = [p_t, _ptr_pointee(p_t), _mask_type(p_t)][:len(operands)]
+    return _Rewrite(operands, types, [], [attrs, *kw])
+
+
+def _dot(rest):                   # %a, %b, %c (, inputPrecision = tf32)? {attrs}? : A * B -> C
+    body, attrs = _strip_attr_dict(rest)
+    ops, types = body.rsplit(" : ", 1)
+    parts = _operands(ops)
+    operands = [p for p in parts if p.startswith("%")]
+    extra = [f'{k.strip()} = "{v.strip()}"' for p in parts if "=" in p for k, v in [p.split("=", 1)]]
+    ab, c_t = split_top(types, "->")
+    a_t, b_t = [t.strip() for t in ab.split(" * ")]
+    return _Rewrite(operands, [a_t, b_t, c_t.strip()], [c_t.strip()], [attrs, *extra])
+
+
+def _atomic_rmw(rest):            # fadd, acq_rel, gpu, %p, %v (, %m)? : (P, V, M) -> R
+    head, types = rest.rsplit(" : ", 1)
+    head, attrs = _strip_attr_dict(head)
+    parts = _operands(head)
+    kind, sem, scope = parts[:3]
+    r = _functional(", ".join(parts[3:]) + " : " + types)
+    r.attrs += [attrs, f'atomic_rmw_op = "{kind}"', f'sem = "{sem}"', f'scope = "{scope}"']
+    r.attrs = [a for a in r.attrs if a]
+    return r
+
+
+def _atomic_cas(rest):            # acq_rel, gpu, %p, %c, %v : (P, C, V) -> R
+    head, types = rest.rsplit(" : ", 1)
+    head, attrs = _strip_attr_dict(head)
+    parts = _operands(head)
+    sem, scope = parts[:2]
+    r = _functional(", ".join(parts[2:]) + " : " + types)
+    r.attrs += [attrs, f'sem = "{sem}"', f'scope = "{scope}"']
+    r.attrs = [a for a in r.attrs if a]
+    return r
+
+
+def _print(rest):                 # "prefix" {attrs} (: %a, %b : A, B)?
+    rest = rest.strip()
+    m = re.match(r'("(?:[^"\\]|\\.)*")', rest)
+    prefix = m.group(1)
+    tail, attrs = _strip_attr_dict(rest[m.end():])
+    operands, types = [], []
+    tail = tail.strip()
+    if tail.startswith(":"):
+        ops, ts = tail[1:].rsplit(" : ", 1)
+        operands, types = _operands(ops), _operands(ts)
+    return _Rewrite(operands, types, [], [attrs, f"prefix = {prefix}"])
+
+
+def _assert(rest):                # %cond, "message" {attrs}? : T
+    body, attrs = _strip_attr_dict(rest)
+    ops, t = body.rsplit(" : ", 1)
+    cond, message = _operands(ops)
+    return _Rewrite([cond], [t.strip()], [], [attrs, f"message = {message}"])
+
+
+def _terminator(rest):            # (%a, %b : A, B)?
+    rest = rest.strip()
+    if not rest:
+        return _Rewrite([], [], [])
+    body, attrs = _strip_attr_dict(rest)
+    ops, types = body.rsplit(" : ", 1)
+    return _Rewrite(_operands(ops), _operands(types), [], [attrs])
+
+
+def _split(rest):                 # %x : T -> R  (two results of type R)
+    r = _unary_arrow(rest)
+    r.result_types = r.result_types * 2
+    return r
+
+
+def _clampf(rest):                # %x, %lo, %hi, propagateNan = none : T
+    body, attrs = _strip_attr_dict(rest)
+    ops, t = body.rsplit(" : ", 1)
+    parts = _operands(ops)
+    operands = [p for p in parts if p.startswith("%")]
+    extra = [f'{k.strip()} = "{v.strip()}"' for p in parts if "=" in p for k, v in [p.split("=", 1)]]
+    return _Rewrite(operands, [t.strip()] * len(operands), [t.strip()], [attrs, *extra])
+
+
+def _gather(rest):                # %src[%idx] {axis = 0 : i32} : (S, I) -> R
+    m = re.match(r"\s*(%[\w.$-]+)\[(%[\w.$-]+)\](.*)$", rest)
+    return _functional(f"{m.group(1)}, {m.group(2)}{m.group(3)}")
+
+
+def _histogram(rest):             # %src (, %mask)? : T -> R
+    body, attrs = _strip_attr_dict(rest)
+    ops, types = body.rsplit(" : ", 1)
+    src_t, res_t = [t.strip() for t in split_top(types, "->")]
+    operands = _operands(ops)
+    return _Rewrite(operands, [src_t, _mask_type(src_t)][:len(operands)], [res_t], [attrs])
+
+
+_FORMS = {
+    "tt.get_program_id": _program_id,
+    "tt.get_num_programs": _program_id,
+    "tt.make_range": _make_range,
+    "tt.splat": _unary_arrow,
+    "tt.unsplat": _unary_arrow,
+    "tt.broadcast": _unary_arrow,
+    "tt.expand_dims": _unary_arrow,
+    "tt.reshape": lambda rest: _reshape(rest),
+    "tt.trans": _unary_arrow,
+    "tt.bitcast": _unary_arrow,
+    "tt.int_to_ptr": _unary_arrow,
+    "tt.ptr_to_int": _unary_arrow,
+    "tt.fp_to_fp": lambda rest: _fp_to_fp(rest),
+    "tt.addptr": _addptr,
+    "tt.load": _load,
+    "tt.store": _store,
+    "tt.dot": _dot,
+    "tt.atomic_rmw": _atomic_rmw,
+    "tt.atomic_cas": _atomic_cas,
+    "tt.print": _print,
+    "tt.assert": _assert,
+    "tt.reduce.return": _terminator,
+    "tt.scan.return": _terminator,
+    "tt.join": _binary_arrow,
+    "tt.cat": _binary_arrow,
+    "tt.split": _split,
+    "tt.clampf": _clampf,
+    "tt.precise_sqrt": _same_type,
+    "tt.precise_divf": _same_type,
+    "tt.mulhiui": _same_type,
+    "tt.extern_elementwise": _functional,
+    "tt.gather": _gather,
+    "tt.histogram": _histogram,
+}
+
+
+def _reshape(rest):               # %x (allow_reorder)? (efficient_layout)? : T -> R
+    ops, types = rest.split(" : ", 1)
+    words = ops.split()
+    attrs = [f"{w} = true" for w in words[1:] if re.fullmatch(r"\w+", w)]
+    src_t, res_t = [t.strip() for t in split_top(types, "->")]
+    return _Rewrite([words[0]], [src_t], [res_t], attrs)
+
+
+def _fp_to_fp(rest):              # %x (, rounding = rtne)? : T -> R
+    ops, types = rest.split(" : ", 1)
+    parts = _operands(ops)
+    attrs = [f'{k.strip()} = "{v.strip()}"' for p in parts[1:] for k, v in [p.split("=", 1)]]
+    src_t, res_t = [t.strip() for t in split_top(types, "->")]
+    return _Rewrite([parts[0]], [src_t], [res_t], attrs)
+
+
+def _generic(res: str | None, name: str, r: _Rewrite) -> str:
+    results = ", ".join(r.result_types)
+    if len(r.result_types) != 1:
+        results = f"({results})"
+    attrs = ", ".join(r.attrs)
+    text = f'"{name}"({", ".join(r.operands)})'
+    if attrs:
+        text += f" {{{attrs}}}"
+    text += f" : ({', '.join(r.operand_types)}) -> {results}"
+    return f"{res} = {text}" if res else text
+
+
+def _rewrite_call(indent, res, rest, loc):
+    # tt.call @f(%a, %b) : (A, B) -> R
+    rest = rest.replace("tt.call", "func.call", 1)
+    return f"{indent}{res + ' = ' if res else ''}{rest}{loc}"
+
+
+def rewrite_ttir(text: str) -> str:
+    """Rewrite the custom-form `tt.*` ops of a TTIR module text into generic form."""
+    locs = LocTable(text)
+    out = []
+    for line in text.splitlines():
+        m = _OP_LINE.match(line)
+        if m is None:
+            out.append(line)
+            continue
+        indent, res, op, rest = m["indent"], m["res"], m["op"], m["rest"]
+        if op == "tt.func":
+            out.append(indent + "func.func" + rest)
+            continue
+        body, loc = _split_loc(rest)
+        if op == "tt.return":
+            out.append(f"{indent}func.return{body}{loc}")
+            continue
+        if op == "tt.call":
+            out.append(f"{indent}{res + ' = ' if res else ''}func.call{body}{loc}")
+            continue
+        form = _FORMS.get(op)
+        if form is None:
+            raise CompileError(f"operation '{op}' is not supported by the DPU backend",
+                               locs.resolve(loc))
+        try:
+            r = form(body)
+        except (ValueError, AttributeError, KeyError, IndexError) as err:
+            raise CompileError(f"cannot read TTIR operation '{op}': {line.strip()}",
+                               locs.resolve(loc)) from err
+        out.append(indent + _generic(res, op, r) + loc)
+    return "\n".join(out) + "\n"
