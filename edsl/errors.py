@@ -14,9 +14,11 @@ from dataclasses import dataclass
 class SourceLoc:
     filename: str
     lineno: int
-    col: int = 0  # 0-based, as in `ast`
+    col: int | None = 0  # 0-based, as in `ast`; None if unknown
 
     def __str__(self) -> str:
+        if self.col is None:
+            return f"{self.filename}:{self.lineno}"
         return f"{self.filename}:{self.lineno}:{self.col + 1}"
 
 
@@ -34,7 +36,9 @@ class EdslError(Exception):
         text = f"{self.loc}: {self.message}"
         line = linecache.getline(self.loc.filename, self.loc.lineno).rstrip("\n")
         if line:
-            text += f"\n    {line}\n    {' ' * self.loc.col}^"
+            text += f"\n    {line}"
+            if self.loc.col is not None:
+                text += f"\n    {' ' * self.loc.col}^"
         return text
 
     @property

@@ -177,10 +177,7 @@ class EdslFunction:
     def run(self, *args, tasklets: int = 1) -> LaunchStats:
         """Run on the host DPU model with `tasklets` tasklets; InOut arrays are
         updated in place. Returns (and keeps in `last_stats`) what the launch did."""
-        caller = sys._getframe(1)
-        if caller.f_code is EdslFunction.__call__.__code__:
-            caller = caller.f_back
-        loc = SourceLoc(caller.f_code.co_filename, caller.f_lineno)
+        loc = _caller_loc()
         if len(args) != len(self._specs):
             names = ", ".join(s.name for s in self._specs)
             raise ArgumentError(f"{self.__name__}({names}) takes {len(self._specs)} arguments, "
@@ -193,11 +190,29 @@ class EdslFunction:
         return stats
 
 
+def _caller_loc() -> SourceLoc:
+    """Where user code called into this module (for errors about arguments)."""
+    frame = sys._getframe(1)
+    while frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    code = frame.f_code
+    positions = list(code.co_positions())
+    line, _, col, _ = positions[frame.f_lasti // 2] if frame.f_lasti // 2 < len(positions) else (None,) * 4
+    return SourceLoc(code.co_filename, line or frame.f_lineno, col)
+
+
 def _fingerprint(info, parts: list, seen: set) -> bool:
     """Append to `parts` what decides the code of `info`'s function; False if
     something it uses has no stable identity across processes."""
     parts.append(info.key)
-    names = sorted({n.id for n in ast.walk(info.tree) if isinstance(n, ast.Name)})
+    used, local = set(), {p.name for p in info.params}
+    for stmt in info.tree.body:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name):
+                (local if isinstance(n.ctx, ast.Store) else used).add(n.id)
+            elif isinstance(n, ast.alias):
+                local.add((n.asname or n.name).split(".")[0])
+    names = sorted(used - local)
     for name in names:
         if name in info.closure:
             value = info.closure[name]
