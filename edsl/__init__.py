@@ -10,3 +10,11 @@ from .language import *  # noqa: F401,F403  (intrinsics: tasklet_id, barrier, mr
 __all__ = ["dialect", "EdslFunction", "Input", "InOut", "language", "EdslError", "CompileError",
            "AnnotationError", "TypeMismatchError", "VerifierError", "LoweringError", "ArgumentError",
            "DpuError", *language.__all__]
+
+
+def __getattr__(name):
+    # `fl` (calls from Triton kernels) imports Triton: only when asked for.
+    if name == "fl":
+        from . import fl
+        return fl
+    raise AttributeError(f"module 'edsl' has no attribute {name!r}")

@@ -73,6 +73,13 @@ class EdslFunction:
         self.__doc__ = fn.__doc__
         self.__module__ = fn.__module__
         self.__wrapped__ = fn
+        # Triton kernels name this object in `fl.call`. Triton admits a global in
+        # a kernel only if it is a constexpr, a JIT function or an "aggregate",
+        # and hashes an aggregate's `__annotations__` into the kernel's cache key:
+        # present as one, with this function's identity as the annotation.
+        self.__triton_aggregate__ = True
+        self.hash_attrs = ()
+        self.__annotations__ = {"edsl": self.cache_key or f"{self.__qualname__}@{id(self):x}"}
 
     def __repr__(self) -> str:
         return f"<edsl function {self.__qualname__}>"

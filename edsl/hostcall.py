@@ -34,6 +34,7 @@ class ArgSpec:
     offset: int | None = 0   # static offset in elements, None if dynamic
     ctype: type | None = None
     scalar: str = ""
+    memory_space: int = 0    # of a memref: WRAM (0) or MRAM (255)
 
     @staticmethod
     def of(p: ParamInfo) -> "ArgSpec":
@@ -52,7 +53,9 @@ class ArgSpec:
                 dyn = ir.ShapedType.get_dynamic_stride_or_offset()
                 strides = tuple(None if s == dyn else s for s in st)
                 offset = None if off == dyn else off
-            return ArgSpec(p.name, p.type_text, "memref", p.param.is_inout, dtype, shape, strides, offset)
+            space = 0 if m.memory_space is None else ir.IntegerAttr(m.memory_space).value
+            return ArgSpec(p.name, p.type_text, "memref", p.param.is_inout, dtype, shape, strides, offset,
+                           memory_space=space)
         if str(t).startswith("!llvm.ptr"):
             return ArgSpec(p.name, p.type_text, "ptr")
         key = str(t)
