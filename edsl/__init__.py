@@ -15,6 +15,6 @@ __all__ = ["dialect", "EdslFunction", "Input", "InOut", "language", "EdslError",
 def __getattr__(name):
     # `fl` (calls from Triton kernels) imports Triton: only when asked for.
     if name == "fl":
-        from . import fl
-        return fl
+        import importlib
+        return importlib.import_module(".fl", __name__)
     raise AttributeError(f"module 'edsl' has no attribute {name!r}")
