@@ -302,13 +302,25 @@ def _py_mod_int(a, b):
     return select(fix, arith.addi(r, b), r)
 
 
-def _py_mod_float(a, b):
-    r = arith.remf(a, b)
-    zero = constant(0.0, a.type)
-    ne0 = arith.cmpf(arith.CmpFPredicate.UNE, r, zero)
-    sign_differs = arith.xori(arith.cmpf(arith.CmpFPredicate.OLT, r, zero),
-                              arith.cmpf(arith.CmpFPredicate.OLT, b, zero))
-    return select(arith.andi(ne0, sign_differs), arith.addf(r, b), r)
+def _py_divmod_float(a, b):
+    """Python's (and NumPy's) float floor division and modulo, edge cases included:
+    b == 0 gives a/b and NaN; the remainder takes the sign of b; -0.0 kept."""
+    t = a.type
+    P = arith.CmpFPredicate
+    zero, one, half = constant(0.0, t), constant(1.0, t), constant(0.5, t)
+    mod = arith.remf(a, b)
+    div = arith.divf(arith.subf(a, mod), b)
+    sign_differs = arith.xori(arith.cmpf(P.OLT, b, zero), arith.cmpf(P.OLT, mod, zero))
+    adjust = arith.andi(arith.cmpf(P.UNE, mod, zero), sign_differs)
+    mod = select(adjust, arith.addf(mod, b), mod)
+    div = select(adjust, arith.subf(div, one), div)
+    mod = select(arith.cmpf(P.OEQ, mod, zero), math.copysign(zero, b), mod)
+    floor = math.floor(div)
+    floor = select(arith.cmpf(P.OGT, arith.subf(div, floor), half), arith.addf(floor, one), floor)
+    quotient = arith.divf(a, b)
+    floor = select(arith.cmpf(P.UNE, div, zero), floor, math.copysign(zero, quotient))
+    floor = select(arith.cmpf(P.OEQ, b, zero), quotient, floor)
+    return floor, mod
 
 
 def _shift(a, b, op):
@@ -336,8 +348,8 @@ _BINARY = {
     ast.Sub: (arith.subi, arith.subf),
     ast.Mult: (arith.muli, arith.mulf),
     ast.FloorDiv: (lambda a, b: _int_div_safe(a, b, arith.floordivsi),
-                   lambda a, b: math.floor(arith.divf(a, b))),
-    ast.Mod: (_py_mod_int, _py_mod_float),
+                   lambda a, b: _py_divmod_float(a, b)[0]),
+    ast.Mod: (_py_mod_int, lambda a, b: _py_divmod_float(a, b)[1]),
     ast.Pow: (_pow, _pow),
     ast.LShift: (lambda a, b: _shift(a, b, arith.shli), None),
     ast.RShift: (lambda a, b: _shift(a, b, arith.shrsi), None),

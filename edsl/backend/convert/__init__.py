@@ -16,7 +16,7 @@ from mlir import ir
 from mlir.dialects import func, llvm
 
 from ...errors import CompileError, DpuError
-from ...lowering.pipeline import location_of
+from ...lowering.pipeline import location_of, verify
 from ..ttir_text import LocTable, rewrite_ttir
 from . import control, elementwise, memory, reduce, shape  # noqa: F401  (register lowerings)
 from . import debug as debug_ops
@@ -93,6 +93,7 @@ def convert_ttir(text: str, ctx: ir.Context | None = None, *, debug: bool = Fals
                                   + debug_ops.SUPPORT_TEXT + "}")
         for op in list(support.body.operations)[1:]:
             out.body.append(op)
+    verify(out)
     return out, info
 
 
@@ -108,7 +109,7 @@ def check_wram(info: KernelInfo, limit: int | None) -> None:
                       + (f" at line {b.loc.lineno}" if b.loc else "") for b in largest)
     raise DpuError(f"kernel '{info.name}' needs {total} bytes of WRAM, more than the "
                    f"{limit} bytes of a DPU; largest buffers: {parts}",
-                   largest[0].loc if largest else None)
+                   next((b.loc for b in largest if b.loc), None))
 
 
 del is_ptr, LocTable

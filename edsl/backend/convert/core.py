@@ -11,6 +11,7 @@ value; a `!tt.ptr<T>` becomes an `i64` MRAM address.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -85,7 +86,7 @@ class Tile:
 
     def at(self, ivs):
         if self.buf is not None:
-            return memref.load(self.buf, list(ivs))
+            return load_elem(self.buf, list(ivs), self.elem)
         return self.fn(list(ivs))
 
     @property
@@ -94,6 +95,25 @@ class Tile:
         for d in self.shape:
             n *= d
         return n
+
+
+def _i1() -> ir.Type:
+    return ir.IntegerType.get_signless(1)
+
+
+def buffer_type(elem: ir.Type) -> ir.Type:
+    """The element type of a WRAM buffer holding `elem` values (i1 is kept as i8)."""
+    return ir.IntegerType.get_signless(8) if elem == _i1() else elem
+
+
+def load_elem(buf: ir.Value, ivs, elem: ir.Type) -> ir.Value:
+    v = memref.load(buf, list(ivs))
+    return arith.trunci(elem, v) if v.type != elem else v
+
+
+def store_elem(v: ir.Value, buf: ir.Value, ivs) -> None:
+    stored = ir.MemRefType(buf.type).element_type
+    memref.store(arith.extui(stored, v) if v.type != stored else v, buf, list(ivs))
 
 
 @dataclass
@@ -136,11 +156,14 @@ class Converter:
         self.uses: dict = {}
         self.staging_bytes = 0
         self._staging: ir.Value | None = None
-        self._alloca_ip = ir.InsertionPoint.at_block_begin(entry)
+        # Buffers go before this anchor, at the top of the entry block.
+        with ir.InsertionPoint(entry), ir.Location.unknown():
+            self._anchor = arith.constant(ir.IndexType.get(), 0).owner
+        self._alloca_ip = ir.InsertionPoint(self._anchor)
 
     # -- errors --------------------------------------------------------------
     def error(self, op, message: str) -> CompileError:
-        return CompileError(message, location_of(op.location))
+        return CompileError(message, user_location(op.location))
 
     # -- values --------------------------------------------------------------
     def get(self, value: ir.Value):
@@ -198,9 +221,9 @@ class Converter:
         """A WRAM buffer, allocated once at the kernel's entry (never inside a loop)."""
         nbytes = byte_size(elem) * _prod(shape)
         nbytes = (nbytes + 7) // 8 * 8
-        self.info.wram.append(WramBuffer(nbytes, what, location_of(op.location) if op else None))
+        self.info.wram.append(WramBuffer(nbytes, what, user_location(op.location) if op is not None else None))
         with self._alloca_ip, ir.Location.unknown():
-            mt = ir.MemRefType.get(list(shape), elem)
+            mt = ir.MemRefType.get(list(shape), buffer_type(elem))
             return memref.alloca(mt, [], [], alignment=8)
 
     def staging(self, nbytes: int) -> ir.Value:
@@ -238,7 +261,7 @@ class Converter:
     def fill(self, buf: ir.Value, t: Tile) -> None:
         """Store every element of `t` into `buf`."""
         def body(ivs):
-            memref.store(t.at(ivs), buf, ivs)
+            store_elem(t.at(ivs), buf, ivs)
         self.loop_nest(t.shape, body)
 
     def loop_nest(self, shape, body) -> None:
@@ -267,7 +290,25 @@ class Converter:
             else:
                 raise self.error(op, f"operation '{name}' is not supported by the DPU backend")
         with op.location:
-            fn(self, op.operation)
+            try:
+                fn(self, op.operation)
+            except ValueError as err:       # e.g. an element type with no MRAM layout (fp8)
+                raise self.error(op, f"operation '{name}' is not supported by the DPU backend: "
+                                     f"{err}") from None
+
+
+_FILE_LOC = re.compile(r'"(?P<file>[^"]+)":(?P<line>\d+):(?P<col>\d+)')
+
+
+def user_location(loc) -> SourceLoc | None:
+    """The kernel's line in an MLIR location: the first file position outside
+    Triton's own library (a call site into `triton.language` names the caller)."""
+    found = [SourceLoc(m["file"], int(m["line"]), max(int(m["col"]) - 1, 0))
+             for m in _FILE_LOC.finditer(str(loc))]
+    for sl in found:
+        if "/triton/language/" not in sl.filename.replace("\\", "/"):
+            return sl
+    return found[0] if found else location_of(loc)
 
 
 def _prod(shape) -> int:

@@ -25,8 +25,7 @@ def _global_string(conv, text: str) -> ir.Value:
     name = f"__dpu_str{len(conv.info.prints)}"
     conv.info.prints.append(text)
     data = text.encode() + b"\0"
-    i8 = ir.IntegerType.get_signless(8)
-    arr = llvm.ArrayType.get(i8, len(data))
+    arr = ir.Type.parse(f"!llvm.array<{len(data)} x i8>")
     with ir.InsertionPoint(conv.module_body):
         g = llvm.GlobalOp(arr, name, ir.Attribute.parse("#llvm.linkage<internal>"),
                           value=ir.StringAttr.get(data.decode("latin-1")), constant=True)
@@ -87,9 +86,9 @@ def _ctx_slot(conv, k: int) -> ir.Value:
 
 @lowers("tt.assert")
 def lower_assert(conv, op):
-    from ...lowering.pipeline import location_of
+    from .core import user_location
     message = ir.StringAttr(op.attributes["message"]).value
-    loc = location_of(op.location)
+    loc = user_location(op.location)
     number = len(conv.info.asserts) + 1
     conv.info.asserts.append((message, f"{loc.filename}:{loc.lineno}" if loc else ""))
     cond = conv.get(op.operands[0])

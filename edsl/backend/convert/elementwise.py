@@ -10,7 +10,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, math
 
-from .core import Tile, is_ptr, is_tensor, lowers, scalar_type
+from .core import store_elem, Tile, is_ptr, is_tensor, lowers, scalar_type
 
 _DIVISIONS = {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui",
               "arith.floordivsi", "arith.ceildivsi", "arith.ceildivui"}
@@ -109,7 +109,7 @@ def lower_constant(conv, op):
         strides[d] = strides[d + 1] * shape[d + 1]
     for flat in range(n):
         ivs = [conv.index((flat // strides[d]) % shape[d]) for d in range(len(shape))]
-        memref.store(arith.constant(elem, dense[flat]), buf, ivs)
+        store_elem(arith.constant(elem, dense[flat]), buf, ivs)
     conv.set(result, Tile(shape, elem, buf=buf), op)
 
 
@@ -168,8 +168,17 @@ def lower_fp_to_fp(conv, op):
     known = (ir.F16Type, ir.BF16Type, ir.F32Type, ir.F64Type)
     if not (isinstance(src_t, known) and isinstance(dst_t, known)):
         raise conv.error(op, f"conversion {src_t} -> {dst_t} (fp8) is not supported by the DPU backend")
-    wider = ir.FloatType(dst_t).width > ir.FloatType(src_t).width
-    _map_unary(conv, op, (lambda v: arith.extf(dst_t, v)) if wider else (lambda v: arith.truncf(dst_t, v)))
+    _map_unary(conv, op, lambda v: convert_float(v, dst_t))
+
+
+def convert_float(v: ir.Value, dst_t: ir.Type) -> ir.Value:
+    """Float `v` as `dst_t` (f16 <-> bf16 goes through f32)."""
+    src_w, dst_w = ir.FloatType(v.type).width, ir.FloatType(dst_t).width
+    if v.type == dst_t:
+        return v
+    if src_w == dst_w:
+        return arith.truncf(dst_t, arith.extf(ir.F32Type.get(), v))
+    return arith.extf(dst_t, v) if dst_w > src_w else arith.truncf(dst_t, v)
 
 
 @lowers("tt.precise_sqrt")

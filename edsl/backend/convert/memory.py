@@ -15,7 +15,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, func, llvm, scf
 
-from .core import Tile, byte_size, is_float, is_tensor, lowers, pointee, scalar_type
+from .core import store_elem, Tile, byte_size, is_float, is_tensor, lowers, pointee, scalar_type
 
 DMA_FN = "__dpu_dma"
 READ, WRITE = 0, 1
@@ -182,7 +182,7 @@ def _load_row(conv, ptrs, mask, other, out, rivs, length, t, es):
             v = _if_else(_lane(mask, ivs), t,
                          lambda: mem_read(arith.addi(stg, arith.subi(ptrs.at(ivs), a0)), t),
                          lambda: other_at(ivs))
-            memref.store(v, out, ivs)
+            store_elem(v, out, ivs)
         _for(conv.index(0), conv.index(length), lambda j: lane(j))
 
     def element_path():
@@ -191,7 +191,7 @@ def _load_row(conv, ptrs, mask, other, out, rivs, length, t, es):
             v = _if_else(_lane(mask, ivs), t,
                          lambda: element_read(conv, ptrs.at(ivs), t, stg),
                          lambda: other_at(ivs))
-            memref.store(v, out, ivs)
+            store_elem(v, out, ivs)
         _for(conv.index(0), conv.index(length), lambda j: lane(j))
 
     op = scf.IfOp(fast, [], has_else=True)
@@ -339,7 +339,7 @@ def _atomic(conv, op, update):
     def body(ivs):
         lane_vals = [a.at(ivs) if isinstance(a, Tile) else a for a in args]
         old = _if_else(_lane(mask, ivs), t, lambda: one(ptr.at(ivs), lane_vals, t), lambda: _zero(t))
-        memref.store(old, out, ivs)
+        store_elem(old, out, ivs)
     conv.loop_nest(ptr.shape, body)
     conv.set(op.results[0], Tile(ptr.shape, t, buf=out))
 

@@ -11,7 +11,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf
 
 from .control import lower_body
-from .core import Tile, is_float, is_tensor, lowers, scalar_type
+from .core import store_elem, Tile, is_float, is_tensor, lowers, scalar_type
 
 
 def _combine(conv, block, accs, nexts):
@@ -42,7 +42,7 @@ def lower_reduce(conv, op):
             scalars.extend(loop.results)
         else:
             for v, buf in zip(loop.results, bufs):
-                memref.store(v, buf, oivs)
+                store_elem(v, buf, oivs)
     conv.loop_nest(out_shape, body)
     for k, result in enumerate(op.results):
         if bufs is None:
@@ -71,14 +71,14 @@ def lower_scan(conv, op):
         first = at(pos(conv.index(0)))
         init = [t.at(first) for t in inputs]
         for v, buf in zip(init, bufs):
-            memref.store(v, buf, first)
+            store_elem(v, buf, first)
         loop = scf.ForOp(conv.index(1), conv.index(n), conv.index(1), init)
         with ir.InsertionPoint(loop.body):
             where = at(pos(loop.induction_variable))
             nexts = [t.at(where) for t in inputs]
             new = _combine(conv, block, loop.inner_iter_args, nexts)
             for v, buf in zip(new, bufs):
-                memref.store(v, buf, where)
+                store_elem(v, buf, where)
             scf.yield_(new)
     conv.loop_nest(line_shape, body)
     for result, buf, t in zip(op.results, bufs, inputs):
@@ -123,7 +123,7 @@ def lower_dot(conv, op):
             y = _widen(b.at(batch + [k, j]), acc_t)
             acc = loop.inner_iter_args[0]
             scf.yield_([arith.addf(acc, arith.mulf(x, y)) if flt else arith.addi(acc, arith.muli(x, y))])
-        memref.store(loop.results[0], out, ivs)
+        store_elem(loop.results[0], out, ivs)
     conv.loop_nest(shape, body)
     conv.set(op.results[0], Tile(shape, acc_t, buf=out))
 

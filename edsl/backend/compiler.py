@@ -1,0 +1,181 @@
+"""The `dpu` Triton backend: compile stages from TTIR to a program for the DPU model.
+
+Stages (each one's text is in `compiled.asm[name]`):
+  ttir    stock Triton TTIR passes (those `make_ttir` runs for GPUs)
+  mlir    this project's conversion to upstream MLIR (func/arith/math/scf/memref)
+  llmlir  the LLVM dialect, through `edsl.lowering.run_pipeline(DEFAULT_PIPELINE)`
+  llir    LLVM IR text (for reading; the program is built from `llmlir`)
+  dpubin  the program: a JSON header (kernel name, WRAM use, assertion texts)
+          followed by the `llmlir` text, JIT-compiled by the driver at load
+
+Importing this module is cheap (Triton imports every registered backend at
+`import triton`): the MLIR bindings load only when a stage runs.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Tuple
+
+from triton.backends.compiler import BaseBackend, GPUTarget, Language
+
+from ..dpu.limits import MAX_TASKLETS, WRAM_BYTES
+from ..errors import ArgumentError
+
+TARGET = GPUTarget("dpu", "upmem", 1)
+
+
+@dataclass(frozen=True)
+class DpuOptions:
+    num_dpus: int = 1
+    num_tasklets: int = 1
+    wram_bytes: int = WRAM_BYTES
+    # Fields Triton's frontend and launcher read on every backend.
+    num_warps: int = 1
+    num_ctas: int = 1
+    num_stages: int = 1
+    warp_size: int = 1
+    enable_fp_fusion: bool = False
+    launch_cooperative_grid: bool = False
+    launch_pdl: bool = False
+    debug: bool = False
+    sanitize_overflow: bool = False
+    arch: str = "upmem"
+    backend_name: str = "dpu"
+    supported_fp8_dtypes: Tuple[str, ...] = ()
+    deprecated_fp8_dot_operand_dtypes: Tuple[str, ...] = ()
+    default_dot_input_precision: str = "ieee"
+    allowed_dot_input_precisions: Tuple[str, ...] = ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6")
+    max_num_imprecise_acc_default: int = 0
+    extern_libs: Optional[tuple] = None
+    instrumentation_mode: str = ""
+    fpsan_homomorphic_casts: bool = False
+    ir_override: Optional[str] = None
+
+    def hash(self) -> str:
+        key = "_".join(f"{k}-{v}" for k, v in sorted(self.__dict__.items()))
+        return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _min_dot_size(lhs_type, rhs_type):
+    return (1, 1, 1)
+
+
+class DpuBackend(BaseBackend):
+    binary_ext = "dpubin"
+
+    @staticmethod
+    def supports_target(target: GPUTarget):
+        return target.backend == "dpu"
+
+    def __init__(self, target: GPUTarget) -> None:
+        super().__init__(target)
+        self.binary_ext = "dpubin"
+
+    def hash(self) -> str:
+        from .. import __name__ as pkg
+        return f"{pkg}-dpu-{_source_hash()}"
+
+    def parse_options(self, opts) -> Any:
+        args = {k: opts[k] for k in DpuOptions.__dataclass_fields__ if k in opts and opts[k] is not None}
+        for k in ("supported_fp8_dtypes", "deprecated_fp8_dot_operand_dtypes",
+                  "allowed_dot_input_precisions"):
+            if k in args:
+                args[k] = tuple(args[k])
+        if "extern_libs" in args:
+            args["extern_libs"] = tuple(dict(args["extern_libs"]).items())
+        n = args.get("num_tasklets", 1)
+        if not isinstance(n, int) or not 1 <= n <= MAX_TASKLETS:
+            raise ArgumentError(f"num_tasklets must be an integer from 1 to {MAX_TASKLETS}, not {n!r}")
+        d = args.get("num_dpus", 1)
+        if not isinstance(d, int) or d < 1:
+            raise ArgumentError(f"num_dpus must be a positive integer, not {d!r}")
+        args["sanitize_overflow"] = False
+        return DpuOptions(**args)
+
+    def pack_metadata(self, metadata):
+        return (metadata.num_warps, metadata.num_ctas, metadata.shared)
+
+    def get_codegen_implementation(self, options):
+        return {"min_dot_size": _min_dot_size}
+
+    def get_module_map(self) -> Dict[str, Any]:
+        return {}
+
+    def load_dialects(self, ctx):
+        pass
+
+    # -- stages --------------------------------------------------------------
+    @staticmethod
+    def make_ttir(mod, metadata, options):
+        from triton._C.libtriton import ir, passes
+        pm = ir.pass_manager(mod.context)
+        pm.enable_debug()
+        passes.common.add_inliner(pm)
+        passes.ttir.add_rewrite_tensor_descriptor_to_pointer(pm)
+        passes.common.add_canonicalizer(pm)
+        passes.ttir.add_combine(pm)
+        passes.ttir.add_reorder_broadcast(pm)
+        passes.common.add_cse(pm)
+        passes.common.add_symbol_dce(pm)
+        passes.ttir.add_loop_unroll(pm)
+        pm.run(mod, "make_ttir")
+        return mod
+
+    @staticmethod
+    def make_mlir(mod, metadata, options, state):
+        from .convert import convert_ttir
+        text = mod if isinstance(mod, str) else mod.str()
+        module, info = convert_ttir(text, debug=options.debug, wram_limit=options.wram_bytes)
+        metadata["name"] = info.name
+        metadata["shared"] = info.wram_bytes
+        metadata["wram_bytes"] = info.wram_bytes
+        metadata["asserts"] = info.asserts
+        state["context"] = module.context
+        return module.operation.get_asm(enable_debug_info=True)
+
+    @staticmethod
+    def make_llmlir(src, metadata, options, state):
+        from mlir import ir
+        from ..lowering import DEFAULT_PIPELINE, run_pipeline
+        module = ir.Module.parse(src, state["context"])
+        run_pipeline(module, DEFAULT_PIPELINE, f"kernel '{metadata['name']}'")
+        state["llmlir"] = module.operation.get_asm(enable_debug_info=True)
+        state["module"] = module
+        return state["llmlir"]
+
+    @staticmethod
+    def make_llir(src, metadata, options, state):
+        from ..lowering import to_llvm_ir
+        return to_llvm_ir(state["module"])
+
+    @staticmethod
+    def make_dpubin(src, metadata, options, state):
+        header = {"name": metadata["name"], "wram_bytes": metadata["wram_bytes"],
+                  "asserts": metadata["asserts"]}
+        return (json.dumps(header) + "\n" + state["llmlir"]).encode()
+
+    def add_stages(self, stages, options, language):
+        if language != Language.TRITON:
+            raise NotImplementedError("the DPU backend compiles Triton kernels (not Gluon)")
+        state: dict = {}
+        stages["ttir"] = lambda src, metadata: self.make_ttir(src, metadata, options)
+        stages["mlir"] = lambda src, metadata: self.make_mlir(src, metadata, options, state)
+        stages["llmlir"] = lambda src, metadata: self.make_llmlir(src, metadata, options, state)
+        stages["llir"] = lambda src, metadata: self.make_llir(src, metadata, options, state)
+        stages["dpubin"] = lambda src, metadata: self.make_dpubin(src, metadata, options, state)
+
+
+@functools.lru_cache(None)
+def _source_hash() -> str:
+    """A hash of this backend's sources: a change recompiles cached kernels."""
+    import pathlib
+    root = pathlib.Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.read_bytes())
+    for path in sorted((root.parent / "lowering").glob("*.py")):
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]

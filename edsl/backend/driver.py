@@ -1,0 +1,179 @@
+"""The `dpu` Triton driver: runs compiled kernels on the host DPU model.
+
+Active when no other Triton driver is (a machine without a GPU), or anywhere
+with `TRITON_DEFAULT_BACKEND=dpu`. Importing this module is cheap: NumPy and
+the MLIR bindings load on first use.
+
+Launch options: `kernel[grid](..., num_dpus=4, num_tasklets=16)`.
+Pointer arguments are NumPy arrays. Stock Triton types a pointer argument by
+its `data_ptr()` and `dtype`, which a bare `numpy.ndarray` lacks; while this
+driver is active, the argument specializer Triton's launcher binds
+(`triton.runtime.jit.native_specialize_impl`, looked up when a kernel's binder
+is first built) is wrapped so that a bare array is typed as a zero-copy
+`edsl.backend.array(a)` view and a NumPy scalar as the Python number it holds.
+Everything else goes to Triton's own specializer unchanged.
+"""
+from __future__ import annotations
+
+import os
+import threading
+
+from triton.backends.compiler import GPUTarget
+from triton.backends.driver import DriverBase
+
+from ..dpu.limits import MAX_TASKLETS, WRAM_BYTES
+
+_state = threading.local()
+_programs: dict = {}
+
+
+def _other_driver_active() -> bool:
+    if getattr(_state, "checking", False):      # another plug-in asking the same question
+        return True
+    _state.checking = True
+    try:
+        from triton.backends import backends
+        for name, backend in backends.items():
+            if name == "dpu":
+                continue
+            try:
+                if backend.driver.is_active():
+                    return True
+            except Exception:
+                continue
+        return False
+    finally:
+        _state.checking = False
+
+
+_OTHER_ACTIVE: list = []
+
+
+def install_array_specialization() -> None:
+    """Let launches take bare NumPy arrays and scalars (see the module docstring)."""
+    import triton.runtime.jit as jit
+    native = getattr(jit, "native_specialize_impl", None)
+    if native is None or getattr(native, "_edsl_dpu", False):
+        return
+
+    import numpy as np
+    from .arrays import DpuArray
+
+    def specialize(backend, arg, is_const, specialize_value, align):
+        if type(arg) is np.ndarray:
+            arg = arg.view(DpuArray)
+        elif isinstance(arg, np.generic):
+            arg = arg.item()
+        return native(backend, arg, is_const, specialize_value, align)
+
+    specialize._edsl_dpu = True
+    specialize.native = native
+    jit.native_specialize_impl = specialize
+
+
+class DpuUtils:
+    """What Triton's `CompiledKernel` asks of a driver's `utils`."""
+
+    def load_binary(self, name, kernel, shared, device):
+        from .engine import JitProgram
+        program = _programs.get(kernel)
+        if program is None:
+            import json
+            header, _, text = kernel.decode().partition("\n")
+            program = JitProgram(text)
+            program.meta = json.loads(header)
+            _programs[kernel] = program
+        return program, program, 0, 0, MAX_TASKLETS
+
+    def unload_module(self, module):
+        pass
+
+    def get_device_properties(self, device):
+        return {"max_shared_mem": WRAM_BYTES, "multiprocessor_count": 1,
+                "max_num_regs": 24, "warpSize": 1}
+
+
+class DpuLauncher:
+    """Called by Triton for `kernel[grid](...)`: runs the grid on the DPU model."""
+
+    def __init__(self, src, metadata):
+        signature = getattr(src, "signature", {})
+        self.signature = list(signature.items())
+        self.num_dpus = getattr(metadata, "num_dpus", 1)
+        self.num_tasklets = getattr(metadata, "num_tasklets", 1)
+        self.report = None
+
+    def __call__(self, gridX, gridY, gridZ, stream, function, kernel_metadata, launch_metadata,
+                 launch_enter_hook, launch_exit_hook, *args):
+        from .model import launch
+        if launch_enter_hook is not None:
+            launch_enter_hook(launch_metadata)
+        runtime = [(n, t) for n, t in self.signature if t != "constexpr"]
+        values = [v for (n, t), v in zip(self.signature, args) if t != "constexpr"]
+        self.report = launch(function, function.meta, (gridX, gridY, gridZ), runtime, values,
+                             self.num_dpus, self.num_tasklets)
+        if launch_exit_hook is not None:
+            launch_exit_hook(launch_metadata)
+
+
+def _bench(kernel_call, quantiles=None, warmup=1, rep=5, **kwargs):
+    import time
+    for _ in range(warmup):
+        kernel_call()
+    times = []
+    for _ in range(rep):
+        t0 = time.perf_counter()
+        kernel_call()
+        times.append((time.perf_counter() - t0) * 1e3)
+    times.sort()
+    if quantiles:
+        return [times[min(len(times) - 1, int(q * len(times)))] for q in quantiles]
+    return sum(times) / len(times)
+
+
+class DpuDriver(DriverBase):
+
+    def __init__(self):
+        self.utils = DpuUtils()
+        self.launcher_cls = DpuLauncher
+        install_array_specialization()
+
+    @staticmethod
+    def is_active():
+        if os.environ.get("TRITON_DEFAULT_BACKEND") == "dpu":
+            return True
+        if not _OTHER_ACTIVE:
+            _OTHER_ACTIVE.append(_other_driver_active())
+        return not _OTHER_ACTIVE[0]
+
+    def get_current_target(self):
+        return GPUTarget("dpu", "upmem", 1)
+
+    def get_current_device(self):
+        return 0
+
+    def set_current_device(self, device):
+        pass
+
+    def get_current_stream(self, device=None):
+        return 0
+
+    def get_active_torch_device(self):
+        raise RuntimeError("the DPU backend does not use torch devices")
+
+    def map_python_to_cpp_type(self, ty: str) -> str:
+        if ty.startswith("*"):
+            return "uint64_t"
+        return {"i1": "bool", "i8": "int8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t",
+                "u1": "bool", "u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t",
+                "u64": "uint64_t", "fp16": "uint16_t", "bf16": "uint16_t", "fp32": "float",
+                "fp64": "double"}[ty]
+
+    def get_benchmarker(self):
+        return _bench
+
+    def get_empty_cache_for_benchmark(self):
+        return None
+
+    def clear_cache(self, cache):
+        pass

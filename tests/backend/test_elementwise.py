@@ -1,0 +1,150 @@
+"""Elementwise arith/math, where, casts and bitcasts against NumPy, over dtypes and ragged sizes."""
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+from hypothesis import given, settings, strategies as st
+
+INT_TYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
+FLOAT_TYPES = [np.float16, np.float32, np.float64]
+
+
+@triton.jit
+def arith_kernel(x_ptr, y_ptr, add_ptr, mul_ptr, sub_ptr, div_ptr, rem_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    y = tl.load(y_ptr + offs, mask=m, other=1)
+    tl.store(add_ptr + offs, x + y, mask=m)
+    tl.store(mul_ptr + offs, x * y, mask=m)
+    tl.store(sub_ptr + offs, x - y, mask=m)
+    tl.store(div_ptr + offs, x // y, mask=m)
+    tl.store(rem_ptr + offs, x % y, mask=m)
+
+
+def _int_reference(x, y):
+    """Triton's integer semantics: wrap-around, C (truncating) division and remainder."""
+    with np.errstate(over="ignore"):
+        q = np.trunc(x.astype(np.float64) / y.astype(np.float64))
+    if np.issubdtype(x.dtype, np.signedinteger):
+        big = x.astype(object) // y.astype(object)
+        big = np.array([abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
+                        for a, b in zip(x.astype(object), y.astype(object))], dtype=object)
+        div = big.astype(np.int64).astype(x.dtype) if len(x) else x.copy()
+        rem = (x.astype(object) - big * y.astype(object)).astype(np.int64).astype(x.dtype) if len(x) else x.copy()
+    else:
+        div, rem = x // y, x % y
+    del q
+    return x + y, x * y, x - y, div, rem
+
+
+@settings(max_examples=16, deadline=None)
+@given(dtype=st.sampled_from(INT_TYPES), n=st.integers(0, 70), seed=st.integers(0, 2**16),
+       dpus=st.sampled_from([1, 4]))
+def test_integer_arith(dtype, n, seed, dpus):
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(seed)
+    x = rng.integers(max(info.min, -1000), min(info.max, 1000), n, endpoint=True).astype(dtype)
+    y = rng.integers(max(info.min, -50), min(info.max, 50), n, endpoint=True).astype(dtype)
+    y[y == 0] = 3
+    outs = [np.zeros(n, dtype) for _ in range(5)]
+    arith_kernel[(triton.cdiv(n, 32),)](x, y, *outs, n, BLOCK=32, num_dpus=dpus)
+    with np.errstate(over="ignore"):
+        refs = _int_reference(x, y)
+    for name, out, ref in zip(["add", "mul", "sub", "div", "rem"], outs, refs):
+        np.testing.assert_array_equal(out, ref, err_msg=name)
+
+
+@triton.jit
+def float_kernel(x_ptr, y_ptr, add_ptr, mul_ptr, div_ptr, max_ptr, where_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    y = tl.load(y_ptr + offs, mask=m, other=1.0)
+    tl.store(add_ptr + offs, x + y, mask=m)
+    tl.store(mul_ptr + offs, x * y, mask=m)
+    tl.store(div_ptr + offs, x / y, mask=m)
+    tl.store(max_ptr + offs, tl.maximum(x, y), mask=m)
+    tl.store(where_ptr + offs, tl.where(x > y, x, -y), mask=m)
+
+
+@settings(max_examples=10, deadline=None)
+@given(dtype=st.sampled_from(FLOAT_TYPES), n=st.integers(0, 70), seed=st.integers(0, 2**16))
+def test_float_arith(dtype, n, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(n).astype(dtype)
+    y = (rng.standard_normal(n) + 3).astype(dtype)
+    outs = [np.zeros(n, dtype) for _ in range(5)]
+    float_kernel[(triton.cdiv(n, 16),)](x, y, *outs, n, BLOCK=16)
+    refs = [x + y, x * y, x / y, np.maximum(x, y), np.where(x > y, x, -y)]
+    for out, ref in zip(outs, refs):
+        np.testing.assert_allclose(out, ref, rtol=2e-3 if dtype == np.float16 else 1e-6)
+
+
+@triton.jit
+def math_kernel(x_ptr, out_ptr, n, FN: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=1.0)
+    if FN == "exp":
+        y = tl.exp(x)
+    elif FN == "log":
+        y = tl.log(tl.abs(x) + 1.0)
+    elif FN == "sqrt":
+        y = tl.sqrt(tl.abs(x))
+    elif FN == "sin":
+        y = tl.sin(x)
+    elif FN == "cos":
+        y = tl.cos(x)
+    elif FN == "sigmoid":
+        y = tl.sigmoid(x)
+    elif FN == "floor":
+        y = tl.floor(x)
+    else:
+        y = tl.abs(x)
+    tl.store(out_ptr + offs, y, mask=m)
+
+
+REFS = {"exp": np.exp, "log": lambda x: np.log(np.abs(x) + 1), "sqrt": lambda x: np.sqrt(np.abs(x)),
+        "sin": np.sin, "cos": np.cos, "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "floor": np.floor,
+        "abs": np.abs}
+
+
+@pytest.mark.parametrize("fn", sorted(REFS))
+def test_math(fn):
+    x = np.linspace(-4, 4, 101).astype(np.float32)
+    out = np.zeros_like(x)
+    math_kernel[(4,)](x, out, x.size, FN=fn, BLOCK=32)
+    np.testing.assert_allclose(out, REFS[fn](x), rtol=1e-5, atol=1e-6)
+
+
+@triton.jit
+def cast_kernel(x_ptr, i_ptr, h_ptr, b_ptr, bits_ptr, u8_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(i_ptr + offs, x.to(tl.int32), mask=m)
+    tl.store(h_ptr + offs, x.to(tl.float16), mask=m)
+    tl.store(b_ptr + offs, x.to(tl.bfloat16).to(tl.float32), mask=m)
+    tl.store(bits_ptr + offs, x.to(tl.int32, bitcast=True), mask=m)
+    tl.store(u8_ptr + offs, (x > 0).to(tl.uint8), mask=m)
+
+
+def _bf16_round(x):
+    raw = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    raw = (raw + 0x7FFF + ((raw >> 16) & 1)) & 0xFFFF0000
+    return raw.astype(np.uint32).view(np.float32)
+
+
+@settings(max_examples=8, deadline=None)
+@given(n=st.integers(0, 50), seed=st.integers(0, 2**16))
+def test_casts(n, seed):
+    x = (np.random.default_rng(seed).standard_normal(n) * 100).astype(np.float32)
+    outs = [np.zeros(n, np.int32), np.zeros(n, np.float16), np.zeros(n, np.float32),
+            np.zeros(n, np.int32), np.zeros(n, np.uint8)]
+    cast_kernel[(triton.cdiv(n, 16),)](x, *outs, n, BLOCK=16)
+    np.testing.assert_array_equal(outs[0], x.astype(np.int32))
+    np.testing.assert_array_equal(outs[1], x.astype(np.float16))
+    np.testing.assert_array_equal(outs[2], _bf16_round(x))
+    np.testing.assert_array_equal(outs[3], x.view(np.int32))
+    np.testing.assert_array_equal(outs[4], (x > 0).astype(np.uint8))

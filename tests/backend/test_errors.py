@@ -1,0 +1,112 @@
+"""Errors: WRAM overflow, unsupported ops, out-of-bounds pointers, device assertions,
+and device printing."""
+import inspect
+
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+
+from edsl.errors import CompileError, DpuError
+
+
+def _line_of(fn, text):
+    lines, start = inspect.getsourcelines(fn.fn if hasattr(fn, "fn") else fn)
+    for i, line in enumerate(lines):
+        if text in line:
+            return start + i
+    raise AssertionError(text)
+
+
+@triton.jit
+def big_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, tl.cumsum(x, axis=0))
+
+
+def test_wram_overflow_fails_at_compile_time():
+    x = np.zeros(16384, np.float32)
+    with pytest.raises(DpuError) as err:
+        big_kernel[(1,)](x, x, BLOCK=16384)
+    message = str(err.value)
+    assert "needs" in message and "bytes of WRAM, more than the 65536 bytes" in message
+    assert "65536 bytes for the tt.load result" in message
+    assert err.value.loc.lineno == _line_of(big_kernel, "x = tl.load")
+    # The same kernel with a tile that fits runs.
+    y = np.arange(1024, dtype=np.float32)
+    out = np.zeros_like(y)
+    big_kernel[(1,)](y, out, BLOCK=1024)
+    np.testing.assert_allclose(out, np.cumsum(y))
+
+
+@triton.jit
+def asm_kernel(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = tl.inline_asm_elementwise("mov $0, $1;", "=r,r", [x], dtype=tl.int32, is_pure=True, pack=1)
+    tl.store(x_ptr + offs, y)
+
+
+def test_unsupported_op_names_op_and_line():
+    with pytest.raises(CompileError) as err:
+        asm_kernel[(1,)](np.zeros(16, np.int32), BLOCK=16)
+    assert "tt.elementwise_inline_asm" in str(err.value) and "not supported" in str(err.value)
+    assert err.value.loc.lineno == _line_of(asm_kernel, "inline_asm_elementwise")
+    assert err.value.loc.filename == __file__
+
+
+@triton.jit
+def histogram_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    h = tl.histogram(tl.load(x_ptr + offs), 8)
+    tl.store(out_ptr + tl.arange(0, 8), h)
+
+
+def test_op_without_lowering_is_a_compile_error():
+    with pytest.raises(CompileError) as err:
+        histogram_kernel[(1,)](np.zeros(16, np.int32), np.zeros(8, np.int32), BLOCK=16)
+    assert "'tt.histogram' is not supported" in str(err.value)
+    assert err.value.loc.lineno == _line_of(histogram_kernel, "tl.histogram")
+
+
+@triton.jit
+def oob_kernel(x_ptr, offset):
+    tl.store(x_ptr + offset, 1.0)
+
+
+def test_out_of_bounds_pointer_is_a_dpu_error():
+    x = np.zeros(4, np.float32)
+    oob_kernel[(1,)](x, 3)
+    assert x[3] == 1.0
+    with pytest.raises(DpuError, match="outside the launch's arrays"):
+        oob_kernel[(1,)](x, 100000)
+
+
+@triton.jit
+def assert_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0)
+    tl.device_assert(x >= 0, "negative input")
+
+
+def test_device_assert():
+    ok = np.arange(8, dtype=np.int32)
+    assert_kernel[(2,)](ok, 8, BLOCK=8, debug=True)
+    bad = ok - 3
+    with pytest.raises(DpuError, match="device assertion failed.*negative input") as err:
+        assert_kernel[(2,)](bad, 8, BLOCK=8, debug=True)
+    assert err.value.loc.lineno == _line_of(assert_kernel, "tl.device_assert")
+
+
+@triton.jit
+def print_kernel(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    tl.device_print("val ", x)
+
+
+def test_device_print(capfd):
+    print_kernel[(1,)](np.array([5, -6], dtype=np.int32), BLOCK=2)
+    out = capfd.readouterr().out
+    assert "pid (0, 0, 0) idx (0)  val: 5\n" in out
+    assert "pid (0, 0, 0) idx (1)  val: -6\n" in out

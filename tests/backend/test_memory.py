@@ -1,0 +1,132 @@
+"""Loads and stores (contiguous DMA, strided element accesses, scalars), atomics across
+programs, the launch report and the argument forms."""
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+from hypothesis import given, settings, strategies as st
+
+import edsl.backend
+from edsl.dpu.limits import DMA_MAX_BYTES
+from edsl.errors import ArgumentError
+
+
+@triton.jit
+def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m, other=7), mask=m)
+
+
+@settings(max_examples=16, deadline=None)
+@given(dtype=st.sampled_from([np.int8, np.int16, np.float32, np.float64, np.bool_]),
+       n=st.integers(0, 1200), start=st.integers(0, 7), block=st.sampled_from([16, 128, 1024]),
+       dpus=st.sampled_from([1, 4]), tasklets=st.sampled_from([1, 16]))
+def test_copy_unaligned_views(dtype, n, start, block, dpus, tasklets):
+    """Views starting at any element offset, sizes not a multiple of 8 bytes: the bytes
+    around the stored span keep their values."""
+    base = (np.arange(n + 16) % 5).astype(dtype)
+    out_base = np.full(n + 16, 1, dtype=dtype)
+    x, out = base[start:start + n], out_base[start:start + n]
+    copy_kernel[(triton.cdiv(n, block),)](x, out, n, BLOCK=block, num_dpus=dpus, num_tasklets=tasklets)
+    expect = np.full(n + 16, 1, dtype=dtype)
+    expect[start:start + n] = base[start:start + n]
+    np.testing.assert_array_equal(out_base, expect)
+    if n:
+        r = edsl.backend.last_report()
+        assert r.dma_reads and r.dma_read_bytes <= r.dma_reads * DMA_MAX_BYTES
+        assert r.dma_write_bytes % 8 == 0 and r.dma_read_bytes % 8 == 0
+
+
+@triton.jit
+def column_kernel(x_ptr, out_ptr, R, C, BR: tl.constexpr):
+    """Reads column `program_id` of a row-major matrix: a strided (element) access."""
+    col = tl.program_id(0)
+    r = tl.arange(0, BR)
+    v = tl.load(x_ptr + r * C + col, mask=r < R, other=0.0)
+    tl.store(out_ptr + col * R + r, v * 2, mask=r < R)
+
+
+@settings(max_examples=8, deadline=None)
+@given(rows=st.integers(1, 20), cols=st.integers(1, 9))
+def test_strided_access(rows, cols):
+    x = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols)
+    out = np.zeros((cols, rows), np.float32)
+    column_kernel[(cols,)](x, out, rows, cols, BR=32)
+    np.testing.assert_array_equal(out, 2 * x.T)
+    r = edsl.backend.last_report()
+    if cols > 1:      # element accesses: one 8-byte transfer each
+        assert r.dma_reads >= rows * cols
+
+
+@triton.jit
+def scalar_kernel(x_ptr, out_ptr, flag):
+    v = tl.load(x_ptr + 3)
+    if flag > 0:
+        v = v + 1
+    tl.store(out_ptr + tl.program_id(0), v)
+
+
+def test_scalar_load_store_and_if():
+    x = np.arange(5, dtype=np.int64)
+    out = np.zeros(4, np.int64)
+    scalar_kernel[(4,)](x, out, 1)
+    np.testing.assert_array_equal(out, [4, 4, 4, 4])
+    scalar_kernel[(2,)](x, out, 0)
+    np.testing.assert_array_equal(out, [3, 3, 4, 4])
+
+
+@triton.jit
+def atomic_kernel(x_ptr, sum_ptr, max_ptr, hist_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=0)
+    tl.atomic_add(sum_ptr, tl.sum(x, axis=0))
+    tl.atomic_max(max_ptr, tl.max(tl.where(m, x, -1), axis=0))
+    tl.atomic_add(hist_ptr + (x % 4), 1, mask=m)
+
+
+@settings(max_examples=8, deadline=None)
+@given(n=st.integers(1, 300), dpus=st.sampled_from([1, 4]), seed=st.integers(0, 2**16))
+def test_atomics_across_programs(n, dpus, seed):
+    x = np.random.default_rng(seed).integers(0, 1000, n).astype(np.int32)
+    s, mx, hist = np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(4, np.int32)
+    atomic_kernel[(triton.cdiv(n, 32),)](x, s, mx, hist, n, BLOCK=32, num_dpus=dpus)
+    assert s[0] == x.sum() and mx[0] == x.max()
+    np.testing.assert_array_equal(hist, np.bincount(x % 4, minlength=4))
+
+
+def test_view_type_and_bare_arrays_agree():
+    x = np.arange(100, dtype=np.float32)
+    out1, out2 = np.zeros_like(x), np.zeros_like(x)
+    copy_kernel[(1,)](x, out1, 100, BLOCK=128)
+    copy_kernel[(1,)](edsl.backend.array(x), edsl.backend.array(out2), 100, BLOCK=128)
+    np.testing.assert_array_equal(out1, x)
+    np.testing.assert_array_equal(out2, x)
+    assert isinstance(edsl.backend.array(x), np.ndarray)
+    assert edsl.backend.array(x).data_ptr() == x.ctypes.data
+
+
+def test_report_fields():
+    x = np.ones(5000, np.float32)
+    out = np.zeros_like(x)
+    compiled = copy_kernel[(5,)](x, out, 5000, BLOCK=1024, num_dpus=4, num_tasklets=16)
+    r = compiled.run.report
+    assert r is edsl.backend.last_report()
+    assert (r.programs, r.dpus_used, r.num_dpus, r.num_tasklets) == (5, 4, 4, 16)
+    assert r.per_dpu_programs == [2, 1, 1, 1]
+    assert r.dma_read_bytes == r.dma_write_bytes == 20000
+    assert r.dma_reads == 5 * 2 - 1 + 1       # 4 full blocks of 2 transfers, 1 partial of 1
+    assert r.host_to_mram_bytes == 2 * 20000 * 4
+    assert 4096 <= r.wram_bytes <= 64 * 1024
+    assert {"ttir", "mlir", "llmlir", "llir", "dpubin"} <= set(compiled.asm)
+    assert "__dpu_dma" in compiled.asm["mlir"] and "llvm.func" in compiled.asm["llmlir"]
+
+
+def test_bad_argument_types():
+    with pytest.raises(ArgumentError, match="num_tasklets must be an integer from 1 to 24"):
+        copy_kernel[(1,)](np.zeros(4), np.zeros(4), 4, BLOCK=16, num_tasklets=25)
+    with pytest.raises(ArgumentError, match="C-contiguous"):
+        copy_kernel[(1,)](np.zeros((4, 4))[:, 0], np.zeros(4), 4, BLOCK=16)
+    with pytest.raises(TypeError, match="list"):
+        copy_kernel[(1,)]([1.0, 2.0], np.zeros(4), 4, BLOCK=16)

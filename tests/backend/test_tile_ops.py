@@ -1,0 +1,151 @@
+"""Reductions, scans, tl.dot, shape ops and loops against NumPy."""
+import numpy as np
+import triton
+import triton.language as tl
+from hypothesis import given, settings, strategies as st
+
+
+@triton.jit
+def reduce_kernel(x_ptr, sum_ptr, max_ptr, min_ptr, argmax_ptr, argmin_ptr, prod_ptr, R, C,
+                  AXIS: tl.constexpr, BR: tl.constexpr, BC: tl.constexpr):
+    r = tl.arange(0, BR)[:, None]
+    c = tl.arange(0, BC)[None, :]
+    m = (r < R) & (c < C)
+    x = tl.load(x_ptr + r * C + c, mask=m, other=0)
+    s = tl.sum(x, axis=AXIS)
+    xm = tl.where(m, x, -1e9)
+    xn = tl.where(m, x, 1e9)
+    out = tl.arange(0, BR) if AXIS == 1 else tl.arange(0, BC)
+    om = out < (R if AXIS == 1 else C)
+    tl.store(sum_ptr + out, s, mask=om)
+    tl.store(max_ptr + out, tl.max(xm, axis=AXIS), mask=om)
+    tl.store(min_ptr + out, tl.min(xn, axis=AXIS), mask=om)
+    tl.store(argmax_ptr + out, tl.argmax(xm, axis=AXIS), mask=om)
+    tl.store(argmin_ptr + out, tl.argmin(xn, axis=AXIS), mask=om)
+    tl.store(prod_ptr + out, tl.reduce(tl.where(m, x, 1), AXIS, _mul), mask=om)
+
+
+@triton.jit
+def _mul(a, b):
+    return a * b
+
+
+@settings(max_examples=12, deadline=None)
+@given(rows=st.integers(1, 8), cols=st.integers(1, 8), axis=st.sampled_from([0, 1]),
+       seed=st.integers(0, 2**16))
+def test_reductions(rows, cols, axis, seed):
+    x = np.random.default_rng(seed).permutation(rows * cols).reshape(rows, cols).astype(np.float32)
+    x = (x - rows * cols / 2) / 4
+    k = rows if axis == 1 else cols
+    outs = [np.zeros(k, np.float32), np.zeros(k, np.float32), np.zeros(k, np.float32),
+            np.zeros(k, np.int32), np.zeros(k, np.int32), np.zeros(k, np.float32)]
+    reduce_kernel[(1,)](x, *outs, rows, cols, AXIS=axis, BR=8, BC=8)
+    np.testing.assert_allclose(outs[0], x.sum(axis=axis), rtol=1e-5)
+    np.testing.assert_array_equal(outs[1], x.max(axis=axis))
+    np.testing.assert_array_equal(outs[2], x.min(axis=axis))
+    np.testing.assert_array_equal(outs[3], x.argmax(axis=axis))
+    np.testing.assert_array_equal(outs[4], x.argmin(axis=axis))
+    np.testing.assert_allclose(outs[5], x.prod(axis=axis), rtol=1e-4)
+
+
+@triton.jit
+def _max_fn(a, b):
+    return tl.maximum(a, b)
+
+
+@triton.jit
+def scan_kernel(x_ptr, cumsum_ptr, cummax_ptr, rev_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=0)
+    tl.store(cumsum_ptr + offs, tl.cumsum(x, axis=0), mask=m)
+    tl.store(cummax_ptr + offs, tl.associative_scan(x, 0, _max_fn), mask=m)
+    tl.store(rev_ptr + offs, tl.cumsum(x, axis=0, reverse=True), mask=m)
+
+
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(1, 64), dtype=st.sampled_from([np.int32, np.float32]), seed=st.integers(0, 2**16))
+def test_scans(n, dtype, seed):
+    x = np.random.default_rng(seed).integers(-20, 20, n).astype(dtype)
+    outs = [np.zeros(n, dtype) for _ in range(3)]
+    scan_kernel[(1,)](x, *outs, n, BLOCK=64)
+    np.testing.assert_allclose(outs[0], np.cumsum(x), rtol=1e-6)
+    np.testing.assert_array_equal(outs[1], np.maximum.accumulate(x))
+    pad = np.zeros(64, dtype)
+    pad[:n] = x
+    np.testing.assert_allclose(outs[2], np.cumsum(pad[::-1])[::-1][:n], rtol=1e-6)
+
+
+@triton.jit
+def dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rk = tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    c = tl.dot(a, b)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
+
+
+@settings(max_examples=6, deadline=None)
+@given(m=st.sampled_from([16, 32]), n=st.sampled_from([16, 32]), k=st.sampled_from([16, 32]),
+       dtype=st.sampled_from([np.float32, np.float16]), seed=st.integers(0, 2**16))
+def test_dot(m, n, k, dtype, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    c = np.zeros((m, n), np.float32)
+    dot_kernel[(1,)](a, b, c, M=m, N=n, K=k)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+@triton.jit
+def shape_kernel(x_ptr, t_ptr, r_ptr, b_ptr, R: tl.constexpr, C: tl.constexpr):
+    r = tl.arange(0, R)[:, None]
+    c = tl.arange(0, C)[None, :]
+    x = tl.load(x_ptr + r * C + c)
+    xt = tl.trans(x)
+    tl.store(t_ptr + tl.arange(0, C)[:, None] * R + tl.arange(0, R)[None, :], xt)
+    flat = tl.reshape(x, (R * C,))
+    tl.store(r_ptr + tl.arange(0, R * C), flat + 1)
+    row0 = tl.sum(x, axis=1)
+    tl.store(b_ptr + r * C + c, tl.broadcast_to(tl.expand_dims(row0, 1), (R, C)))
+
+
+def test_shape_ops():
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    t, r, b = np.zeros((8, 4), np.float32), np.zeros(32, np.float32), np.zeros((4, 8), np.float32)
+    shape_kernel[(1,)](x, t, r, b, R=4, C=8)
+    np.testing.assert_array_equal(t, x.T)
+    np.testing.assert_array_equal(r, x.ravel() + 1)
+    np.testing.assert_array_equal(b, np.repeat(x.sum(axis=1, keepdims=True), 8, axis=1))
+
+
+@triton.jit
+def loop_kernel(x_ptr, out_ptr, count_ptr, rows, C: tl.constexpr):
+    cols = tl.arange(0, C)
+    acc = tl.zeros((C,), dtype=tl.float32)
+    best = tl.full((C,), -1e30, dtype=tl.float32)
+    for i in range(0, rows):
+        x = tl.load(x_ptr + i * C + cols)
+        acc = acc + x
+        best = tl.maximum(best, x)
+    n = 0
+    while n * n < rows:
+        n += 1
+    if rows > 2:
+        acc = acc * 2
+    tl.store(out_ptr + cols, acc + best)
+    tl.store(count_ptr, n)
+
+
+@settings(max_examples=8, deadline=None)
+@given(rows=st.integers(0, 12), seed=st.integers(0, 2**16))
+def test_loops_with_carried_tensors(rows, seed):
+    x = np.random.default_rng(seed).standard_normal((rows, 8)).astype(np.float32)
+    out, count = np.zeros(8, np.float32), np.zeros(1, np.int32)
+    loop_kernel[(1,)](x, out, count, rows, C=8)
+    acc = x.sum(axis=0) * (2 if rows > 2 else 1)
+    best = x.max(axis=0) if rows else np.full(8, -1e30, np.float32)
+    np.testing.assert_allclose(out, acc + best, rtol=1e-5, atol=1e-5)
+    assert count[0] == int(np.ceil(np.sqrt(rows)))

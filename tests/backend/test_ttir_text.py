@@ -1,0 +1,87 @@
+"""IR-text unit tests of the TTIR -> generic-form rewrite, one op form each."""
+import pytest
+from mlir import ir
+
+from edsl.backend.convert import new_context
+from edsl.backend.ttir_text import LocTable, rewrite_ttir, split_top
+from edsl.errors import CompileError
+
+T = "tensor<8x!tt.ptr<f32>>"
+CASES = [
+    ("%0 = tt.get_program_id y : i32", '%0 = "tt.get_program_id"() {axis = 1 : i32} : () -> i32'),
+    ("%0 = tt.make_range {end = 8 : i32, start = 0 : i32} : tensor<8xi32>",
+     '%0 = "tt.make_range"() {end = 8 : i32, start = 0 : i32} : () -> tensor<8xi32>'),
+    ("%1 = tt.splat %a : !tt.ptr<f32> -> " + T, '%1 = "tt.splat"(%a) : (!tt.ptr<f32>) -> ' + T),
+    ("%2 = tt.addptr %1, %0 : " + T + ", tensor<8xi32>",
+     '%2 = "tt.addptr"(%1, %0) : (' + T + ", tensor<8xi32>) -> " + T),
+    ("%3 = tt.load %2, %m, %o : " + T,
+     '%3 = "tt.load"(%2, %m, %o) : (' + T + ", tensor<8xi1>, tensor<8xf32>) -> tensor<8xf32>"),
+    ("%3 = tt.load %2 evictionPolicy = evict_last : " + T,
+     '%3 = "tt.load"(%2) {evictionPolicy = "evict_last"} : (' + T + ") -> tensor<8xf32>"),
+    ("tt.store %2, %3, %m : " + T,
+     '"tt.store"(%2, %3, %m) : (' + T + ", tensor<8xf32>, tensor<8xi1>) -> ()"),
+    ("%4 = tt.expand_dims %0 {axis = 1 : i32} : tensor<8xi32> -> tensor<8x1xi32>",
+     '%4 = "tt.expand_dims"(%0) {axis = 1 : i32} : (tensor<8xi32>) -> tensor<8x1xi32>'),
+    ("%5 = tt.trans %x {order = array<i32: 1, 0>} : tensor<2x4xf32> -> tensor<4x2xf32>",
+     '%5 = "tt.trans"(%x) {order = array<i32: 1, 0>} : (tensor<2x4xf32>) -> tensor<4x2xf32>'),
+    ("%6 = tt.reshape %x allow_reorder : tensor<2x4xf32> -> tensor<8xf32>",
+     '%6 = "tt.reshape"(%x) {allow_reorder = true} : (tensor<2x4xf32>) -> tensor<8xf32>'),
+    ("%7 = tt.dot %a, %b, %c, inputPrecision = tf32 : tensor<4x4xf16> * tensor<4x4xf16> -> tensor<4x4xf32>",
+     '%7 = "tt.dot"(%a, %b, %c) {inputPrecision = "tf32"} : (tensor<4x4xf16>, tensor<4x4xf16>, '
+     "tensor<4x4xf32>) -> tensor<4x4xf32>"),
+    ("%8 = tt.atomic_rmw fadd, acq_rel, gpu, %p, %v, %t : (!tt.ptr<f32>, f32, i1) -> f32",
+     '%8 = "tt.atomic_rmw"(%p, %v, %t) {atomic_rmw_op = "fadd", sem = "acq_rel", scope = "gpu"} '
+     ": (!tt.ptr<f32>, f32, i1) -> f32"),
+    ('tt.print " x: " {hex = false, isSigned = array<i32: 1>} : %p : i32',
+     '"tt.print"(%p) {hex = false, isSigned = array<i32: 1>, prefix = " x: "} : (i32) -> ()'),
+    ('tt.assert %c, "neg, really" : tensor<8xi1>',
+     '"tt.assert"(%c) {message = "neg, really"} : (tensor<8xi1>) -> ()'),
+    ("tt.reduce.return %a, %b : f32, i32", '"tt.reduce.return"(%a, %b) : (f32, i32) -> ()'),
+    ("%9:2 = tt.split %x : tensor<4x2xf32> -> tensor<4xf32>",
+     '%9:2 = "tt.split"(%x) : (tensor<4x2xf32>) -> (tensor<4xf32>, tensor<4xf32>)'),
+]
+
+
+@pytest.mark.parametrize("custom, generic", CASES)
+def test_op_forms(custom, generic):
+    out = rewrite_ttir("    " + custom + " loc(#loc3)\n")
+    assert out == "    " + generic + " loc(#loc3)\n"
+
+
+def test_func_and_return_become_func_dialect_and_parse():
+    text = """#loc = loc("k.py":1:1)
+#loc2 = loc("k.py":3:5)
+module {
+  tt.func public @k(%a: !tt.ptr<f32> loc("a"(#loc)), %n: i32 loc("n"(#loc))) attributes {noinline = false} {
+    %0 = tt.splat %n : i32 -> tensor<4xi32> loc(#loc2)
+    %1 = "tt.reduce"(%0) <{axis = 0 : i32}> ({
+    ^bb0(%x: i32 loc(#loc2), %y: i32 loc(#loc2)):
+      %s = arith.addi %x, %y : i32 loc(#loc2)
+      tt.reduce.return %s : i32 loc(#loc2)
+    }) : (tensor<4xi32>) -> i32 loc(#loc2)
+    tt.return loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+"""
+    out = rewrite_ttir(text)
+    assert "func.func public @k" in out and "func.return" in out
+    module = ir.Module.parse(out, new_context())
+    ops = [op.name for op in module.body.operations[0].regions[0].blocks[0].operations]
+    assert ops == ["tt.splat", "tt.reduce", "func.return"]
+
+
+def test_unknown_op_is_a_compile_error_at_the_kernel_line():
+    text = '    %0 = tt.mystery %a : i32 loc(#loc7)\n#loc7 = loc("kern.py":12:3)\n'
+    with pytest.raises(CompileError, match="'tt.mystery' is not supported") as err:
+        rewrite_ttir(text)
+    assert (err.value.loc.filename, err.value.loc.lineno) == ("kern.py", 12)
+
+
+def test_loc_aliases_resolve_through_names():
+    table = LocTable('#loc1 = loc("f.py":4:2)\n#loc2 = loc("x"(#loc1))\n')
+    assert table.resolve("loc(#loc2)").lineno == 4
+
+
+def test_split_top_respects_brackets_and_strings():
+    assert split_top('%a, tensor<2x!tt.ptr<f32>>, "x, y", {a = 1, b = 2}') == \
+        ["%a", "tensor<2x!tt.ptr<f32>>", '"x, y"', "{a = 1, b = 2}"]
