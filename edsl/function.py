@@ -29,7 +29,7 @@ TARGET = "upmem-dpu"  # what the lowering produces (address spaces of UPMEM's LL
 class Compiled:
     mlir: str
     llvm: str
-    sites: list
+    sites: dict  # run-time check site code -> SourceLoc
     wram_bytes: int
     module: ir.Module | None = None  # LLVM-dialect module, parsed on demand
     program: Program | None = None
@@ -116,7 +116,7 @@ class EdslFunction:
             compiled = self._compile()
             if key:
                 cache.store(key, {"mlir": compiled.mlir, "llvm": compiled.llvm, "wram_bytes": compiled.wram_bytes,
-                                  "sites": [[s.filename, s.lineno, s.col] if s else None for s in compiled.sites]})
+                                  "sites": [[code, s.filename, s.lineno, s.col] for code, s in compiled.sites.items()]})
         if key:
             _MEMORY[key] = compiled
         self._compiled = compiled
@@ -127,7 +127,7 @@ class EdslFunction:
         if entry is None:
             return None
         try:
-            sites = [SourceLoc(*s) if s else None for s in entry["sites"]]
+            sites = {code: SourceLoc(f, line, col) for code, f, line, col in entry["sites"]}
             with codegen.LOCK, codegen.context():
                 module = ir.Module.parse(entry["llvm"])
         except (TypeError, ValueError, ir.MLIRError):
@@ -143,7 +143,7 @@ class EdslFunction:
             mlir_text = str(module)
             run_pipeline(module, self.pipeline, self.__name__)
             verify(module)
-            return Compiled(mlir_text, str(module), list(state.sites), state.wram_bytes, module)
+            return Compiled(mlir_text, str(module), dict(state.sites), state.wram_bytes, module)
 
     @property
     def mlir(self) -> str:

@@ -1,17 +1,15 @@
-"""JIT of an LLVM-dialect module on the host, through the `mlir` ExecutionEngine.
+"""JIT of a kernel's LLVM-dialect module on the host DPU model.
 
-The one place this backend touches the ExecutionEngine (to switch over to the
-shared DPU runtime once it offers the same service). `raw_lookup(name)`
-returns the address of the packed wrapper `_mlir_<name>(void **args)` that
-the engine generates for every function, so any signature can be called with
-ctypes: `args[i]` points to the value of parameter i.
+A `Program` of the shared runtime (edsl.dpu.runtime), so that the DPU
+intrinsics of EDSL regions (tasklet id, barrier, DMA) are bound. Functions are
+called through their packed wrappers `_mlir_<name>(void **args)`: `args[i]`
+points to the value of parameter i.
 """
 from __future__ import annotations
 
 import ctypes
 import threading
 
-_PACKED = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p))
 _lock = threading.Lock()
 
 
@@ -20,19 +18,15 @@ class JitProgram:
 
     def __init__(self, llvm_dialect_text: str, opt_level: int = 2):
         from mlir import ir
-        from mlir.execution_engine import ExecutionEngine
+
+        from ..dpu.runtime import Program
         self.context = ir.Context()
         with _lock:
             self.module = ir.Module.parse(llvm_dialect_text, self.context)
-            self.engine = ExecutionEngine(self.module, opt_level=opt_level)
-        self._functions = {}
+            self.program = Program(self.module, opt_level=opt_level)
 
     def function(self, name: str):
-        fn = self._functions.get(name)
-        if fn is None:
-            fn = _PACKED(self.engine.raw_lookup(name))
-            self._functions[name] = fn
-        return fn
+        return self.program.entry(name)
 
 
 def call_packed(fn, values) -> None:

@@ -54,7 +54,7 @@ class ModuleState:
     """What the functions of one module share: source sites, WRAM budget,
     runtime declarations, emitted callees."""
     module: ir.Module
-    sites: list = field(default_factory=list)
+    sites: dict = field(default_factory=dict)         # site code -> SourceLoc
     wram_bytes: int = 0
     wram_buffers: list = field(default_factory=list)  # (symbol, bytes, SourceLoc)
     declared: set = field(default_factory=set)
@@ -231,9 +231,13 @@ class CodeGenerator(ast.NodeVisitor):
     # --- services for intrinsics ------------------------------------------------------
 
     def site(self) -> int:
-        """Index of the current source location in the module's site table."""
-        self.state.sites.append(self.current_loc())
-        return len(self.state.sites) - 1
+        """A code for the current source line, passed to run-time checks so that
+        their errors name it. Codes are `line << 16 | column`, so that they mean
+        the same in every module a function is inlined into."""
+        loc = self.current_loc()
+        code = loc.lineno << 16 | min(loc.col or 0, 0xFFFF)
+        self.state.sites[code] = loc
+        return code
 
     def runtime_call(self, symbol: str, args: list, results: list):
         if symbol not in self.state.declared:
@@ -346,7 +350,7 @@ class CodeGenerator(ast.NodeVisitor):
     def _dry_run(self, emit, names) -> dict:
         """Compile `emit()` into a scratch region to see what it assigns to `names`."""
         saved = (dict(self.env), set(self.readonly), self.observed, self.dry_slots,
-                 len(self.state.sites), self.state.wram_bytes, len(self.state.wram_buffers))
+                 dict(self.state.sites), self.state.wram_bytes, len(self.state.wram_buffers))
         self.observed = {n: [] for n in names}
         if saved[2] is not None:  # nested dry run: the outer one watches its names too
             for n in saved[2]:
@@ -361,7 +365,7 @@ class CodeGenerator(ast.NodeVisitor):
         finally:
             created = self.dry_slots
             self.env, self.readonly, self.observed, self.dry_slots = saved[0], saved[1], saved[2], saved[3]
-            del self.state.sites[saved[4]:]
+            self.state.sites = saved[4]
             self.state.wram_bytes = saved[5]
             del self.state.wram_buffers[saved[6]:]
             scratch.erase()

@@ -25,7 +25,7 @@ ME = "edsl_dpu_me"                    # () -> i32
 NR_TASKLETS = "edsl_dpu_nr_tasklets"  # () -> i32
 BARRIER = "edsl_dpu_barrier"          # () -> ()
 # DMA: (mram_addr, wram_addr, nbytes, site, mram_end, wram_end) -> (), all i64.
-# `site` indexes the program's source locations; the ends bound the two buffers.
+# `site` codes the source line (line << 16 | column); the ends bound the buffers.
 MRAM_READ = "edsl_dpu_mram_read"
 MRAM_WRITE = "edsl_dpu_mram_write"
 # A failed `assert` in a body: (site) -> (); the launch stops with an error.

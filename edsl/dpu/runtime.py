@@ -15,7 +15,7 @@ from __future__ import annotations
 import ctypes
 import threading
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Mapping
 
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
@@ -38,7 +38,7 @@ class LaunchStats:
 @dataclass
 class _Launch:
     tasklets: int
-    sites: Sequence[SourceLoc | None]
+    sites: Mapping[int, SourceLoc]
     barrier: threading.Barrier
     stats: LaunchStats
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -47,7 +47,7 @@ class _Launch:
     def fail(self, message: str, site: int) -> None:
         with self.lock:
             if self.error is None:
-                loc = self.sites[site] if 0 <= site < len(self.sites) else None
+                loc = self.sites.get(site)
                 self.error = DpuError(message, loc)
         self.barrier.abort()
 
@@ -138,14 +138,14 @@ class Program:
 
 
 def run_tasklets(body: Callable[[], None], tasklets: int = 1,
-                 sites: Sequence[SourceLoc | None] = ()) -> LaunchStats:
+                 sites: Mapping[int, SourceLoc] | None = None) -> LaunchStats:
     """Run `body` (which calls into a Program) on `tasklets` threads of one DPU.
 
     Raises the first DMA-rule violation as a DpuError after all tasklets stop.
     """
     if not 1 <= tasklets <= MAX_TASKLETS:
         raise DpuError(f"a DPU runs 1 to {MAX_TASKLETS} tasklets, not {tasklets}")
-    launch = _Launch(tasklets, sites, threading.Barrier(tasklets), LaunchStats(tasklets))
+    launch = _Launch(tasklets, sites or {}, threading.Barrier(tasklets), LaunchStats(tasklets))
     outer = getattr(_tls, "launch", None), getattr(_tls, "tasklet", None)
 
     def tasklet(i: int) -> None:
