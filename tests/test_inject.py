@@ -64,7 +64,8 @@ def _inject_calls(module, fn):
         with call.location, ir.InsertionPoint(call):
             operands = list(call.operands)
             outs, _ = stage_operands(operands[:n_outs])
-            packs = build_region(fn.llvm, fn.__name__, kinds, outs, operands[n_outs:])
+            packs = build_region(fn.llvm, fn.__name__, kinds, outs + operands[n_outs:],
+                                 list(range(n_outs)))
         for r, p in zip(call.results, packs):
             r.replace_all_uses_with(p)
         call.erase()

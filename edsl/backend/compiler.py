@@ -139,9 +139,10 @@ class DpuBackend(BaseBackend):
     @staticmethod
     def make_llmlir(src, metadata, options, state):
         from mlir import ir
-        from ..lowering import DEFAULT_PIPELINE, run_pipeline
+        from ..inject import run_pipeline_with_regions
+        from ..lowering import DEFAULT_PIPELINE
         module = ir.Module.parse(src, state["context"])
-        run_pipeline(module, DEFAULT_PIPELINE, f"kernel '{metadata['name']}'")
+        run_pipeline_with_regions(module, DEFAULT_PIPELINE, f"kernel '{metadata['name']}'")
         state["llmlir"] = module.operation.get_asm(enable_debug_info=True)
         state["module"] = module
         return state["llmlir"]
@@ -176,6 +177,6 @@ def _source_hash() -> str:
     h = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         h.update(path.read_bytes())
-    for path in sorted((root.parent / "lowering").glob("*.py")):
+    for path in sorted(p for d in ("lowering", "inject") for p in (root.parent / d).glob("*.py")):
         h.update(path.read_bytes())
     return h.hexdigest()[:16]

@@ -16,7 +16,8 @@ from .dialect import collect
 def inline_regions(module: ir.Module) -> int:
     regions = collect(module, lambda op: op.name == "edsl.region")
     for op in regions:
-        _inline(op)
+        with op.location:
+            _inline(op)
     return len(regions)
 
 
@@ -42,9 +43,9 @@ def _inline(op: ir.Operation) -> None:
         b.append_to(parent_region)
         term = list(b.operations)[-1].operation
         if term.name == "llvm.return":
-            with term.location, ir.InsertionPoint(term):
+            with ir.InsertionPoint(term):
                 llvm.br(list(term.operands), after)
             term.erase()
-    with op.location, ir.InsertionPoint(block):
+    with ir.InsertionPoint(block):
         llvm.br([], inner[0])
     op.erase()

@@ -49,11 +49,11 @@ def _extract(kind: ParamKind, operand: ir.Value, ptr_type: ir.Type) -> list[ir.V
 
 
 def build_region(llvm_text: str, symbol: str, kinds: list[ParamKind],
-                 outs: list[ir.Value], ins: list[ir.Value]) -> list[ir.Value]:
-    """At the current insertion point, inline the body of `llvm.func @symbol`
-    (from `llvm_text`) in an `edsl.region` over `outs + ins`; returns one
-    `edsl.pack` result per out, standing for its new value."""
-    operands = [*outs, *ins]
+                 operands: list[ir.Value], out_positions: list[int]) -> list[ir.Value]:
+    """At the current insertion point, put the body of `llvm.func @symbol`
+    (from `llvm_text`) in an `edsl.region` over `operands` (in the order of
+    the function's parameters); returns one `edsl.pack` result per InOut
+    operand (at `out_positions`), standing for its new value."""
     if len(kinds) != len(operands):
         raise CompileError(f"{symbol} takes {len(kinds)} operands, {len(operands)} given")
     context = ir.Context.current
@@ -85,7 +85,7 @@ def build_region(llvm_text: str, symbol: str, kinds: list[ParamKind],
         entry.erase_argument(i)
     packs = []
     if result_types:
-        for k, out in enumerate(outs):
+        for k, out in enumerate(operands[i] for i in out_positions):
             packs.append(_create("edsl.pack", [region_op.result], [out.type],
                                  {"index": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), k)}).result)
     return packs

@@ -18,7 +18,7 @@ from mlir.dialects import func, llvm
 from ...errors import CompileError, DpuError
 from ...lowering.pipeline import location_of, verify
 from ..ttir_text import LocTable, rewrite_ttir
-from . import control, elementwise, memory, reduce, shape  # noqa: F401  (register lowerings)
+from . import calls, control, elementwise, memory, reduce, shape  # noqa: F401  (register lowerings)
 from . import debug as debug_ops
 from .core import Converter, KernelInfo, is_ptr, scalar_type
 from .runtime_text import DMA_TEXT, main_text
@@ -44,7 +44,8 @@ def parse_ttir(text: str, ctx: ir.Context) -> ir.Module:
 
 
 def _kernel_func(module: ir.Module):
-    funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
+    funcs = [op for op in module.body.operations if op.operation.name == "func.func"
+             and not calls.is_edsl_declaration(op.operation)]
     public = [f for f in funcs if "sym_visibility" not in f.attributes
               or ir.StringAttr(f.attributes["sym_visibility"]).value == "public"]
     if len(funcs) != 1:

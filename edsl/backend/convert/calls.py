@@ -1,0 +1,84 @@
+"""`fl.call` placeholders: a `func.call` to `__edsl_<name>_<hash>` becomes the
+EDSL function's body in an `edsl.region` (edsl.inject, steps a and b).
+
+Tile operands are materialized as row-major WRAM buffers; each out tile is
+copied into a fresh buffer that the region updates in place and that stands
+for the tile's new value. Scalars pass as they are. A pointer operand (an
+MRAM address) becomes an MRAM memref over the rest of the launch's MRAM
+image, or an `!llvm.ptr<255>`, as the EDSL parameter asks.
+"""
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, llvm, memref
+
+from ...dpu.limits import MRAM_ADDRSPACE
+from ...inject import ParamKind, build_region, descriptor_type
+from .core import Tile, byte_size, lowers
+from .runtime_text import CTX_MRAM_HI
+
+PREFIX = "__edsl_"
+
+
+def is_edsl_declaration(fn_op) -> bool:
+    name = ir.StringAttr(fn_op.attributes["sym_name"]).value
+    return name.startswith(PREFIX) and not fn_op.regions[0].blocks
+
+
+@lowers("func.call")
+def lower_call(conv, op) -> None:
+    symbol = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+    if not symbol.startswith(PREFIX):
+        raise conv.error(op, f"call to '{symbol}': calls to non-inlined functions are not supported "
+                             "by the DPU backend")
+    from ...fl import callee
+    fn = callee(symbol)
+    if fn is None:
+        raise conv.error(op, f"fl.call to an EDSL function unknown in this process ({symbol})")
+    params = fn.info.params
+    operands, kinds, outs = [], [], []
+    for p, v in zip(params, op.operands):
+        t = p.mlir_type
+        kinds.append(ParamKind.of(t))
+        if isinstance(t, ir.MemRefType) and _space(t) != MRAM_ADDRSPACE:
+            tile = conv.materialize(conv.tile(v), f"fl.call operand {p.name!r}", op)
+            buf = tile.buf
+            if p.param.is_inout:
+                staged = conv.alloca(tile.shape, tile.elem, f"fl.call out {p.name!r}", op)
+                memref.copy(buf, staged)
+                buf = staged
+                outs.append((buf, tile))
+            operands.append(buf)
+        elif isinstance(t, ir.MemRefType):
+            operands.append(_mram_memref(conv, conv.get(v), ir.MemRefType(t)))
+        else:
+            operands.append(conv.get(v))
+    with op.location:
+        packs = build_region(fn.llvm, fn.__name__, kinds, operands,
+                             [k for k, p in enumerate(params) if p.param.is_inout])
+    for result, value, (_, tile) in zip(op.results, packs, outs):
+        conv.set(result, Tile(tile.shape, tile.elem, buf=value))
+
+
+def _space(t: ir.MemRefType) -> int:
+    return 0 if t.memory_space is None else ir.IntegerAttr(t.memory_space).value
+
+
+def _mram_memref(conv, address: ir.Value, t: ir.MemRefType) -> ir.Value:
+    """A 1-D MRAM memref starting at `address` and ending with the launch's MRAM image."""
+    if t.rank != 1:
+        raise ValueError(f"a pointer can only be passed as a 1-D MRAM memref, not {t}")
+    i64 = ir.IntegerType.get_signless(64)
+    hi_p = llvm.getelementptr(llvm.PointerType.get(), conv.ctx_arg, [], [CTX_MRAM_HI], i64, 0)
+    hi = llvm.load(i64, hi_p)
+    size = arith.divsi(arith.subi(hi, address), arith.constant(i64, byte_size(t.element_type)))
+    desc_t = descriptor_type(t)
+    ptr = llvm.inttoptr(llvm.PointerType.get(MRAM_ADDRSPACE), address)
+    d = llvm.mlir_poison(desc_t)
+    for field, value in ((0, ptr), (1, ptr), (2, arith.constant(i64, 0))):
+        d = llvm.insertvalue(d, value, [field])
+    d = llvm.insertvalue(d, size, [3, 0])
+    d = llvm.insertvalue(d, arith.constant(i64, 1), [4, 0])
+    dyn = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], t.element_type, memory_space=t.memory_space)
+    cast = ir.Operation.create("builtin.unrealized_conversion_cast", results=[dyn], operands=[d]).result
+    return cast if dyn == t else memref.cast(t, cast)
