@@ -18,9 +18,11 @@ from mlir import ir
 from . import cache, codegen, language
 from .codegen.signature import function_info
 from .dpu.runtime import LaunchStats, Program, run_tasklets
-from .errors import ArgumentError, CompileError, SourceLoc
+from .dpu.limits import MAX_TASKLETS
+from .errors import ArgumentError, CompileError, DpuError, SourceLoc
 from .hostcall import ArgSpec, pack_arguments
-from .lowering import CLEANUP_PIPELINE, DEFAULT_PIPELINE, run_pipeline, to_llvm_ir, verify
+from .lowering import (CLEANUP_PIPELINE, DEFAULT_PIPELINE, require_llvm_dialect, run_pipeline, to_llvm_ir,
+                       verify)
 
 TARGET = "upmem-dpu"  # what the lowering produces (address spaces of UPMEM's LLVM)
 
@@ -145,6 +147,10 @@ class EdslFunction:
             verify(module)
             return Compiled(mlir_text, str(module), dict(state.sites), state.wram_bytes, module)
 
+    def _def_loc(self) -> SourceLoc:
+        fdef = self.info.tree
+        return SourceLoc(self.info.filename, fdef.lineno, fdef.col_offset)
+
     @property
     def mlir(self) -> str:
         """Builder-level MLIR (func/arith/math/scf/memref), after inlining and mem2reg."""
@@ -161,6 +167,7 @@ class EdslFunction:
         c = self.compile()
         if c.llir is None:
             with codegen.LOCK, codegen.context():
+                require_llvm_dialect(c.module, f"{self.__name__}()", self._def_loc())
                 c.llir = to_llvm_ir(c.module)
         return c.llir
 
@@ -175,6 +182,7 @@ class EdslFunction:
         c = self.compile()
         if c.program is None:
             with codegen.LOCK, codegen.context():
+                require_llvm_dialect(c.module, f"{self.__name__}()", self._def_loc())
                 c.program = Program(c.module)
         return c.program.entry(self.__name__)
 
@@ -189,6 +197,8 @@ class EdslFunction:
             names = ", ".join(s.name for s in self._specs)
             raise ArgumentError(f"{self.__name__}({names}) takes {len(self._specs)} arguments, "
                                 f"{len(args)} given", loc)
+        if not isinstance(tasklets, int) or not 1 <= tasklets <= MAX_TASKLETS:
+            raise DpuError(f"a DPU runs 1 to {MAX_TASKLETS} tasklets, not {tasklets!r}", loc)
         packed, keep = pack_arguments(self._specs, args, loc)
         entry = self._entry()
         stats = run_tasklets(lambda: entry(packed), tasklets, self.compile().sites)

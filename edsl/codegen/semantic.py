@@ -15,8 +15,8 @@ Promotion rules (documented in the README, "Types and promotion"):
     float type.
   * `/` is true division: integers are converted to f32 first (f64 if the
     other operand is f64). `//` and `%` follow Python: floor division, and a
-    remainder with the sign of the divisor. Integer `/ 0`, `// 0` and `% 0`
-    give 0 (as NumPy does, without its warning) instead of trapping.
+    remainder with the sign of the divisor. Integer `// 0` and `% 0` give 0
+    (as NumPy does, without its warning) instead of trapping.
   * Integer arithmetic wraps (two's complement), as NumPy's fixed-width
     integers do. Shifts by the bit width or more give 0 (`<<`) or fill with
     the sign bit (`>>`, which is arithmetic). Integers are signed.

@@ -3,7 +3,8 @@
 The pipeline is plain data (a list of upstream pass names) so a user can
 override it per function, as in TLE-Raw.
 """
-from .pipeline import (CLEANUP_PIPELINE, DEFAULT_PIPELINE, run_pipeline,
+from .pipeline import (CLEANUP_PIPELINE, DEFAULT_PIPELINE, require_llvm_dialect, run_pipeline,
                        to_llvm_ir, verify)
 
-__all__ = ["CLEANUP_PIPELINE", "DEFAULT_PIPELINE", "run_pipeline", "to_llvm_ir", "verify"]
+__all__ = ["CLEANUP_PIPELINE", "DEFAULT_PIPELINE", "require_llvm_dialect", "run_pipeline", "to_llvm_ir",
+           "verify"]

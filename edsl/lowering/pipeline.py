@@ -26,10 +26,14 @@ CLEANUP_PIPELINE = (
 DEFAULT_PIPELINE = (
     "convert-scf-to-cf",
     "mem2reg",  # the generator's variable slots, now that scf regions are gone
-    "math-expand-ops",
     "arith-expand",
     "expand-strided-metadata",
+    # math: LLVM intrinsics where they exist, generated code for integer
+    # powers, libm calls for the rest (tanh, erf, ...). `math-expand-ops` is
+    # not used: its ceil and tanh lose the sign of -0.0.
+    "convert-math-to-funcs",
     "convert-math-to-llvm",
+    "convert-math-to-libm",
     "finalize-memref-to-llvm",
     "convert-arith-to-llvm",
     "convert-index-to-llvm",
@@ -84,8 +88,26 @@ def run_pipeline(module: ir.Module, pipeline: Sequence[str], what: str = "module
         raise LoweringError(f"lowering {what} failed: {message}", loc) from None
 
 
+def require_llvm_dialect(module: ir.Module, what: str, loc: SourceLoc | None = None) -> None:
+    """Raise a LoweringError unless every op of `module` is in the LLVM dialect
+    (translating or JIT-compiling anything else crashes inside MLIR)."""
+    others = set()
+
+    def visit(op):
+        name = op.name
+        if not name.startswith("llvm.") and name != "builtin.module":
+            others.add(name)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if others:
+        raise LoweringError(f"{what} cannot be translated to LLVM IR: its pipeline leaves ops "
+                            f"outside the LLVM dialect ({', '.join(sorted(others))})", loc)
+
+
 def to_llvm_ir(module: ir.Module) -> str:
     """Translate an LLVM-dialect module to LLVM IR text."""
+    require_llvm_dialect(module, "the module")
     try:
         return llvm.translate_module_to_llvmir(module.operation)
     except Exception as err:  # the binding raises a bare RuntimeError

@@ -1,0 +1,44 @@
+"""Shared test configuration.
+
+* The on-disk compile cache goes to a temporary directory of the test session,
+  never to the user's home directory.
+* Hypothesis runs without a deadline (the first example of a test pays for a
+  JIT compilation) and with few examples, so that the suite stays fast on a
+  small machine. `HYPOTHESIS_PROFILE=thorough` runs many more examples.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+# Set at import time as well as in the fixture below: kernels are decorated
+# when test modules are imported, before any fixture runs. The fixture then
+# moves the cache under pytest's own temporary directory for the session.
+_IMPORT_CACHE = tempfile.TemporaryDirectory(prefix="edsl-test-cache-")
+os.environ["EDSL_CACHE_DIR"] = _IMPORT_CACHE.name
+
+_COMMON = dict(
+    deadline=None,
+    database=None,  # keep the working tree clean; failing examples are printed
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
+)
+settings.register_profile("edsl", max_examples=50, **_COMMON)
+settings.register_profile("thorough", max_examples=300, **_COMMON)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "edsl"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def edsl_cache_dir(tmp_path_factory):
+    """The compile cache directory used by the whole session."""
+    path = tmp_path_factory.mktemp("edsl-cache")
+    previous = os.environ.get("EDSL_CACHE_DIR")
+    os.environ["EDSL_CACHE_DIR"] = str(path)
+    yield path
+    if previous is None:
+        os.environ.pop("EDSL_CACHE_DIR", None)
+    else:
+        os.environ["EDSL_CACHE_DIR"] = previous
