@@ -30,8 +30,26 @@ class JitProgram:
 
 
 def call_packed(fn, values) -> None:
-    """Call a packed wrapper with ctypes scalars `values` (kept alive here)."""
+    """Call a packed wrapper with ctypes scalars `values` (kept alive here).
+
+    Outside a launch of the DPU runtime, the call runs as one tasklet of one,
+    so that the intrinsics of EDSL regions (tasklet id, barrier, DMA) work and
+    their errors are raised here, naming the EDSL function's line."""
+    from ..dpu import runtime
     ptrs = (ctypes.c_void_p * max(1, len(values)))()
     for i, v in enumerate(values):
         ptrs[i] = ctypes.cast(ctypes.pointer(v), ctypes.c_void_p)
-    fn(ptrs)
+    if runtime.in_launch():
+        fn(ptrs)
+    else:
+        runtime.run_tasklets(lambda: fn(ptrs), 1, _edsl_sites())
+
+
+def _edsl_sites() -> dict:
+    """Source lines of the run-time checks of the EDSL functions kernels call."""
+    import sys
+    fl = sys.modules.get("edsl.fl")
+    sites: dict = {}
+    for f in (fl._CALLEES.values() if fl else ()):
+        sites.update(f.compile().sites)
+    return sites

@@ -137,6 +137,11 @@ class Program:
         return fn
 
 
+def in_launch() -> bool:
+    """Is this thread running a tasklet of a launch?"""
+    return getattr(_tls, "launch", None) is not None
+
+
 def run_tasklets(body: Callable[[], None], tasklets: int = 1,
                  sites: Mapping[int, SourceLoc] | None = None) -> LaunchStats:
     """Run `body` (which calls into a Program) on `tasklets` threads of one DPU.

@@ -74,6 +74,7 @@ def build_region(llvm_text: str, symbol: str, kinds: list[ParamKind],
         values = []
         for kind, operand in zip(kinds, operands):
             values += _extract(kind, operand, _ptr_type_for(operand, args, len(values)))
+    _bring_symbols(source, fn, region_op)
     if len(values) != len(args):
         raise CompileError(f"{symbol}: its LLVM signature has {len(args)} arguments, the operands "
                            f"give {len(values)}")
@@ -89,6 +90,24 @@ def build_region(llvm_text: str, symbol: str, kinds: list[ParamKind],
             packs.append(_create("edsl.pack", [region_op.result], [out.type],
                                  {"index": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), k)}).result)
     return packs
+
+
+def _bring_symbols(source: ir.Module, fn: ir.Operation, anchor: ir.Operation) -> None:
+    """Move what the function refers to at module level (its WRAM globals, the
+    runtime and libm declarations, helper functions) into the module around
+    `anchor`; a symbol already there (the same function called twice) is kept."""
+    module = anchor
+    while module.name != "builtin.module":
+        module = module.parent
+    table = ir.SymbolTable(module)
+    for op in list(source.body.operations):
+        op = op.operation
+        if op == fn or "sym_name" not in op.attributes:
+            continue
+        if ir.StringAttr(op.attributes["sym_name"]).value in table:
+            continue
+        op.detach_from_parent()
+        module.regions[0].blocks[0].append(op)
 
 
 def _result_types(fn: ir.Operation) -> list[ir.Type]:

@@ -12,8 +12,9 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, llvm, memref
 
-from ...dpu.limits import MRAM_ADDRSPACE
+from ...dpu.limits import BARRIER, MRAM_ADDRSPACE
 from ...inject import ParamKind, build_region, descriptor_type
+from ...inject.runtime_calls import runtime_call
 from .core import Tile, byte_size, lowers
 from .runtime_text import CTX_MRAM_HI
 
@@ -53,11 +54,18 @@ def lower_call(conv, op) -> None:
             operands.append(_mram_memref(conv, conv.get(v), ir.MemRefType(t)))
         else:
             operands.append(conv.get(v))
-    with op.location:
-        packs = build_region(fn.llvm, fn.__name__, kinds, operands,
-                             [k for k, p in enumerate(params) if p.param.is_inout])
+    # All tasklets run the region, as all threads of a CTA run a TLE-Raw
+    # region; barriers keep it apart from the tile code around it.
+    _barrier(conv)
+    packs = build_region(fn.llvm, fn.__name__, kinds, operands,
+                         [k for k, p in enumerate(params) if p.param.is_inout])
+    _barrier(conv)
     for result, value, (_, tile) in zip(op.results, packs, outs):
         conv.set(result, Tile(tile.shape, tile.elem, buf=value))
+
+
+def _barrier(conv) -> None:
+    runtime_call(conv.module_body, BARRIER, [])
 
 
 def _space(t: ir.MemRefType) -> int:
