@@ -166,7 +166,9 @@ class CodeGenerator(ast.NodeVisitor):
             self.entry = fn.add_entry_block()
             for p, arg in zip(info.params, self.entry.arguments):
                 self.env[p.name] = arg
-                if not p.param.is_inout and S.is_memref(arg.type):
+                # Input tiles are values; an MRAM memref is a pointer into the
+                # bank, written through as in C.
+                if not p.param.is_inout and S.is_memref(arg.type) and not S.is_mram(arg.type):
                     self.readonly.add(p.name)
             body = fdef.body
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \

@@ -207,16 +207,11 @@ def _barrier(gen):
     gen.runtime_call(limits.BARRIER, [], [])
 
 
-def _memory_space(t: ir.MemRefType) -> int:
-    ms = t.memory_space
-    return 0 if ms is None else ir.IntegerAttr(ms).value
-
-
 def _dma_operand(x, want: int, role: str) -> ir.Value:
     if not (isinstance(x, ir.Value) and S.is_memref(x.type)):
         raise TypeMismatchError(f"the {role} of a DMA must be a memref, not {type_name(x)}")
     t = ir.MemRefType(x.type)
-    space = _memory_space(t)
+    space = S.memory_space(t)
     if space != want:
         names = {limits.WRAM_ADDRSPACE: "WRAM", limits.MRAM_ADDRSPACE: "MRAM"}
         raise TypeMismatchError(

@@ -90,6 +90,16 @@ def has_identity_layout(t: ir.Type) -> bool:
     return isinstance(m.layout, ir.AffineMapAttr) and m.layout.value == ir.AffineMap.get_identity(m.rank)
 
 
+def memory_space(t: ir.Type) -> int:
+    ms = ir.MemRefType(t).memory_space
+    return 0 if ms is None else ir.IntegerAttr(ms).value
+
+
+def is_mram(t: ir.Type) -> bool:
+    from ..dpu.limits import MRAM_ADDRSPACE
+    return memory_space(t) == MRAM_ADDRSPACE
+
+
 def bits(t: ir.Type) -> int:
     if is_index(t):
         return 64
