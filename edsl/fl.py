@@ -10,6 +10,8 @@ parameters, in order).
 """
 from __future__ import annotations
 
+import inspect
+
 from triton.language import core as tl
 
 from .dpu.limits import MRAM_ADDRSPACE
@@ -27,6 +29,13 @@ def callee(symbol: str) -> EdslFunction | None:
 def placeholder_symbol(fn: EdslFunction) -> str:
     key = fn.cache_key or f"{id(fn):x}"
     return f"{PREFIX}{fn.__name__}_{key[:16]}"
+
+
+def _check_counts(name, out_specs, in_specs, outs, ins) -> None:
+    if len(outs) != len(out_specs) or len(ins) != len(in_specs):
+        raise TypeError(f"fl.call({name}): the function takes {len(out_specs)} outs "
+                        f"({', '.join(s.name for s in out_specs)}) and {len(in_specs)} ins "
+                        f"({', '.join(s.name for s in in_specs)}); got {len(outs)} and {len(ins)}")
 
 
 def _unwrap(x):
@@ -97,21 +106,19 @@ def _operand(spec, v, what: str, name: str, semantic):
     return semantic.cast(v, dtype)
 
 
-@tl.builtin
 def call(fn, outs, ins, _semantic=None, _generator=None):
     """New values of `outs` after running the EDSL function `fn` on `outs` and `ins`."""
     fn = _unwrap(fn)
     if not isinstance(fn, EdslFunction):
         raise TypeError(f"fl.call: the first argument must be an @edsl.dialect function, not {type(fn).__name__}")
     outs, ins = _elements(outs), _elements(ins)
+    if _semantic is None:  # Triton's interpreter (TRITON_INTERPRET=1) runs kernels as Python
+        return _interpret(fn, outs, ins)
     specs = fn.params
     out_specs = [s for s in specs if s.inout]
     in_specs = [s for s in specs if not s.inout]
     name = fn.__name__
-    if len(outs) != len(out_specs) or len(ins) != len(in_specs):
-        raise TypeError(f"fl.call({name}): the function takes {len(out_specs)} outs "
-                        f"({', '.join(s.name for s in out_specs)}) and {len(in_specs)} ins "
-                        f"({', '.join(s.name for s in in_specs)}); got {len(outs)} and {len(ins)}")
+    _check_counts(name, out_specs, in_specs, outs, ins)
     outs = [_operand(s, v, f"out {k}", name, _semantic) for k, (s, v) in enumerate(zip(out_specs, outs))]
     ins = [_operand(s, v, f"in {k}", name, _semantic) for k, (s, v) in enumerate(zip(in_specs, ins))]
     # Operands in the order of the function's parameters.
@@ -130,4 +137,40 @@ def call(fn, outs, ins, _semantic=None, _generator=None):
         module.push_back(decl)
     call_op = builder.call(module.get_function(symbol), [v.handle for v in operands])
     results = [tl.tensor(call_op.get_result(i), outs[i].type) for i in range(len(outs))]
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+# A Triton builtin: Triton's code generator passes `_semantic` (and
+# `_generator`, for the module the placeholder is declared in). Marked by hand
+# rather than with `triton.language.core.builtin`, whose wrapper refuses calls
+# without `_semantic`, which is how Triton's interpreter calls functions that
+# are not in `triton.language`.
+setattr(call, tl.TRITON_BUILTIN, True)  # noqa: B010
+call.signature = inspect.signature(call)
+
+
+def _interpret(fn: EdslFunction, outs: list, ins: list):
+    """Under TRITON_INTERPRET=1: run the host-compiled function on the tiles'
+    NumPy data (one tasklet), so the tile code around a region can be debugged."""
+    import numpy as np
+    out_specs = [s for s in fn.params if s.inout]
+    in_specs = [s for s in fn.params if not s.inout]
+    _check_counts(fn.__name__, out_specs, in_specs, outs, ins)
+    by_kind = {True: iter(outs), False: iter(ins)}
+    args, new = [], []
+    for spec in fn.params:
+        v = next(by_kind[spec.inout])
+        data = v.handle.data if isinstance(v, tl.tensor) else v
+        if spec.kind == "memref" and spec.memory_space != MRAM_ADDRSPACE:
+            a = np.array(data, dtype=spec.dtype, order="C", copy=True)
+            if spec.inout:
+                new.append((a, v))
+            args.append(a)
+        elif spec.kind == "scalar":
+            args.append(data.item() if isinstance(data, np.ndarray) else data)
+        else:
+            raise TypeError(f"fl.call({fn.__name__}): pointer operands ({spec.name!r}) are not "
+                            f"supported under TRITON_INTERPRET=1")
+    fn.run(*args)
+    results = [tl.tensor(type(v.handle)(a, v.handle.dtype), v.type) for a, v in new]
     return results[0] if len(results) == 1 else tuple(results)
