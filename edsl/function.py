@@ -59,7 +59,7 @@ class EdslFunction:
     """A Python function compiled by edsl. Properties `.mlir`, `.llvm`, `.llir`;
     calling it runs it on the host (DPU model), updating InOut arrays in place."""
 
-    def __init__(self, fn, name: str = "mlir", pipeline=None):
+    def __init__(self, fn, name: str = "mlir", pipeline=None, fastmath: bool = False):
         if name != "mlir":
             raise CompileError(f"unknown edsl dialect {name!r}: only \"mlir\" is supported")
         with codegen.LOCK, codegen.context():
@@ -67,6 +67,7 @@ class EdslFunction:
             self._specs = [ArgSpec.of(p) for p in self._edsl_function_info.params]
         self.fn = fn
         self.pipeline = tuple(pipeline) if pipeline is not None else DEFAULT_PIPELINE
+        self.fastmath = bool(fastmath)
         self.last_stats: LaunchStats | None = None
         self._key: str | None = None
         self._compiled: Compiled | None = None
@@ -101,7 +102,7 @@ class EdslFunction:
         """Hash of source, captured values, pipeline, target and versions; None if a
         captured value has no stable identity (then only this object caches)."""
         if self._key is None:
-            parts = [_VERSIONS, TARGET, repr(self.pipeline)]
+            parts = [_VERSIONS, TARGET, repr(self.pipeline), f"fastmath={self.fastmath}"]
             if not _fingerprint(self.info, parts, set()):
                 return None
             self._key = hashlib.sha256("\0".join(parts).encode()).hexdigest()
@@ -138,7 +139,7 @@ class EdslFunction:
 
     def _compile(self) -> Compiled:
         with codegen.LOCK, codegen.context():
-            state = codegen.generate(self.info)
+            state = codegen.generate(self.info, self.fastmath)
             module = state.module
             verify(module)
             run_pipeline(module, CLEANUP_PIPELINE, f"{self.__name__} (cleanup)")
@@ -261,11 +262,11 @@ def _stable(value, parts: list, seen: set) -> bool:
     return True
 
 
-def dialect(fn=None, *, name: str = "mlir", pipeline=None):
+def dialect(fn=None, *, name: str = "mlir", pipeline=None, fastmath: bool = False):
     """Compile a Python function with `Input[...]`/`InOut[...]` parameters through MLIR.
 
-    `@edsl.dialect` or `@edsl.dialect(name="mlir", pipeline=[pass, ...])`.
+    `@edsl.dialect` or `@edsl.dialect(name="mlir", pipeline=[pass, ...], fastmath=False)`.
     """
     if fn is None:
-        return lambda f: EdslFunction(f, name=name, pipeline=pipeline)
-    return EdslFunction(fn, name=name, pipeline=pipeline)
+        return lambda f: EdslFunction(f, name=name, pipeline=pipeline, fastmath=fastmath)
+    return EdslFunction(fn, name=name, pipeline=pipeline, fastmath=fastmath)

@@ -223,3 +223,30 @@ def test_compiled_text_is_cached_in_the_session_directory(edsl_cache_dir):
     entry = json.loads((edsl_cache_dir / f"{key}.json").read_text())
     assert entry["llvm"] == saxpy.llvm
     assert entry["mlir"] == saxpy.mlir
+
+
+@edsl.dialect(fastmath=True)
+def fast_sum(out: InOut["memref<1xf32>"], x: Input["memref<?xf32>"]):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i]
+    out[0] = s
+
+
+def test_fastmath_marks_float_ops_and_keeps_results_close():
+    assert "fastmath<fast>" in fast_sum.mlir
+    assert "fastmath<fast>" not in vector_add_like_mlir()
+    x = np.random.default_rng(1).standard_normal(10_001).astype(np.float32)
+    out = np.zeros(1, np.float32)
+    fast_sum(out, x)
+    assert abs(float(out[0]) - float(x.astype(np.float64).sum())) < 1e-2
+
+
+def vector_add_like_mlir():
+    @edsl.dialect
+    def plain_sum(out: InOut["memref<1xf32>"], x: Input["memref<?xf32>"]):
+        s = 0.0
+        for i in range(x.shape[0]):
+            s += x[i]
+        out[0] = s
+    return plain_sum.mlir

@@ -5,6 +5,7 @@ import threading
 
 from mlir import ir
 
+from . import semantic
 from .generator import CodeGenerator, ModuleState
 from .signature import FunctionInfo, ParamInfo, function_info
 
@@ -22,13 +23,17 @@ def context() -> ir.Context:
     return _context
 
 
-def generate(info: FunctionInfo) -> ModuleState:
+def generate(info: FunctionInfo, fastmath: bool = False) -> ModuleState:
     """Build the module holding `info`'s function (public, named after it)
     and the private functions it calls. Call under `LOCK`, in `context()`."""
-    with ir.Location.file(info.filename, info.tree.lineno, 1):
-        state = ModuleState(ir.Module.create())
-        state.symbols.add(info.name)
-        CodeGenerator(info, state, info.name).generate()
+    token = semantic.FASTMATH.set(fastmath)
+    try:
+        with ir.Location.file(info.filename, info.tree.lineno, 1):
+            state = ModuleState(ir.Module.create())
+            state.symbols.add(info.name)
+            CodeGenerator(info, state, info.name).generate()
+    finally:
+        semantic.FASTMATH.reset(token)
     return state
 
 

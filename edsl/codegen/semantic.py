@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import numbers
+from contextvars import ContextVar
 
 import numpy as np
 from mlir import ir
@@ -37,6 +38,18 @@ from mlir.dialects import arith, math, memref, scf
 from ..errors import TypeMismatchError
 
 Static = (bool, int, float, np.bool_, np.number)
+
+# `@edsl.dialect(fastmath=True)`: float + - * / may be reassociated and
+# contracted (LLVM's `fast` flags), which lets reductions vectorize.
+FASTMATH: ContextVar[bool] = ContextVar("edsl_fastmath", default=False)
+
+
+def _fast(op):
+    def build(a, b):
+        if FASTMATH.get():
+            return op(a, b, fastmath=ir.Attribute.parse("#arith.fastmath<fast>"))
+        return op(a, b)
+    return build
 
 
 def is_static(x) -> bool:
@@ -354,9 +367,9 @@ def _pow(a, b):
 
 # Operators on integers and on floats: (integer builder, float builder).
 _BINARY = {
-    ast.Add: (arith.addi, arith.addf),
-    ast.Sub: (arith.subi, arith.subf),
-    ast.Mult: (arith.muli, arith.mulf),
+    ast.Add: (arith.addi, _fast(arith.addf)),
+    ast.Sub: (arith.subi, _fast(arith.subf)),
+    ast.Mult: (arith.muli, _fast(arith.mulf)),
     ast.FloorDiv: (lambda a, b: _int_div_safe(a, b, arith.floordivsi),
                    lambda a, b: _py_divmod_float(a, b)[0]),
     ast.Mod: (_py_mod_int, lambda a, b: _py_divmod_float(a, b)[1]),
@@ -394,7 +407,7 @@ def binary(op: type, a, b):
         t = common_type([a, b])
         if not is_float(t):
             t = ir.F32Type.get()
-        return arith.divf(convert(a, t), convert(b, t))
+        return _fast(arith.divf)(convert(a, t), convert(b, t))
     if op not in _BINARY:
         raise TypeMismatchError(f"operator {sym} is not supported")
     t = common_type([a, b])
