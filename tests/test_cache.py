@@ -1,0 +1,100 @@
+"""Compile once: the in-memory and on-disk caches, a second process reusing an
+entry, two processes compiling at once, and corrupt entries recompiled."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+import edsl
+from edsl import cache
+
+SCRIPT = textwrap.dedent('''
+    import numpy as np, edsl
+    from edsl import InOut, Input
+
+    @edsl.dialect
+    def scale(y: InOut["memref<?xf32>"], a: Input["f32"]):
+        for i in range(y.shape[0]):
+            y[i] = y[i] * a
+
+    scale.llvm
+    y = np.arange(4, dtype=np.float32)
+    scale(y, 3.0)
+    assert y.tolist() == [0.0, 3.0, 6.0, 9.0], y
+    print(scale.cache_key)
+''')
+
+
+def _run(tmp_path, env_dir):
+    script = tmp_path / "scale_kernel.py"
+    script.write_text(SCRIPT)
+    env = dict(os.environ, EDSL_CACHE_DIR=str(env_dir))
+    return subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+
+
+def test_second_process_reuses_the_disk_entry(tmp_path):
+    directory = tmp_path / "cache"
+    first = _run(tmp_path, directory)
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    key = out.strip()
+    entry = directory / f"{key}.json"
+    assert entry.exists()
+    stamp = entry.stat().st_mtime_ns
+    second = _run(tmp_path, directory)
+    out2, err2 = second.communicate(timeout=300)
+    assert second.returncode == 0, err2
+    assert out2.strip() == key and entry.stat().st_mtime_ns == stamp  # read, not rewritten
+
+
+def test_two_processes_compiling_at_once(tmp_path):
+    directory = tmp_path / "cache"
+    procs = [_run(tmp_path, directory) for _ in range(2)]
+    keys = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        keys.append(out.strip())
+    assert keys[0] == keys[1]
+    files = list(directory.iterdir())
+    assert [f.name for f in files] == [f"{keys[0]}.json"]  # no temporary file left behind
+    json.loads(files[0].read_text())
+
+
+def test_corrupt_entry_is_recompiled(tmp_path):
+    directory = tmp_path / "cache"
+    first = _run(tmp_path, directory)
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    entry = directory / f"{out.strip()}.json"
+    for garbage in ("{not json", json.dumps({"format": 1, "key": out.strip(), "llvm": "module {", "mlir": "",
+                                             "sites": [], "wram_bytes": 0})):
+        entry.write_text(garbage)
+        again = _run(tmp_path, directory)
+        _, err = again.communicate(timeout=300)
+        assert again.returncode == 0, err
+        json.loads(entry.read_text())  # rewritten whole
+
+
+def test_memory_cache_shares_compilations(edsl_cache_dir):
+    def body(y: edsl.InOut["memref<?xf32>"]):
+        for i in range(y.shape[0]):
+            y[i] = y[i] + 1.0
+    first, second = edsl.dialect(body), edsl.dialect(body)
+    assert first.cache_key == second.cache_key
+    assert first.compile() is second.compile()
+    y = np.zeros(3, np.float32)
+    second(y)
+    assert y.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_unusable_cache_directory_is_not_fatal(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("EDSL_CACHE_DIR", str(blocker / "sub"))
+    assert cache.store("k" * 64, {"x": 1}) is False
+    assert cache.load("k" * 64, {"x": int}) is None

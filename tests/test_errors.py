@@ -1,0 +1,215 @@
+"""Every user mistake is an edsl error naming the file, the line (and column)
+and what is wrong; each test finds the expected line by a marker comment."""
+import inspect
+
+import numpy as np
+import pytest
+from mlir.dialects import arith
+
+import edsl
+from edsl import InOut, Input
+
+HERE = __file__
+
+
+def line_of(marker: str) -> int:
+    lines = inspect.getsource(inspect.getmodule(line_of)).splitlines()
+    hits = [i for i, text in enumerate(lines, 1) if text.rstrip().endswith(f"# {marker}")]
+    assert len(hits) == 1, marker
+    return hits[0]
+
+
+def check(err, cls, message: str, marker: str):
+    e = err.value
+    assert type(e) is cls, f"{type(e).__name__}: {e}"
+    assert message in e.message, e.message
+    assert e.loc is not None and e.loc.filename == HERE and e.loc.lineno == line_of(marker), e
+    text = str(e)
+    assert text.startswith(f"{HERE}:{e.loc.lineno}:") and "^" in text  # quotes the line with a caret
+
+
+def test_unknown_name():
+    @edsl.dialect
+    def f(y: InOut["memref<?xf32>"]):
+        y[0] = undefined_thing  # noqa: F821  # unknown-name
+    with pytest.raises(edsl.CompileError) as err:
+        f.mlir
+    check(err, edsl.CompileError, "name 'undefined_thing' is not defined", "unknown-name")
+
+
+def test_unsupported_statement():
+    @edsl.dialect
+    def f(y: InOut["memref<?xf32>"]):
+        try:  # unsupported
+            y[0] = 1.0
+        except ValueError:
+            pass
+    with pytest.raises(edsl.CompileError) as err:
+        f.mlir
+    check(err, edsl.CompileError, "unsupported Python syntax in an edsl function: Try", "unsupported")
+
+
+def test_early_return_in_a_loop():
+    @edsl.dialect
+    def f(y: InOut["memref<?xi32>"]):
+        for i in range(y.shape[0]):
+            if y[i] < 0:
+                return  # early-return
+    with pytest.raises(edsl.CompileError) as err:
+        f.mlir
+    check(err, edsl.CompileError, "`return` is only supported as the last statement", "early-return")
+
+
+def test_type_mismatch_in_a_store():
+    @edsl.dialect
+    def f(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"]):
+        y[0] = x  # store-memref
+    with pytest.raises(edsl.TypeMismatchError) as err:
+        f.mlir
+    check(err, edsl.TypeMismatchError, "cannot store a value of type memref<?xf32>", "store-memref")
+
+
+def test_type_mismatch_in_an_operator():
+    @edsl.dialect
+    def f(y: InOut["memref<?xf32>"]):
+        y[0] = 1.5 << y[0]  # shift-float
+    with pytest.raises(edsl.TypeMismatchError) as err:
+        f.mlir
+    check(err, edsl.TypeMismatchError, "operator << needs integer operands", "shift-float")
+
+
+def test_wrong_number_of_indices():
+    @edsl.dialect
+    def f(y: InOut["memref<?x?xf32>"]):
+        y[0] = 1.0  # rank
+    with pytest.raises(edsl.TypeMismatchError) as err:
+        f.mlir
+    check(err, edsl.TypeMismatchError, "has rank 2 but is indexed with 1 indices", "rank")
+
+
+def test_store_into_an_input_tile():
+    @edsl.dialect
+    def f(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"]):
+        x[0] = 1.0  # input-store
+    with pytest.raises(edsl.CompileError) as err:
+        f.mlir
+    check(err, edsl.CompileError, "cannot assign to an element of Input parameter 'x'", "input-store")
+
+
+def test_variable_changing_from_scalar_to_memref_in_a_loop():
+    @edsl.dialect
+    def f(y: InOut["memref<?xf32>"]):
+        v = 0.0
+        for i in range(y.shape[0]):  # kind-change
+            v = y
+        y[0] = 1.0
+    with pytest.raises(edsl.TypeMismatchError) as err:
+        f.mlir
+    check(err, edsl.TypeMismatchError, "only scalars may change there", "kind-change")
+
+
+def test_bad_annotation():
+    with pytest.raises(edsl.AnnotationError) as err:
+        @edsl.dialect
+        def f(y: InOut["memref<?xfloat32>"]):  # bad-type
+            pass
+    check(err, edsl.AnnotationError, "is not a valid MLIR type", "bad-type")
+
+
+def test_missing_annotation():
+    with pytest.raises(edsl.AnnotationError) as err:
+        @edsl.dialect
+        def f(y: InOut["memref<?xf32>"], n):  # missing
+            pass
+    check(err, edsl.AnnotationError, "parameter 'n' needs an annotation", "missing")
+
+
+def test_inout_scalar():
+    with pytest.raises(edsl.AnnotationError) as err:
+        @edsl.dialect
+        def f(n: InOut["i32"]):  # inout-scalar
+            pass
+    check(err, edsl.AnnotationError, "InOut applies to memrefs", "inout-scalar")
+
+
+def test_boolean_memref_points_to_i8():
+    with pytest.raises(edsl.AnnotationError) as err:
+        @edsl.dialect
+        def f(m: InOut["memref<?xi1>"]):  # i1-memref
+            pass
+    check(err, edsl.AnnotationError, "use i8 for boolean arrays", "i1-memref")
+
+
+def test_verifier_failure_points_at_the_builder_call():
+    @edsl.dialect
+    def f(y: InOut["memref<?xf32>"]):
+        v = arith.addi(y[0], y[0])  # verifier
+        y[0] = v
+    with pytest.raises(edsl.VerifierError) as err:
+        f.mlir
+    check(err, edsl.VerifierError, "'arith.addi' op operand #0 must be signless-integer-like", "verifier")
+
+
+def test_builder_call_with_wrong_arguments():
+    @edsl.dialect
+    def f(y: InOut["memref<?xf32>"]):
+        arith.addf(y[0])  # builder-args
+    with pytest.raises(edsl.CompileError) as err:
+        f.mlir
+    check(err, edsl.CompileError, "TypeError", "builder-args")
+
+
+@edsl.dialect
+def saxpy(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"], a: Input["f32"]):
+    for i in range(y.shape[0]):
+        y[i] = a * x[i] + y[i]
+
+
+@pytest.mark.parametrize("args, message", [
+    ((np.zeros(4, np.float32), np.zeros(4, np.float32)), "takes 3 arguments, 2 given"),
+    ((np.zeros(4, np.float64), np.zeros(4, np.float32), 1.0), "expected dtype float32, got float64"),
+    ((np.zeros((2, 2), np.float32), np.zeros(4, np.float32), 1.0), "expected 1 dimensions, got 2"),
+    ((np.zeros(8, np.float32)[::2], np.zeros(4, np.float32), 1.0), "expected a C-contiguous array"),
+    ((np.zeros(4, np.float32), [0.0] * 4, 1.0), "expected a NumPy array, got list"),
+    ((np.zeros(4, np.float32), np.zeros(4, np.float32), "2"), "expected a number, got str"),
+])
+def test_argument_errors_point_at_the_call(args, message):
+    with pytest.raises(edsl.ArgumentError) as err:
+        saxpy(*args)  # call
+    check(err, edsl.ArgumentError, message, "call")
+
+
+def test_readonly_inout_array():
+    y = np.zeros(4, np.float32)
+    y.flags.writeable = False
+    with pytest.raises(edsl.ArgumentError) as err:
+        saxpy(y, np.zeros(4, np.float32), 1.0)  # readonly
+    check(err, edsl.ArgumentError, "an InOut array must be writeable", "readonly")
+
+
+def test_scalar_out_of_range():
+    @edsl.dialect
+    def f(y: InOut["memref<?xi8>"], c: Input["i8"]):
+        y[0] = c
+    with pytest.raises(edsl.ArgumentError) as err:
+        f(np.zeros(1, np.int8), 300)  # range
+    check(err, edsl.ArgumentError, "300 does not fit in i8", "range")
+
+
+def test_failed_assert_at_run_time_names_its_line():
+    @edsl.dialect
+    def f(y: InOut["memref<?xf32>"]):
+        for i in range(y.shape[0]):
+            assert y[i] >= 0.0  # assert
+    f(np.ones(3, np.float32))
+    with pytest.raises(edsl.DpuError) as err:
+        f(np.array([1, -1, 2], np.float32))
+    check(err, edsl.DpuError, "assertion failed", "assert")
+
+
+def test_unknown_pass_is_a_lowering_error():
+    @edsl.dialect(pipeline=["convert-scf-to-cf", "no-such-pass"])
+    def f(y: InOut["memref<?xf32>"]):
+        y[0] = 1.0
+    with pytest.raises(edsl.LoweringError, match="bad pass pipeline"):
+        f.llvm
