@@ -53,9 +53,8 @@ class ArgSpec:
                 dyn = ir.ShapedType.get_dynamic_stride_or_offset()
                 strides = tuple(None if s == dyn else s for s in st)
                 offset = None if off == dyn else off
-            space = 0 if m.memory_space is None else ir.IntegerAttr(m.memory_space).value
             return ArgSpec(p.name, p.type_text, "memref", p.param.is_inout, dtype, shape, strides, offset,
-                           memory_space=space)
+                           memory_space=S.memory_space(t))
         if str(t).startswith("!llvm.ptr"):
             return ArgSpec(p.name, p.type_text, "ptr")
         key = str(t)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import llvm
 
+from ..codegen.semantic import memory_space
 from .dialect import collect
 
 _FIELD = {"edsl.extract_allocated_ptr": 0, "edsl.extract_aligned_ptr": 1, "edsl.extract_offset": 2,
@@ -21,7 +22,7 @@ _FIELD = {"edsl.extract_allocated_ptr": 0, "edsl.extract_aligned_ptr": 1, "edsl.
 
 def descriptor_type(memref_type: ir.Type) -> ir.Type:
     m = ir.MemRefType(memref_type)
-    space = 0 if m.memory_space is None else ir.IntegerAttr(m.memory_space).value
+    space = memory_space(m)
     ptr = f"!llvm.ptr<{space}>" if space else "!llvm.ptr"
     fields = [ptr, ptr, "i64"]
     if m.rank:

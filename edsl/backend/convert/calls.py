@@ -12,6 +12,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, llvm, memref
 
+from ...codegen.semantic import is_mram
 from ...dpu.limits import BARRIER, MRAM_ADDRSPACE
 from ...inject import ParamKind, build_region, descriptor_type
 from ...inject.runtime_calls import runtime_call
@@ -41,7 +42,7 @@ def lower_call(conv, op) -> None:
     for p, v in zip(params, op.operands):
         t = p.mlir_type
         kinds.append(ParamKind.of(t))
-        if isinstance(t, ir.MemRefType) and _space(t) != MRAM_ADDRSPACE:
+        if isinstance(t, ir.MemRefType) and not is_mram(t):
             tile = conv.materialize(conv.tile(v), f"fl.call operand {p.name!r}", op)
             buf = tile.buf
             if p.param.is_inout:
@@ -66,10 +67,6 @@ def lower_call(conv, op) -> None:
 
 def _barrier(conv) -> None:
     runtime_call(conv.module_body, BARRIER, [])
-
-
-def _space(t: ir.MemRefType) -> int:
-    return 0 if t.memory_space is None else ir.IntegerAttr(t.memory_space).value
 
 
 def _mram_memref(conv, address: ir.Value, t: ir.MemRefType) -> ir.Value:
