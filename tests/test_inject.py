@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 from mlir import ir
+from mlir.dialects import memref
 from mlir.passmanager import PassManager
 
 import edsl
@@ -63,7 +64,7 @@ def _inject_calls(module, fn):
     for call in calls:
         with call.location, ir.InsertionPoint(call):
             operands = list(call.operands)
-            outs, _ = stage_operands(operands[:n_outs])
+            outs, _ = stage_operands(operands[:n_outs], lambda t: memref.alloca(t, [], []))
             packs = build_region(fn.llvm, fn.__name__, kinds, outs + operands[n_outs:],
                                  list(range(n_outs)))
         for r, p in zip(call.results, packs):
@@ -135,10 +136,10 @@ def test_stage_operands_counts_wram(ctx):
     fn = m.body.operations[0]
     entry = fn.regions[0].blocks[0]
     with ir.InsertionPoint.at_block_begin(entry):
-        bufs, nbytes = stage_operands(list(entry.arguments))
+        bufs, nbytes = stage_operands(list(entry.arguments), lambda t: memref.alloca(t, [], []))
     assert nbytes == 4096 * 4 + 16 and len(bufs) == 2
     with ir.InsertionPoint.at_block_begin(entry), pytest.raises(DpuError, match="WRAM overflow"):
-        stage_operands([entry.arguments[0]] * 5)
+        stage_operands([entry.arguments[0]] * 5, lambda t: memref.alloca(t, [], []))
 
 
 def _compile_kernel():

@@ -1,11 +1,13 @@
 """Injector step b: tile operands in WRAM buffers.
 
 An EDSL function updates its InOut memrefs in place, while a kernel's tiles
-are values: each out tile is copied into a fresh row-major WRAM buffer (a
-static `memref.alloca`), which the region updates and which then stands for
-the tile's new value. The bytes are counted against the DPU's WRAM.
+are values: each out tile is copied into a fresh row-major WRAM buffer, which
+the region updates and which then stands for the tile's new value. The bytes
+are counted against the DPU's WRAM.
 """
 from __future__ import annotations
+
+from typing import Callable
 
 from mlir import ir
 from mlir.dialects import memref
@@ -14,8 +16,11 @@ from ..dpu import limits
 from ..errors import DpuError
 
 
-def stage_operands(outs: list[ir.Value], budget: int = limits.WRAM_BYTES) -> tuple[list[ir.Value], int]:
-    """Copies of `outs` in WRAM at the current insertion point, and their bytes."""
+def stage_operands(outs: list[ir.Value], allocate: Callable[[ir.MemRefType], ir.Value],
+                   budget: int = limits.WRAM_BYTES) -> tuple[list[ir.Value], int]:
+    """Copies of the tiles `outs` (static memrefs) in buffers from `allocate`
+    (which decides where they live, e.g. at the kernel's entry), made at the
+    current insertion point; and their bytes."""
     staged, total = [], 0
     for v in outs:
         t = ir.MemRefType(v.type)
@@ -24,10 +29,10 @@ def stage_operands(outs: list[ir.Value], budget: int = limits.WRAM_BYTES) -> tup
         n = 1
         for d in t.shape:
             n *= d
-        total += n * (t.element_type.width // 8)
+        total += n * max(1, t.element_type.width // 8)
         if total > budget:
             raise DpuError(f"WRAM overflow: region buffers need {total} bytes, over the {budget} bytes left")
-        buf = memref.alloca(ir.MemRefType.get(t.shape, t.element_type), [], [])
+        buf = allocate(ir.MemRefType.get(t.shape, t.element_type))
         memref.copy(v, buf)
         staged.append(buf)
     return staged, total

@@ -14,7 +14,7 @@ from mlir.dialects import arith, llvm, memref
 
 from ...codegen.semantic import is_mram
 from ...dpu.limits import BARRIER, MRAM_ADDRSPACE
-from ...inject import ParamKind, build_region, descriptor_type
+from ...inject import ParamKind, build_region, descriptor_type, stage_operands
 from ...inject.runtime_calls import runtime_call
 from .core import Tile, byte_size, lowers
 from .runtime_text import CTX_MRAM_HI
@@ -46,9 +46,8 @@ def lower_call(conv, op) -> None:
             tile = conv.materialize(conv.tile(v), f"fl.call operand {p.name!r}", op)
             buf = tile.buf
             if p.param.is_inout:
-                staged = conv.alloca(tile.shape, tile.elem, f"fl.call out {p.name!r}", op)
-                memref.copy(buf, staged)
-                buf = staged
+                [buf], _ = stage_operands(
+                    [buf], lambda t, name=p.name: conv.alloca(t.shape, tile.elem, f"fl.call out {name!r}", op))
                 outs.append((buf, tile))
             operands.append(buf)
         elif isinstance(t, ir.MemRefType):
