@@ -59,7 +59,8 @@ class EdslFunction:
     """A Python function compiled by edsl. Properties `.mlir`, `.llvm`, `.llir`;
     calling it runs it on the host (DPU model), updating InOut arrays in place."""
 
-    def __init__(self, fn, name: str = "mlir", pipeline=None, fastmath: bool = False):
+    def __init__(self, fn, name: str = "mlir", pipeline=None, fastmath: bool = False,
+                 bounds_check: bool = False):
         if name != "mlir":
             raise CompileError(f"unknown edsl dialect {name!r}: only \"mlir\" is supported")
         with codegen.LOCK, codegen.context():
@@ -68,6 +69,7 @@ class EdslFunction:
         self.fn = fn
         self.pipeline = tuple(pipeline) if pipeline is not None else DEFAULT_PIPELINE
         self.fastmath = bool(fastmath)
+        self.bounds_check = bool(bounds_check)
         self.last_stats: LaunchStats | None = None
         self._key: str | None = None
         self._compiled: Compiled | None = None
@@ -102,7 +104,8 @@ class EdslFunction:
         """Hash of source, captured values, pipeline, target and versions; None if a
         captured value has no stable identity (then only this object caches)."""
         if self._key is None:
-            parts = [_VERSIONS, TARGET, repr(self.pipeline), f"fastmath={self.fastmath}"]
+            parts = [_VERSIONS, TARGET, repr(self.pipeline), f"fastmath={self.fastmath}",
+                     f"bounds_check={self.bounds_check}"]
             if not _fingerprint(self.info, parts, set()):
                 return None
             self._key = hashlib.sha256("\0".join(parts).encode()).hexdigest()
@@ -139,7 +142,7 @@ class EdslFunction:
 
     def _compile(self) -> Compiled:
         with codegen.LOCK, codegen.context():
-            state = codegen.generate(self.info, self.fastmath)
+            state = codegen.generate(self.info, self.fastmath, self.bounds_check)
             module = state.module
             verify(module)
             run_pipeline(module, CLEANUP_PIPELINE, f"{self.__name__} (cleanup)")
@@ -262,11 +265,14 @@ def _stable(value, parts: list, seen: set) -> bool:
     return True
 
 
-def dialect(fn=None, *, name: str = "mlir", pipeline=None, fastmath: bool = False):
+def dialect(fn=None, *, name: str = "mlir", pipeline=None, fastmath: bool = False,
+            bounds_check: bool = False):
     """Compile a Python function with `Input[...]`/`InOut[...]` parameters through MLIR.
 
-    `@edsl.dialect` or `@edsl.dialect(name="mlir", pipeline=[pass, ...], fastmath=False)`.
+    `@edsl.dialect` or `@edsl.dialect(name="mlir", pipeline=[pass, ...], fastmath=False,
+    bounds_check=False)`.
     """
+    options = dict(name=name, pipeline=pipeline, fastmath=fastmath, bounds_check=bounds_check)
     if fn is None:
-        return lambda f: EdslFunction(f, name=name, pipeline=pipeline, fastmath=fastmath)
-    return EdslFunction(fn, name=name, pipeline=pipeline, fastmath=fastmath)
+        return lambda f: EdslFunction(f, **options)
+    return EdslFunction(fn, **options)

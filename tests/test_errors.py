@@ -213,3 +213,29 @@ def test_unknown_pass_is_a_lowering_error():
         y[0] = 1.0
     with pytest.raises(edsl.LoweringError, match="bad pass pipeline"):
         f.llvm
+
+
+@edsl.dialect(bounds_check=True)
+def gather(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"], idx: Input["memref<?xi32>"]):
+    for i in range(y.shape[0]):
+        y[i] = x[idx[i]]  # gather
+
+
+@edsl.dialect(bounds_check=True)
+def scatter(y: InOut["memref<?xf32>"], idx: Input["memref<?xi32>"]):
+    for i in range(idx.shape[0]):
+        y[idx[i]] = 1.0  # scatter
+
+
+def test_bounds_checks_turn_bad_indices_into_errors_at_their_line():
+    x = np.arange(4, dtype=np.float32)
+    y = np.zeros(3, np.float32)
+    gather(y, x, np.array([3, 0, 1], np.int32))
+    assert y.tolist() == [3.0, 0.0, 1.0]
+    for bad in ([0, 4, 1], [-1, 0, 0], [2**30, 0, 0]):
+        with pytest.raises(edsl.DpuError) as err:
+            gather(y, x, np.array(bad, np.int32))
+        check(err, edsl.DpuError, "index out of bounds", "gather")
+    with pytest.raises(edsl.DpuError) as err:
+        scatter(np.zeros(2, np.float32), np.array([0, 5], np.int32))
+    check(err, edsl.DpuError, "index out of bounds", "scatter")

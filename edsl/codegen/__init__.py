@@ -23,13 +23,13 @@ def context() -> ir.Context:
     return _context
 
 
-def generate(info: FunctionInfo, fastmath: bool = False) -> ModuleState:
+def generate(info: FunctionInfo, fastmath: bool = False, bounds_check: bool = False) -> ModuleState:
     """Build the module holding `info`'s function (public, named after it)
     and the private functions it calls. Call under `LOCK`, in `context()`."""
     token = semantic.FASTMATH.set(fastmath)
     try:
         with ir.Location.file(info.filename, info.tree.lineno, 1):
-            state = ModuleState(ir.Module.create())
+            state = ModuleState(ir.Module.create(), bounds_check=bounds_check)
             state.symbols.add(info.name)
             CodeGenerator(info, state, info.name).generate()
     finally:

@@ -60,6 +60,7 @@ class ModuleState:
     declared: set = field(default_factory=set)
     callees: dict = field(default_factory=dict)       # FunctionInfo.key -> symbol
     symbols: set = field(default_factory=set)
+    bounds_check: bool = False                          # check every subscript at run time
 
     def unique(self, name: str) -> str:
         n, k = name, 0
@@ -472,7 +473,7 @@ class CodeGenerator(ast.NodeVisitor):
             self.assign(target.id, self._binop(node.op, cur, self.visit(node.value)))
         elif isinstance(target, ast.Subscript):
             base, idx = self._subscript_parts(target)
-            cur = memref.load(base, idx)
+            cur = self._load(base, idx)
             new = self._binop(node.op, cur, self.visit(node.value))
             self._memref_store(base, idx, new, target)
         else:
@@ -509,7 +510,36 @@ class CodeGenerator(ast.NodeVisitor):
         value = S.val(value)
         if isinstance(value, ir.Value) and not S.is_scalar(value.type):
             raise TypeMismatchError(f"cannot store a value of type {value.type} into {base.type}")
-        memref.store(S.convert(value, elem), base, idx)
+        value = S.convert(value, elem)
+        if self.state.bounds_check:
+            op = scf.IfOp(self._in_bounds(base, idx))
+            with ir.InsertionPoint(op.then_block):
+                memref.store(value, base, idx)
+                scf.yield_([])
+        else:
+            memref.store(value, base, idx)
+
+    def _load(self, base, idx):
+        if not self.state.bounds_check:
+            return memref.load(base, idx)
+        elem = ir.MemRefType(base.type).element_type
+        return S.if_value(self._in_bounds(base, idx), lambda: memref.load(base, idx),
+                          lambda: S.constant(0, elem))
+
+    def _in_bounds(self, base, idx) -> ir.Value:
+        """All indices within the sizes; if not, a run-time error at this line
+        (the access is then skipped)."""
+        ok = None
+        for i, d in zip(idx, S.dims(base)):
+            c = arith.cmpi(arith.CmpIPredicate.ult, i, S.convert(d, ir.IndexType.get()))
+            ok = c if ok is None else arith.andi(ok, c)
+        if ok is None:  # a 0-d memref
+            return S.constant(1, S.i1())
+        op = scf.IfOp(S.unary(ast.Not, ok))
+        with ir.InsertionPoint(op.then_block):
+            self.runtime_call(limits.BOUNDS_FAIL, [S.constant(self.site(), S.int_type(64))], [])
+            scf.yield_([])
+        return ok
 
     def visit_If(self, node):
         cond = S.truth(self.visit(node.test))
@@ -775,7 +805,7 @@ class CodeGenerator(ast.NodeVisitor):
         base = self.visit(node.value)
         if isinstance(base, ir.Value) and S.is_memref(base.type):
             base, idx = self._subscript_parts(node)
-            return memref.load(base, idx)
+            return self._load(base, idx)
         key = self.visit(node.slice)
         if isinstance(key, ir.Value):
             raise TypeMismatchError(f"cannot index a {intrinsics.type_name(base)} with a dynamic value")

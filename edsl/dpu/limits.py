@@ -28,8 +28,10 @@ BARRIER = "edsl_dpu_barrier"          # () -> ()
 # `site` codes the source line (line << 16 | column); the ends bound the buffers.
 MRAM_READ = "edsl_dpu_mram_read"
 MRAM_WRITE = "edsl_dpu_mram_write"
-# A failed `assert` in a body: (site) -> (); the launch stops with an error.
+# A failed `assert` in a body, an index out of bounds (with bounds checks):
+# (site) -> (); the launch stops with an error.
 ASSERT_FAIL = "edsl_dpu_assert_fail"
+BOUNDS_FAIL = "edsl_dpu_bounds_fail"
 
 
 def dma_violation(mram_addr: int, wram_addr: int, nbytes: int) -> str | None:

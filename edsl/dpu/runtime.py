@@ -21,7 +21,7 @@ from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
 from ..errors import DpuError, SourceLoc
-from .limits import (ASSERT_FAIL, BARRIER, MAX_TASKLETS, ME, MRAM_READ, MRAM_WRITE, NR_TASKLETS,
+from .limits import (ASSERT_FAIL, BARRIER, BOUNDS_FAIL, MAX_TASKLETS, ME, MRAM_READ, MRAM_WRITE, NR_TASKLETS,
                      dma_violation)
 
 
@@ -111,6 +111,7 @@ _CALLBACKS = {
     MRAM_WRITE: ctypes.CFUNCTYPE(None, *[_I64] * 6)(
         lambda m, w, n, s, me, we: _dma("mram_write", m, w, n, s, me, we)),
     ASSERT_FAIL: ctypes.CFUNCTYPE(None, _I64)(_assert_fail),
+    BOUNDS_FAIL: ctypes.CFUNCTYPE(None, _I64)(lambda site: _tls.launch.fail("index out of bounds", site)),
 }
 
 _PACKED = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
