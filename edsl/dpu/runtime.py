@@ -21,7 +21,8 @@ from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
 from ..errors import DpuError, SourceLoc
-from .limits import (ASSERT_FAIL, BARRIER, BOUNDS_FAIL, MAX_TASKLETS, ME, MRAM_READ, MRAM_WRITE, NR_TASKLETS,
+from .limits import (ASSERT_FAIL, BARRIER, BOUNDS_FAIL, MAX_TASKLETS, ME, MRAM_READ, MRAM_WRITE,
+                     NR_TASKLETS,
                      dma_violation)
 
 
