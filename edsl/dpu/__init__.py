@@ -7,4 +7,7 @@ def __getattr__(name):
     if name in ("array", "DpuArray"):
         from ..backend import arrays
         return getattr(arrays, name)
+    if name == "export":  # a compiled kernel as an UPMEM SDK project (edsl.export)
+        from ..export import export
+        return export
     raise AttributeError(f"module 'edsl.dpu' has no attribute {name!r}")

@@ -1,0 +1,150 @@
+"""The `edsl` command: `edsl export KERNEL OUT_DIR ...` (see `edsl export --help`)."""
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+
+from ..errors import ArgumentError, EdslError
+
+_EXAMPLE = """\
+examples:
+  edsl export examples/triton_vector_add.py:add_kernel add_dpu \\
+      --signature x_ptr='*fp32' y_ptr='*fp32' out_ptr='*fp32' n=i32 \\
+      --constant BLOCK=1024 --grid 98 --num-dpus 4
+  edsl export mypkg.kernels:softmax_kernel softmax_dpu --sample mypkg.kernels:export_sample
+
+--sample names a function returning a dict of export() keyword arguments
+(e.g. sample_args=(...), constants={...}, grid=(...)); options given on the
+command line take precedence.
+"""
+
+
+def _load(spec: str, what: str):
+    """`path/to/file.py:name` or `package.module:name` -> the object."""
+    if ":" not in spec:
+        raise ArgumentError(f"{what} must be given as FILE.py:NAME or MODULE:NAME, not {spec!r}")
+    where, _, name = spec.rpartition(":")
+    if where.endswith(".py") or "/" in where or "\\" in where:
+        path = Path(where).resolve()
+        if not path.is_file():
+            raise ArgumentError(f"{what}: no file {where}")
+        mod_name = f"_edsl_cli_{path.stem}"
+        module = sys.modules.get(mod_name)
+        if module is None:
+            spec_ = importlib.util.spec_from_file_location(mod_name, path)
+            module = importlib.util.module_from_spec(spec_)
+            sys.modules[mod_name] = module
+            sys.path.insert(0, str(path.parent))
+            try:
+                spec_.loader.exec_module(module)
+            except Exception:
+                del sys.modules[mod_name]
+                raise
+            finally:
+                sys.path.remove(str(path.parent))
+    else:
+        try:
+            module = importlib.import_module(where)
+        except ImportError as err:
+            raise ArgumentError(f"{what}: cannot import {where}: {err}") from None
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        raise ArgumentError(f"{what}: {where} has no attribute {name!r}") from None
+
+
+def _pairs(items, what: str, parse_value) -> dict:
+    out = {}
+    for item in items or []:
+        name, eq, value = item.partition("=")
+        if not eq or not name:
+            raise ArgumentError(f"{what} must be NAME=VALUE, not {item!r}")
+        out[name.strip()] = parse_value(value.strip())
+    return out
+
+
+def _literal(text: str):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _grid(text: str):
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise ArgumentError(f"--grid must be X[,Y[,Z]] integers, not {text!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="edsl", description="edsl command-line tools")
+    sub = parser.add_subparsers(dest="command", required=True)
+    ex = sub.add_parser("export", help="export a Triton kernel as an UPMEM SDK project",
+                        description="Write a Triton kernel as a self-contained UPMEM SDK project "
+                                    "(DPU program in C, host runner, Makefile, README).",
+                        epilog=_EXAMPLE, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ex.add_argument("kernel", help="the @triton.jit kernel: FILE.py:NAME or MODULE:NAME")
+    ex.add_argument("out_dir", help="folder to create")
+    ex.add_argument("--signature", nargs="+", metavar="NAME=TYPE",
+                    help="types of the non-constexpr parameters (*fp32, i32, ...)")
+    ex.add_argument("--constant", nargs="+", metavar="NAME=VALUE",
+                    help="values of the tl.constexpr parameters")
+    ex.add_argument("--sample", metavar="FUNC",
+                    help="FILE.py:NAME or MODULE:NAME of a function returning export() keyword "
+                         "arguments (sample_args, constants, grid, ...)")
+    ex.add_argument("--grid", type=str, help="launch grid X[,Y[,Z]]")
+    ex.add_argument("--num-dpus", type=int, help="default number of DPUs (default 1)")
+    ex.add_argument("--num-tasklets", type=int, help="tasklets per DPU (default 1)")
+    ex.add_argument("--outputs", type=str, help="comma-separated array arguments to gather "
+                                                "(default: all)")
+    ex.add_argument("--overwrite", action="store_true", help="replace OUT_DIR if it exists")
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "export":
+            return _export(args)
+    except EdslError as err:
+        print(f"edsl {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    return 1
+
+
+def _export(args) -> int:
+    from .project import export
+    kernel = _load(args.kernel, "kernel")
+    kwargs: dict = {}
+    if args.sample:
+        make = _load(args.sample, "--sample")
+        kwargs = dict(make())
+    if args.signature:
+        kwargs["signature"] = _pairs(args.signature, "--signature", str)
+    if args.constant:
+        kwargs["constants"] = {**kwargs.get("constants", {}),
+                               **_pairs(args.constant, "--constant", _literal)}
+    if args.grid:
+        kwargs["grid"] = _grid(args.grid)
+    if args.num_dpus is not None:
+        kwargs["num_dpus"] = args.num_dpus
+    if args.num_tasklets is not None:
+        kwargs["num_tasklets"] = args.num_tasklets
+    if args.outputs:
+        kwargs["outputs"] = [x.strip() for x in args.outputs.split(",") if x.strip()]
+    if args.overwrite:
+        kwargs["overwrite"] = True
+    result = export(kernel, args.out_dir, **kwargs)
+    print(f"exported kernel '{result.kernel}' to {result.path}")
+    print(f"  hardware (UPMEM SDK):  make -C {result.path} run")
+    print(f"  anywhere (simulated):  make -C {result.path} run-sim")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

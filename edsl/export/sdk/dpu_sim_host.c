@@ -1,0 +1,243 @@
+/* dpu_sim_host.c -- this project's stand-in for the UPMEM host library: runs
+ * DPU programs built as shared objects (see dpu.h and dpu_sim_rt.c). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dpu.h"
+
+#define EDSL_MRAM_BYTES ((size_t)64 << 20)
+
+typedef int (*edsl_sim_run_fn)(int (*)(void), uint8_t *, size_t, size_t, char *, size_t);
+
+struct edsl_sim_dpu {
+    void *handle;              /* this DPU's private copy of the program */
+    int (*entry)(void);
+    edsl_sim_run_fn run;
+    uint8_t *mram;
+    void *xfer;                /* buffer set by dpu_prepare_xfer */
+    int faulted;
+};
+
+struct edsl_sim_system {
+    uint32_t nr_dpus;
+    struct edsl_sim_dpu *dpus;
+};
+
+uint32_t edsl_sim_set_size(struct dpu_set_t set) { return set.count; }
+
+struct dpu_set_t edsl_sim_set_dpu(struct dpu_set_t set, uint32_t i) {
+    struct dpu_set_t one = { set.system, set.first + i, 1 };
+    return one;
+}
+
+char *dpu_error_to_string(dpu_error_t status) {
+    static const char *names[] = {
+        "success", "internal error", "system error", "allocation error", "invalid DPU set",
+        "invalid DPU program file", "no program loaded", "unknown symbol",
+        "invalid symbol access", "invalid MRAM access", "invalid WRAM access",
+        "transfer already set", "DPU fault", "invalid launch policy",
+    };
+    const char *text = (unsigned)status < sizeof names / sizeof names[0] ? names[status] : "unknown error";
+    char *copy = malloc(strlen(text) + 1);
+    if (copy)
+        strcpy(copy, text);
+    return copy;
+}
+
+dpu_error_t dpu_alloc(uint32_t nr_dpus, const char *profile, struct dpu_set_t *dpu_set) {
+    (void)profile;
+    if (nr_dpus == DPU_ALLOCATE_ALL)
+        nr_dpus = 64;
+    if (nr_dpus == 0 || dpu_set == NULL)
+        return DPU_ERR_ALLOCATION;
+    struct edsl_sim_system *sys = calloc(1, sizeof *sys);
+    if (!sys)
+        return DPU_ERR_ALLOCATION;
+    sys->nr_dpus = nr_dpus;
+    sys->dpus = calloc(nr_dpus, sizeof *sys->dpus);
+    if (!sys->dpus) {
+        free(sys);
+        return DPU_ERR_ALLOCATION;
+    }
+    for (uint32_t i = 0; i < nr_dpus; i++) {
+        sys->dpus[i].mram = calloc(1, EDSL_MRAM_BYTES);   /* pages are taken on first touch */
+        if (!sys->dpus[i].mram)
+            return DPU_ERR_ALLOCATION;
+    }
+    dpu_set->system = sys;
+    dpu_set->first = 0;
+    dpu_set->count = nr_dpus;
+    return DPU_OK;
+}
+
+dpu_error_t dpu_free(struct dpu_set_t set) {
+    struct edsl_sim_system *sys = set.system;
+    if (!sys || set.first != 0 || set.count != sys->nr_dpus)
+        return DPU_ERR_INVALID_DPU_SET;
+    for (uint32_t i = 0; i < sys->nr_dpus; i++) {
+        if (sys->dpus[i].handle)
+            dlclose(sys->dpus[i].handle);
+        free(sys->dpus[i].mram);
+    }
+    free(sys->dpus);
+    free(sys);
+    return DPU_OK;
+}
+
+dpu_error_t dpu_get_nr_dpus(struct dpu_set_t set, uint32_t *nr_dpus) {
+    *nr_dpus = set.count;
+    return DPU_OK;
+}
+
+/* A private copy of the program file: dlopen of one path shares its globals. */
+static void *open_copy(const char *path) {
+    FILE *in = fopen(path, "rb");
+    if (!in)
+        return NULL;
+    const char *dir = getenv("TMPDIR");
+    char name[4096];
+    snprintf(name, sizeof name, "%s/edsl-dpu-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(name);
+    if (fd < 0) {
+        fclose(in);
+        return NULL;
+    }
+    char buf[1 << 16];
+    size_t n;
+    int ok = 1;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        if (write(fd, buf, n) != (ssize_t)n)
+            ok = 0;
+    fclose(in);
+    close(fd);
+    void *handle = ok ? dlopen(name, RTLD_NOW | RTLD_LOCAL) : NULL;
+    if (!handle && ok)
+        fprintf(stderr, "[dpu sim] cannot load %s: %s\n", path, dlerror());
+    unlink(name);
+    return handle;
+}
+
+dpu_error_t dpu_load(struct dpu_set_t set, const char *binary_path, struct dpu_program_t **program) {
+    if (program)
+        *program = NULL;
+    for (uint32_t i = 0; i < set.count; i++) {
+        struct edsl_sim_dpu *dpu = &set.system->dpus[set.first + i];
+        if (dpu->handle)
+            dlclose(dpu->handle);
+        dpu->handle = open_copy(binary_path);
+        if (!dpu->handle)
+            return DPU_ERR_ELF_INVALID_FILE;
+        dpu->entry = (int (*)(void))dlsym(dpu->handle, "main");
+        dpu->run = (edsl_sim_run_fn)dlsym(dpu->handle, "edsl_sim_run");
+        if (!dpu->entry || !dpu->run)
+            return DPU_ERR_ELF_INVALID_FILE;
+        dpu->faulted = 0;
+    }
+    return DPU_OK;
+}
+
+/* The host address and size of `symbol` + `offset` on one DPU, or an error. */
+static dpu_error_t locate(struct edsl_sim_dpu *dpu, const char *symbol, uint32_t offset, size_t length,
+                          uint8_t **where) {
+    if (!dpu->handle)
+        return DPU_ERR_NO_PROGRAM_LOADED;
+    if (strcmp(symbol, DPU_MRAM_HEAP_POINTER_NAME) == 0) {
+        if (offset % 8 || length % 8)
+            return DPU_ERR_INVALID_MRAM_ACCESS;
+        if ((size_t)offset + length > EDSL_MRAM_BYTES)
+            return DPU_ERR_INVALID_MRAM_ACCESS;
+        *where = dpu->mram + offset;
+        return DPU_OK;
+    }
+    uint8_t *address = dlsym(dpu->handle, symbol);
+    if (!address)
+        return DPU_ERR_UNKNOWN_SYMBOL;
+    Dl_info info;
+    const ElfW(Sym) *sym = NULL;
+    if (!dladdr1(address, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym)
+        return DPU_ERR_UNKNOWN_SYMBOL;
+    if (offset % 4 || length % 4)
+        return DPU_ERR_INVALID_WRAM_ACCESS;
+    if ((size_t)offset + length > (size_t)sym->st_size)
+        return DPU_ERR_INVALID_SYMBOL_ACCESS;
+    *where = address + offset;
+    return DPU_OK;
+}
+
+static dpu_error_t copy(struct edsl_sim_dpu *dpu, dpu_xfer_t xfer, const char *symbol, uint32_t offset,
+                        void *buffer, size_t length) {
+    uint8_t *where;
+    dpu_error_t err = locate(dpu, symbol, offset, length, &where);
+    if (err != DPU_OK)
+        return err;
+    if (xfer == DPU_XFER_TO_DPU)
+        memcpy(where, buffer, length);
+    else
+        memcpy(buffer, where, length);
+    return DPU_OK;
+}
+
+dpu_error_t dpu_prepare_xfer(struct dpu_set_t set, void *buffer) {
+    for (uint32_t i = 0; i < set.count; i++)
+        set.system->dpus[set.first + i].xfer = buffer;
+    return DPU_OK;
+}
+
+dpu_error_t dpu_push_xfer(struct dpu_set_t set, dpu_xfer_t xfer, const char *symbol_name,
+                          uint32_t symbol_offset, size_t length, dpu_xfer_flags_t flags) {
+    dpu_error_t result = DPU_OK;
+    for (uint32_t i = 0; i < set.count; i++) {
+        struct edsl_sim_dpu *dpu = &set.system->dpus[set.first + i];
+        if (!dpu->xfer)
+            continue;
+        dpu_error_t err = copy(dpu, xfer, symbol_name, symbol_offset, dpu->xfer, length);
+        if (err != DPU_OK && result == DPU_OK)
+            result = err;
+        if (!(flags & DPU_XFER_NO_RESET))
+            dpu->xfer = NULL;
+    }
+    return result;
+}
+
+dpu_error_t dpu_copy_to(struct dpu_set_t set, const char *symbol_name, uint32_t symbol_offset,
+                        const void *src, size_t length) {
+    for (uint32_t i = 0; i < set.count; i++) {
+        dpu_error_t err = copy(&set.system->dpus[set.first + i], DPU_XFER_TO_DPU, symbol_name,
+                               symbol_offset, (void *)src, length);
+        if (err != DPU_OK)
+            return err;
+    }
+    return DPU_OK;
+}
+
+dpu_error_t dpu_copy_from(struct dpu_set_t set, const char *symbol_name, uint32_t symbol_offset,
+                          void *dst, size_t length) {
+    if (set.count != 1)
+        return DPU_ERR_INVALID_DPU_SET;
+    return copy(&set.system->dpus[set.first], DPU_XFER_FROM_DPU, symbol_name, symbol_offset, dst, length);
+}
+
+dpu_error_t dpu_launch(struct dpu_set_t set, dpu_launch_policy_t policy) {
+    if (policy != DPU_SYNCHRONOUS && policy != DPU_ASYNCHRONOUS)
+        return DPU_ERR_INVALID_LAUNCH_POLICY;
+    dpu_error_t result = DPU_OK;
+    for (uint32_t i = 0; i < set.count; i++) {
+        uint32_t index = set.first + i;
+        struct edsl_sim_dpu *dpu = &set.system->dpus[index];
+        if (!dpu->handle)
+            return DPU_ERR_NO_PROGRAM_LOADED;
+        char message[512] = "";
+        if (dpu->run(dpu->entry, dpu->mram, EDSL_MRAM_BYTES, 0, message, sizeof message)) {
+            fprintf(stderr, "[dpu sim] DPU %u fault: %s\n", (unsigned)index, message);
+            dpu->faulted = 1;
+            result = DPU_ERR_DPU_FAULT;
+        }
+    }
+    return result;
+}

@@ -1,0 +1,313 @@
+"""The exported folder: SDK-only DPU source, the SDK stand-ins' rule checks,
+errors the program records (against the DPU model's), signature-only exports,
+clear errors for bad input with nothing half-written, and the `edsl` command."""
+import os
+import subprocess
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+
+import triton_vector_add
+from edsl.errors import ArgumentError, CompileError, DpuError
+from edsl.export import export
+from edsl.export import project as project_mod
+from edsl.export.cli import main as cli_main
+from export_helpers import assert_sdk_only, build, needs_cc, output, run
+
+ROOT = Path(__file__).resolve().parents[2]
+SDK = ROOT / "edsl" / "export" / "sdk"
+
+
+@triton.jit
+def shifted_copy(x_ptr, out_ptr, n, shift, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs + shift, mask=m), mask=m)
+
+
+@triton.jit
+def printing(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.device_print("x", tl.load(x_ptr + offs, mask=offs < n))
+
+
+def _add_export(path, n=3000, **kw):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    args = dict(sample_args=(x, y, np.zeros_like(x), n), constants={"BLOCK": 256},
+                grid=(triton.cdiv(n, 256),), num_dpus=2)
+    args.update(kw)
+    return export(triton_vector_add.add_kernel, path, **args), x, y
+
+
+# -- the DPU source ------------------------------------------------------------
+def test_dpu_source_uses_only_sdk_headers_and_features(tmp_path):
+    _add_export(tmp_path / "p", num_tasklets=4)
+    assert_sdk_only(tmp_path / "p")
+    text = (tmp_path / "p" / "dpu_program.c").read_text()
+    assert "__host edsl_args_t DPU_INPUT_ARGUMENTS;" in text
+    assert "mram_read(" in text and "mram_write(" in text and "BARRIER_INIT(" in text
+    assert "me()" in text and "#error" in text          # built for 4 tasklets, checked at compile time
+
+
+@needs_cc
+def test_dpu_source_compiles_with_only_the_sdk_declarations(tmp_path):
+    _add_export(tmp_path / "p")
+    r = subprocess.run(["cc", "-std=gnu11", "-fsyntax-only", "-Wall", "-Werror=implicit-function-declaration",
+                        "-Wno-unused", "-Wno-unused-parameter", "-Isim", "-DNR_TASKLETS=1",
+                        "dpu_program.c"], cwd=tmp_path / "p", capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_export_folder_contents(tmp_path):
+    result, x, _ = _add_export(tmp_path / "p")
+    folder = tmp_path / "p"
+    for name in ("dpu_program.c", "kernel_args.h", "host_runner.c", "launch_config.h", "Makefile",
+                 "README.md", "manifest.json", "sim/dpu.h", "sim/mram.h", "data/x_ptr.bin",
+                 "data/out_ptr.expected.bin"):
+        assert (folder / name).is_file(), name
+    assert (folder / "data/x_ptr.bin").read_bytes() == x.tobytes()
+    make = (folder / "Makefile").read_text()
+    assert "dpu-upmem-dpurte-clang" in make and "dpu-pkg-config" in make and "sim:" in make
+    assert "C" in (folder / "README.md").read_text()
+    assert result.kernel == "add_kernel" and result.grid == (12, 1, 1)
+    assert [p for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+# -- the SDK stand-ins ------------------------------------------------------------
+FAULTY = r"""
+#include <alloc.h>
+#include <barrier.h>
+#include <defs.h>
+#include <mram.h>
+#include <stdint.h>
+__host uint64_t offset;
+__host uint64_t nbytes;
+__host uint64_t mode;
+__host uint64_t result;
+BARRIER_INIT(b, NR_TASKLETS);
+static uint8_t buf[4096] __dma_aligned;
+int main(void) {
+  if (mode == 1 && me() == 1)        /* tasklet 1 breaks a rule while the others wait */
+    mram_read((__mram_ptr uint8_t *)DPU_MRAM_HEAP_POINTER + offset, buf, (unsigned)nbytes);
+  if (mode == 2 && me() == 0)
+    for (int i = 0; i < 100; i++)
+      mem_alloc(4096);
+  barrier_wait(&b);
+  if (me() == 0) {
+    mram_read((__mram_ptr uint8_t *)DPU_MRAM_HEAP_POINTER + offset, buf, (unsigned)nbytes);
+    result = buf[0] + 1000u * NR_TASKLETS;
+  }
+  return 0;
+}
+"""
+
+FAULTY_HOST = r"""
+#include <dpu.h>
+#include <stdio.h>
+#include <string.h>
+int main(int argc, char **argv) {
+  struct dpu_set_t set, dpu;
+  uint64_t offset = strtoull(argv[1], 0, 0), nbytes = strtoull(argv[2], 0, 0), mode = strtoull(argv[3], 0, 0);
+  uint8_t image[64];
+  for (int i = 0; i < 64; i++) image[i] = (uint8_t)i;
+  DPU_ASSERT(dpu_alloc(2, NULL, &set));
+  DPU_ASSERT(dpu_load(set, "./faulty.so", NULL));
+  DPU_ASSERT(dpu_copy_to(set, "offset", 0, &offset, 8));
+  DPU_ASSERT(dpu_copy_to(set, "nbytes", 0, &nbytes, 8));
+  DPU_ASSERT(dpu_copy_to(set, "mode", 0, &mode, 8));
+  DPU_ASSERT(dpu_copy_to(set, DPU_MRAM_HEAP_POINTER_NAME, 0, image, 64));
+  if (dpu_copy_to(set, DPU_MRAM_HEAP_POINTER_NAME, 4, image, 8) != DPU_ERR_INVALID_MRAM_ACCESS) return 10;
+  if (dpu_copy_to(set, "offset", 0, image, 16) != DPU_ERR_INVALID_SYMBOL_ACCESS) return 11;
+  if (dpu_copy_to(set, "nothing", 0, image, 8) != DPU_ERR_UNKNOWN_SYMBOL) return 12;
+  dpu_error_t err = dpu_launch(set, DPU_SYNCHRONOUS);
+  if (err != DPU_OK) { printf("launch failed: %d\n", (int)err); DPU_ASSERT(dpu_free(set)); return 3; }
+  DPU_FOREACH(set, dpu) {
+    uint64_t result;
+    DPU_ASSERT(dpu_copy_from(dpu, "result", 0, &result, 8));
+    printf("result %llu\n", (unsigned long long)result);
+  }
+  DPU_ASSERT(dpu_free(set));
+  return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def faulty(tmp_path_factory):
+    d = tmp_path_factory.mktemp("faulty")
+    (d / "faulty.c").write_text(FAULTY)
+    (d / "host.c").write_text(FAULTY_HOST)
+    for cmd in (["cc", "-O1", "-std=gnu11", "-fPIC", "-shared", "-Wl,-Bsymbolic", f"-I{SDK}",
+                 "-DNR_TASKLETS=3", "-o", "faulty.so", "faulty.c", str(SDK / "dpu_sim_rt.c"), "-lpthread"],
+                ["cc", "-O1", "-std=gnu11", f"-I{SDK}", "-o", "host", "host.c", str(SDK / "dpu_sim_host.c"),
+                 "-ldl", "-lpthread"]):
+        r = subprocess.run(cmd, cwd=d, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    return d
+
+
+@needs_cc
+@pytest.mark.parametrize("offset,nbytes,mode,message", [
+    (8, 16, 0, None),
+    (4, 16, 0, "MRAM address 0x4 is not 8-byte aligned"),
+    (8, 12, 0, "DMA size 12 bytes"),
+    (8, 4096, 0, "DMA size 4096 bytes"),
+    (64 << 20, 16, 0, "outside the DPU's 64 MiB MRAM"),
+    (4, 16, 1, "tasklet 1: mram_read: MRAM address 0x4"),        # the others wait at a barrier
+    (8, 16, 2, "mem_alloc(4096): the WRAM heap is exhausted"),
+])
+def test_sdk_stand_ins_check_the_rules_and_fail_cleanly(faulty, offset, nbytes, mode, message):
+    r = subprocess.run(["./host", str(offset), str(nbytes), str(mode)], cwd=faulty, capture_output=True,
+                       text=True, timeout=60)
+    if message is None:
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split() == ["result", "3008", "result", "3008"]   # each DPU has its own globals
+    else:
+        assert r.returncode == 3, r.stdout + r.stderr
+        assert message in r.stderr and "DPU 0 fault" in r.stderr
+
+
+# -- errors the program records, as the DPU model raises them ----------------------
+@needs_cc
+def test_signature_only_export_and_out_of_bounds_pointer(tmp_path):
+    folder = tmp_path / "copy"
+    export(shifted_copy, folder, signature={"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "shift": "i32"},
+           constants={"BLOCK": 128}, grid=(8,), num_dpus=3)
+    assert list((folder / "data").iterdir()) == []
+    n = 1000
+    x = np.arange(n + 64, dtype=np.float32)
+    (folder / "data" / "x_ptr.bin").write_bytes(x.tobytes())
+    (folder / "data" / "out_ptr.bin").write_bytes(np.zeros(n, np.float32).tobytes())
+    build(folder)
+    r = run(folder, f"n={n}")
+    assert r.returncode == 2 and "'shift'" in r.stderr
+    r = run(folder, f"n={n}", "shift=5")
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(output(folder, "out_ptr", np.zeros(n, np.float32)), x[5:n + 5])
+    r = run(folder, f"n={n}", "shift=100000")
+    assert r.returncode == 4 and "outside the kernel's arrays" in r.stderr
+    with pytest.raises(DpuError, match="outside"):
+        shifted_copy[(8,)](x, np.zeros(n, np.float32), n, 100000, BLOCK=128)
+
+
+@needs_cc
+def test_runner_options(tmp_path):
+    _add_export(tmp_path / "p", n=3000)
+    folder = tmp_path / "p"
+    build(folder)
+    r = run(folder, "dpus=5")
+    assert r.returncode == 0 and "on 5 DPUs" in r.stdout, r.stderr
+    (folder / "data" / "out_ptr.expected.bin").write_bytes(np.ones(3000, np.float32).tobytes())
+    r = run(folder)
+    assert r.returncode == 1 and "out_ptr: MISMATCH" in r.stdout
+    r = run(folder, "bogus=1")
+    assert r.returncode == 2 and "unknown argument" in r.stderr
+
+
+# -- bad input ---------------------------------------------------------------------
+def _nothing_written(parent: Path, name: str):
+    assert not (parent / name).exists()
+    assert [p.name for p in parent.iterdir() if p.name.startswith(f".{name}")] == []
+
+
+def test_missing_signature(tmp_path):
+    with pytest.raises(ArgumentError, match="signature"):
+        export(triton_vector_add.add_kernel, tmp_path / "p", constants={"BLOCK": 64})
+    with pytest.raises(ArgumentError, match="no type for parameter 'n'"):
+        export(triton_vector_add.add_kernel, tmp_path / "p", constants={"BLOCK": 64},
+               signature={"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32"})
+    with pytest.raises(ArgumentError, match="BLOCK"):
+        export(triton_vector_add.add_kernel, tmp_path / "p",
+               signature={"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"})
+    _nothing_written(tmp_path, "p")
+
+
+@pytest.mark.parametrize("bad,match", [
+    ({"signature": {"x_ptr": "*fp16", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}}, "fp16"),
+    ({"signature": {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "int"}}, "'int'"),
+    ({"sample_args": (np.zeros(4, np.float16), np.zeros(4, np.float32), np.zeros(4, np.float32), 4)},
+     "float16"),
+    ({"sample_args": (np.zeros(4, np.complex64), np.zeros(4, np.float32), np.zeros(4, np.float32), 4)},
+     "complex64"),
+    ({"sample_args": ("x", np.zeros(4, np.float32), np.zeros(4, np.float32), 4)}, "str"),
+    ({"signature": ["*fp32", "*fp32", "*fp32", "i32"], "num_tasklets": 0}, "num_tasklets"),
+    ({"signature": ["*fp32", "*fp32", "*fp32", "i32"], "outputs": ["nope"]}, "nope"),
+    ({"signature": ["*fp32", "*fp32"]}, "non-constexpr"),
+])
+def test_bad_input_is_a_clear_error(tmp_path, bad, match):
+    kw = dict(constants={"BLOCK": 64}, grid=(1,))
+    kw.update(bad)
+    with pytest.raises(ArgumentError, match=match):
+        export(triton_vector_add.add_kernel, tmp_path / "p", **kw)
+    _nothing_written(tmp_path, "p")
+
+
+def test_out_dir_not_writable(tmp_path):
+    sig = dict(signature=["*fp32", "*fp32", "*fp32", "i32"], constants={"BLOCK": 64})
+    with pytest.raises(ArgumentError, match="does not exist"):
+        export(triton_vector_add.add_kernel, tmp_path / "missing" / "p", **sig)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ArgumentError, match="cannot write"):
+        export(triton_vector_add.add_kernel, tmp_path / "file" / "p", **sig)
+    with pytest.raises(ArgumentError, match="cannot write"):
+        export(triton_vector_add.add_kernel, "/proc/edsl-export-test", **sig)
+    if os.geteuid() != 0:
+        ro = tmp_path / "ro"
+        ro.mkdir(mode=0o500)
+        with pytest.raises(ArgumentError, match="not writable"):
+            export(triton_vector_add.add_kernel, ro / "p", **sig)
+
+
+def test_existing_out_dir_and_overwrite(tmp_path):
+    sig = dict(signature=["*fp32", "*fp32", "*fp32", "i32"], constants={"BLOCK": 64})
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "mine.txt").write_text("keep")
+    with pytest.raises(ArgumentError, match="already exists"):
+        export(triton_vector_add.add_kernel, tmp_path / "p", **sig)
+    assert (tmp_path / "p" / "mine.txt").read_text() == "keep"
+    export(triton_vector_add.add_kernel, tmp_path / "p", overwrite=True, **sig)
+    assert not (tmp_path / "p" / "mine.txt").exists() and (tmp_path / "p" / "dpu_program.c").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_failure_while_writing_leaves_nothing(tmp_path, monkeypatch):
+    def broken(*a, **k):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(project_mod.shutil, "copyfile", broken)
+    with pytest.raises(ArgumentError, match="No space left"):
+        export(triton_vector_add.add_kernel, tmp_path / "p", signature=["*fp32", "*fp32", "*fp32", "i32"],
+               constants={"BLOCK": 64})
+    _nothing_written(tmp_path, "p")
+
+
+def test_device_print_cannot_be_exported(tmp_path):
+    with pytest.raises(CompileError, match="stdio"):
+        export(printing, tmp_path / "p", signature={"x_ptr": "*fp32", "n": "i32"}, constants={"BLOCK": 8})
+    _nothing_written(tmp_path, "p")
+
+
+# -- the command ---------------------------------------------------------------------
+def test_cli_export(tmp_path, capsys):
+    kernel = f"{ROOT / 'examples' / 'triton_vector_add.py'}:add_kernel"
+    rc = cli_main(["export", kernel, str(tmp_path / "p"), "--signature", "x_ptr=*fp32", "y_ptr=*fp32",
+                   "out_ptr=*fp32", "n=i32", "--constant", "BLOCK=256", "--grid", "4", "--num-dpus", "2"])
+    assert rc == 0
+    assert "make -C" in capsys.readouterr().out
+    manifest = (tmp_path / "p" / "manifest.json").read_text()
+    assert '"BLOCK": 256' in manifest and '"grid": [\n    4,\n    1,\n    1\n  ]' in manifest
+    rc = cli_main(["export", kernel, str(tmp_path / "q"), "--signature", "x_ptr=*fp16"])
+    assert rc == 2 and "fp16" in capsys.readouterr().err
+    rc = cli_main(["export", "no_such_module_xyz:k", str(tmp_path / "r")])
+    assert rc == 2 and "cannot import" in capsys.readouterr().err
+    _nothing_written(tmp_path, "q")
+
+
+def test_console_script_is_declared():
+    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
+    assert scripts["edsl"] == "edsl.export.cli:main"
