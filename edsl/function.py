@@ -10,7 +10,7 @@ import ast
 import hashlib
 import sys
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
 
 from mlir import ir
@@ -36,7 +36,6 @@ class Compiled:
     module: ir.Module | None = None  # LLVM-dialect module, parsed on demand
     program: Program | None = None
     llir: str | None = None
-    entries: dict = field(default_factory=dict)
 
 
 _MEMORY: dict[str, Compiled] = {}

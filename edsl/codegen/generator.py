@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from mlir import ir
 from mlir.dialects import arith, func, memref, scf
 
-from ..annotations import Param
 from ..dpu import limits
 from ..errors import CompileError, DpuError, EdslError, SourceLoc, TypeMismatchError
 from . import intrinsics
