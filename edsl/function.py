@@ -17,7 +17,7 @@ from mlir import ir
 
 from . import cache, codegen, language
 from .codegen.signature import function_info
-from .dpu.runtime import LaunchStats, Program, run_tasklets
+from .dpu.runtime import LaunchStats, Program, register_sites, run_tasklets
 from .dpu.limits import MAX_TASKLETS
 from .errors import ArgumentError, CompileError, DpuError, SourceLoc
 from .hostcall import ArgSpec, pack_arguments
@@ -124,6 +124,7 @@ class EdslFunction:
                                   "sites": [[code, s.filename, s.lineno, s.col] for code, s in compiled.sites.items()]})
         if key:
             _MEMORY[key] = compiled
+        register_sites(compiled.sites)
         self._compiled = compiled
         return compiled
 

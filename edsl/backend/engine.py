@@ -42,14 +42,4 @@ def call_packed(fn, values) -> None:
     if runtime.in_launch():
         fn(ptrs)
     else:
-        runtime.run_tasklets(lambda: fn(ptrs), 1, _edsl_sites())
-
-
-def _edsl_sites() -> dict:
-    """Source lines of the run-time checks of the EDSL functions kernels call."""
-    import sys
-    fl = sys.modules.get("edsl.fl")
-    sites: dict = {}
-    for f in (fl._CALLEES.values() if fl else ()):
-        sites.update(f.compile().sites)
-    return sites
+        runtime.run_tasklets(lambda: fn(ptrs), 1)

@@ -48,12 +48,21 @@ class _Launch:
     def fail(self, message: str, site: int) -> None:
         with self.lock:
             if self.error is None:
-                loc = self.sites.get(site)
+                loc = self.sites.get(site) or _SITES.get(site)
                 self.error = DpuError(message, loc)
         self.barrier.abort()
 
 
 _tls = threading.local()  # .launch, .tasklet
+
+# Source lines of the run-time checks of every program compiled in this
+# process, for launches that do not name their own (a kernel inlining EDSL
+# functions).
+_SITES: dict[int, SourceLoc] = {}
+
+
+def register_sites(sites: Mapping[int, SourceLoc]) -> None:
+    _SITES.update(sites)
 
 
 def _me() -> int:
