@@ -5,8 +5,12 @@ Stages (each one's text is in `compiled.asm[name]`):
   mlir    this project's conversion to upstream MLIR (func/arith/math/scf/memref)
   llmlir  the LLVM dialect, through `edsl.lowering.run_pipeline(DEFAULT_PIPELINE)`
   llir    LLVM IR text (for reading; the program is built from `llmlir`)
-  dpubin  the program: a JSON header (kernel name, WRAM use, assertion texts)
-          followed by the `llmlir` text, JIT-compiled by the driver at load
+  dpubin  the program: a JSON header (kernel name, WRAM use, assertion texts,
+          tasklets) followed by the `llmlir` text, JIT-compiled by the driver
+          at load
+
+`num_tasklets` is a compile option: the converted kernel shares its tile
+loops out among that many tasklets (see `convert.core`).
 
 Importing this module is cheap (Triton imports every registered backend at
 `import triton`): the MLIR bindings load only when a stage runs.
@@ -126,13 +130,21 @@ class DpuBackend(BaseBackend):
 
     @staticmethod
     def make_mlir(mod, metadata, options, state):
+        import re
+
         from .convert import convert_ttir
         text = mod if isinstance(mod, str) else mod.str()
-        module, info = convert_ttir(text, debug=options.debug, wram_limit=options.wram_bytes)
+        # `tl.debug_barrier()` (TritonGPU's barrier op): a barrier of the DPU's tasklets.
+        text = re.sub(r"\bttg\.barrier(?: [a-z_|]+)?(?= loc\(|$)", "gpu.barrier", text, flags=re.M)
+        module, info = convert_ttir(text, debug=options.debug, wram_limit=options.wram_bytes,
+                                    tasklets=options.num_tasklets)
         metadata["name"] = info.name
+        metadata["tasklets"] = info.tasklets
+        metadata["regions"] = info.regions
         metadata["shared"] = info.wram_bytes
         metadata["wram_bytes"] = info.wram_bytes
         metadata["asserts"] = info.asserts
+        metadata["sites"] = info.sites
         state["context"] = module.context
         return module.operation.get_asm(enable_debug_info=True)
 
@@ -155,7 +167,8 @@ class DpuBackend(BaseBackend):
     @staticmethod
     def make_dpubin(src, metadata, options, state):
         header = {"name": metadata["name"], "wram_bytes": metadata["wram_bytes"],
-                  "asserts": metadata["asserts"]}
+                  "asserts": metadata["asserts"], "tasklets": metadata["tasklets"],
+                  "regions": metadata["regions"], "sites": metadata["sites"]}
         return (json.dumps(header) + "\n" + state["llmlir"]).encode()
 
     def add_stages(self, stages, options, language):

@@ -80,8 +80,13 @@ class DpuUtils:
         if program is None:
             import json
             header, _, text = kernel.decode().partition("\n")
-            program = JitProgram(text)
+            program = JitProgram(text, opt_level=3)
             program.meta = json.loads(header)
+            # Lines of the run-time checks of the EDSL functions inlined in the
+            # kernel, so that their errors name them after a cache hit too.
+            from ..dpu.runtime import register_sites
+            from ..errors import SourceLoc
+            register_sites({code: SourceLoc(f, line, col) for code, f, line, col in program.meta.get("sites", [])})
             _programs[kernel] = program
         return program, program, 0, 0, MAX_TASKLETS
 

@@ -3,7 +3,10 @@ import numpy as np
 import pytest
 import triton
 import triton.language as tl
+from conftest import strategies
 from hypothesis import given, settings, strategies as st
+
+DPUS, TASKLETS = strategies()
 
 INT_TYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 FLOAT_TYPES = [np.float16, np.float32, np.float64]
@@ -40,15 +43,15 @@ def _int_reference(x, y):
 
 @settings(max_examples=16, deadline=None)
 @given(dtype=st.sampled_from(INT_TYPES), n=st.integers(0, 70), seed=st.integers(0, 2**16),
-       dpus=st.sampled_from([1, 4]))
-def test_integer_arith(dtype, n, seed, dpus):
+       dpus=DPUS, tasklets=TASKLETS)
+def test_integer_arith(dtype, n, seed, dpus, tasklets):
     info = np.iinfo(dtype)
     rng = np.random.default_rng(seed)
     x = rng.integers(max(info.min, -1000), min(info.max, 1000), n, endpoint=True).astype(dtype)
     y = rng.integers(max(info.min, -50), min(info.max, 50), n, endpoint=True).astype(dtype)
     y[y == 0] = 3
     outs = [np.zeros(n, dtype) for _ in range(5)]
-    arith_kernel[(triton.cdiv(n, 32),)](x, y, *outs, n, BLOCK=32, num_dpus=dpus)
+    arith_kernel[(triton.cdiv(n, 32),)](x, y, *outs, n, BLOCK=32, num_dpus=dpus, num_tasklets=tasklets)
     with np.errstate(over="ignore"):
         refs = _int_reference(x, y)
     for name, out, ref in zip(["add", "mul", "sub", "div", "rem"], outs, refs):
@@ -69,13 +72,14 @@ def float_kernel(x_ptr, y_ptr, add_ptr, mul_ptr, div_ptr, max_ptr, where_ptr, n,
 
 
 @settings(max_examples=10, deadline=None)
-@given(dtype=st.sampled_from(FLOAT_TYPES), n=st.integers(0, 70), seed=st.integers(0, 2**16))
-def test_float_arith(dtype, n, seed):
+@given(dtype=st.sampled_from(FLOAT_TYPES), n=st.integers(0, 70), seed=st.integers(0, 2**16),
+       dpus=DPUS, tasklets=TASKLETS)
+def test_float_arith(dtype, n, seed, dpus, tasklets):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(n).astype(dtype)
     y = (rng.standard_normal(n) + 3).astype(dtype)
     outs = [np.zeros(n, dtype) for _ in range(5)]
-    float_kernel[(triton.cdiv(n, 16),)](x, y, *outs, n, BLOCK=16)
+    float_kernel[(triton.cdiv(n, 16),)](x, y, *outs, n, BLOCK=16, num_dpus=dpus, num_tasklets=tasklets)
     refs = [x + y, x * y, x / y, np.maximum(x, y), np.where(x > y, x, -y)]
     for out, ref in zip(outs, refs):
         np.testing.assert_allclose(out, ref, rtol=2e-3 if dtype == np.float16 else 1e-6)
@@ -110,12 +114,31 @@ REFS = {"exp": np.exp, "log": lambda x: np.log(np.abs(x) + 1), "sqrt": lambda x:
         "abs": np.abs}
 
 
+@pytest.mark.parametrize("tasklets", [1, 16])
 @pytest.mark.parametrize("fn", sorted(REFS))
-def test_math(fn):
+def test_math(fn, tasklets):
     x = np.linspace(-4, 4, 101).astype(np.float32)
     out = np.zeros_like(x)
-    math_kernel[(4,)](x, out, x.size, FN=fn, BLOCK=32)
+    math_kernel[(4,)](x, out, x.size, FN=fn, BLOCK=32, num_dpus=3, num_tasklets=tasklets)
     np.testing.assert_allclose(out, REFS[fn](x), rtol=1e-5, atol=1e-6)
+
+
+def test_exp_is_within_one_ulp_everywhere():
+    """tl.exp on f32 is computed inline (vectorizable): within 1 ulp of the
+    correctly rounded value, with overflow, underflow and specials as expected."""
+    x = np.concatenate([np.linspace(-110, 95, 20001, dtype=np.float32),
+                        np.array([np.inf, -np.inf, np.nan, 0, -0.0, 88.72, 88.73, -87.3, -103.9],
+                                 np.float32)])
+    out = np.zeros_like(x)
+    math_kernel[(triton.cdiv(x.size, 1024),)](x, out, x.size, FN="exp", BLOCK=1024)
+    with np.errstate(over="ignore"):
+        ref = np.exp(x.astype(np.float64)).astype(np.float32)
+    normal = np.isfinite(ref) & (ref >= np.finfo(np.float32).tiny)
+    ulps = np.abs(out.view(np.int32).astype(np.int64) - ref.view(np.int32).astype(np.int64))
+    assert ulps[normal].max() <= 1
+    small = np.isfinite(x) & ~normal & np.isfinite(ref)
+    assert np.abs(out[small] - ref[small]).max() <= 2e-45
+    np.testing.assert_array_equal(out[-9:-4], [np.inf, 0, np.nan, 1, 1])
 
 
 @triton.jit
@@ -137,12 +160,12 @@ def _bf16_round(x):
 
 
 @settings(max_examples=8, deadline=None)
-@given(n=st.integers(0, 50), seed=st.integers(0, 2**16))
-def test_casts(n, seed):
+@given(n=st.integers(0, 50), seed=st.integers(0, 2**16), dpus=DPUS, tasklets=TASKLETS)
+def test_casts(n, seed, dpus, tasklets):
     x = (np.random.default_rng(seed).standard_normal(n) * 100).astype(np.float32)
     outs = [np.zeros(n, np.int32), np.zeros(n, np.float16), np.zeros(n, np.float32),
             np.zeros(n, np.int32), np.zeros(n, np.uint8)]
-    cast_kernel[(triton.cdiv(n, 16),)](x, *outs, n, BLOCK=16)
+    cast_kernel[(triton.cdiv(n, 16),)](x, *outs, n, BLOCK=16, num_dpus=dpus, num_tasklets=tasklets)
     np.testing.assert_array_equal(outs[0], x.astype(np.int32))
     np.testing.assert_array_equal(outs[1], x.astype(np.float16))
     np.testing.assert_array_equal(outs[2], _bf16_round(x))

@@ -1,5 +1,6 @@
 """Each example against NumPy over shapes (ragged sizes, 0 and 1 elements), DPUs and tasklets."""
 import numpy as np
+import triton
 from hypothesis import given, settings, strategies as st
 
 import edsl.backend
@@ -9,8 +10,9 @@ import triton_softmax
 import triton_topk
 import triton_vector_add
 
-DPUS = st.sampled_from([1, 4])
-TASKLETS = st.sampled_from([1, 16])
+from conftest import strategies
+
+DPUS, TASKLETS = strategies()
 FEW = settings(max_examples=25, deadline=None)
 
 
@@ -34,21 +36,34 @@ def test_vector_add(n, block, dpus, tasklets, seed):
 
 
 @FEW
-@given(rows=st.integers(1, 9), cols=st.integers(1, 300), dpus=DPUS, seed=st.integers(0, 2**16))
-def test_softmax(rows, cols, dpus, seed):
+@given(rows=st.integers(1, 9), cols=st.integers(1, 300), dpus=DPUS, tasklets=TASKLETS,
+       seed=st.integers(0, 2**16))
+def test_softmax(rows, cols, dpus, tasklets, seed):
     x = (np.random.default_rng(seed).standard_normal((rows, cols)) * 5).astype(np.float32)
-    out = triton_softmax.softmax(x, num_dpus=dpus)
+    if tasklets == 1:
+        out = triton_softmax.softmax(x, num_dpus=dpus)
+    else:
+        out = np.empty_like(x)
+        triton_softmax.softmax_kernel[(rows,)](out, x, cols, cols, BLOCK=triton.next_power_of_2(cols),
+                                               num_dpus=dpus, num_tasklets=tasklets)
     np.testing.assert_allclose(out, triton_softmax.reference(x), rtol=1e-5, atol=1e-6)
 
 
 @FEW
-@given(rows=st.integers(1, 6), cols=st.integers(1, 200), dpus=DPUS, seed=st.integers(0, 2**16))
-def test_layernorm(rows, cols, dpus, seed):
+@given(rows=st.integers(1, 6), cols=st.integers(1, 200), dpus=DPUS, tasklets=TASKLETS,
+       seed=st.integers(0, 2**16))
+def test_layernorm(rows, cols, dpus, tasklets, seed):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((rows, cols)).astype(np.float32)
     w = rng.standard_normal(cols).astype(np.float32)
     b = rng.standard_normal(cols).astype(np.float32)
-    y = triton_layernorm.layernorm(x, w, b, num_dpus=dpus)
+    if tasklets == 1:
+        y = triton_layernorm.layernorm(x, w, b, num_dpus=dpus)
+    else:
+        y = np.empty_like(x)
+        triton_layernorm.layernorm_kernel[(rows,)](x, y, w, b, cols, 1e-5,
+                                                   BLOCK=triton.next_power_of_2(cols),
+                                                   num_dpus=dpus, num_tasklets=tasklets)
     np.testing.assert_allclose(y, triton_layernorm.reference(x, w, b), rtol=1e-3, atol=1e-3)
 
 
@@ -68,11 +83,17 @@ def test_matmul(m, n, k, dpus, tasklets, seed):
 
 @FEW
 @given(rows=st.integers(1, 6), cols=st.integers(1, 100), k=st.integers(1, 4), dpus=DPUS,
-       seed=st.integers(0, 2**16))
-def test_topk(rows, cols, k, dpus, seed):
+       tasklets=TASKLETS, seed=st.integers(0, 2**16))
+def test_topk(rows, cols, k, dpus, tasklets, seed):
     k = min(k, cols)
     x = np.random.default_rng(seed).permutation(rows * cols).reshape(rows, cols).astype(np.float32)
-    values, indices = triton_topk.topk(x, k, num_dpus=dpus)
+    if tasklets == 1:
+        values, indices = triton_topk.topk(x, k, num_dpus=dpus)
+    else:
+        values, indices = np.empty((rows, k), x.dtype), np.empty((rows, k), np.int32)
+        triton_topk.topk_kernel[(rows,)](x, values, indices, cols, K=k,
+                                         BLOCK=triton.next_power_of_2(cols), num_dpus=dpus,
+                                         num_tasklets=tasklets)
     ref_values, ref_indices = triton_topk.reference(x, k)
     np.testing.assert_array_equal(values, ref_values)
     np.testing.assert_array_equal(indices, ref_indices)

@@ -4,11 +4,14 @@ import numpy as np
 import pytest
 import triton
 import triton.language as tl
+from conftest import strategies
 from hypothesis import given, settings, strategies as st
 
 import edsl.backend
 from edsl.dpu.limits import DMA_MAX_BYTES
 from edsl.errors import ArgumentError
+
+DPUS, TASKLETS = strategies()
 
 
 @triton.jit
@@ -21,7 +24,7 @@ def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 @settings(max_examples=16, deadline=None)
 @given(dtype=st.sampled_from([np.int8, np.int16, np.float32, np.float64, np.bool_]),
        n=st.integers(0, 1200), start=st.integers(0, 7), block=st.sampled_from([16, 128, 1024]),
-       dpus=st.sampled_from([1, 4]), tasklets=st.sampled_from([1, 16]))
+       dpus=DPUS, tasklets=TASKLETS)
 def test_copy_unaligned_views(dtype, n, start, block, dpus, tasklets):
     """Views starting at any element offset, sizes not a multiple of 8 bytes: the bytes
     around the stored span keep their values."""
@@ -48,11 +51,11 @@ def column_kernel(x_ptr, out_ptr, R, C, BR: tl.constexpr):
 
 
 @settings(max_examples=8, deadline=None)
-@given(rows=st.integers(1, 20), cols=st.integers(1, 9))
-def test_strided_access(rows, cols):
+@given(rows=st.integers(1, 20), cols=st.integers(1, 9), dpus=DPUS, tasklets=TASKLETS)
+def test_strided_access(rows, cols, dpus, tasklets):
     x = np.arange(rows * cols, dtype=np.float32).reshape(rows, cols)
     out = np.zeros((cols, rows), np.float32)
-    column_kernel[(cols,)](x, out, rows, cols, BR=32)
+    column_kernel[(cols,)](x, out, rows, cols, BR=32, num_dpus=dpus, num_tasklets=tasklets)
     np.testing.assert_array_equal(out, 2 * x.T)
     r = edsl.backend.last_report()
     if cols > 1:      # element accesses: one 8-byte transfer each
@@ -67,12 +70,13 @@ def scalar_kernel(x_ptr, out_ptr, flag):
     tl.store(out_ptr + tl.program_id(0), v)
 
 
-def test_scalar_load_store_and_if():
+@pytest.mark.parametrize("tasklets", [1, 16])
+def test_scalar_load_store_and_if(tasklets):
     x = np.arange(5, dtype=np.int64)
     out = np.zeros(4, np.int64)
-    scalar_kernel[(4,)](x, out, 1)
+    scalar_kernel[(4,)](x, out, 1, num_dpus=3, num_tasklets=tasklets)
     np.testing.assert_array_equal(out, [4, 4, 4, 4])
-    scalar_kernel[(2,)](x, out, 0)
+    scalar_kernel[(2,)](x, out, 0, num_dpus=3, num_tasklets=tasklets)
     np.testing.assert_array_equal(out, [3, 3, 4, 4])
 
 
@@ -87,11 +91,12 @@ def atomic_kernel(x_ptr, sum_ptr, max_ptr, hist_ptr, n, BLOCK: tl.constexpr):
 
 
 @settings(max_examples=8, deadline=None)
-@given(n=st.integers(1, 300), dpus=st.sampled_from([1, 4]), seed=st.integers(0, 2**16))
-def test_atomics_across_programs(n, dpus, seed):
+@given(n=st.integers(1, 300), dpus=DPUS, tasklets=TASKLETS, seed=st.integers(0, 2**16))
+def test_atomics_across_programs(n, dpus, tasklets, seed):
     x = np.random.default_rng(seed).integers(0, 1000, n).astype(np.int32)
     s, mx, hist = np.zeros(1, np.int32), np.zeros(1, np.int32), np.zeros(4, np.int32)
-    atomic_kernel[(triton.cdiv(n, 32),)](x, s, mx, hist, n, BLOCK=32, num_dpus=dpus)
+    atomic_kernel[(triton.cdiv(n, 32),)](x, s, mx, hist, n, BLOCK=32, num_dpus=dpus,
+                                         num_tasklets=tasklets)
     assert s[0] == x.sum() and mx[0] == x.max()
     np.testing.assert_array_equal(hist, np.bincount(x % 4, minlength=4))
 
@@ -116,7 +121,14 @@ def test_report_fields():
     assert (r.programs, r.dpus_used, r.num_dpus, r.num_tasklets) == (5, 4, 4, 16)
     assert r.per_dpu_programs == [2, 1, 1, 1]
     assert r.dma_read_bytes == r.dma_write_bytes == 20000
-    assert r.dma_reads == 5 * 2 - 1 + 1       # 4 full blocks of 2 transfers, 1 partial of 1
+    # 16 tasklets share each block: 64 elements (256 bytes, one transfer) each;
+    # the last block (904 elements) has 15 chunks.
+    assert r.dma_reads == r.dma_writes == 4 * 16 + 15
+    assert r.tasklets_used == 16 and len(r.per_tasklet_dma) == 16
+    assert sum(r.per_tasklet_dma) == r.dma_transfers and min(r.per_tasklet_dma) > 0
+    one = copy_kernel[(5,)](x, out, 5000, BLOCK=1024, num_dpus=4).run.report
+    assert one.dma_reads == 5 * 2 - 1 + 1     # 4 full blocks of 2 transfers, 1 partial of 1
+    assert one.tasklets_used == 1 and one.per_tasklet_dma == [one.dma_transfers]
     assert r.host_to_mram_bytes == 2 * 20000 * 4
     assert 4096 <= r.wram_bytes <= 64 * 1024
     assert {"ttir", "mlir", "llmlir", "llir", "dpubin"} <= set(compiled.asm)

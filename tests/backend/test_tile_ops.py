@@ -2,7 +2,11 @@
 import numpy as np
 import triton
 import triton.language as tl
+import pytest
+from conftest import strategies
 from hypothesis import given, settings, strategies as st
+
+DPUS, TASKLETS = strategies()
 
 
 @triton.jit
@@ -32,14 +36,14 @@ def _mul(a, b):
 
 @settings(max_examples=12, deadline=None)
 @given(rows=st.integers(1, 8), cols=st.integers(1, 8), axis=st.sampled_from([0, 1]),
-       seed=st.integers(0, 2**16))
-def test_reductions(rows, cols, axis, seed):
+       seed=st.integers(0, 2**16), tasklets=TASKLETS)
+def test_reductions(rows, cols, axis, seed, tasklets):
     x = np.random.default_rng(seed).permutation(rows * cols).reshape(rows, cols).astype(np.float32)
     x = (x - rows * cols / 2) / 4
     k = rows if axis == 1 else cols
     outs = [np.zeros(k, np.float32), np.zeros(k, np.float32), np.zeros(k, np.float32),
             np.zeros(k, np.int32), np.zeros(k, np.int32), np.zeros(k, np.float32)]
-    reduce_kernel[(1,)](x, *outs, rows, cols, AXIS=axis, BR=8, BC=8)
+    reduce_kernel[(1,)](x, *outs, rows, cols, AXIS=axis, BR=8, BC=8, num_tasklets=tasklets)
     np.testing.assert_allclose(outs[0], x.sum(axis=axis), rtol=1e-5)
     np.testing.assert_array_equal(outs[1], x.max(axis=axis))
     np.testing.assert_array_equal(outs[2], x.min(axis=axis))
@@ -64,11 +68,12 @@ def scan_kernel(x_ptr, cumsum_ptr, cummax_ptr, rev_ptr, n, BLOCK: tl.constexpr):
 
 
 @settings(max_examples=10, deadline=None)
-@given(n=st.integers(1, 64), dtype=st.sampled_from([np.int32, np.float32]), seed=st.integers(0, 2**16))
-def test_scans(n, dtype, seed):
+@given(n=st.integers(1, 64), dtype=st.sampled_from([np.int32, np.float32]), seed=st.integers(0, 2**16),
+       tasklets=TASKLETS)
+def test_scans(n, dtype, seed, tasklets):
     x = np.random.default_rng(seed).integers(-20, 20, n).astype(dtype)
     outs = [np.zeros(n, dtype) for _ in range(3)]
-    scan_kernel[(1,)](x, *outs, n, BLOCK=64)
+    scan_kernel[(1,)](x, *outs, n, BLOCK=64, num_tasklets=tasklets)
     np.testing.assert_allclose(outs[0], np.cumsum(x), rtol=1e-6)
     np.testing.assert_array_equal(outs[1], np.maximum.accumulate(x))
     pad = np.zeros(64, dtype)
@@ -89,13 +94,14 @@ def dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.cons
 
 @settings(max_examples=6, deadline=None)
 @given(m=st.sampled_from([16, 32]), n=st.sampled_from([16, 32]), k=st.sampled_from([16, 32]),
-       dtype=st.sampled_from([np.float32, np.float16]), seed=st.integers(0, 2**16))
-def test_dot(m, n, k, dtype, seed):
+       dtype=st.sampled_from([np.float32, np.float16]), seed=st.integers(0, 2**16),
+       tasklets=TASKLETS)
+def test_dot(m, n, k, dtype, seed, tasklets):
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((m, k)).astype(dtype)
     b = rng.standard_normal((k, n)).astype(dtype)
     c = np.zeros((m, n), np.float32)
-    dot_kernel[(1,)](a, b, c, M=m, N=n, K=k)
+    dot_kernel[(1,)](a, b, c, M=m, N=n, K=k, num_tasklets=tasklets)
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-4, atol=1e-4)
 
 
@@ -112,10 +118,11 @@ def shape_kernel(x_ptr, t_ptr, r_ptr, b_ptr, R: tl.constexpr, C: tl.constexpr):
     tl.store(b_ptr + r * C + c, tl.broadcast_to(tl.expand_dims(row0, 1), (R, C)))
 
 
-def test_shape_ops():
+@pytest.mark.parametrize("tasklets", [1, 3, 16])
+def test_shape_ops(tasklets):
     x = np.arange(32, dtype=np.float32).reshape(4, 8)
     t, r, b = np.zeros((8, 4), np.float32), np.zeros(32, np.float32), np.zeros((4, 8), np.float32)
-    shape_kernel[(1,)](x, t, r, b, R=4, C=8)
+    shape_kernel[(1,)](x, t, r, b, R=4, C=8, num_tasklets=tasklets)
     np.testing.assert_array_equal(t, x.T)
     np.testing.assert_array_equal(r, x.ravel() + 1)
     np.testing.assert_array_equal(b, np.repeat(x.sum(axis=1, keepdims=True), 8, axis=1))
@@ -140,11 +147,11 @@ def loop_kernel(x_ptr, out_ptr, count_ptr, rows, C: tl.constexpr):
 
 
 @settings(max_examples=8, deadline=None)
-@given(rows=st.integers(0, 12), seed=st.integers(0, 2**16))
-def test_loops_with_carried_tensors(rows, seed):
+@given(rows=st.integers(0, 12), seed=st.integers(0, 2**16), dpus=DPUS, tasklets=TASKLETS)
+def test_loops_with_carried_tensors(rows, seed, dpus, tasklets):
     x = np.random.default_rng(seed).standard_normal((rows, 8)).astype(np.float32)
     out, count = np.zeros(8, np.float32), np.zeros(1, np.int32)
-    loop_kernel[(1,)](x, out, count, rows, C=8)
+    loop_kernel[(1,)](x, out, count, rows, C=8, num_dpus=dpus, num_tasklets=tasklets)
     acc = x.sum(axis=0) * (2 if rows > 2 else 1)
     best = x.max(axis=0) if rows else np.full(8, -1e30, np.float32)
     np.testing.assert_allclose(out, acc + best, rtol=1e-5, atol=1e-5)

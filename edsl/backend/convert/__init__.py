@@ -8,7 +8,9 @@ the program-instance loop `__dpu_main`, and returns the new module with a
 
 Converted kernel signature: the TTIR parameters (a `!tt.ptr<T>` as an i64
 MRAM address), then program ids x, y, z and grid sizes x, y, z (i32), then
-the launch context pointer.
+the DPU's WRAM (`memref<?xi8>`, shared by its tasklets: the kernel's buffers
+are views at fixed offsets, followed by one DMA staging buffer per tasklet),
+then the launch context pointer (this tasklet's slots).
 """
 from __future__ import annotations
 
@@ -20,8 +22,8 @@ from ...lowering.pipeline import location_of, verify
 from ..ttir_text import LocTable, rewrite_ttir
 from . import calls, control, elementwise, memory, reduce, shape  # noqa: F401  (register lowerings)
 from . import debug as debug_ops
-from .core import Converter, KernelInfo, is_ptr, scalar_type
-from .runtime_text import DMA_TEXT, main_text
+from .core import _ACTIVE, Converter, KernelInfo, is_ptr, scalar_type
+from .runtime_text import DMA_TEXT, main_text, tasklet_decls
 
 __all__ = ["convert_ttir", "parse_ttir", "KernelInfo"]
 
@@ -56,43 +58,56 @@ def _kernel_func(module: ir.Module):
 
 
 def convert_ttir(text: str, ctx: ir.Context | None = None, *, debug: bool = False,
-                 wram_limit: int | None = None) -> tuple[ir.Module, KernelInfo]:
-    """Convert a TTIR module text to an upstream-MLIR module for the DPU model."""
+                 wram_limit: int | None = None, tasklets: int = 1) -> tuple[ir.Module, KernelInfo]:
+    """Convert a TTIR module text to an upstream-MLIR module for the DPU model,
+    its tile code shared out among `tasklets` tasklets per DPU."""
     ctx = ctx or new_context()
     src = parse_ttir(text, ctx)
     with ctx, ir.Location.unknown():
         kernel = _kernel_func(src)
         name = ir.StringAttr(kernel.attributes["sym_name"]).value
-        info = KernelInfo(name=name)
+        info = KernelInfo(name=name, regions="@__edsl_" in text)
         ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
         params = [scalar_type(t) for t in ftype.inputs]
         i32 = ir.IntegerType.get_signless(32)
         ptr = llvm.PointerType.get()
+        wram_t = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8))
         out = ir.Module.create()
         with ir.InsertionPoint(out.body), kernel.location:
-            fn = func.FuncOp(name, ir.FunctionType.get(params + [i32] * 6 + [ptr], []))
+            fn = func.FuncOp(name, ir.FunctionType.get(params + [i32] * 6 + [wram_t, ptr], []))
             entry = fn.add_entry_block()
         args = list(entry.arguments)
         conv = Converter(info, entry, args[-1], args[len(params):len(params) + 3],
-                         args[len(params) + 3:len(params) + 6], debug)
-        conv.module_body = out.body
+                         args[len(params) + 3:len(params) + 6], debug, wram=args[-2],
+                         tasklets=tasklets, module_body=out.body)
         body = kernel.regions[0].blocks[0]
         conv.count_uses(kernel)
         for arg, new in zip(body.arguments, args):
             conv.values[arg] = new
-        with ir.InsertionPoint(entry):
-            for op in list(body.operations)[:-1]:
-                conv.lower_op(op)
-            func.ReturnOp([])
+        _ACTIVE.conv = conv
+        try:
+            with ir.InsertionPoint(entry):
+                cycle = conv.cycle_begin(entry)
+                for op in list(body.operations)[:-1]:
+                    conv.lower_op(op)
+                conv.cycle_end(cycle, mram=False)   # the next program reuses the buffers
+                func.ReturnOp([])
+        finally:
+            _ACTIVE.conv = None
         conv.finish()
         check_wram(info, wram_limit)
         # The support text declares the kernel so that it verifies on its own;
-        # the declaration is dropped when the support moves into `out`.
+        # declarations `out` already holds are dropped when the support moves in.
         param_types = [str(t) for t in params]
-        decl = (f"func.func private @{name}({', '.join(param_types + ['i32'] * 6 + ['!llvm.ptr'])})")
-        support = ir.Module.parse("module {" + decl + DMA_TEXT + main_text(name, param_types)
+        decl = (f"func.func private @{name}({', '.join(param_types + ['i32'] * 6 + [str(wram_t), '!llvm.ptr'])})")
+        support = ir.Module.parse("module {" + decl + tasklet_decls(tasklets) + DMA_TEXT
+                                  + main_text(name, param_types, tasklets)
                                   + debug_ops.SUPPORT_TEXT + "}")
-        for op in list(support.body.operations)[1:]:
+        table = ir.SymbolTable(out.operation)
+        for op in list(support.body.operations):
+            sym = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else None
+            if sym is not None and sym in table:
+                continue
             out.body.append(op)
     verify(out)
     return out, info

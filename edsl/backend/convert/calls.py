@@ -13,9 +13,8 @@ from mlir import ir
 from mlir.dialects import arith, llvm, memref
 
 from ...codegen.semantic import is_mram
-from ...dpu.limits import BARRIER, MRAM_ADDRSPACE
+from ...dpu.limits import MRAM_ADDRSPACE
 from ...inject import ParamKind, build_region, descriptor_type, stage_operands
-from ...inject.runtime_calls import runtime_call
 from .core import Tile, byte_size, lowers
 from .runtime_text import CTX_MRAM_HI
 
@@ -38,6 +37,7 @@ def lower_call(conv, op) -> None:
     if fn is None:
         raise conv.error(op, f"fl.call to an EDSL function unknown in this process ({symbol})")
     params = fn.info.params
+    conv.info.sites += [[code, s.filename, s.lineno, s.col] for code, s in fn.compile().sites.items()]
     operands, kinds, outs = [], [], []
     for p, v in zip(params, op.operands):
         t = p.mlir_type
@@ -56,16 +56,12 @@ def lower_call(conv, op) -> None:
             operands.append(conv.get(v))
     # All tasklets run the region, as all threads of a CTA run a TLE-Raw
     # region; barriers keep it apart from the tile code around it.
-    _barrier(conv)
+    conv.sync()
     packs = build_region(fn.llvm, fn.__name__, kinds, operands,
                          [k for k, p in enumerate(params) if p.param.is_inout])
-    _barrier(conv)
+    conv.sync()
     for result, value, (_, tile) in zip(op.results, packs, outs):
         conv.set(result, Tile(tile.shape, tile.elem, buf=value))
-
-
-def _barrier(conv) -> None:
-    runtime_call(conv.module_body, BARRIER, [])
 
 
 def _mram_memref(conv, address: ir.Value, t: ir.MemRefType) -> ir.Value:

@@ -82,11 +82,14 @@ def lower_for(conv, op):
     body = op.regions[0].blocks[0]
     carries, scalar_inits = _carries(conv, op, inits, "loop-carried tensor")
     types = [a.type for a in list(body.arguments)[1:]]
+    conv.sync_if_dirty()                # each iteration starts with nothing pending
     loop = scf.ForOp(lb, ub, step, scalar_inits)
-    with ir.InsertionPoint(loop.body):
+    with ir.InsertionPoint(loop.body), conv.branch():
+        cycle = conv.cycle_begin(loop.body)
         mapping = [loop.induction_variable] + _bind(carries, types, list(loop.inner_iter_args))
         yielded = lower_body(conv, body, mapping)
         copy_into_carries(conv, yielded, carries, op)
+        conv.cycle_end(cycle)                # against the next iteration's first accesses
         scf.yield_([y for y, c in zip(yielded, carries) if c is None])
     for result, v in zip(op.results, _bind(carries, [r.type for r in op.results], list(loop.results))):
         conv.set(result, v)
@@ -108,13 +111,18 @@ def lower_if(conv, op):
     branches = [(op.regions[0].blocks[0], new.then_block)]
     if has_else:
         branches.append((op.regions[1].blocks[0], new.else_block))
+    before = conv.state()                   # (the condition is the same on every tasklet)
+    after = before
     for src, dst in branches:
-        with ir.InsertionPoint(dst):
+        conv.set_state(before)
+        with ir.InsertionPoint(dst), conv.branch():
             yielded = lower_body(conv, src, [])
             for y, buf in zip(yielded, bufs):
                 if buf is not None and not (y.buf is not None and y.buf == buf):
                     conv.fill(buf, y)
             scf.yield_([y for y, b in zip(yielded, bufs) if b is None])
+        after = conv.merge_state(after, conv.state())
+    conv.set_state(after)
     scalars = list(new.results)
     for result, v in zip(op.results, _bind(bufs, [r.type for r in op.results], scalars)):
         conv.set(result, v)
@@ -124,6 +132,7 @@ def lower_if(conv, op):
 def lower_while(conv, op):
     before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
     carries, scalar_inits = _carries(conv, op, list(op.operands), "while-carried tensor")
+    conv.sync_if_dirty()
     cond_op = list(before.operations)[-1]
     forwarded = list(cond_op.operands)[1:]
     if any(is_tensor(v.type) for v in forwarded):
@@ -134,13 +143,23 @@ def lower_while(conv, op):
     before_types = [scalar_type(a.type) for a in before.arguments if not is_tensor(a.type)]
     new_before = new.before.blocks.append(*before_types)
     new_after = new.after.blocks.append(*result_types)
-    with ir.InsertionPoint(new_before):
+    with ir.InsertionPoint(new_before), conv.branch():
+        cycle = conv.cycle_begin(new_before)
         mapping = _bind(carries, [a.type for a in before.arguments], list(new_before.arguments))
         cond_vals = lower_body(conv, before, mapping)
         scf.condition(cond_vals[0], cond_vals[1:])
-    with ir.InsertionPoint(new_after):
+    leaving = conv.state()                  # what is pending when the loop ends
+    with ir.InsertionPoint(new_after), conv.branch():
         yielded = lower_body(conv, after, list(new_after.arguments))
         copy_into_carries(conv, yielded, carries, op)
+        conv.cycle_end(cycle)
         scf.yield_([y for y, c in zip(yielded, carries) if c is None])
+    conv.set_state(conv.merge_state(leaving, conv.state()))
     for result, v in zip(op.results, new.results):
         conv.set(result, v)
+
+
+@lowers("gpu.barrier")
+def lower_barrier(conv, op):
+    """`tl.debug_barrier()`: a barrier of the DPU's tasklets (none with one tasklet)."""
+    conv.sync()

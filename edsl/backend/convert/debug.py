@@ -58,6 +58,11 @@ def _printf(conv, fmt: str, values) -> None:
 def lower_print(conv, op):
     prefix = ir.StringAttr(op.attributes["prefix"]).value
     signed_flags = list(ir.DenseI32ArrayAttr(op.attributes["isSigned"])) if "isSigned" in op.attributes else []
+    with conv.single():                     # one tasklet prints
+        _print(conv, op, prefix, signed_flags)
+
+
+def _print(conv, op, prefix, signed_flags):
     pids = [arith.extsi(ir.IntegerType.get_signless(64), p) for p in conv.program_ids]
     if not len(op.operands):
         _printf(conv, f"pid (%lld, %lld, %lld) {prefix}\n", pids)
@@ -107,7 +112,8 @@ def lower_assert(conv, op):
                 llvm.store(arith.extsi(i64, conv.program_ids[0]), _ctx_slot(conv, CTX_ERR_MRAM))
                 scf.yield_([])
             scf.yield_([])
-    if isinstance(cond, Tile):
-        conv.loop_nest(cond.shape, lambda ivs: check(cond.at(ivs)))
-    else:
-        check(cond)
+    with conv.single():                     # tasklet 0 checks (and records in its slots)
+        if isinstance(cond, Tile):
+            conv.loop_nest(cond.shape, lambda ivs: check(cond.at(ivs)))
+        else:
+            check(cond)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, math
 
-from .core import store_elem, Tile, is_ptr, is_tensor, lowers, scalar_type
+from .core import (LaneRange, RowForm, Tile, and_valid, const_int, is_ptr, is_tensor, lowers,
+                   scalar_type, store_elem)
 
 _DIVISIONS = {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui",
               "arith.floordivsi", "arith.ceildivsi", "arith.ceildivui"}
@@ -22,11 +23,42 @@ def _attrs(op) -> dict:
 
 def emit_like(op, operands, result_types):
     """Emit `op` again on scalar `operands` (same name and attributes)."""
+    if op.name == "math.exp" and operands[0].type == ir.F32Type.get():
+        return [exp_f32(operands[0])]
     if op.name in _DIVISIONS:
         operands = [operands[0], _safe_divisor(op.name, operands[0], operands[1])]
     new = ir.Operation.create(op.name, results=result_types, operands=operands,
                               attributes=_attrs(op), loc=op.location)
     return list(new.results)
+
+
+def exp_f32(x: ir.Value) -> ir.Value:
+    """e**x for f32 in arithmetic only (no library call: vectorizable, and a
+    DPU has no FPU to prefer a library for). x = k ln2 + r with |r| <= ln2/2
+    (ln2 split in two so that k ln2 is exact), e**r by its Taylor polynomial
+    of degree 7 (truncation error below 1e-8), times 2**k built from exponent
+    bits in two halves (so that results down to the subnormals are reached)."""
+    f32, i32 = ir.F32Type.get(), ir.IntegerType.get_signless(32)
+
+    def c(v):
+        return arith.constant(f32, v)
+    xc = arith.minnumf(arith.maxnumf(x, c(-104.0)), c(89.0))
+    k = math.roundeven(arith.mulf(xc, c(1.4426950408889634)))
+    r = arith.subf(xc, arith.mulf(k, c(0.693145751953125)))
+    r = arith.subf(r, arith.mulf(k, c(1.428606765330187e-06)))
+    p = c(1.0 / 5040.0)
+    for coef in (1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0):
+        p = arith.addf(arith.mulf(p, r), c(coef))
+    ki = arith.fptosi(i32, k)
+    k1 = arith.shrsi(ki, arith.constant(i32, 1))
+    k2 = arith.subi(ki, k1)
+
+    def pow2(e):
+        bits = arith.shli(arith.addi(e, arith.constant(i32, 127)), arith.constant(i32, 23))
+        return arith.bitcast(f32, bits)
+    y = arith.mulf(arith.mulf(p, pow2(k1)), pow2(k2))
+    nan = arith.cmpf(arith.CmpFPredicate.UNO, x, x)
+    return arith.select(nan, x, y)
 
 
 def _safe_divisor(name, x, d):
@@ -69,7 +101,117 @@ def lower_elementwise(conv, op):
             out = _fix_minus_one(op, vals, out)
         return out
 
-    conv.set(result, Tile(shape, elem, fn=element, cost=cost), op)
+    cost += _EXPENSIVE.get(op.name, 0)
+    row, lanes = _row_rules(op, operands, elem, shape[-1])
+    conv.set(result, Tile(shape, elem, fn=element, cost=cost, row=row, lanes=lanes), op)
+
+
+# Extra cost of ops much slower than an add: a value computed with one is
+# worth a WRAM buffer when it is used more than once.
+_EXPENSIVE = {name: 8 for name in (
+    "math.exp", "math.exp2", "math.log", "math.log2", "math.log10", "math.sqrt", "math.rsqrt",
+    "math.sin", "math.cos", "math.tan", "math.tanh", "math.erf", "math.powf", "math.atan",
+    "math.atan2", "math.expm1", "math.log1p", "arith.divf", "arith.remf")}
+
+_SWAPPED = {2: 4, 3: 5, 4: 2, 5: 3}          # slt <-> sgt, sle <-> sge
+
+
+def _row(v):
+    if isinstance(v, Tile):
+        return v.row
+    return RowForm(lambda rivs: v, 0, const=const_int(v))
+
+
+def _lanes(v, lanes: int):
+    """The active lanes of an i1 operand, in closed form, or None."""
+    if isinstance(v, Tile) and v.lanes is not None:
+        return v.lanes
+    r = _row(v)
+    if r is None or r.stride != 0:
+        return None
+    i64 = ir.IntegerType.get_signless(64)
+
+    def bounds(rivs):
+        on = r.base(rivs)
+        return (arith.constant(i64, 0),
+                arith.select(on, arith.constant(i64, lanes), arith.constant(i64, 0)), None)
+    return LaneRange(bounds)
+
+
+def _row_rules(op, operands, elem, lanes: int):
+    """(row form, lane range) of an elementwise result, from its operands'."""
+    name = op.name
+    i1 = ir.IntegerType.get_signless(1)
+    rows = [_row(o) for o in operands]
+    if name == "arith.andi" and elem == i1:
+        ranges = [_lanes(o, lanes) for o in operands]
+        if all(r is not None for r in ranges):
+            a, b = ranges
+
+            def bounds(rivs):
+                lo1, hi1, v1 = a.bounds(rivs)
+                lo2, hi2, v2 = b.bounds(rivs)
+                return arith.maxsi(lo1, lo2), arith.minsi(hi1, hi2), and_valid(v1, v2)
+            row = None
+            if all(r is not None and r.stride == 0 for r in rows):
+                row = RowForm(lambda rivs: arith.andi(rows[0].base(rivs), rows[1].base(rivs)), 0)
+            return row, LaneRange(bounds)
+    if any(r is None for r in rows):
+        return None, None
+    if all(r.stride == 0 for r in rows):
+        def base(rivs):
+            out = emit_like(op, [r.base(rivs) for r in rows], [elem])[0]
+            if name in ("arith.divsi", "arith.floordivsi", "arith.ceildivsi"):
+                out = _fix_minus_one(op, [r.base(rivs) for r in rows], out)
+            return out
+        return RowForm(base, 0), None
+    if not isinstance(elem, ir.IntegerType):
+        return None, None
+    a, b = rows[0], rows[-1]
+    if name in ("arith.addi", "arith.subi"):
+        sign = 1 if name == "arith.addi" else -1
+        emit = arith.addi if sign == 1 else arith.subi
+        return RowForm(lambda rivs: emit(a.base(rivs), b.base(rivs)), a.stride + sign * b.stride), None
+    if name == "arith.muli":
+        for x, y in ((a, b), (b, a)):
+            if y.stride == 0 and y.const is not None:
+                return RowForm(lambda rivs: arith.muli(a.base(rivs), b.base(rivs)),
+                               x.stride * y.const), None
+        return None, None
+    if name == "arith.extsi":
+        from .shape import no_wrap
+
+        def valid(rivs):
+            return and_valid(a.valid(rivs) if a.valid else None, no_wrap(a.base(rivs), a.stride, lanes))
+        return RowForm(lambda rivs: arith.extsi(elem, a.base(rivs)), a.stride, valid=valid), None
+    if name == "arith.cmpi" and elem == i1:
+        pred = ir.IntegerAttr(op.attributes["predicate"]).value
+        if a.stride == 0 and b.stride == 1 and pred in _SWAPPED:
+            a, b, pred = b, a, _SWAPPED[pred]
+        if not (a.stride == 1 and b.stride == 0 and pred in _SWAPPED):
+            return None, None
+        width = ir.IntegerType(operands[0].elem if isinstance(operands[0], Tile)
+                               else operands[0].type).width
+        if width > 32:
+            return None, None
+        return None, LaneRange(lambda rivs: _compare_bounds(a, b, pred, lanes, rivs))
+    return None, None
+
+
+def _compare_bounds(a, b, pred: int, lanes: int, rivs):
+    """Lanes j with (a + j) <pred> b, given that a + j never wraps."""
+    from .shape import no_wrap
+    i64 = ir.IntegerType.get_signless(64)
+    av, bv = a.base(rivs), b.base(rivs)
+    d = arith.subi(arith.extsi(i64, bv), arith.extsi(i64, av))
+    if pred in (3, 4):                       # sle, sgt: j <= d  /  j > d
+        d = arith.addi(d, arith.constant(i64, 1))
+    cut = arith.minsi(arith.maxsi(d, arith.constant(i64, 0)), arith.constant(i64, lanes))
+    zero, full = arith.constant(i64, 0), arith.constant(i64, lanes)
+    valid = and_valid(a.valid(rivs) if a.valid else None, no_wrap(av, 1, lanes))
+    if pred in (2, 3):                       # slt, sle: [0, cut)
+        return zero, cut, valid
+    return cut, full, valid                  # sgt, sge: [cut, lanes)
 
 
 def _fix_minus_one(op, vals, out):
@@ -107,9 +249,10 @@ def lower_constant(conv, op):
     strides = [1] * len(shape)
     for d in range(len(shape) - 2, -1, -1):
         strides[d] = strides[d + 1] * shape[d + 1]
-    for flat in range(n):
-        ivs = [conv.index((flat // strides[d]) % shape[d]) for d in range(len(shape))]
-        store_elem(arith.constant(elem, dense[flat]), buf, ivs)
+    with conv.single():
+        for flat in range(n):
+            ivs = [conv.index((flat // strides[d]) % shape[d]) for d in range(len(shape))]
+            store_elem(arith.constant(elem, dense[flat]), buf, ivs)
     conv.set(result, Tile(shape, elem, buf=buf), op)
 
 

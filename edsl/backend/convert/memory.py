@@ -9,13 +9,28 @@ cover moves in chunks of at most 2048 bytes through a WRAM staging buffer
 (a masked or unaligned store reads the span first, so bytes around the
 active lanes keep their values); otherwise each active element moves on its
 own as one 8-byte transfer of the word holding it.
+
+When the row's addresses are `base + j * size` and its mask is a range of
+lanes (`offs < n`, `(r < R) & (c < C)`, ... : the `RowForm` / `LaneRange`
+the shape and elementwise lowerings derive), the span is known in closed form
+(no per-lane scan), and an aligned span moves straight between MRAM and the
+tile's WRAM buffer. A run-time check (no i32 offset wraps within the row)
+guards that path; the per-lane path remains for the rest.
+
+Tasklets share rows out (rank 1: chunks of each row, whole 8-byte words
+apart). A load needs nothing more. A store lets every tasklet write its
+segments that are whole words at once; segments needing a read-modify-write
+of a word another tasklet may write (ragged ends, holes, scattered elements)
+are stored afterwards by tasklet 0, in order, between barriers (skipped when
+the closed form shows there are none).
 """
 from __future__ import annotations
 
 from mlir import ir
 from mlir.dialects import arith, func, llvm, scf
 
-from .core import store_elem, Tile, byte_size, is_float, is_tensor, lowers, pointee, scalar_type
+from .core import (Tile, and_valid, byte_size, is_float, is_tensor, load_elem, lowers, pointee,
+                   scalar_type, store_elem)
 
 DMA_FN = "__dpu_dma"
 READ, WRITE = 0, 1
@@ -43,6 +58,33 @@ def mem_write(addr: ir.Value, v: ir.Value) -> None:
     if v.type == ir.IntegerType.get_signless(1):
         v = arith.extui(ir.IntegerType.get_signless(8), v)
     p = llvm.inttoptr(llvm.PointerType.get(), addr)
+    llvm.store(v, p)
+
+
+def _store_t(t: ir.Type) -> ir.Type:
+    return ir.IntegerType.get_signless(8) if t == ir.IntegerType.get_signless(1) else t
+
+
+def lane_base(addr: ir.Value) -> ir.Value:
+    """A pointer for `lane_read` / `lane_write` (made once, outside the lane loop:
+    addresses as pointer + index keep the loop analysable, and vectorizable)."""
+    return llvm.inttoptr(llvm.PointerType.get(), addr)
+
+
+def lane_read(base: ir.Value, k: ir.Value, t: ir.Type) -> ir.Value:
+    """Element k (i64) of type `t` from pointer `base`."""
+    st = _store_t(t)
+    p = llvm.getelementptr(llvm.PointerType.get(), base, [k], [-2147483648], st, 0)
+    v = llvm.load(st, p)
+    if st != t:
+        v = arith.cmpi(arith.CmpIPredicate.ne, v, arith.constant(st, 0))
+    return v
+
+
+def lane_write(base: ir.Value, k: ir.Value, v: ir.Value) -> None:
+    if v.type == ir.IntegerType.get_signless(1):
+        v = arith.extui(ir.IntegerType.get_signless(8), v)
+    p = llvm.getelementptr(llvm.PointerType.get(), base, [k], [-2147483648], v.type, 0)
     llvm.store(v, p)
 
 
@@ -119,19 +161,25 @@ def _lane(mask, ivs):
     return mask.at(ivs) if isinstance(mask, Tile) else mask
 
 
-def _active_span(conv, mask, rivs, length):
-    """(first, last, count) of the active lanes of one row, as i64 (-1, -1, 0: none)."""
+def _active_span(conv, mask, rivs, j0, j1, mine=False):
+    """(first, last, count) of the active lanes j0 <= j < j1 of one row, as i64
+    (-1, -1, 0: none)."""
     if mask is None:
-        return _c(0), _c(length - 1), _c(length)
+        lo, hi = arith.index_cast(_i64(), j0), arith.index_cast(_i64(), j1)
+        some = arith.cmpi(arith.CmpIPredicate.slt, lo, hi)
+        return (arith.select(some, lo, _c(-1)), arith.select(some, arith.subi(hi, _c(1)), _c(-1)),
+                arith.subi(hi, lo))
 
     def body(j, first, last, count):
+        if mine:
+            conv.mine(j)
         m = _lane(mask, rivs + [j])
         j64 = arith.index_cast(_i64(), j)
         unset = arith.cmpi(arith.CmpIPredicate.slt, first, _c(0))
         first = arith.select(arith.andi(m, unset), j64, first)
         last = arith.select(m, j64, last)
         return [first, last, arith.addi(count, arith.extui(_i64(), m))]
-    res = _for(conv.index(0), conv.index(length), body, [_c(-1), _c(-1), _c(0)])
+    res = _for(j0, j1, body, [_c(-1), _c(-1), _c(0)])
     return res[0], res[1], res[2]
 
 
@@ -160,17 +208,189 @@ def _span(p_first, p_last, es):
     return a0, a1, arith.subi(a1, a0)
 
 
-def _load_row(conv, ptrs, mask, other, out, rivs, length, t, es):
+def _row_addr(conv, buf, rivs, es: int) -> ir.Value:
+    """The WRAM address (i64) of element rivs + [0] of buffer `buf`."""
     from mlir.dialects import memref
-    first, last, _ = _active_span(conv, mask, rivs, length)
+    shape = ir.MemRefType(buf.type).shape
+    addr = arith.index_cast(_i64(), memref.extract_aligned_pointer_as_index(buf))
+    stride, off = shape[-1], None
+    for d in range(len(shape) - 2, -1, -1):
+        term = arith.muli(arith.index_cast(_i64(), rivs[d]), _c(stride * es))
+        off = term if off is None else arith.addi(off, term)
+        stride *= shape[d]
+    return addr if off is None else arith.addi(addr, off)
+
+
+def _clamp(v, lo, hi):
+    return arith.minsi(arith.maxsi(v, lo), hi)
+
+
+def _idx(v):
+    return arith.index_cast(ir.IndexType.get(), v)
+
+
+def _lanes_of(mask, length: int):
+    """The closed-form active lanes of a mask (None: all lanes), or False."""
+    from .elementwise import _lanes
+    if mask is None:
+        return None
+    r = _lanes(mask, length)
+    return False if r is None else r
+
+
+def _affine(conv, ptrs, mask, es: int, length: int):
+    """Whether a row access has a closed form: addresses base + j * es and
+    active lanes [lo, hi) (checked at run time by `valid`)."""
+    if not isinstance(ptrs, Tile) or ptrs.row is None or ptrs.row.stride != es:
+        return None
+    if mask is not None and not isinstance(mask, Tile):
+        return None
+    lanes = _lanes_of(mask, length)
+    if lanes is False:
+        return None
+    row = ptrs.row
+
+    def at(rivs):
+        base = row.base(rivs)
+        if lanes is None:
+            lo, hi, v = _c(0), _c(length), None
+        else:
+            lo, hi, v = lanes.bounds(rivs)
+        return base, lo, hi, and_valid(row.valid(rivs) if row.valid else None, v)
+    return at
+
+
+def _segments(conv, shape, body, es: int):
+    """Call body(rivs, j0, j1, mine) for each row segment of this tasklet:
+    rank 1, its chunk of the lanes (`mine`: lane indices run over the
+    tasklet's chunk); else its rows. With several tasklets a segment is at
+    most one DMA transfer long, so that each tasklet's staging buffer is small."""
+    length = shape[-1]
+    if conv.tasklets > 1 and len(shape) == 1:
+        lo, hi = conv.my_range(shape)
+        with conv.divergent(conv.owner(shape)):
+            _split(conv, lo, hi, _seg_chunk(conv, shape, es), lambda j0, j1: body([], j0, j1, True))
+        return
+    conv.par_nest(shape[:-1], lambda rivs: _split(conv, conv.index(0), conv.index(length),
+                                                  _seg_chunk(conv, shape, es),
+                                                  lambda j0, j1: body(rivs, j0, j1, False)), shape)
+
+
+def _split(conv, lo, hi, seg: int, fn) -> None:
+    """fn(j0, j1) over [lo, hi) in pieces of at most `seg` lanes."""
+    if conv.tasklets == 1:
+        fn(lo, hi)
+        return
+    loop = scf.ForOp(lo, hi, conv.index(seg))
+    with ir.InsertionPoint(loop.body):
+        j0 = loop.induction_variable
+        fn(j0, arith.minsi(arith.addi(j0, conv.index(seg)), hi))
+        scf.yield_([])
+
+
+def _seg_chunk(conv, shape, es: int) -> int:
+    """Lanes of one row segment (the staging buffer holds one)."""
+    if conv.tasklets == 1:
+        return shape[-1]
+    from ...dpu.limits import DMA_MAX_BYTES
+    cap = max(8, DMA_MAX_BYTES // es // 8 * 8)
+    if len(shape) == 1:
+        return min(conv.chunk(shape), shape[0], cap)
+    return min(shape[-1], cap)
+
+
+def _lane_loop(conv, lo, hi, body, mine: bool):
+    def run(j):
+        if mine:
+            conv.mine(j)
+        body(j)
+    _for(lo, hi, run)
+
+
+def _load_row(conv, ptrs, mask, other, out, rivs, j0, j1, seg: int, t, es, mine: bool):
+    def other_at(ivs):
+        return other.at(ivs) if isinstance(other, Tile) else (other if other is not None else _zero(t))
+
+    def fill_other(lo, hi):
+        _lane_loop(conv, lo, hi, lambda j: store_elem(other_at(rivs + [j]), out, rivs + [j]), mine)
+
+    length = ir.MemRefType(out.type).shape[-1]
+    affine = _affine(conv, ptrs, mask, es, length)
+    stg = conv.staging(seg * es + 16)
+    if affine is not None:
+        base, lo, hi, valid = affine(rivs)
+        lo = _clamp(lo, arith.index_cast(_i64(), j0), arith.index_cast(_i64(), j1))
+        hi = _clamp(hi, lo, arith.index_cast(_i64(), j1))
+
+        def fast():
+            n = arith.subi(hi, lo)
+            p0 = arith.addi(base, arith.muli(lo, _c(es)))
+            nb = arith.muli(n, _c(es))
+            a0, a1, span = _span(p0, arith.subi(arith.addi(p0, nb), _c(es)), es)
+            dst = arith.addi(_row_addr(conv, out, rivs, es), arith.muli(lo, _c(es)))
+            aligned = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, p0, a0),
+                                 arith.cmpi(arith.CmpIPredicate.eq, arith.andi(arith.ori(nb, dst), _c(7)), _c(0)))
+            some = arith.cmpi(arith.CmpIPredicate.sgt, n, _c(0))
+            _note_row_write(conv, out, rivs, j0, mine)
+
+            def direct():
+                dma_span(conv, a0, dst, nb, READ)
+
+            def staged():
+                dma_span(conv, a0, stg, span, READ)
+                # Lane j is element j - lo after p0 (p0 - a0 bytes into the staging buffer).
+                src = lane_base(arith.subi(arith.addi(stg, arith.subi(p0, a0)), arith.muli(lo, _c(es))))
+
+                def lane(j):
+                    v = lane_read(src, arith.index_cast(_i64(), j), t)
+                    store_elem(v, out, rivs + [j])
+                _lane_loop(conv, _idx(lo), _idx(hi), lane, mine)
+            _if(some, lambda: _if_else_none(aligned, direct, staged))
+            fill_other(j0, _idx(lo))
+            fill_other(_idx(hi), j1)
+        if valid is None:
+            fast()
+            return
+        _if_else_none(valid, fast, lambda: _load_row_general(conv, ptrs, mask, other_at, out, rivs,
+                                                              j0, j1, stg, t, es, mine))
+        return
+    _load_row_general(conv, ptrs, mask, other_at, out, rivs, j0, j1, stg, t, es, mine)
+
+
+def _note_row_write(conv, buf, rivs, j0, mine: bool) -> None:
+    """Record the direct (DMA) write of a row segment of `buf`."""
+    if conv.tasklets == 1:
+        return
+    if mine:
+        conv.note_buffer(buf, [j0], True, who=conv.owner(tuple(ir.MemRefType(buf.type).shape)))
+    else:
+        conv.note_buffer(buf, list(rivs) + [j0], True)
+
+
+def _note_row_read(conv, buf, rivs, j0, mine: bool) -> None:
+    if conv.tasklets == 1:
+        return
+    if mine:
+        conv.note_buffer(buf, [j0], False, who=conv.owner(tuple(ir.MemRefType(buf.type).shape)))
+    else:
+        conv.note_buffer(buf, list(rivs) + [j0], False)
+
+
+def _if_else_none(cond, then_fn, else_fn):
+    op = scf.IfOp(cond, [], has_else=True)
+    with ir.InsertionPoint(op.then_block):
+        then_fn()
+        scf.yield_([])
+    with ir.InsertionPoint(op.else_block):
+        else_fn()
+        scf.yield_([])
+
+
+def _load_row_general(conv, ptrs, mask, other_at, out, rivs, j0, j1, stg, t, es, mine):
+    first, last, _ = _active_span(conv, mask, rivs, j0, j1, mine)
     any_active = arith.cmpi(arith.CmpIPredicate.sge, first, _c(0))
     contiguous, p0 = _contiguous(conv, ptrs, rivs, first, last, any_active, es)
     fast = arith.andi(any_active, contiguous)
-    stg = conv.staging(length * es + 16)
-    idx = ir.IndexType.get()
-
-    def other_at(ivs):
-        return other.at(ivs) if isinstance(other, Tile) else (other if other is not None else _zero(t))
 
     def dma_path():
         p_last = arith.addi(p0, arith.muli(arith.subi(last, first), _c(es)))
@@ -183,7 +403,7 @@ def _load_row(conv, ptrs, mask, other, out, rivs, length, t, es):
                          lambda: mem_read(arith.addi(stg, arith.subi(ptrs.at(ivs), a0)), t),
                          lambda: other_at(ivs))
             store_elem(v, out, ivs)
-        _for(conv.index(0), conv.index(length), lambda j: lane(j))
+        _lane_loop(conv, j0, j1, lane, mine)
 
     def element_path():
         def lane(j):
@@ -192,53 +412,109 @@ def _load_row(conv, ptrs, mask, other, out, rivs, length, t, es):
                          lambda: element_read(conv, ptrs.at(ivs), t, stg),
                          lambda: other_at(ivs))
             store_elem(v, out, ivs)
-        _for(conv.index(0), conv.index(length), lambda j: lane(j))
-
-    op = scf.IfOp(fast, [], has_else=True)
-    with ir.InsertionPoint(op.then_block):
-        dma_path()
-        scf.yield_([])
-    with ir.InsertionPoint(op.else_block):
-        element_path()
-        scf.yield_([])
-    del idx
+        _lane_loop(conv, j0, j1, lane, mine)
+    _if_else_none(fast, dma_path, element_path)
 
 
-def _store_row(conv, ptrs, value, mask, rivs, length, t, es):
-    first, last, count = _active_span(conv, mask, rivs, length)
+def _store_row(conv, ptrs, value, mask, rivs, j0, j1, seg: int, t, es, mine: bool, mode: str):
+    """Store one row segment. `mode`: "all" (one tasklet), "clean" (only when
+    the active lanes are whole 8-byte words: no read-modify-write, so tasklets
+    may store neighbouring segments at once) or "rest" (the others)."""
+    length = ptrs.shape[-1]
+    affine = _affine(conv, ptrs, mask, es, length)
+    stg = conv.staging(seg * es + 16)
+    if affine is not None:
+        base, lo, hi, valid = affine(rivs)
+        lo = _clamp(lo, arith.index_cast(_i64(), j0), arith.index_cast(_i64(), j1))
+        hi = _clamp(hi, lo, arith.index_cast(_i64(), j1))
+
+        def fast():
+            n = arith.subi(hi, lo)
+            p0 = arith.addi(base, arith.muli(lo, _c(es)))
+            nb = arith.muli(n, _c(es))
+            a0, a1, span = _span(p0, arith.subi(arith.addi(p0, nb), _c(es)), es)
+            clean = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, p0, a0),
+                               arith.cmpi(arith.CmpIPredicate.eq, arith.andi(nb, _c(7)), _c(0)))
+            some = arith.cmpi(arith.CmpIPredicate.sgt, n, _c(0))
+            whole = value.buf is not None and ir.MemRefType(value.buf.type).element_type == _store_t(t)
+
+            def write_clean():
+                if whole:
+                    src = arith.addi(_row_addr(conv, value.buf, rivs, es), arith.muli(lo, _c(es)))
+                    aligned = arith.cmpi(arith.CmpIPredicate.eq, arith.andi(src, _c(7)), _c(0))
+                    _note_row_read(conv, value.buf, rivs, j0, mine)
+                    _if_else_none(aligned, lambda: dma_span(conv, a0, src, nb, WRITE),
+                                  lambda: write_staged(False))
+                else:
+                    write_staged(False)
+
+            def write_staged(rmw: bool):
+                if rmw:
+                    dma_span(conv, a0, stg, span, READ)
+                dst = lane_base(arith.subi(arith.addi(stg, arith.subi(p0, a0)), arith.muli(lo, _c(es))))
+
+                def lane(j):
+                    lane_write(dst, arith.index_cast(_i64(), j), value.at(rivs + [j]))
+                _lane_loop(conv, _idx(lo), _idx(hi), lane, mine)
+                dma_span(conv, a0, stg, span, WRITE)
+
+            if mode == "all":
+                _if(some, lambda: _if_else_none(clean, write_clean, lambda: write_staged(True)))
+            elif mode == "clean":
+                _if(arith.andi(some, clean), write_clean)
+            else:
+                _if(arith.andi(some, arith.xori(clean, _true())), lambda: write_staged(True))
+        if valid is None:
+            fast()
+            return
+        _if_else_none(valid, fast, lambda: _store_row_general(conv, ptrs, value, mask, rivs, j0, j1,
+                                                               stg, t, es, mine, mode))
+        return
+    _store_row_general(conv, ptrs, value, mask, rivs, j0, j1, stg, t, es, mine, mode)
+
+
+def _true():
+    return arith.constant(ir.IntegerType.get_signless(1), 1)
+
+
+def _store_row_general(conv, ptrs, value, mask, rivs, j0, j1, stg, t, es, mine, mode):
+    first, last, count = _active_span(conv, mask, rivs, j0, j1, mine)
     any_active = arith.cmpi(arith.CmpIPredicate.sge, first, _c(0))
     contiguous, p0 = _contiguous(conv, ptrs, rivs, first, last, any_active, es)
     fast = arith.andi(any_active, contiguous)
-    stg = conv.staging(length * es + 16)
+    p_last = arith.addi(p0, arith.muli(arith.subi(last, first), _c(es)))
+    a0, a1, n = _span(p0, p_last, es)
+    holes = arith.cmpi(arith.CmpIPredicate.ne, count, arith.addi(arith.subi(last, first), _c(1)))
+    ragged = arith.ori(arith.cmpi(arith.CmpIPredicate.ne, p0, a0),
+                       arith.cmpi(arith.CmpIPredicate.ne, arith.addi(p_last, _c(es)), a1))
+    rmw = arith.ori(holes, ragged)
 
     def dma_path():
-        p_last = arith.addi(p0, arith.muli(arith.subi(last, first), _c(es)))
-        a0, a1, n = _span(p0, p_last, es)
-        holes = arith.cmpi(arith.CmpIPredicate.ne, count, arith.addi(arith.subi(last, first), _c(1)))
-        ragged = arith.ori(arith.cmpi(arith.CmpIPredicate.ne, p0, a0),
-                           arith.cmpi(arith.CmpIPredicate.ne, arith.addi(p_last, _c(es)), a1))
-        _if(arith.ori(holes, ragged), lambda: dma_span(conv, a0, stg, n, READ))
+        if mode == "all":
+            _if(rmw, lambda: dma_span(conv, a0, stg, n, READ))
+        elif mode == "rest":
+            dma_span(conv, a0, stg, n, READ)
 
         def lane(j):
             ivs = rivs + [j]
             _if(_lane(mask, ivs), lambda: mem_write(arith.addi(stg, arith.subi(ptrs.at(ivs), a0)),
                                                      value.at(ivs)))
-        _for(conv.index(0), conv.index(length), lambda j: lane(j))
+        _lane_loop(conv, j0, j1, lane, mine)
         dma_span(conv, a0, stg, n, WRITE)
 
     def element_path():
         def lane(j):
             ivs = rivs + [j]
             _if(_lane(mask, ivs), lambda: element_write(conv, ptrs.at(ivs), value.at(ivs), stg))
-        _for(conv.index(0), conv.index(length), lambda j: lane(j))
+        _lane_loop(conv, j0, j1, lane, mine)
 
-    op = scf.IfOp(fast, [], has_else=True)
-    with ir.InsertionPoint(op.then_block):
-        dma_path()
-        scf.yield_([])
-    with ir.InsertionPoint(op.else_block):
-        element_path()
-        scf.yield_([])
+    if mode == "all":
+        _if_else_none(fast, dma_path, element_path)
+    elif mode == "clean":
+        _if(arith.andi(fast, arith.xori(rmw, _true())), dma_path)
+    else:
+        _if(arith.andi(fast, rmw), dma_path)
+        _if(arith.andi(any_active, arith.xori(contiguous, _true())), element_path)
 
 
 def _operand(conv, op, i):
@@ -250,6 +526,7 @@ def lower_load(conv, op):
     ptr_t = op.operands[0].type
     rt = op.results[0].type
     mask, other = _operand(conv, op, 1), _operand(conv, op, 2)
+    conv.note_mram(False)
     if not is_tensor(rt):
         t = scalar_type(rt)
         addr = conv.get(op.operands[0])
@@ -265,8 +542,9 @@ def lower_load(conv, op):
     es = byte_size(pointee(ir.RankedTensorType(ptr_t).element_type))
     shape = ptrs.shape
     out = conv.alloca(shape, t, "tt.load result", op)
-    conv.loop_nest(shape[:-1], lambda rivs: _load_row(conv, ptrs, mask, other, out, rivs,
-                                                     shape[-1], t, es))
+    seg = _seg_chunk(conv, shape, es)
+    _segments(conv, shape, lambda rivs, j0, j1, mine: _load_row(
+        conv, ptrs, mask, other, out, rivs, j0, j1, seg, t, es, mine), es)
     conv.set(op.results[0], Tile(shape, t, buf=out))
 
 
@@ -276,18 +554,89 @@ def lower_store(conv, op):
     value = conv.get(op.operands[1])
     mask = _operand(conv, op, 2)
     if not is_tensor(ptr_t):
+        conv.note_mram(True, "one")
         addr = conv.get(op.operands[0])
         stg = conv.staging(8)
-        if mask is None:
-            element_write(conv, addr, value, stg)
-        else:
-            _if(mask, lambda: element_write(conv, addr, value, stg))
+        with conv.single():
+            if mask is None:
+                element_write(conv, addr, value, stg)
+            else:
+                _if(mask, lambda: element_write(conv, addr, value, stg))
         return
     ptrs = conv.tile(op.operands[0])
     t = value.elem
     es = byte_size(pointee(ir.RankedTensorType(ptr_t).element_type))
     shape = ptrs.shape
-    conv.loop_nest(shape[:-1], lambda rivs: _store_row(conv, ptrs, value, mask, rivs, shape[-1], t, es))
+    seg = _seg_chunk(conv, shape, es)
+
+    def rows(mode):
+        return lambda rivs, j0, j1, mine: _store_row(conv, ptrs, value, mask, rivs, j0, j1, seg, t,
+                                                     es, mine, mode)
+    if conv.tasklets == 1:
+        conv.loop_nest(shape[:-1], lambda rivs: rows("all")(rivs, conv.index(0),
+                                                             conv.index(shape[-1]), False))
+        return
+    # Tasklets store the segments that are whole 8-byte words at once; the
+    # others (read-modify-write of words two segments may share) follow on
+    # tasklet 0, after a barrier, in order.
+    conv.note_mram(True)
+    _segments(conv, shape, rows("clean"), es)
+    before = conv.state()
+    rest = scf.IfOp(_needs_rest(conv, ptrs, mask, es, shape), [], has_else=False)
+    with ir.InsertionPoint(rest.then_block), conv.branch():
+        conv.sync()
+        conv.note_mram(True, "one")
+        with conv.single():
+            if len(shape) == 1:
+                c = conv.chunk(shape)
+                chunks = scf.ForOp(conv.index(0), conv.index(shape[0]), conv.index(c))
+                with ir.InsertionPoint(chunks.body):
+                    j0 = chunks.induction_variable
+                    j1 = arith.minsi(arith.addi(j0, conv.index(c)), conv.index(shape[0]))
+                    _split(conv, j0, j1, seg, lambda a, b: rows("rest")([], a, b, False))
+                    scf.yield_([])
+            else:
+                conv.loop_nest(shape[:-1], lambda rivs: _split(
+                    conv, conv.index(0), conv.index(shape[-1]), seg,
+                    lambda a, b: rows("rest")(rivs, a, b, False)))
+        conv.sync()                             # (the slow path leaves nothing pending)
+        scf.yield_([])
+    conv.set_state(conv.merge_state(before, conv.state()))
+
+
+def _needs_rest(conv, ptrs, mask, es: int, shape) -> ir.Value:
+    """i1, the same on every tasklet: whether some row segment of a store is not
+    whole 8-byte words (true when unknown)."""
+    length = shape[-1]
+    affine = _affine(conv, ptrs, mask, es, length)
+    if affine is None:
+        return _true()
+    i1 = ir.IntegerType.get_signless(1)
+
+    def row_bad(rivs):
+        base, lo, hi, valid = affine(rivs)
+        p_lo = arith.addi(base, arith.muli(lo, _c(es)))
+        p_hi = arith.addi(base, arith.muli(hi, _c(es)))
+        bad = arith.cmpi(arith.CmpIPredicate.ne, arith.andi(arith.ori(p_lo, p_hi), _c(7)), _c(0))
+        if len(shape) == 1 or length > _seg_chunk(conv, shape, es):
+            # segment edges inside the active lanes: aligned with the base
+            bad = arith.ori(bad, arith.cmpi(arith.CmpIPredicate.ne, arith.andi(base, _c(7)), _c(0)))
+        some = arith.cmpi(arith.CmpIPredicate.slt, lo, hi)
+        bad = arith.andi(some, bad)
+        return bad if valid is None else arith.ori(bad, arith.xori(valid, _true()))
+    if len(shape) == 1:
+        return row_bad([])
+    result = [arith.constant(i1, 0)]
+
+    def nest(dim, rivs, acc):
+        if dim == len(shape) - 1:
+            return arith.ori(acc, row_bad(rivs))
+        loop = scf.ForOp(conv.index(0), conv.index(shape[dim]), conv.index(1), [acc])
+        with ir.InsertionPoint(loop.body):
+            scf.yield_([nest(dim + 1, rivs + [loop.induction_variable], loop.inner_iter_args[0])])
+        return loop.results[0]
+    result[0] = nest(0, [], result[0])
+    return result[0]
 
 
 _RMW = {
@@ -306,11 +655,13 @@ _RMW = {
 
 
 def _atomic(conv, op, update):
-    """Lower an atomic: program instances run one at a time in the model, so a
-    read-modify-write of the element (two 8-byte DMA transfers) is atomic."""
-    from mlir.dialects import memref
+    """Lower an atomic: program instances run one at a time in the model, and
+    tasklet 0 alone runs the atomic op of a program, so a read-modify-write
+    of the element (two 8-byte DMA transfers) is atomic. A scalar result
+    reaches the other tasklets through a WRAM cell."""
     rt = op.results[0].type if len(op.results) else None
     stg = conv.staging(8)
+    conv.note_mram(True, "one")
     n_vals = len(op.operands) - 1
     ptr = conv.get(op.operands[0])
     vals = [conv.get(v) for v in op.operands[1:]]
@@ -324,12 +675,22 @@ def _atomic(conv, op, update):
     if not isinstance(ptr, Tile):
         t = scalar_type(pointee(op.operands[0].type))
         *args, mask = vals if op.name == "tt.atomic_rmw" and n_vals == 2 else (*vals, None)
-        if mask is None:
-            old = one(ptr, args, t)
-        else:
-            old = _if_else(mask, t, lambda: one(ptr, args, t), lambda: _zero(t))
+
+        def run():
+            if mask is None:
+                return one(ptr, args, t)
+            return _if_else(mask, t, lambda: one(ptr, args, t), lambda: _zero(t))
+        if conv.tasklets == 1:
+            old = run()
+            if rt is not None:
+                conv.set(op.results[0], old)
+            return
+        cell = conv.alloca((1,), t, f"{op.name} result", op)
+        zero = conv.index(0)
+        with conv.single():
+            store_elem(run(), cell, [zero])
         if rt is not None:
-            conv.set(op.results[0], old)
+            conv.set(op.results[0], load_elem(cell, [zero], t))
         return
     t = scalar_type(pointee(ir.RankedTensorType(op.operands[0].type).element_type))
     has_mask = op.name == "tt.atomic_rmw" and n_vals == 2
@@ -340,7 +701,8 @@ def _atomic(conv, op, update):
         lane_vals = [a.at(ivs) if isinstance(a, Tile) else a for a in args]
         old = _if_else(_lane(mask, ivs), t, lambda: one(ptr.at(ivs), lane_vals, t), lambda: _zero(t))
         store_elem(old, out, ivs)
-    conv.loop_nest(ptr.shape, body)
+    with conv.single():
+        conv.loop_nest(ptr.shape, body)
     conv.set(op.results[0], Tile(ptr.shape, t, buf=out))
 
 

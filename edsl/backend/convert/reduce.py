@@ -3,12 +3,17 @@
 The combine region of a reduction or scan (`sum`, `max`, `argmax`, a user's
 combine function) is lowered once per step of an `scf.for` that carries the
 accumulators, with its block arguments bound to the accumulators and the
-next elements.
+next elements. A reduction whose combine is one commutative op (`sum`,
+`max`, `min`, `and`, ...) over a long axis keeps `LANES` accumulators
+(element i goes to accumulator i mod LANES; they are combined pairwise at
+the end): a fixed order, the same whatever the number of tasklets, that the
+host compiler turns into vector code. Float sums are thereby reassociated,
+as on GPUs.
 """
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, memref, scf
+from mlir.dialects import arith, scf
 
 from .control import lower_body
 from .core import store_elem, Tile, is_float, is_tensor, lowers, scalar_type
@@ -16,6 +21,47 @@ from .core import store_elem, Tile, is_float, is_tensor, lowers, scalar_type
 
 def _combine(conv, block, accs, nexts):
     return lower_body(conv, block, list(accs) + list(nexts))
+
+
+LANES = 16
+_COMMUTATIVE = {"arith.addf", "arith.addi", "arith.mulf", "arith.muli", "arith.maximumf",
+                "arith.minimumf", "arith.maxnumf", "arith.minnumf", "arith.maxsi", "arith.minsi",
+                "arith.maxui", "arith.minui", "arith.andi", "arith.ori", "arith.xori"}
+
+
+def _single_commutative(block) -> bool:
+    """Whether a combine region is one commutative, associative op of its two
+    arguments (then any grouping of the elements gives the same kind of result)."""
+    ops = list(block.operations)
+    args = list(block.arguments)
+    if len(args) != 2 or len(ops) != 2 or ops[0].name not in _COMMUTATIVE:
+        return False
+    operands = list(ops[0].operands)
+    return (len(operands) == 2 and all(any(o == a for a in args) for o in operands)
+            and operands[0] != operands[1] and len(ops[1].operands) == 1
+            and ops[1].operands[0] == ops[0].results[0])
+
+
+def _lanes_reduce(conv, block, tile, at, n):
+    """Reduce elements 0..n-1 (n >= 2 * LANES) with LANES interleaved accumulators."""
+    groups = n // LANES
+    init = [tile.at(at(conv.index(k))) for k in range(LANES)]
+    loop = scf.ForOp(conv.index(1), conv.index(groups), conv.index(1), init)
+    with ir.InsertionPoint(loop.body):
+        base = arith.muli(loop.induction_variable, conv.index(LANES))
+        accs = list(loop.inner_iter_args)
+        new = []
+        for k in range(LANES):
+            nxt = tile.at(at(arith.addi(base, conv.index(k))))
+            new.append(_combine(conv, block, [accs[k]], [nxt])[0])
+        scf.yield_(new)
+    accs = list(loop.results)
+    for k in range(n - groups * LANES):
+        nxt = tile.at(at(conv.index(groups * LANES + k)))
+        accs[k] = _combine(conv, block, [accs[k]], [nxt])[0]
+    while len(accs) > 1:
+        accs = [_combine(conv, block, [accs[i]], [accs[i + 1]])[0] for i in range(0, len(accs), 2)]
+    return accs[0]
 
 
 @lowers("tt.reduce")
@@ -30,9 +76,18 @@ def lower_reduce(conv, op):
     bufs = [conv.alloca(out_shape, e, "tt.reduce result", op) for e in elems] if out_shape else None
     scalars = []
 
+    lanes = len(inputs) == 1 and n >= 2 * LANES and _single_commutative(block)
+
     def body(oivs):
         def at(k):
             return oivs[:axis] + [k] + oivs[axis:]
+        if lanes:
+            v = _lanes_reduce(conv, block, inputs[0], at, n)
+            if bufs is None:
+                scalars.append(v)
+            else:
+                store_elem(v, bufs[0], oivs)
+            return
         init = [t.at(at(conv.index(0))) for t in inputs]
         loop = scf.ForOp(conv.index(1), conv.index(n), conv.index(1), init)
         with ir.InsertionPoint(loop.body):
@@ -43,7 +98,10 @@ def lower_reduce(conv, op):
         else:
             for v, buf in zip(loop.results, bufs):
                 store_elem(v, buf, oivs)
-    conv.loop_nest(out_shape, body)
+    if out_shape:
+        conv.par_nest(out_shape, body)      # rows are independent: shared out
+    else:
+        body([])                            # a scalar: every tasklet computes it alike
     for k, result in enumerate(op.results):
         if bufs is None:
             conv.set(result, scalars[k])
@@ -80,7 +138,7 @@ def lower_scan(conv, op):
             for v, buf in zip(new, bufs):
                 store_elem(v, buf, where)
             scf.yield_(new)
-    conv.loop_nest(line_shape, body)
+    conv.par_nest(line_shape, body)         # lines are independent (one line: tasklet 0)
     for result, buf, t in zip(op.results, bufs, inputs):
         conv.set(result, Tile(shape, t.elem, buf=buf))
 
@@ -124,7 +182,7 @@ def lower_dot(conv, op):
             acc = loop.inner_iter_args[0]
             scf.yield_([arith.addf(acc, arith.mulf(x, y)) if flt else arith.addi(acc, arith.muli(x, y))])
         store_elem(loop.results[0], out, ivs)
-    conv.loop_nest(shape, body)
+    conv.par_nest(shape, body)
     conv.set(op.results[0], Tile(shape, acc_t, buf=out))
 
 

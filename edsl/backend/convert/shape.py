@@ -9,7 +9,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith
 
-from .core import Tile, byte_size, is_tensor, lowers, pointee, prod, scalar_type
+from .core import (LaneRange, RowForm, Tile, and_valid, byte_size, const_int, is_tensor, lowers,
+                   pointee, prod, scalar_type)
 
 
 def _shape(t: ir.Type) -> tuple[int, ...]:
@@ -29,14 +30,16 @@ def lower_make_range(conv, op):
     def element(ivs):
         v = arith.index_cast(i32, ivs[0])
         return arith.addi(v, arith.constant(i32, start)) if start else v
-    conv.set(op.results[0], Tile(_shape(t), i32, fn=element, cost=1), op)
+    row = RowForm(lambda rivs: arith.constant(i32, start), 1)
+    conv.set(op.results[0], Tile(_shape(t), i32, fn=element, cost=1, row=row), op)
 
 
 @lowers("tt.splat")
 def lower_splat(conv, op):
     value = conv.get(op.operands[0])
     t = op.results[0].type
-    conv.set(op.results[0], Tile(_shape(t), _elem(t), fn=lambda ivs: value, cost=0), op)
+    row = RowForm(lambda rivs: value, 0, const=const_int(value))
+    conv.set(op.results[0], Tile(_shape(t), _elem(t), fn=lambda ivs: value, cost=0, row=row), op)
 
 
 @lowers("tt.unsplat")
@@ -50,9 +53,22 @@ def lower_broadcast(conv, op):
     src = conv.tile(op.operands[0])
     shape = _shape(op.results[0].type)
 
+    def remap(ivs):
+        return [iv if s == d else conv.index(0) for iv, s, d in zip(ivs, src.shape, shape)]
+
     def element(ivs):
-        return src.at([iv if s == d else conv.index(0) for iv, s, d in zip(ivs, src.shape, shape)])
-    conv.set(op.results[0], Tile(shape, src.elem, fn=element, cost=src.cost), op)
+        return src.at(remap(ivs))
+    row = lanes = None
+    if src.shape[-1] == 1 and shape[-1] != 1:
+        row = RowForm(lambda rivs: src.at(remap(rivs + [conv.index(0)])), 0)
+    elif src.shape[-1] == shape[-1]:
+        if src.row is not None:
+            r = src.row
+            row = RowForm(lambda rivs: r.base(remap(rivs + [None])[:-1]), r.stride, r.const,
+                          None if r.valid is None else lambda rivs: r.valid(remap(rivs + [None])[:-1]))
+        if src.lanes is not None:
+            lanes = LaneRange(lambda rivs: src.lanes.bounds(remap(rivs + [None])[:-1]))
+    conv.set(op.results[0], Tile(shape, src.elem, fn=element, cost=src.cost, row=row, lanes=lanes), op)
 
 
 @lowers("tt.expand_dims")
@@ -63,7 +79,17 @@ def lower_expand_dims(conv, op):
 
     def element(ivs):
         return src.at(ivs[:axis] + ivs[axis + 1:])
-    conv.set(op.results[0], Tile(shape, src.elem, fn=element, cost=src.cost), op)
+    row = lanes = None
+    if axis == len(shape) - 1:
+        row = RowForm(lambda rivs: src.at(rivs), 0)
+    else:
+        if src.row is not None:
+            r = src.row
+            row = RowForm(lambda rivs: r.base(rivs[:axis] + rivs[axis + 1:]), r.stride, r.const,
+                          None if r.valid is None else lambda rivs: r.valid(rivs[:axis] + rivs[axis + 1:]))
+        if src.lanes is not None:
+            lanes = LaneRange(lambda rivs: src.lanes.bounds(rivs[:axis] + rivs[axis + 1:]))
+    conv.set(op.results[0], Tile(shape, src.elem, fn=element, cost=src.cost, row=row, lanes=lanes), op)
 
 
 def _strides(shape):
@@ -162,9 +188,53 @@ def lower_addptr(conv, op):
         conv.set(op.results[0], add(base, off), op)
         return
     cost = 2 + sum(v.cost for v in (base, off) if isinstance(v, Tile))
-    conv.set(op.results[0], Tile(_shape(t), i64, fn=lambda ivs: add(
+    shape = _shape(t)
+    conv.set(op.results[0], Tile(shape, i64, fn=lambda ivs: add(
         base.at(ivs) if isinstance(base, Tile) else base,
-        off.at(ivs) if isinstance(off, Tile) else off), cost=cost), op)
+        off.at(ivs) if isinstance(off, Tile) else off), cost=cost,
+        row=_addptr_row(conv, base, off, size, shape[-1])), op)
+
+
+def _row_of(v):
+    """The row form of a tile operand, or a scalar's (stride 0)."""
+    if isinstance(v, Tile):
+        return v.row
+    return RowForm(lambda rivs: v, 0, const=const_int(v))
+
+
+def no_wrap(base, stride: int, lanes: int):
+    """i1: lanes 0..lanes-1 of `base + j * stride` (an integer of width < 64)
+    stay within the signed range of its width, so sign extension is affine."""
+    w = ir.IntegerType(base.type).width
+    i64 = ir.IntegerType.get_signless(64)
+    b = arith.extsi(i64, base) if w < 64 else base
+    last = arith.addi(b, arith.constant(i64, (lanes - 1) * stride))
+    ok_hi = arith.cmpi(arith.CmpIPredicate.sle, last, arith.constant(i64, (1 << (w - 1)) - 1))
+    ok_lo = arith.cmpi(arith.CmpIPredicate.sge, last, arith.constant(i64, -(1 << (w - 1))))
+    return arith.andi(ok_hi, ok_lo)
+
+
+def _addptr_row(conv, base, off, size: int, lanes: int):
+    """Addresses base + off * size along a row, when both are affine there."""
+    pr, orow = _row_of(base), _row_of(off)
+    if pr is None or orow is None:
+        return None
+    i64 = ir.IntegerType.get_signless(64)
+
+    def addr(rivs):
+        o = conv.cast_int(orow.base(rivs), i64, signed=True)
+        if size != 1:
+            o = arith.muli(o, arith.constant(i64, size))
+        return arith.addi(pr.base(rivs), o)
+
+    def valid(rivs):
+        checks = [pr.valid(rivs) if pr.valid else None, orow.valid(rivs) if orow.valid else None]
+        ob = orow.base(rivs)
+        if orow.stride and isinstance(ob.type, ir.IntegerType) and ir.IntegerType(ob.type).width < 64:
+            checks.append(no_wrap(ob, orow.stride, lanes))
+        return and_valid(*checks)
+    needs = pr.valid or orow.valid or orow.stride
+    return RowForm(addr, pr.stride + orow.stride * size, valid=valid if needs else None)
 
 
 def numel(shape) -> int:
