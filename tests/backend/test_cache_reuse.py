@@ -1,0 +1,36 @@
+"""Compiled kernels are cached as Triton caches GPU kernels (TRITON_CACHE_DIR):
+a second process reuses them without compiling again."""
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+
+SCRIPT = textwrap.dedent('''
+    import importlib.util, sys, numpy as np
+    spec = importlib.util.spec_from_file_location("ex", sys.argv[1])
+    ex = importlib.util.module_from_spec(spec); spec.loader.exec_module(ex)
+    x = np.arange(3000, dtype=np.float32); y = np.ones(3000, np.float32)
+    assert np.array_equal(ex.vector_add(x, y), x + y)
+''')
+
+
+def _run(tmp_path, cache):
+    script = tmp_path / "run.py"
+    script.write_text(SCRIPT)
+    env = dict(os.environ, TRITON_CACHE_DIR=str(cache), EDSL_CACHE_DIR=str(tmp_path / "edsl"))
+    done = subprocess.run([sys.executable, str(script), str(EXAMPLES / "triton_vector_add.py")],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {p: p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file()}
+
+
+def test_second_process_reuses_the_compiled_kernel(tmp_path):
+    cache = tmp_path / "triton"
+    first = _run(tmp_path, cache)
+    binaries = [p for p in first if p.suffix == ".dpubin"]
+    assert binaries, sorted(p.name for p in first)
+    second = _run(tmp_path, cache)
+    assert second == first  # nothing compiled or written again
