@@ -13,12 +13,12 @@ from mlir import ir
 from mlir.dialects import arith, llvm, memref
 
 from ...codegen.semantic import is_mram
+from ...fl import PREFIX, callee
 from ...dpu.limits import MRAM_ADDRSPACE
 from ...inject import ParamKind, build_region, descriptor_type, stage_operands
 from .core import Tile, byte_size, lowers
 from .runtime_text import CTX_MRAM_HI
 
-PREFIX = "__edsl_"
 
 
 def is_edsl_declaration(fn_op) -> bool:
@@ -32,7 +32,6 @@ def lower_call(conv, op) -> None:
     if not symbol.startswith(PREFIX):
         raise conv.error(op, f"call to '{symbol}': calls to non-inlined functions are not supported "
                              "by the DPU backend")
-    from ...fl import callee
     fn = callee(symbol)
     if fn is None:
         raise conv.error(op, f"fl.call to an EDSL function unknown in this process ({symbol})")
