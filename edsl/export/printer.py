@@ -615,28 +615,29 @@ def _trunc(fp, op):
         fp.emit(f"{r} = (uint{t.width}_t){fp.v(a)};")
 
 
-def _zext(fp, op):
+# Conversions that are one C cast: {a} the operand, {s} it as a signed
+# integer, {w} the result's width, {c} the result's C type.
+_CASTS = {
+    "llvm.zext": "(uint{w}_t){a}",
+    "llvm.sext": "(uint{w}_t)(int{w}_t){s}",
+    "llvm.sitofp": "({c}){s}",
+    "llvm.uitofp": "({c}){a}",
+    "llvm.fptoui": "({c}){a}",
+    "llvm.ptrtoint": "(uint{w}_t)(uintptr_t){a}",
+    "llvm.inttoptr": "({c})(uintptr_t){a}",
+}
+
+
+def _cast(fp, op):
     a = op.operation.operands[0]
     t = op.operation.results[0].type
-    fp.emit(f"{fp.result(op)} = (uint{t.width}_t){fp.v(a)};")
-
-
-def _sext(fp, op):
-    a = op.operation.operands[0]
-    t = op.operation.results[0].type
-    fp.emit(f"{fp.result(op)} = (uint{t.width}_t)(int{t.width}_t){fp.signed(a)};")
-
-
-def _sitofp(fp, op):
-    a = op.operation.operands[0]
-    t = op.operation.results[0].type
-    fp.emit(f"{fp.result(op)} = ({fp.p.ctype(t, op)}){fp.signed(a)};")
-
-
-def _uitofp(fp, op):
-    a = op.operation.operands[0]
-    t = op.operation.results[0].type
-    fp.emit(f"{fp.result(op)} = ({fp.p.ctype(t, op)}){fp.v(a)};")
+    fmt = _CASTS[op.operation.name]
+    fields = {"a": fp.v(a), "w": getattr(t, "width", 0)}
+    if "{s}" in fmt:
+        fields["s"] = fp.signed(a)
+    if "{c}" in fmt:
+        fields["c"] = fp.p.ctype(t, op)
+    fp.emit(f"{fp.result(op)} = {fmt.format(**fields)};")
 
 
 def _fptosi(fp, op):
@@ -646,12 +647,6 @@ def _fptosi(fp, op):
         fp.emit(f"{fp.result(op)} = {fp.v(a)} != 0;")
     else:
         fp.emit(f"{fp.result(op)} = (uint{t.width}_t)(int{t.width}_t){fp.v(a)};")
-
-
-def _fptoui(fp, op):
-    a = op.operation.operands[0]
-    t = op.operation.results[0].type
-    fp.emit(f"{fp.result(op)} = ({fp.p.ctype(t, op)}){fp.v(a)};")
 
 
 def _fpcast(fp, op):
@@ -674,18 +669,6 @@ def _bitcast(fp, op):
     if (src, dst) not in pairs:
         raise _err(op, f"bitcast from {a.type} to {t} is not supported")
     fp.emit(f"{{ union {{ {src} from; {dst} to; }} u; u.from = {fp.v(a)}; {r} = u.to; }}")
-
-
-def _ptrtoint(fp, op):
-    a = op.operation.operands[0]
-    t = op.operation.results[0].type
-    fp.emit(f"{fp.result(op)} = (uint{t.width}_t)(uintptr_t){fp.v(a)};")
-
-
-def _inttoptr(fp, op):
-    a = op.operation.operands[0]
-    t = op.operation.results[0].type
-    fp.emit(f"{fp.result(op)} = ({fp.p.ctype(t, op)})(uintptr_t){fp.v(a)};")
 
 
 def _addrspacecast(fp, op):
@@ -1018,10 +1001,8 @@ _OPS = {
     "llvm.fmul": _binary_float("*"), "llvm.fdiv": _binary_float("/"),
     "llvm.frem": _frem, "llvm.fneg": _fneg,
     "llvm.icmp": _icmp, "llvm.fcmp": _fcmp, "llvm.select": _select,
-    "llvm.trunc": _trunc, "llvm.zext": _zext, "llvm.sext": _sext,
-    "llvm.sitofp": _sitofp, "llvm.uitofp": _uitofp, "llvm.fptosi": _fptosi,
-    "llvm.fptoui": _fptoui, "llvm.fpext": _fpcast, "llvm.fptrunc": _fpcast,
-    "llvm.bitcast": _bitcast, "llvm.ptrtoint": _ptrtoint, "llvm.inttoptr": _inttoptr,
+    "llvm.trunc": _trunc, **{name: _cast for name in _CASTS}, "llvm.fptosi": _fptosi,
+    "llvm.fpext": _fpcast, "llvm.fptrunc": _fpcast, "llvm.bitcast": _bitcast,
     "llvm.addrspacecast": _addrspacecast,
     "llvm.alloca": _alloca, "llvm.load": _load, "llvm.store": _store,
     "llvm.getelementptr": _gep, "llvm.extractvalue": _extractvalue,
