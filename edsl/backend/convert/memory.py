@@ -307,6 +307,24 @@ def _lane_loop(conv, lo, hi, body, mine: bool):
     _for(lo, hi, run)
 
 
+def _lane_range(affine, rivs, j0, j1):
+    """The row's MRAM base and its active lanes [lo, hi) clamped to [j0, j1)."""
+    base, lo, hi, valid = affine(rivs)
+    lo = _clamp(lo, arith.index_cast(_i64(), j0), arith.index_cast(_i64(), j1))
+    hi = _clamp(hi, lo, arith.index_cast(_i64(), j1))
+    return base, lo, hi, valid
+
+
+def _bytes_of(base, lo, hi, es: int):
+    """Lanes [lo, hi) in MRAM: their count, first address, byte count, and the
+    8-byte aligned span (start, end, size) that covers them."""
+    n = arith.subi(hi, lo)
+    p0 = arith.addi(base, arith.muli(lo, _c(es)))
+    nb = arith.muli(n, _c(es))
+    a0, a1, span = _span(p0, arith.subi(arith.addi(p0, nb), _c(es)), es)
+    return n, p0, nb, a0, a1, span
+
+
 def _load_row(conv, ptrs, mask, other, out, rivs, j0, j1, seg: int, t, es, mine: bool):
     def other_at(ivs):
         return other.at(ivs) if isinstance(other, Tile) else (other if other is not None else _zero(t))
@@ -318,15 +336,10 @@ def _load_row(conv, ptrs, mask, other, out, rivs, j0, j1, seg: int, t, es, mine:
     affine = _affine(conv, ptrs, mask, es, length)
     stg = conv.staging(seg * es + 16)
     if affine is not None:
-        base, lo, hi, valid = affine(rivs)
-        lo = _clamp(lo, arith.index_cast(_i64(), j0), arith.index_cast(_i64(), j1))
-        hi = _clamp(hi, lo, arith.index_cast(_i64(), j1))
+        base, lo, hi, valid = _lane_range(affine, rivs, j0, j1)
 
         def fast():
-            n = arith.subi(hi, lo)
-            p0 = arith.addi(base, arith.muli(lo, _c(es)))
-            nb = arith.muli(n, _c(es))
-            a0, a1, span = _span(p0, arith.subi(arith.addi(p0, nb), _c(es)), es)
+            n, p0, nb, a0, a1, span = _bytes_of(base, lo, hi, es)
             dst = arith.addi(_row_addr(conv, out, rivs, es), arith.muli(lo, _c(es)))
             aligned = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, p0, a0),
                                  arith.cmpi(arith.CmpIPredicate.eq, arith.andi(arith.ori(nb, dst), _c(7)), _c(0)))
@@ -424,15 +437,10 @@ def _store_row(conv, ptrs, value, mask, rivs, j0, j1, seg: int, t, es, mine: boo
     affine = _affine(conv, ptrs, mask, es, length)
     stg = conv.staging(seg * es + 16)
     if affine is not None:
-        base, lo, hi, valid = affine(rivs)
-        lo = _clamp(lo, arith.index_cast(_i64(), j0), arith.index_cast(_i64(), j1))
-        hi = _clamp(hi, lo, arith.index_cast(_i64(), j1))
+        base, lo, hi, valid = _lane_range(affine, rivs, j0, j1)
 
         def fast():
-            n = arith.subi(hi, lo)
-            p0 = arith.addi(base, arith.muli(lo, _c(es)))
-            nb = arith.muli(n, _c(es))
-            a0, a1, span = _span(p0, arith.subi(arith.addi(p0, nb), _c(es)), es)
+            n, p0, nb, a0, a1, span = _bytes_of(base, lo, hi, es)
             clean = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, p0, a0),
                                arith.cmpi(arith.CmpIPredicate.eq, arith.andi(nb, _c(7)), _c(0)))
             some = arith.cmpi(arith.CmpIPredicate.sgt, n, _c(0))
