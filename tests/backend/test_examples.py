@@ -10,7 +10,7 @@ import triton_softmax
 import triton_topk
 import triton_vector_add
 
-from conftest import strategies
+from launch_strategies import strategies
 
 DPUS, TASKLETS = strategies()
 FEW = settings(max_examples=25, deadline=None)

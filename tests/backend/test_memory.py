@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import triton
 import triton.language as tl
-from conftest import strategies
+from launch_strategies import strategies
 from hypothesis import given, settings, strategies as st
 
 import edsl.backend

@@ -3,7 +3,7 @@ import numpy as np
 import triton
 import triton.language as tl
 import pytest
-from conftest import strategies
+from launch_strategies import strategies
 from hypothesis import given, settings, strategies as st
 
 DPUS, TASKLETS = strategies()
