@@ -655,6 +655,28 @@ def test_histogram(data):
     np.testing.assert_array_equal(h, np.bincount(x, minlength=bins))
 
 
+@edsl.dialect
+def pick(o: InOut["memref<?xf32>"], x: Input["memref<?x?xf32>"], rows: Input["memref<?xi64>"],
+         cols: Input["memref<?xi8>"]):
+    for i in range(rows.shape[0]):
+        o[-1 - i] = x[rows[i], cols[i]]   # dynamic subscripts count from the end when negative
+
+
+@given(data=st.data())
+def test_negative_dynamic_subscripts_follow_python(data):
+    shape = data.draw(st.tuples(st.integers(1, 6), st.integers(1, 6)))
+    x = data.draw(f32_arrays(shape))
+    n = data.draw(st.integers(0, 10))
+    rows = data.draw(int_arrays(np.int64, n, st.integers(-shape[0], shape[0] - 1)))
+    cols = data.draw(int_arrays(np.int8, n, st.integers(-shape[1], shape[1] - 1)))
+    o = np.zeros(n, np.float32)
+    pick(o, x, rows, cols)
+    want = np.zeros(n, np.float32)
+    for i in range(n):
+        want[-1 - i] = x[rows[i], cols[i]]
+    assert_same_floats(o, want)
+
+
 # --- control flow -----------------------------------------------------------------------
 
 @edsl.dialect
@@ -761,6 +783,35 @@ def test_if_elif_else_merges_values(x):
     classify(o, x)
     want = np.where(x > 1, x * np.float32(2) + 1, np.where(x < -1, -x - 1, np.float32(0)))
     np.testing.assert_array_equal(o, want.astype(np.float32))
+
+
+@edsl.dialect
+def assigned_on_every_path(o: InOut["memref<3xi32>"], x: Input["memref<?xi32>"]):
+    for k in range(3):          # static bounds with a trip: the body runs
+        first = x[k]
+    i = 0
+    while True:
+        found = i               # assigned before the only `break`
+        if x[i] > 10 or i + 1 == x.shape[0]:
+            break
+        i += 1
+    if x[0] > 0:
+        s = 1
+    elif x[0] < 0:
+        s = -1
+    else:
+        s = 0
+    o[0] = first
+    o[1] = found
+    o[2] = s
+
+
+@given(x=st.integers(3, 12).flatmap(lambda n: int_arrays(np.int32, n, st.integers(-20, 20))))
+def test_variables_assigned_on_every_path(x):
+    o = np.zeros(3, np.int32)
+    assigned_on_every_path(o, x)
+    found = next((i for i in range(len(x)) if x[i] > 10), len(x) - 1)
+    assert o.tolist() == [x[2], found, int(np.sign(x[0]))]
 
 
 @edsl.dialect
