@@ -99,8 +99,9 @@ def collect(tests: Path, mode: str, keyword: str | None, scratch: Path) -> list[
 # ---- running ---------------------------------------------------------------
 
 def error_key(message: str) -> str:
-    """The line that says what went wrong, with numbers and source locations
-    taken out so that variants of one cause group together."""
+    """The line that says what went wrong, with what varies between variants
+    of one cause taken out (numbers, source locations, argument names, quoted
+    IR, the details after a `;`), so that they group together."""
     lines = [l.strip() for l in message.strip().splitlines() if l.strip()]
     if not lines:
         return ""
@@ -110,7 +111,10 @@ def error_key(message: str) -> str:
         line = lines[-1]
     line = re.sub(r"(/[^\s:'\"]+)+\.py:\d+(:\d+)?:?", "<file>", line)
     line = re.sub(r"\b\d+(\.\d+)?\b", "N", line)
-    return line[:200]
+    line = re.sub(r"\[N(, N)*\]", "[N...]", line)
+    line = re.sub(r"argument '\w+'", "argument '<name>'", line)
+    line = re.sub(r": %.*", "", line)  # an IR operation quoted after the message
+    return line.split("; ")[0][:200]
 
 
 class CaseResults:
@@ -154,10 +158,11 @@ class CaseResults:
 
 
 def run_cases(tests: Path, mode: str, ids: list[str], timeout: float, stall_s: float | None, scratch: Path,
-              progress: bool = False) -> CaseResults:
+              progress: bool = False, checkpoint=None) -> CaseResults:
     """Runs the cases, starting pytest again after a crash, or after `stall_s`
     seconds without a report (a case stuck where pytest-timeout's signal does
-    not reach, in compiled code): the process is then killed."""
+    not reach, in compiled code): the process is then killed. `checkpoint(results)`
+    is called about once a minute."""
     results = CaseResults()
     base, folder = pytest_base(tests, timeout)
     base = base[:3] + base[4:]  # the cases are given by id, not the whole target
@@ -173,7 +178,7 @@ def run_cases(tests: Path, mode: str, ids: list[str], timeout: float, stall_s: f
         with open(scratch / f"pytest-{attempt}.out", "w") as out:
             proc = subprocess.Popen(cmd, cwd=folder, env=env, stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True)
-            offset, last_change = 0, time.monotonic()
+            offset, last_change, saved = 0, time.monotonic(), time.monotonic()
             while True:
                 try:
                     proc.wait(timeout=2)
@@ -181,6 +186,9 @@ def run_cases(tests: Path, mode: str, ids: list[str], timeout: float, stall_s: f
                 except subprocess.TimeoutExpired:
                     stalled = stall_s is not None and time.monotonic() - last_change > stall_s
                 new, offset = read_log(log, offset, results)
+                if checkpoint and time.monotonic() - saved > 60:
+                    checkpoint(results)
+                    saved = time.monotonic()
                 if new:
                     last_change = time.monotonic()
                     if progress:
@@ -255,12 +263,20 @@ def summary_line(cases: dict[str, dict]) -> str:
     return f"{passed} passed, {failed} failed, {counts['skipped'] + counts['xfailed']} skipped"
 
 
+def key_of(case: dict) -> str:
+    """The error line of a case, from its message (so that a result file
+    written by an older version of this script groups the same way)."""
+    if case["outcome"] in ("crashed", "missing") or "message" not in case:
+        return case.get("error", "")
+    return error_key(case["message"])
+
+
 def grouped_failures(ids: list[str], cases: dict[str, dict], limit: int | None = None) -> str:
     """Cases grouped by test function, then by error line, with one example each."""
     groups = collections.defaultdict(lambda: collections.defaultdict(list))
     for nodeid in ids:
         case = cases[nodeid]
-        groups[function_of(nodeid)][f"[{case['outcome']}] {case.get('error', '')}"].append(nodeid)
+        groups[function_of(nodeid)][f"[{case['outcome']}] {key_of(case)}"].append(nodeid)
     lines = []
     for function in sorted(groups, key=lambda f: -sum(map(len, groups[f].values()))):
         errors = groups[function]
@@ -268,6 +284,21 @@ def grouped_failures(ids: list[str], cases: dict[str, dict], limit: int | None =
         for error, members in sorted(errors.items(), key=lambda e: -len(e[1]))[:limit]:
             lines.append(f"    {len(members):>5}  {error}")
             lines.append(f"           e.g. {members[0]}")
+    return "\n".join(lines)
+
+
+def grouped_by_error(ids: list[str], cases: dict[str, dict]) -> str:
+    """Cases grouped by error line across test functions, largest group first."""
+    groups = collections.defaultdict(list)
+    for nodeid in ids:
+        case = cases[nodeid]
+        groups[f"[{case['outcome']}] {key_of(case)}"].append(nodeid)
+    lines = []
+    for error, members in sorted(groups.items(), key=lambda e: -len(e[1])):
+        functions = collections.Counter(function_of(i) for i in members)
+        lines.append(f"{len(members):>5}  {error}")
+        lines.append("       in " + ", ".join(f"{f} ({n})" for f, n in functions.most_common()))
+        lines.append(f"       e.g. {members[0]}")
     return "\n".join(lines)
 
 
@@ -287,19 +318,26 @@ def cmd_run(args) -> int:
             ids = [i for i in wanted if i in present]
         else:
             ids, missing = collected, []
+        if args.spread:
+            ids = spread_over_functions(ids)
         print(f"{args.mode}: {len(ids)} cases from {tests}", flush=True)
         started = time.monotonic()
+
+        def save(results, complete=False):
+            import triton
+            Path(args.out).write_text(json.dumps(
+                {"mode": args.mode, "tests": str(tests), "triton": triton.__version__, "complete": complete,
+                 "seconds": round(time.monotonic() - started), "cases": results.cases}, indent=0))
+
         stall_s = args.stall_s if args.stall_s is not None else (2 * args.timeout + 60 if args.timeout else None)
-        results = run_cases(tests, args.mode, ids, args.timeout, stall_s, scratch, sys.stderr.isatty())
+        results = run_cases(tests, args.mode, ids, args.timeout, stall_s, scratch, sys.stderr.isatty(),
+                            save if args.out else None)
         elapsed = time.monotonic() - started
     cases = results.cases
     for nodeid in missing:
         cases[nodeid] = {"outcome": "missing", "duration": 0.0, "message": "not collected", "error": "not collected"}
     if args.out:
-        import triton
-        Path(args.out).write_text(json.dumps(
-            {"mode": args.mode, "tests": str(tests), "triton": triton.__version__,
-             "seconds": round(elapsed), "cases": cases}, indent=0))
+        save(results, complete=True)
     print(count_table(cases, f"{args.mode}, by test function ({elapsed / 60:.1f} min):"))
     status = 0
     if args.expected:
@@ -350,13 +388,17 @@ def cmd_compare(args) -> int:
     if lost:
         print(f"\nCases {a['mode']} passes and {b['mode']} does not, by test function and error:")
         print(grouped_failures(lost, cb, args.limit))
+        print(f"\nThe same cases by error:")
+        print(grouped_by_error(lost, cb))
     skipped_a = [i for i in common if ca[i]["outcome"] == "skipped" and cb[i]["outcome"] not in PASSING
                  and cb[i]["outcome"] != "skipped"]
     if skipped_a:
         print(f"\nCases {a['mode']} skips and {b['mode']} fails, by {a['mode']}'s skip reason:")
-        reasons = collections.Counter(ca[i].get("error", "") for i in skipped_a)
+        reasons = collections.Counter(key_of(ca[i]) for i in skipped_a)
         for reason, n in reasons.most_common():
             print(f"    {n:>5}  {reason}")
+        print(f"\nThe same cases by {b['mode']}'s error:")
+        print(grouped_by_error(skipped_a, cb))
     return 0
 
 
@@ -393,6 +435,18 @@ def cmd_select(args) -> int:
     return 0
 
 
+def spread_over_functions(ids: list[str]) -> list[str]:
+    """`ids` round-robin over their test functions, each function's cases in
+    spread order, so that any prefix (a run stopped early) samples them all."""
+    by_function = collections.defaultdict(list)
+    for nodeid in ids:
+        by_function[function_of(nodeid)].append(nodeid)
+    ranked = []
+    for position, members in enumerate(by_function.values()):
+        ranked += [(rank, position, members[i]) for rank, i in enumerate(spread_order(len(members)))]
+    return [nodeid for _, _, nodeid in sorted(ranked)]
+
+
 def spread_order(n: int) -> list[int]:
     """0..n-1 ordered so that every prefix is spread evenly over the range
     (positions of the van der Corput sequence 0, 1/2, 1/4, 3/4, 1/8, ...)."""
@@ -423,7 +477,9 @@ def main(argv=None) -> int:
     run.add_argument("--timeout", type=float, default=60, help="seconds per case (pytest-timeout)")
     run.add_argument("--stall-s", type=float, default=None,
                      help="kill pytest after this long without a report (default: 2 timeouts + 60 s)")
-    run.add_argument("--out", help="write the outcome of every case to this JSON file")
+    run.add_argument("--out", help="write the outcome of every case to this JSON file (also once a minute)")
+    run.add_argument("--spread", action="store_true",
+                     help="run round-robin over test functions, so that a run stopped early samples all of them")
     run.set_defaults(func=cmd_run)
     compare = sub.add_parser("compare", help="cases the first run passes and the second does not")
     compare.add_argument("first")

@@ -115,3 +115,10 @@ def test_spread_order_covers_the_range_evenly():
     assert conformance.spread_order(8) == [0, 4, 2, 6, 1, 5, 3, 7]
     for n in range(1, 40):
         assert sorted(conformance.spread_order(n)) == list(range(n))
+
+
+def test_spread_over_functions_samples_every_function_first():
+    ids = [f"t.py::test_a[{i}]" for i in range(4)] + ["t.py::test_b[0]", "t.py::test_b[1]", "t.py::test_c"]
+    assert conformance.spread_over_functions(ids) == [
+        "t.py::test_a[0]", "t.py::test_b[0]", "t.py::test_c",
+        "t.py::test_a[2]", "t.py::test_b[1]", "t.py::test_a[1]", "t.py::test_a[3]"]
