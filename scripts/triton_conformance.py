@@ -404,8 +404,9 @@ def cmd_compare(args) -> int:
 
 def cmd_select(args) -> int:
     """A fixed subset spread over test functions: every case of a small
-    function, evenly spaced cases of a large one, leaving out cases slower
-    than --max-case-s in the timing run, until the timed total reaches the budget."""
+    function, evenly spaced cases of a large one, leaving out cases that the
+    timing run skipped (they test nothing on this backend) or that took longer
+    than --max-case-s, until the timed total reaches the budget."""
     tests = Path(args.tests).resolve()
     timing = json.loads(Path(args.timings).read_text())["cases"]
     with tempfile.TemporaryDirectory(prefix="triton-conformance-") as tmp:
@@ -413,7 +414,8 @@ def cmd_select(args) -> int:
     by_function = collections.defaultdict(list)
     for nodeid in collected:
         case = timing.get(nodeid)
-        if case and case["outcome"] not in ("timeout", "crashed") and case["duration"] <= args.max_case_s:
+        if case and case["outcome"] not in ("timeout", "crashed", "skipped", "xfailed") \
+                and case["duration"] <= args.max_case_s:
             by_function[function_of(nodeid)].append(nodeid)
     # Round-robin over functions, each taking its cases at spreading positions
     # (0, 1/2, 1/4, 3/4, ... of its list), until the budget is spent.
@@ -430,7 +432,7 @@ def cmd_select(args) -> int:
     print(f"# {len(picked)} cases of {len(collected)}, {len(by_function)} test functions, "
           f"about {spent / 60:.0f} min on the timing run's machine")
     print("# made by: scripts/triton_conformance.py select TESTS --timings RUN.json "
-          f"--budget-s {args.budget_s:g} --max-case-s {args.max_case_s:g}")
+          f"--budget-s {args.budget_s:g} --max-case-s {args.max_case_s:g} --overhead-s {args.overhead_s:g}")
     print("\n".join(picked))
     return 0
 
@@ -491,7 +493,8 @@ def main(argv=None) -> int:
     select.add_argument("--timings", required=True, help="a `run --mode dpu --out` file of the whole file")
     select.add_argument("--budget-s", type=float, default=900)
     select.add_argument("--max-case-s", type=float, default=5)
-    select.add_argument("--overhead-s", type=float, default=0.05, help="pytest's own time per case")
+    select.add_argument("--overhead-s", type=float, default=0.3,
+                        help="time per case outside the test's own phases (pytest, the report log)")
     select.set_defaults(func=cmd_select)
     args = parser.parse_args(argv)
     if args.command == "run" and args.expected and not (args.cases or args.expected_cases):
