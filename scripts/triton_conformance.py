@@ -339,11 +339,10 @@ def cmd_run(args) -> int:
     if args.out:
         save(results, complete=True)
     print(count_table(cases, f"{args.mode}, by test function ({elapsed / 60:.1f} min):"))
-    status = 0
-    if args.expected:
-        status = judge(cases, Path(args.expected), args.update_expected)
     print(summary_line(cases))
-    return status
+    if args.expected:  # the verdict comes last
+        return judge(cases, Path(args.expected), args.update_expected)
+    return 0
 
 
 def judge(cases: dict[str, dict], expected_file: Path, update: bool) -> int:
@@ -371,7 +370,7 @@ def judge(cases: dict[str, dict], expected_file: Path, update: bool) -> int:
         print(f"\nFAILED: {len(regressed)} cases expected to pass did not:")
         print(grouped_failures(regressed, cases))
         return 1
-    print(f"\nall {len(expected) - len(missing)} cases expected to pass passed")
+    print(f"\nconformance: the {len(expected) - len(missing)} cases expected to pass all passed")
     return 0
 
 
