@@ -14,7 +14,7 @@ import inspect
 
 from triton.language import core as tl
 
-from .dpu.limits import MRAM_ADDRSPACE
+from .dpu.abi import MRAM_ADDRSPACE
 from .function import EdslFunction
 
 PREFIX = "__edsl_"

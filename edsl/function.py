@@ -2,7 +2,8 @@
 
 Compiling runs the layers in order: code generation (edsl.codegen) and cleanup
 -> `.mlir`; the lowering pipeline (edsl.lowering) -> `.llvm`; translation ->
-`.llir`; JIT on the host DPU model (edsl.dpu.runtime) when called.
+`.llir`; a program of the DPU model (edsl.dpu.runtime), object code compiled
+once per machine, when called.
 """
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from mlir import ir
 
 from . import cache, codegen, language
 from .codegen.signature import function_info
-from .dpu.runtime import LaunchStats, Program, register_sites, run_tasklets
-from .dpu.limits import MAX_TASKLETS
+from .dpu import runtime
+from .dpu.abi import MAX_TASKLETS
+from .dpu.runtime import LaunchReport, Program
 from .errors import ArgumentError, CompileError, DpuError, SourceLoc
 from .hostcall import ArgSpec, pack_arguments
 from .lowering import (CLEANUP_PIPELINE, DEFAULT_PIPELINE, require_llvm_dialect, run_pipeline, to_llvm_ir,
@@ -42,8 +44,8 @@ _MEMORY: dict[str, Compiled] = {}
 
 
 def _versions() -> str:
-    out = []
-    for dist in ("edsl", "xtc-mlir-python-bindings"):
+    out = [cache.source_fingerprint()]
+    for dist in ("xtc-mlir-python-bindings",):
         try:
             out.append(metadata.version(dist))
         except metadata.PackageNotFoundError:
@@ -69,7 +71,7 @@ class EdslFunction:
         self.pipeline = tuple(pipeline) if pipeline is not None else DEFAULT_PIPELINE
         self.fastmath = bool(fastmath)
         self.bounds_check = bool(bounds_check)
-        self.last_stats: LaunchStats | None = None
+        self.last_stats: LaunchReport | None = None
         self._key: str | None = None
         self._compiled: Compiled | None = None
         self.__name__ = fn.__name__
@@ -124,7 +126,6 @@ class EdslFunction:
                                   "sites": [[code, s.filename, s.lineno, s.col] for code, s in compiled.sites.items()]})
         if key:
             _MEMORY[key] = compiled
-        register_sites(compiled.sites)
         self._compiled = compiled
         return compiled
 
@@ -182,18 +183,21 @@ class EdslFunction:
 
     # --- execution -----------------------------------------------------------------------
 
-    def _entry(self):
+    def program(self) -> Program:
+        """The function as a program of the DPU model (compiled once per machine)."""
         c = self.compile()
         if c.program is None:
             with codegen.LOCK, codegen.context():
                 require_llvm_dialect(c.module, f"{self.__name__}()", self._def_loc())
-                c.program = Program(c.module)
-        return c.program.entry(self.__name__)
+                module = ir.Module.parse(c.llvm)       # the program adds the runtime to its copy
+                obj = runtime.build(module, [self.__name__], f"{self.__name__}()")
+            c.program = Program(obj, self.__name__, c.sites)
+        return c.program
 
     def __call__(self, *args):
         self.run(*args)
 
-    def run(self, *args, tasklets: int = 1) -> LaunchStats:
+    def run(self, *args, tasklets: int = 1) -> LaunchReport:
         """Run on the host DPU model with `tasklets` tasklets; InOut arrays are
         updated in place. Returns (and keeps in `last_stats`) what the launch did."""
         loc = _caller_loc()
@@ -204,11 +208,25 @@ class EdslFunction:
         if not isinstance(tasklets, int) or not 1 <= tasklets <= MAX_TASKLETS:
             raise DpuError(f"a DPU runs 1 to {MAX_TASKLETS} tasklets, not {tasklets!r}", loc)
         packed, keep = pack_arguments(self._specs, args, loc)
-        entry = self._entry()
-        stats = run_tasklets(lambda: entry(packed), tasklets, self.compile().sites)
+        program = self.program()
+        entry = program.entry(self.__name__)
+        # The function's memrefs are checked against their own ends; the MRAM
+        # it may reach is the whole address space.
+        launch = runtime.Launch(1, tasklets, [0, 2 ** 63 - 1])
+
+        def tasklet(tid: int) -> None:
+            ctx = launch.address(0, tid)
+            program.enter(ctx)
+            entry(packed)
+            program.exit(ctx)
+        launch.run(tasklet)
         del keep
-        self.last_stats = stats
-        return stats
+        launch.raise_error(f"{self.__name__}()", program.sites)
+        report = LaunchReport(self.__name__, num_tasklets=tasklets, tasklets_used=tasklets,
+                              wram_bytes=self.compile().wram_bytes, **launch.totals(),
+                              per_dpu_programs=[1], per_tasklet_dma=launch.per_tasklet_dma())
+        self.last_stats = report
+        return report
 
 
 def _caller_loc() -> SourceLoc:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 from mlir.dialects import arith, func, memref, scf
 
-from ..dpu import limits
+from ..dpu import abi
 from ..errors import CompileError, DpuError, EdslError, SourceLoc, TypeMismatchError
 from . import intrinsics
 from . import semantic as S
@@ -245,13 +245,11 @@ class CodeGenerator(ast.NodeVisitor):
     # --- services for intrinsics ------------------------------------------------------
 
     def site(self) -> int:
-        """A code for the current source line, passed to run-time checks so that
-        their errors name it. Codes are `line << 16 | column`, so that they mean
-        the same in every module a function is inlined into."""
+        """The check-site code of the current source line (`SourceLoc.site`),
+        passed to run-time checks so that their errors name it."""
         loc = self.current_loc()
-        code = loc.lineno << 16 | min(loc.col or 0, 0xFFFF)
-        self.state.sites[code] = loc
-        return code
+        self.state.sites[loc.site] = loc
+        return loc.site
 
     def runtime_call(self, symbol: str, args: list, results: list):
         if symbol not in self.state.declared:
@@ -267,14 +265,14 @@ class CodeGenerator(ast.NodeVisitor):
         st.wram_bytes += nbytes
         name = st.unique(f"__wram_{self.symbol}")
         st.wram_buffers.append((name, nbytes, self.current_loc()))
-        if st.wram_bytes > limits.WRAM_BYTES:
+        if st.wram_bytes > abi.WRAM_BYTES:
             largest = sorted(st.wram_buffers, key=lambda b: -b[1])[:3]
             detail = ", ".join(f"{b} bytes at line {loc.lineno}" for _, b, loc in largest)
             raise DpuError(f"WRAM overflow: {st.wram_bytes} bytes of buffers exceed the "
-                           f"{limits.WRAM_BYTES} bytes of a DPU (largest: {detail})", self.current_loc())
+                           f"{abi.WRAM_BYTES} bytes of a DPU (largest: {detail})", self.current_loc())
         with ir.InsertionPoint(st.module.body):
             memref.GlobalOp(name, ir.TypeAttr.get(t), sym_visibility="private",
-                            initial_value=ir.UnitAttr.get(), alignment=limits.DMA_ALIGN)
+                            initial_value=ir.UnitAttr.get(), alignment=abi.DMA_ALIGN)
         if self.dry_slots is not None:
             self.dry_slots.append(("global", name))
         return memref.get_global(t, name)
@@ -561,7 +559,7 @@ class CodeGenerator(ast.NodeVisitor):
             return S.constant(1, S.i1())
         op = scf.IfOp(S.unary(ast.Not, ok))
         with ir.InsertionPoint(op.then_block):
-            self.runtime_call(limits.BOUNDS_FAIL, [S.constant(self.site(), S.int_type(64))], [])
+            self.runtime_call(abi.BOUNDS_FAIL, [S.constant(self.site(), S.int_type(64))], [])
             scf.yield_([])
         return ok
 
@@ -724,7 +722,7 @@ class CodeGenerator(ast.NodeVisitor):
                 with self._at(call.args[2]):
                     op = scf.IfOp(stopped)
                     with ir.InsertionPoint(op.then_block):
-                        self.runtime_call(limits.ASSERT_FAIL, [S.constant(self.site(), S.int_type(64))], [])
+                        self.runtime_call(abi.ASSERT_FAIL, [S.constant(self.site(), S.int_type(64))], [])
                         scf.yield_([])
                 up = arith.cmpi(arith.CmpIPredicate.sgt, st, zero)
                 span = arith.select(up, arith.subi(hi, lo), arith.subi(lo, hi))
@@ -784,7 +782,7 @@ class CodeGenerator(ast.NodeVisitor):
             return
         op = scf.IfOp(S.unary(ast.Not, cond))
         with ir.InsertionPoint(op.then_block):
-            self.runtime_call(limits.ASSERT_FAIL, [S.constant(self.site(), S.int_type(64))], [])
+            self.runtime_call(abi.ASSERT_FAIL, [S.constant(self.site(), S.int_type(64))], [])
             scf.yield_([])
 
     def visit_Return(self, node):

@@ -17,7 +17,7 @@ from mlir import ir
 from mlir.dialects import arith, math, memref
 
 from .. import language as L
-from ..dpu import limits
+from ..dpu import abi
 from ..errors import CompileError, DpuError, TypeMismatchError
 from . import semantic as S
 
@@ -194,17 +194,18 @@ def _select(gen, c, a, b):
 
 @register(L.tasklet_id)
 def _tasklet_id(gen):
-    return gen.runtime_call(limits.ME, [], [S.int_type(32)])
+    return gen.runtime_call(abi.ME, [], [S.int_type(32)])
 
 
 @register(L.num_tasklets)
 def _num_tasklets(gen):
-    return gen.runtime_call(limits.NR_TASKLETS, [], [S.int_type(32)])
+    return gen.runtime_call(abi.NR_TASKLETS, [], [S.int_type(32)])
 
 
 @register(L.barrier)
 def _barrier(gen):
-    gen.runtime_call(limits.BARRIER, [], [])
+    # (the site names the barrier's line if its tasklets deadlock)
+    gen.runtime_call(abi.BARRIER, [S.constant(gen.site(), S.int_type(64))], [])
 
 
 def _dma_operand(x, want: int, role: str) -> ir.Value:
@@ -213,7 +214,7 @@ def _dma_operand(x, want: int, role: str) -> ir.Value:
     t = ir.MemRefType(x.type)
     space = S.memory_space(t)
     if space != want:
-        names = {limits.WRAM_ADDRSPACE: "WRAM", limits.MRAM_ADDRSPACE: "MRAM"}
+        names = {abi.WRAM_ADDRSPACE: "WRAM", abi.MRAM_ADDRSPACE: "MRAM"}
         raise TypeMismatchError(
             f"the {role} of a DMA must be a {names[want]} memref, not {t} "
             f"(memory space {names.get(space, space)})")
@@ -237,7 +238,7 @@ def _byte_range(x: ir.Value, elem_offset):
 
 def _dma(gen, symbol, mram, wram, nbytes, mram_offset, wram_offset):
     if S.is_static(nbytes):
-        why = limits.dma_violation(0, 0, int(nbytes))
+        why = abi.dma_violation(0, 0, int(nbytes))
         if why is not None:
             raise DpuError(why, gen.current_loc())
     i64 = S.int_type(64)
@@ -249,16 +250,16 @@ def _dma(gen, symbol, mram, wram, nbytes, mram_offset, wram_offset):
 
 @register(L.mram_read)
 def _mram_read(gen, src, dst, nbytes, src_offset=0, dst_offset=0):
-    src = _dma_operand(src, limits.MRAM_ADDRSPACE, "source")
-    dst = _dma_operand(dst, limits.WRAM_ADDRSPACE, "destination")
-    _dma(gen, limits.MRAM_READ, src, dst, nbytes, src_offset, dst_offset)
+    src = _dma_operand(src, abi.MRAM_ADDRSPACE, "source")
+    dst = _dma_operand(dst, abi.WRAM_ADDRSPACE, "destination")
+    _dma(gen, abi.MRAM_READ, src, dst, nbytes, src_offset, dst_offset)
 
 
 @register(L.mram_write)
 def _mram_write(gen, src, dst, nbytes, src_offset=0, dst_offset=0):
-    src = _dma_operand(src, limits.WRAM_ADDRSPACE, "source")
-    dst = _dma_operand(dst, limits.MRAM_ADDRSPACE, "destination")
-    _dma(gen, limits.MRAM_WRITE, dst, src, nbytes, dst_offset, src_offset)
+    src = _dma_operand(src, abi.WRAM_ADDRSPACE, "source")
+    dst = _dma_operand(dst, abi.MRAM_ADDRSPACE, "destination")
+    _dma(gen, abi.MRAM_WRITE, dst, src, nbytes, dst_offset, src_offset)
 
 
 @register(L.wram_alloc)

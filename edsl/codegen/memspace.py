@@ -8,7 +8,7 @@ MRAM memrefs into descriptors over `!llvm.ptr<255>` with no custom converter.
 """
 import re
 
-from ..dpu.limits import MRAM_ADDRSPACE, WRAM_ADDRSPACE
+from ..dpu.abi import MRAM_ADDRSPACE, WRAM_ADDRSPACE
 
 MEMORY_SPACES = {"WRAM": WRAM_ADDRSPACE, "MRAM": MRAM_ADDRSPACE}
 
