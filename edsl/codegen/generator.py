@@ -30,6 +30,7 @@ from ..errors import CompileError, DpuError, EdslError, SourceLoc, TypeMismatchE
 from . import intrinsics
 from . import semantic as S
 from .signature import FunctionInfo
+from .target import DPU, Target
 
 
 @dataclass
@@ -60,6 +61,7 @@ class ModuleState:
     callees: dict = field(default_factory=dict)       # FunctionInfo.key -> symbol
     symbols: set = field(default_factory=set)
     bounds_check: bool = False                          # check every subscript at run time
+    target: Target = DPU
 
     def unique(self, name: str) -> str:
         n, k = name, 0
@@ -140,6 +142,7 @@ class CodeGenerator(ast.NodeVisitor):
     def __init__(self, info: FunctionInfo, state: ModuleState, symbol: str, private: bool = False):
         self.info = info
         self.state = state
+        self.target = state.target
         self.symbol = symbol
         self.private = private
         self.env: dict[str, object] = {}
@@ -166,9 +169,10 @@ class CodeGenerator(ast.NodeVisitor):
             self.entry = fn.add_entry_block()
             for p, arg in zip(info.params, self.entry.arguments):
                 self.env[p.name] = arg
-                # Input tiles are values; an MRAM memref is a pointer into the
-                # bank, written through as in C.
-                if not p.param.is_inout and S.is_memref(arg.type) and not S.is_mram(arg.type):
+                # Input tiles are values; a memref in the memory that pointers
+                # point to (MRAM, global memory) is written through, as in C.
+                if not p.param.is_inout and S.is_memref(arg.type) and \
+                        S.memory_space(arg.type) != self.target.pointer_space:
                     self.readonly.add(p.name)
             body = fdef.body
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
@@ -888,6 +892,7 @@ class CodeGenerator(ast.NodeVisitor):
         return fn(*args, **kwargs)  # MLIR-builder style: runs now, building IR
 
     def _call_edsl(self, info: FunctionInfo, args, kwargs, node):
+        info = info.for_target(self.target)
         if kwargs:
             raise CompileError("calls to edsl functions take positional arguments only", self.loc(node))
         if len(args) != len(info.params):
