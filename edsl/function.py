@@ -217,8 +217,8 @@ class EdslFunction:
         return f"{self.__name__}()", self._def_loc()
 
     def _def_loc(self) -> SourceLoc:
-        fdef = self.info.tree
-        return SourceLoc(self.info.filename, fdef.lineno, fdef.col_offset)
+        fdef = self._edsl_function_info.tree
+        return SourceLoc(self._edsl_function_info.filename, fdef.lineno, fdef.col_offset)
 
     @property
     def mlir(self) -> str:
