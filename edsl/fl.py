@@ -15,6 +15,7 @@ this module installs when imported (edsl.gpu.stages).
 from __future__ import annotations
 
 import inspect
+import re
 
 from triton.language import core as tl
 
@@ -63,14 +64,18 @@ def _describe(v) -> str:
     return f"a Python {type(v).__name__}"
 
 
-def _check_tile(spec, v, what: str, name: str) -> None:
+def _check_tile(spec, v, what: str, name: str, target: Target = DPU) -> None:
     """A tensor operand must match a memref parameter: dtype, rank, static shape."""
     if not (isinstance(v, tl.tensor) and v.type.is_block()):
         raise TypeError(f"fl.call({name}): {what} for parameter {spec.name!r} ({spec.type_text}) "
                         f"must be a tensor, got {_describe(v)}")
-    want = spec.dtype
     got = v.type.scalar
-    if want is None or str(got) != _TRITON_DTYPE.get(want.str[1:], "?"):
+    if target is NVPTX:  # every element type a tile may have, bf16 too
+        from .gpu.placeholders import element
+        matches = element(got) == _memref_element(spec.type_text)
+    else:
+        matches = spec.dtype is not None and str(got) == _TRITON_DTYPE.get(spec.dtype.str[1:], "?")
+    if not matches:
         raise TypeError(f"fl.call({name}): {what} for parameter {spec.name!r} ({spec.type_text}) "
                         f"has element type {got}")
     shape = list(v.type.shape)
@@ -86,6 +91,11 @@ def _check_tile(spec, v, what: str, name: str) -> None:
 # NumPy dtype codes -> Triton scalar type names
 _TRITON_DTYPE = {"f2": "fp16", "f4": "fp32", "f8": "fp64", "i1": "int8", "i2": "int16", "i4": "int32",
                  "i8": "int64", "b1": "int1"}
+def _memref_element(type_text: str) -> str:
+    """`f32` of `memref<4x?xf32, 3>`."""
+    return re.match(r"memref<(?:[\d?]+x)*(\w+)", type_text).group(1)
+
+
 _SCALAR_TO_TRITON = {"i1": tl.int1, "i8": tl.int8, "i16": tl.int16, "i32": tl.int32, "i64": tl.int64,
                      "index": tl.int64, "f16": tl.float16, "bf16": tl.bfloat16, "f32": tl.float32,
                      "f64": tl.float64}
@@ -103,7 +113,7 @@ def operand_kind(spec, target: Target) -> str:
 def _operand(spec, v, what: str, name: str, semantic, target: Target = DPU):
     kind = operand_kind(spec, target)
     if kind == "tile":
-        _check_tile(spec, v, what, name)
+        _check_tile(spec, v, what, name, target)
         return v
     if kind == "pointer":  # an MRAM / global memref or pointer: a Triton pointer
         if not (isinstance(v, tl.tensor) and not v.type.is_block() and v.type.is_ptr()):

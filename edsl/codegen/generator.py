@@ -23,14 +23,14 @@ import operator
 from dataclasses import dataclass, field
 
 from mlir import ir
-from mlir.dialects import arith, func, memref, scf
+from mlir.dialects import arith, func, llvm, memref, scf
 
 from ..dpu import limits
 from ..errors import CompileError, DpuError, EdslError, SourceLoc, TypeMismatchError
 from . import intrinsics
 from . import semantic as S
 from .signature import FunctionInfo
-from .target import DPU, Target
+from .target import DPU, NVPTX, Target
 
 
 @dataclass
@@ -62,6 +62,7 @@ class ModuleState:
     symbols: set = field(default_factory=set)
     bounds_check: bool = False                          # check every subscript at run time
     target: Target = DPU
+    strings: dict = field(default_factory=dict)         # text -> symbol of a constant string
 
     def unique(self, name: str) -> str:
         n, k = name, 0
@@ -253,6 +254,32 @@ class CodeGenerator(ast.NodeVisitor):
                             visibility="private")
         call = func.CallOp(results, ir.FlatSymbolRefAttr.get(symbol), args)
         return call.results[0] if results else None
+
+    def report_failure(self, dpu_symbol: str, what: str) -> None:
+        """Stop with an error naming the current line: on the DPU, the runtime's
+        check-failure call `dpu_symbol` (the launch raises at that line); on a
+        GPU, CUDA's `__assertfail`, as `assert` in CUDA C++ (the kernel stops and
+        prints `what` with the file and line; the host sees a device-side assert)."""
+        if self.target is not NVPTX:
+            self.runtime_call(dpu_symbol, [S.constant(self.site(), S.int_type(64))], [])
+            return
+        loc = self.current_loc()
+        args = [self._string(f"{loc}: {what}"), self._string(loc.filename), S.constant(loc.lineno, S.int_type(32)),
+                self._string(self.info.name), S.constant(1, S.int_type(64))]
+        self.runtime_call("__assertfail", args, [])
+
+    def _string(self, text: str) -> ir.Value:
+        """The address of a constant NUL-terminated string (one global per text)."""
+        st = self.state
+        name = st.strings.get(text)
+        data = text.encode() + b"\0"
+        if name is None:
+            name = st.strings[text] = st.unique("__edsl_str")
+            with ir.InsertionPoint.at_block_begin(st.module.body):
+                llvm.GlobalOp(ir.Type.parse(f"!llvm.array<{len(data)} x i8>"), name,
+                              ir.Attribute.parse("#llvm.linkage<internal>"), constant=True,
+                              value=ir.StringAttr.get(data))
+        return llvm.AddressOfOp(ir.Type.parse("!llvm.ptr"), name).result
 
     def wram_buffer(self, t: ir.MemRefType, nbytes: int) -> ir.Value:
         st = self.state
@@ -540,7 +567,7 @@ class CodeGenerator(ast.NodeVisitor):
             return S.constant(1, S.i1())
         op = scf.IfOp(S.unary(ast.Not, ok))
         with ir.InsertionPoint(op.then_block):
-            self.runtime_call(limits.BOUNDS_FAIL, [S.constant(self.site(), S.int_type(64))], [])
+            self.report_failure(limits.BOUNDS_FAIL, "index out of bounds")
             scf.yield_([])
         return ok
 
@@ -739,7 +766,10 @@ class CodeGenerator(ast.NodeVisitor):
             return
         op = scf.IfOp(S.unary(ast.Not, cond))
         with ir.InsertionPoint(op.then_block):
-            self.runtime_call(limits.ASSERT_FAIL, [S.constant(self.site(), S.int_type(64))], [])
+            message = node.msg.value if isinstance(node.msg, ast.Constant) else \
+                ast.unparse(node.msg) if node.msg else None
+            self.report_failure(limits.ASSERT_FAIL, f"assert {ast.unparse(node.test)} failed" +
+                                (f": {message}" if message else ""))
             scf.yield_([])
 
     def visit_Return(self, node):

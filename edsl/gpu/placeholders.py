@@ -32,9 +32,10 @@ _ELEMENT = {"fp16": "f16", "bf16": "bf16", "fp32": "f32", "fp64": "f64", "int8":
             "int32": "i32", "int64": "i64", "int1": "i1"}
 
 
-def element(dtype) -> str:
-    """The MLIR name of a Triton scalar type (`fp32` -> `f32`)."""
-    return _ELEMENT[str(dtype)]
+def element(dtype) -> str | None:
+    """The MLIR name of a Triton scalar type (`fp32` -> `f32`); None for those a
+    parameter cannot have (unsigned, fp8)."""
+    return _ELEMENT.get(str(dtype))
 
 
 def plan_call(fn, specs, operands, kinds) -> RunPlan:

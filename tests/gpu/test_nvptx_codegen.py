@@ -224,3 +224,20 @@ def test_unknown_target():
     with pytest.raises(edsl.CompileError) as err:
         scale_rows.compile("sm_90")
     assert "'upmem-dpu', 'nvptx64'" in err.value.message
+
+
+@edsl.dialect(bounds_check=True)
+def checked(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"], k: Input["i32"]):
+    assert k >= 0, "k must not be negative"
+    for i in range(edsl.thread_id(), y.shape[0], edsl.num_threads()):
+        y[i] = x[i + k]
+
+
+def test_failed_checks_on_the_gpu_are_cuda_assertions_naming_the_line():
+    text = checked.compile("nvptx64").llir
+    line = _line_of(checked, "assert k >= 0")
+    assert f'{checked.fn.__code__.co_filename}:{line}:5: assert k >= 0 failed: k must not be negative\\00"' in text
+    assert f"call void @__assertfail(ptr @__edsl_str, ptr @__edsl_str_1, i32 {line}, " in text
+    assert f":{line + 2}:16: index out of bounds" in text and f":{line + 2}:9: index out of bounds" in text
+    dpu = checked.compile("upmem-dpu").llvm
+    assert "edsl_dpu_assert_fail" in dpu and "__assertfail" not in dpu
