@@ -9,7 +9,6 @@ threads * blocks further. A TLE-Raw kernel ports by changing its imports.
 import sys
 
 import triton
-import triton.language as tl
 from mlir import ir
 from mlir.dialects import arith, llvm, nvvm, scf
 

@@ -31,19 +31,21 @@ def register(*keys, only: Target | None = None, instead: str = ""):
     """Register a handler for `keys`; `only`: the one target that has them
     (`instead`: what to use on the other one)."""
     def deco(fn):
-        handler = fn
-        if only is not None:
-            def handler(gen, *args, **kwargs):
-                if gen.target is not only:
-                    name = getattr(keys[0], "name", getattr(keys[0], "__name__", "?"))
-                    hint = f"; {instead}" if instead else ""
-                    raise CompileError(f"edsl.{name}() is an intrinsic of {only.name} (the {only.machine}); "
-                                       f"this function is compiled for {gen.target.name}{hint}")
-                return fn(gen, *args, **kwargs)
+        handler = fn if only is None else _only_on(only, keys[0], instead, fn)
         for k in keys:
             REGISTRY[k] = handler
         return fn
     return deco
+
+
+def _only_on(target: Target, key, instead: str, fn):
+    def handler(gen, *args, **kwargs):
+        if gen.target is not target:
+            hint = f"; {instead}" if instead else ""
+            raise CompileError(f"edsl.{key.name}() is an intrinsic of {target.name} (the {target.machine}); "
+                               f"this function is compiled for {gen.target.name}{hint}")
+        return fn(gen, *args, **kwargs)
+    return handler
 
 
 def lookup(obj):

@@ -109,7 +109,7 @@ def placeholders(ttgir: str) -> tuple[list[str], set[str]]:
             continue
         if text.startswith("}"):  # a block ends (`}`, `} else {`, `}) : ...`)
             inner = has_call.pop()
-            states.pop()
+            _end_block(states.pop(), number)
             if inner:
                 if states[-1] == "staging":
                     raise CompileError(f"fl.call placeholders out of order at TTGIR line {number}: a region "
@@ -117,11 +117,19 @@ def placeholders(ttgir: str) -> tuple[list[str], set[str]]:
                 states[-1] = "idle"   # the gets of an earlier call may not follow
                 has_call[-1] = True
         elif text.startswith("^"):   # a new block of the same region
+            _end_block(states[-1], number)
             states[-1] = "idle"
         if text.endswith("{"):
             states.append("idle")
             has_call.append(False)
     return runs, elems
+
+
+def _end_block(state: str, number: int) -> None:
+    if state == "staging":
+        raise CompileError(f"fl.call placeholders out of order at TTGIR line {number}: a block ends between a "
+                           f"call's barrier and its run (Triton moved an operation of an fl.call); the kernel is "
+                           f"not compiled rather than compiled wrong")
 
 
 def _step(states: list, kind: str, number: int) -> None:

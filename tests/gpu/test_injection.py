@@ -121,6 +121,26 @@ def test_calls_in_a_loop_chain_through_one_pool():
     assert barriers(ptx) == 6
 
 
+@triton.jit
+def branch_kernel(x_ptr, o_ptr, B: tl.constexpr):
+    offs = tl.program_id(0) * B + tl.arange(0, B)
+    x = tl.load(x_ptr + offs)
+    if tl.program_id(0) % 2 == 0:     # the same way for every thread of a CTA
+        y = fl.call(reverse, [tl.zeros_like(x)], [x])
+    else:
+        y = x * 2
+    tl.store(o_ptr + offs, y)
+
+
+def test_a_call_in_a_branch_stays_in_its_block():
+    cc = compile_sm90(branch_kernel, SIG_1D, {"B": 64})
+    lines = cc.asm["ttgir"].splitlines()
+    branch = next(i for i, line in enumerate(lines) if "scf.if" in line)
+    calls = [i for i, line in enumerate(lines) if '"__edsl_gpu_' in line]
+    assert calls and all(i > branch for i in calls)
+    assert len(stages.placeholders(cc.asm["ttgir"])[0]) == 1 and barriers(cc.asm["ptx"]) == 3
+
+
 def test_tl_dot_accumulator_is_staged_from_its_mma_layout():
     cc = compile_sm90(dot_kernel, SIG_DOT, {"M": 64, "N": 64, "K": 32})
     puts = [line for line in cc.asm["ttgir"].splitlines() if "__edsl_gpu_put_f32" in line]
@@ -254,9 +274,10 @@ def test_order_check_refuses_warp_specialized_kernels():
 
 def test_order_check_refuses_calls_nested_inside_staging():
     text = _ttgir()
-    put = next(line for line in text.splitlines() if "__edsl_gpu_put_f32" in line)
-    nested = "    scf.if %c {\n" + text[text.index("    %"):].split("\n")[0] + "\n" + \
-        next(line for line in text.splitlines() if "__edsl_gpu_sync" in line) + "\n    }"
+    lines = text.splitlines()
+    put = next(line for line in lines if "__edsl_gpu_put_f32" in line)
+    whole_call = [line for line in lines if "__edsl_gpu_sync" in line or "__edsl_gpu_run_" in line]
+    nested = "\n".join(["    scf.if %c {", *whole_call, "    }"])
     with pytest.raises(CompileError) as err:
         stages.placeholders(text.replace(put, put + "\n" + nested, 1))
     assert "inside the staging" in err.value.message
@@ -440,3 +461,25 @@ def test_the_key_holds_the_function_identity_and_the_gpu_code_version():
     (part,) = reverse.hash_attrs
     assert part.cache_key == f"{reverse.identity}/{code_version()}"
     assert reverse.__annotations__ == {"edsl": reverse.identity}
+
+
+_KINDS = {"sync": "__edsl_gpu_sync", "put": "__edsl_gpu_put_f32", "run": "__edsl_gpu_run_0123456789abcdef_0123456789ab",
+          "get": "__edsl_gpu_get_f32"}
+
+
+def _block(kinds) -> str:
+    ops = [f'    %{i} = tt.extern_elementwise %c0 {{libname = "", libpath = "", pure = false, '
+           f'symbol = "{_KINDS[k]}"}} : (i32) -> i32 loc(#loc{i})' for i, k in enumerate(kinds)]
+    return "module {\n  tt.func public @k() {\n" + "\n".join(ops) + "\n    tt.return\n  }\n}"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(sorted(_KINDS)), max_size=12))
+def test_order_check_accepts_exactly_sequences_of_whole_calls(kinds):
+    whole = re.fullmatch(r"(sync (put )*run (get )*)*", "".join(k + " " for k in kinds)) is not None
+    try:
+        stages.placeholders(_block(kinds))
+        accepted = True
+    except CompileError:
+        accepted = False
+    assert accepted == whole

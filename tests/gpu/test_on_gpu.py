@@ -97,6 +97,27 @@ def test_calls_chained_in_a_loop(m, n, seed):
     torch.testing.assert_close(o, want, rtol=1e-5, atol=1e-4)
 
 
+@triton.jit
+def branch_kernel(x_ptr, o_ptr, B: tl.constexpr):
+    offs = tl.program_id(0) * B + tl.arange(0, B)
+    x = tl.load(x_ptr + offs)
+    if tl.program_id(0) % 2 == 0:
+        y = fl.call(reverse, [tl.zeros_like(x)], [x])
+    else:
+        y = x * 2
+    tl.store(o_ptr + offs, y)
+
+
+def test_a_call_in_a_branch_taken_by_some_ctas():
+    torch = _torch()
+    x = torch.randn(6 * 64, device="cuda", generator=torch.Generator("cuda").manual_seed(3))
+    o = torch.empty_like(x)
+    branch_kernel[(6,)](x, o, B=64)
+    tiles = x.view(6, 64)
+    want = torch.where(torch.arange(6, device="cuda")[:, None] % 2 == 0, tiles.flip(1), tiles * 2)
+    torch.testing.assert_close(o.view(6, 64), want, rtol=0, atol=0)
+
+
 def test_dot_accumulator_tile():
     torch = _torch()
     gen = torch.Generator("cuda").manual_seed(0)
