@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from .. import codegen
+from .. import codegen, dtypes
 from ..errors import CompileError
 from ..lowering import to_llvm_ir, verify
 from . import nvptx
@@ -94,7 +94,7 @@ class RunPlan:
 
 
 def elem_bytes(elem: str) -> int:
-    return {"f16": 2, "bf16": 2, "f32": 4, "f64": 8, "i8": 1, "i16": 2, "i32": 4, "i64": 8}[elem]
+    return dtypes.by_mlir(elem).nbytes
 
 
 def _helpers(pool_bytes: int, elems) -> str:

@@ -22,20 +22,26 @@ import hashlib
 
 from triton.language import core as tl
 
+from .. import dtypes
 from . import nvptx
-from .library import RUN_PREFIX, SYNC, Operand, RunPlan, TileSlot, get_symbol, put_symbol
+from .library import ELEMENTS, RUN_PREFIX, SYNC, Operand, RunPlan, TileSlot, get_symbol, put_symbol
 
 # run symbol -> plan, for the llir stage of the kernels being compiled in this process
 PLANS: dict[str, RunPlan] = {}
 
-_ELEMENT = {"fp16": "f16", "bf16": "bf16", "fp32": "f32", "fp64": "f64", "int8": "i8", "int16": "i16",
-            "int32": "i32", "int64": "i64", "int1": "i1"}
-
-
 def element(dtype) -> str | None:
-    """The MLIR name of a Triton scalar type (`fp32` -> `f32`); None for those a
-    parameter cannot have (unsigned, fp8)."""
-    return _ELEMENT.get(str(dtype))
+    """The MLIR name of a Triton scalar type (`fp32` -> `f32`, `int8` -> `i8`);
+    None for those a tile or scalar parameter cannot have (unsigned, fp8)."""
+    if dtype.is_int():
+        if dtype.is_int_unsigned():
+            return None
+        name = f"i{dtype.primitive_bitwidth}"
+    else:
+        name = str(dtype)
+    scalar = dtypes.by_triton(name)
+    if scalar is None or scalar.mlir not in ELEMENTS + ("i1",):
+        return None
+    return scalar.mlir
 
 
 def plan_call(fn, specs, operands, kinds) -> RunPlan:

@@ -56,10 +56,11 @@ DEFAULT_PIPELINE = (
 )
 
 # Builder level -> LLVM dialect for NVIDIA GPUs (nvptx64). As DEFAULT_PIPELINE,
-# except that math functions become libm calls before anything else lowers
-# them (NVPTX has no instructions for most: `llvm.exp.f32` cannot be selected),
-# which `edsl.lowering.libdevice` then points at libdevice; and NVVM operations
-# of the builder style that are written as PTX are lowered to inline assembly.
+# except: no soft floats (GPUs compute and convert f16 and bf16 themselves);
+# math functions become libm calls before anything else lowers them (NVPTX has
+# no instructions for most: `llvm.exp.f32` cannot be selected), which
+# `edsl.lowering.libdevice` then points at libdevice; and NVVM operations of
+# the builder style that are written as PTX are lowered to inline assembly.
 NVPTX_PIPELINE = (
     "convert-scf-to-cf",
     "mem2reg",
