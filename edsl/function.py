@@ -132,7 +132,7 @@ class EdslFunction:
 
     def pipeline_for(self, target: "str | Target") -> tuple:
         """The lowering pipeline: the one given to @edsl.dialect, else the target's."""
-        return self._pipeline or PIPELINES[codegen.target.get(target).name]
+        return self._pipeline if self._pipeline is not None else PIPELINES[codegen.target.get(target).name]
 
     @property
     def pipeline(self) -> tuple:
