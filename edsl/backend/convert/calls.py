@@ -35,8 +35,8 @@ def lower_call(conv, op) -> None:
     fn = callee(symbol)
     if fn is None:
         raise conv.error(op, f"fl.call to an EDSL function unknown in this process ({symbol})")
-    params = fn.info.params
-    conv.info.sites += [[code, s.filename, s.lineno, s.col] for code, s in fn.compile().sites.items()]
+    params = fn.info_for("upmem-dpu").params
+    conv.info.sites += [[code, s.filename, s.lineno, s.col] for code, s in fn.compile("upmem-dpu").sites.items()]
     operands, kinds, outs = [], [], []
     for p, v in zip(params, op.operands):
         t = p.mlir_type
