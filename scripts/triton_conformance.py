@@ -100,8 +100,8 @@ def collect(tests: Path, mode: str, keyword: str | None, scratch: Path) -> list[
 
 def error_key(message: str) -> str:
     """The line that says what went wrong, with what varies between variants
-    of one cause taken out (numbers, source locations, argument names, quoted
-    IR, the details after a `;`), so that they group together."""
+    of one cause taken out (numbers, source locations, argument and kernel
+    names, quoted IR, sets of names, the details after a `;`), so that they group together."""
     lines = [l.strip() for l in message.strip().splitlines() if l.strip()]
     if not lines:
         return ""
@@ -112,8 +112,10 @@ def error_key(message: str) -> str:
     line = re.sub(r"(/[^\s:'\"]+)+\.py:\d+(:\d+)?:?", "<file>", line)
     line = re.sub(r"\b\d+(\.\d+)?\b", "N", line)
     line = re.sub(r"\[N(, N)*\]", "[N...]", line)
-    line = re.sub(r"argument '\w+'", "argument '<name>'", line)
+    line = re.sub(r"\b(argument|kernel) '\w+'", r"\1 '<name>'", line)
     line = re.sub(r": %.*", "", line)  # an IR operation quoted after the message
+    while re.search(r"\{[^{}]*\}", line):  # sets of names, in any order
+        line = re.sub(r"\{[^{}]*\}", "<set>", line)
     return line.split("; ")[0][:200]
 
 
