@@ -228,7 +228,8 @@ def _grid(grid, values, constexprs) -> tuple[int, int, int] | None:
 
 
 # -- compile -------------------------------------------------------------------
-def compile_for_export(fn, params: list[Param], constexprs: dict, num_dpus: int, num_tasklets: int):
+def compile_for_export(fn, params: list[Param], constexprs: dict, num_dpus: int, num_tasklets: int,
+                       debug: bool = False):
     """(metadata, LLVM-dialect text) of `fn` for this signature, without launching:
     the `llmlir` stage, the kernel before the runtime library is linked in."""
     import triton
@@ -242,7 +243,8 @@ def compile_for_export(fn, params: list[Param], constexprs: dict, num_dpus: int,
         sig[p.name] = "constexpr" if p.is_constexpr else by_name[p.name].type
     try:
         compiled = triton.compile(ASTSource(fn, sig, constexprs), target=TARGET,
-                                  options={"num_dpus": num_dpus, "num_tasklets": num_tasklets})
+                                  options={"num_dpus": num_dpus, "num_tasklets": num_tasklets,
+                                           "debug": debug})
     except EdslError:
         raise
     except CompilationError as err:
@@ -429,9 +431,11 @@ def host_runner(kernel: str, params: list[Param], outputs: list[str], meta: dict
         f'  if (!have_{p.cname}) {{\n    fprintf(stderr, "missing a value for scalar argument '
         f"'{p.name}' ({p.name}=...)\\n\");\n    return 2;\n  }}" for p in scalars)
     set_ptrs = "\n".join(f"  args.{p.cname} = arrays[{k}].offset;" for k, p in enumerate(arrays))
-    asserts = ",\n".join(f"    {{{_c_string(text)}, {_c_string(_place(where))}}}"
-                         for text, where in meta.get("asserts", [])) or "    {NULL, NULL}"
-    sites = ",\n".join(f"    {{INT64_C({code}), {_c_string(f'{_place(name)}:{line}:{(col or 0) + 1}')}}}"
+    asserts = []
+    for text, where in meta.get("asserts", []):        # where: "file:line", as the model keeps it
+        filename, _, line = where.rpartition(":")
+        asserts.append(f"    {{{_c_string(text)}, {_c_string(_place(filename, line))}}}")
+    sites = ",\n".join(f"    {{INT64_C({code}), {_c_string(_place(name, line, col))}}}"
                        for code, name, line, col in meta.get("sites", [])) or "    {0, NULL}"
     usage = ("usage: %s [data=DIR] [out=DIR] [dpus=N] [grid=X,Y,Z] [check=0|1] [profile=...] "
              + " ".join(f"{p.name}=..." for p in scalars)).rstrip()
@@ -439,14 +443,18 @@ def host_runner(kernel: str, params: list[Param], outputs: list[str], meta: dict
                 arrays=(f"static struct array arrays[] = {{\n{table}\n}};" if arrays
                         else "static struct array arrays[1];"),
                 region_per_array=int(per_array),
-                parse="\n".join(parse), missing=missing, set_ptrs=set_ptrs, asserts=asserts, sites=sites,
+                parse="\n".join(parse), missing=missing, set_ptrs=set_ptrs,
+                asserts=",\n".join(asserts) or "    {NULL, NULL}", sites=sites,
                 usage=usage)
 
 
-def _place(filename: str) -> str:
-    """A source file as the exported project names it: its base name (the
-    project is built and run on another machine)."""
-    return filename.replace("\\", "/").rsplit("/", 1)[-1]
+def _place(filename: str, line, col=0) -> str:
+    """A source position as the runner names it: as the model's errors do
+    (`edsl.errors.SourceLoc`), but with the file's base name (the project is
+    built and run on another machine); "" if unknown."""
+    if not filename:
+        return ""
+    return f"{filename.replace(chr(92), '/').rsplit('/', 1)[-1]}:{line}:{(col or 0) + 1}"
 
 
 def _elem_size(t: str) -> int:
@@ -478,7 +486,7 @@ def readme(kernel: str, params: list[Param], grid, num_dpus: int, num_tasklets: 
 # -- export ----------------------------------------------------------------------
 def export(kernel, out_dir, *, signature=None, constants=None, sample_args=None, grid=None,
            num_dpus: int = 1, num_tasklets: int = 1, outputs: Sequence[str] | None = None,
-           overwrite: bool = False) -> ExportResult:
+           debug: bool = False, overwrite: bool = False) -> ExportResult:
     """Write `kernel` as a self-contained UPMEM SDK project folder `out_dir`.
 
     kernel        a `@triton.jit` kernel
@@ -492,6 +500,7 @@ def export(kernel, out_dir, *, signature=None, constants=None, sample_args=None,
     num_dpus      default number of DPUs of the host runner
     num_tasklets  NR_TASKLETS of the DPU program (1..24)
     outputs       names of the array arguments to gather and check (default: all)
+    debug         compile the kernel's `tl.device_assert` checks (as `kernel[grid](..., debug=True)`)
     overwrite     replace an existing `out_dir`
 
     Raises `ArgumentError` for bad arguments and `CompileError` for a kernel the
@@ -528,7 +537,7 @@ def export(kernel, out_dir, *, signature=None, constants=None, sample_args=None,
         raise ArgumentError("export with sample_args needs the launch grid (grid=...) to compute "
                             "the expected outputs")
 
-    meta, llvm_text = compile_for_export(fn, params, constexprs, num_dpus, num_tasklets)
+    meta, llvm_text = compile_for_export(fn, params, constexprs, num_dpus, num_tasklets, bool(debug))
     kernel_name = meta["name"]
     prog = translate(llvm_text, kernel_name, len(params))
     per_array = _per_array(params, meta)
@@ -543,7 +552,8 @@ def export(kernel, out_dir, *, signature=None, constants=None, sample_args=None,
 
     data: dict[str, bytes] = {}
     if sample_args is not None:
-        data = _sample_data(fn, params, constexprs, values, g, num_dpus, num_tasklets, outputs)
+        data = _sample_data(fn, params, constexprs, values, g, num_dpus, num_tasklets, outputs,
+                            bool(debug))
 
     files = {
         "dpu_program.c": dpu_program(kernel_name, params, prog, wram, num_tasklets),
@@ -559,7 +569,8 @@ def export(kernel, out_dir, *, signature=None, constants=None, sample_args=None,
             "params": [{"name": p.name, "type": p.type, "c_name": p.cname} for p in params],
             "constants": {k: _jsonable(v) for k, v in constexprs.items()},
             "grid": list(g) if g else None, "num_dpus": num_dpus, "num_tasklets": num_tasklets,
-            "outputs": outputs, "mram_regions": "per array" if per_array else "whole image",
+            "outputs": outputs, "debug": bool(debug),
+            "mram_regions": "per array" if per_array else "whole image",
             "wram_bytes": {"kernel": wram, "globals": prog.global_wram_bytes,
                            "buffers_per_tasklet": prog.static_wram_bytes, "runtime": own,
                            "total": need},
@@ -584,7 +595,7 @@ def _jsonable(v):
     return repr(v)
 
 
-def _sample_data(fn, params, constexprs, values, grid, num_dpus, num_tasklets, outputs):
+def _sample_data(fn, params, constexprs, values, grid, num_dpus, num_tasklets, outputs, debug):
     """Inputs as bytes, and the expected outputs from a run on the DPU model."""
     import numpy as np
     data, run_args = {}, {}
@@ -598,7 +609,7 @@ def _sample_data(fn, params, constexprs, values, grid, num_dpus, num_tasklets, o
             run_args[p.name] = v
     run_args.update(constexprs)
     try:
-        fn[grid](**run_args, num_dpus=num_dpus, num_tasklets=num_tasklets)
+        fn[grid](**run_args, num_dpus=num_dpus, num_tasklets=num_tasklets, debug=debug)
     except EdslError:
         raise
     except Exception as err:  # noqa: BLE001 - a failure of the reference run

@@ -387,6 +387,34 @@ def test_console_script_is_declared():
     assert scripts["edsl"] == "edsl.export.cli:main"
 
 
+@triton.jit
+def checked_copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=0.0)
+    tl.device_assert(x >= 0, "x must be non-negative")
+    tl.store(out_ptr + offs, x, mask=m)
+
+
+@needs_cc
+def test_device_assertion_with_debug(tmp_path):
+    """export(debug=True) compiles tl.device_assert, as kernel[grid](..., debug=True):
+    the runner names the assertion, its program and its line, as the model does."""
+    folder = tmp_path / "checked"
+    x = np.arange(500, dtype=np.float32)
+    export(checked_copy, folder, sample_args=(x, np.zeros_like(x), 500), constants={"BLOCK": 128},
+           grid=(4,), num_dpus=2, debug=True)
+    build(folder)
+    assert run(folder).returncode == 0
+    x[300] = -1.0
+    (folder / "data" / "x_ptr.bin").write_bytes(x.tobytes())
+    r = run(folder)
+    assert r.returncode == 4 and "device assertion failed (program 2): x must be non-negative" in r.stderr
+    with pytest.raises(DpuError, match="device assertion failed") as err:
+        checked_copy[(4,)](x, np.zeros_like(x), 500, BLOCK=128, num_dpus=2, debug=True)
+    assert _first_error(r) == _as_runner(err.value)
+
+
 # -- one DPU ABI -------------------------------------------------------------------------
 TEMPLATES = ROOT / "edsl" / "export" / "templates"
 
