@@ -18,8 +18,10 @@ WRAM bounds, assertions, index checks, deadlocked barriers) are raised as a
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
+import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -118,9 +120,11 @@ def build(module, entries: list[str], what: str, opt_level: int = 3) -> bytes:
     Links it once here, so that a symbol the host cannot give is an error
     naming it and the line that needs it."""
     from ..lowering import to_llvm_ir, verify
+    from ..lowering.floats import soft_float_storage
     support.link(module)
     for name in entries:
         _add_packed_entry(module, name)
+    soft_float_storage(module.operation)
     verify(module)
     llir = to_llvm_ir(module)
     key = hashlib.sha256(f"{jit.host_key()}\0O{opt_level}\0{llir}".encode()).hexdigest()
@@ -231,6 +235,10 @@ class Launch:
     def run(self, work: Callable[[int], None]) -> None:
         """`work(tid)` on one thread per tasklet; this thread waits (and can be
         interrupted with Ctrl-C)."""
+        with _sigint_flag() as interrupted:
+            self._run(work, interrupted)
+
+    def _run(self, work: Callable[[int], None], interrupted: list) -> None:
         errors: list[BaseException] = []
 
         def tasklet(tid: int) -> None:
@@ -247,13 +255,16 @@ class Launch:
             for t in threads:
                 while t.is_alive():
                     t.join(0.05)
+                    if interrupted:
+                        raise KeyboardInterrupt
         except KeyboardInterrupt:
             self.interrupt()
             deadline = time.monotonic() + 1.0
             for t in threads:
                 t.join(max(0.0, deadline - time.monotonic()))
             if any(t.is_alive() for t in threads):
-                _ABANDONED.append(self)             # its memory stays valid for them
+                # A tasklet in a loop of its own: its memory and program stay valid for it.
+                _ABANDONED.append((self, work))
             raise
         if errors:
             raise errors[0]
@@ -310,3 +321,20 @@ class Launch:
 
 
 _ABANDONED: list = []          # launches interrupted while a tasklet still ran
+
+
+@contextlib.contextmanager
+def _sigint_flag():
+    """While a launch waits: Ctrl-C sets a flag the waiting loop turns into
+    KeyboardInterrupt (Python's own handler could raise it inside whatever
+    Python code runs at that moment, such as a finalizer, which drops it)."""
+    flag: list = []
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield flag
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: flag.append(signum))
+    try:
+        yield flag
+    finally:
+        signal.signal(signal.SIGINT, previous)
