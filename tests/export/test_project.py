@@ -447,3 +447,10 @@ def test_templates_are_package_data():
     assert "templates/*" in package_data["edsl.export"] and "sdk/*" in package_data["edsl.export"]
     assert {p.name for p in TEMPLATES.iterdir()} >= {"dpu_program.c", "dpu_abi.h", "kernel_args.h",
                                                      "host_runner.c", "launch_config.h", "Makefile", "README.md"}
+
+
+def test_printed_names_cannot_clash_with_the_program_around_them():
+    """Every name the DPU program's template defines is reserved in the printer."""
+    from edsl.export.printer import PROGRAM_NAMES
+    defined = set(re.findall(r"\bedsl_\w+", (TEMPLATES / "dpu_program.c").read_text()))
+    assert defined and defined <= set(PROGRAM_NAMES), defined - set(PROGRAM_NAMES)
