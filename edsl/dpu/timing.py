@@ -1,0 +1,274 @@
+"""A DPU time estimate from what a program executed: the published DPU model.
+
+Sources (each figure below names its own):
+  [PrIM]  J. Gómez-Luna et al., "Benchmarking a New Paradigm: Experimental
+          Analysis and Characterization of a Real Processing-in-Memory System",
+          IEEE Access 10, 2022 (arXiv:2105.03814).
+  [uPIM]  B. Hyun et al., "Pathfinding Future PIM Architectures by
+          Demystifying a Commercial PIM Technology", HPCA 2024
+          (arXiv:2308.00846), and its simulator's defaults (uPIMulator,
+          golang/uPIMulator/src/main.go).
+  [SDK]   UPMEM SDK documentation, "DPU chip characteristics".
+
+The PrIM figures were recalled from the paper's figures and text (each one's
+place is named); they could not be re-read from the paper's text here, only
+checked for consistency with the paper's own instruction-count model
+(e.g. 350 MHz / 6 instructions = 58.3 MOPS for the INT32 ADD loop).
+
+The model, per DPU:
+  * instruction issue: the 14-stage pipeline issues at most one instruction
+    per cycle, and one tasklet at most one every 11 cycles [uPIM, PrIM 2.3];
+  * MRAM<->WRAM DMA: a transfer of n bytes blocks its tasklet for
+    alpha + beta * n cycles, and the DPU's DMA engine moves beta cycles/byte
+    whatever the tasklets [PrIM 3.2.1];
+  * DPU cycles = max(sum of issue slots, max over tasklets of
+    11 * issue slots + DMA latency, beta * all DMA bytes): the throughput
+    bound of the pipeline, the latency bound of the slowest tasklet, the
+    bandwidth bound of MRAM.
+  * host<->MRAM transfers take bytes / bandwidth, by kind [PrIM 3.4].
+Issue slots per executed operation come from `ISSUE_SLOTS`: one for the
+32-bit operations the DPU has, software-routine costs for the rest, derived
+from PrIM's arithmetic-throughput figures.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+
+@dataclass(frozen=True)
+class Figure:
+    value: float
+    unit: str
+    source: str
+
+
+# -- The published figures: one table --------------------------------------------------------
+
+FIGURES: dict[str, Figure] = {
+    "clock_v1a": Figure(350e6, "Hz", "[SDK] DPU chip characteristics: v1A nominal frequency 350 MHz"),
+    "clock_v1b": Figure(400e6, "Hz", "[SDK] DPU chip characteristics: v1B nominal frequency 400 MHz"),
+    "pipeline_stages": Figure(14, "stages", "[uPIM] simulator default num_pipeline_stages=14; [PrIM] 2.3"),
+    "revolver_cycles": Figure(11, "cycles", "[uPIM] simulator default num_revolver_scheduling_cycles=11: "
+                              "a tasklet issues at most once every 11 cycles; [PrIM] 3.1.2, Key Observation 1: "
+                              "throughput saturates at 11 tasklets"),
+    # MRAM<->WRAM DMA latency = alpha + beta * size [PrIM 3.2.1, Fig. 7, Eq. 2].
+    "mram_read_alpha": Figure(77, "cycles", "[PrIM] 3.2.1, Fig. 7: mram_read latency fit, alpha = 77 cycles"),
+    "mram_write_alpha": Figure(61, "cycles", "[PrIM] 3.2.1, Fig. 7: mram_write latency fit, alpha = 61 cycles"),
+    "mram_beta": Figure(0.5, "cycles/B", "[PrIM] 3.2.1, Fig. 7: beta = 0.5 cycles/B for reads and writes "
+                        "(theoretical 700 MB/s at 350 MHz, also [uPIM] Fig. 5 caption)"),
+    "mram_read_bw_2048": Figure(628.23e6, "B/s", "[PrIM] 3.2.1, Fig. 7: sustained mram_read bandwidth at 2,048 B"),
+    "mram_write_bw_2048": Figure(633.22e6, "B/s", "[PrIM] 3.2.1, Fig. 7: sustained mram_write bandwidth at 2,048 B"),
+    # Arithmetic throughput at saturation (>= 11 tasklets), MOPS [PrIM 3.1.2, Fig. 4 labels].
+    "int32_add": Figure(58.56e6, "OPS", "[PrIM] 3.1.2, Fig. 4(a): INT32 ADD"),
+    "int32_sub": Figure(58.56e6, "OPS", "[PrIM] 3.1.2, Fig. 4(a): INT32 SUB"),
+    "int32_mul": Figure(10.27e6, "OPS", "[PrIM] 3.1.2, Fig. 4(a): INT32 MUL (mul_step, 8x8 multiplier)"),
+    "int32_div": Figure(11.27e6, "OPS", "[PrIM] 3.1.2, Fig. 4(a): INT32 DIV (div_step)"),
+    "int64_add": Figure(50.16e6, "OPS", "[PrIM] 3.1.2, Fig. 4(b): INT64 ADD (add + addc)"),
+    "int64_sub": Figure(50.16e6, "OPS", "[PrIM] 3.1.2, Fig. 4(b): INT64 SUB"),
+    "int64_mul": Figure(2.56e6, "OPS", "[PrIM] 3.1.2, Fig. 4(b): INT64 MUL (software)"),
+    "int64_div": Figure(1.40e6, "OPS", "[PrIM] 3.1.2, Fig. 4(b): INT64 DIV (software)"),
+    "float_add": Figure(4.91e6, "OPS", "[PrIM] 3.1.2, Fig. 4(c): FLOAT ADD (no FPU: software)"),
+    "float_sub": Figure(4.59e6, "OPS", "[PrIM] 3.1.2, Fig. 4(c): FLOAT SUB"),
+    "float_mul": Figure(1.91e6, "OPS", "[PrIM] 3.1.2, Fig. 4(c): FLOAT MUL"),
+    "float_div": Figure(0.34e6, "OPS", "[PrIM] 3.1.2, Fig. 4(c): FLOAT DIV"),
+    "double_add": Figure(3.32e6, "OPS", "[PrIM] 3.1.2, Fig. 4(d): DOUBLE ADD"),
+    "double_sub": Figure(3.11e6, "OPS", "[PrIM] 3.1.2, Fig. 4(d): DOUBLE SUB"),
+    "double_mul": Figure(0.53e6, "OPS", "[PrIM] 3.1.2, Fig. 4(d): DOUBLE MUL"),
+    "double_div": Figure(0.16e6, "OPS", "[PrIM] 3.1.2, Fig. 4(d): DOUBLE DIV"),
+    # The loop of the arithmetic microbenchmark: 6 instructions for INT32 ADD
+    # (address, load, add, store, increment, compare-and-branch) [PrIM 3.1.2, Fig. 4 discussion].
+    "arith_loop_instructions": Figure(6, "instructions", "[PrIM] 3.1.2: the INT32 ADD loop compiles to 6 "
+                                      "instructions, 350 MHz / 6 = 58.33 MOPS"),
+    # Host<->MRAM bandwidth for large transfers [PrIM 3.4, Fig. 10].
+    "cpu_dpu_serial": Figure(0.33e9, "B/s", "[PrIM] 3.4, Fig. 10(a): CPU-DPU, 1 DPU, 32 MB"),
+    "dpu_cpu_serial": Figure(0.12e9, "B/s", "[PrIM] 3.4, Fig. 10(a): DPU-CPU, 1 DPU, 32 MB"),
+    "cpu_dpu_parallel_rank": Figure(6.68e9, "B/s", "[PrIM] 3.4, Fig. 10(b): CPU-DPU parallel, 64 DPUs (a rank)"),
+    "dpu_cpu_parallel_rank": Figure(4.74e9, "B/s", "[PrIM] 3.4, Fig. 10(b): DPU-CPU parallel, 64 DPUs (a rank)"),
+    "cpu_dpu_broadcast_rank": Figure(16.88e9, "B/s", "[PrIM] 3.4, Fig. 10(b): CPU-DPU broadcast, 64 DPUs"),
+}
+
+DPUS_PER_RANK = 64  # [PrIM] 2.1: a rank of 8 chips x 8 DPUs
+
+DEFAULT_CLOCK_HZ = FIGURES["clock_v1a"].value
+REVOLVER = int(FIGURES["revolver_cycles"].value)
+ALPHA_READ = FIGURES["mram_read_alpha"].value
+ALPHA_WRITE = FIGURES["mram_write_alpha"].value
+BETA = FIGURES["mram_beta"].value
+
+
+def _routine(op: str, base_loop: float | None = None) -> float:
+    """Issue slots of one `op` (a key of FIGURES): PrIM's loop around it has the
+    INT32 ADD loop's instructions but its add, so at saturation (one
+    instruction per cycle) f / throughput = (loop - 1) + slots(op)."""
+    f = DEFAULT_CLOCK_HZ
+    loop = FIGURES["arith_loop_instructions"].value if base_loop is None else base_loop
+    return f / FIGURES[op].value - (loop - 1)
+
+
+# -- Issue slots per executed operation class -----------------------------------------------
+# The classes are what the counting pass (edsl.lowering.counting) records per
+# executed block. Instructions the DPU has cost one slot; the rest are the
+# software routines' cost, from the arithmetic-throughput figures.
+ISSUE_SLOTS: dict[str, float] = {
+    "alu": 1.0,          # a 32-bit ALU op (indices and addresses are 32-bit on the DPU)
+    "alu64": _routine("int64_add"),   # 64-bit data: add + addc
+    "mul32": _routine("int32_mul"),
+    "div32": _routine("int32_div"),
+    "mul64": _routine("int64_mul"),
+    "div64": _routine("int64_div"),
+    "fadd32": _routine("float_add"),
+    "fsub32": _routine("float_sub"),
+    "fmul32": _routine("float_mul"),
+    "fdiv32": _routine("float_div"),
+    "fadd64": _routine("double_add"),
+    "fsub64": _routine("double_sub"),
+    "fmul64": _routine("double_mul"),
+    "fdiv64": _routine("double_div"),
+    # Not measured by PrIM (assumptions, stated): a float compare or a
+    # conversion costs a float subtraction's routine; a math-library function
+    # (exp, log, sqrt, ...) ten float multiplies and ten adds.
+    "fcmp32": _routine("float_sub"),
+    "fcmp64": _routine("double_sub"),
+    "fconv": _routine("float_sub"),
+    "math": 10 * (_routine("float_mul") + _routine("float_add")),
+    "load": 1.0,         # lw/ld: one instruction, any width up to 64 bits
+    "store": 1.0,
+    "address": 1.0,      # an address with a run-time index (lsl_add)
+    "branch": 1.0,       # a conditional branch, compare fused in (jcc)
+    "call": 2.0,         # call and return
+    "dma": 3.0,          # ldma/sdma and its address set-up (its latency is the DMA model's)
+    "sync": 4.0,         # a barrier: a few instructions around the wait
+}
+
+
+# -- Host transfers -------------------------------------------------------------------------
+def host_bandwidth(kind: str, direction: str, dpus: int) -> float:
+    """Bytes/s of a host<->MRAM transfer of `kind` ('serial', 'parallel',
+    'broadcast') to/from `dpus` DPUs. Between 1 and 64 DPUs the parallel and
+    broadcast figures are interpolated as a power law between PrIM's 1-DPU and
+    64-DPU points (an assumption); beyond a rank they scale with the ranks."""
+    if direction not in ("to_dpu", "from_dpu"):
+        raise ValueError(f"direction must be 'to_dpu' or 'from_dpu', not {direction!r}")
+    one = FIGURES["cpu_dpu_serial" if direction == "to_dpu" else "dpu_cpu_serial"].value
+    if kind == "serial" or dpus <= 1:
+        return one
+    if kind == "broadcast" and direction == "to_dpu":
+        rank = FIGURES["cpu_dpu_broadcast_rank"].value
+    elif kind in ("parallel", "broadcast"):
+        rank = FIGURES["cpu_dpu_parallel_rank" if direction == "to_dpu" else "dpu_cpu_parallel_rank"].value
+    else:
+        raise ValueError(f"transfer kind must be serial, parallel or broadcast, not {kind!r}")
+    if dpus >= DPUS_PER_RANK:
+        return rank * dpus / DPUS_PER_RANK
+    gamma = math.log(rank / one) / math.log(DPUS_PER_RANK)
+    return one * dpus ** gamma
+
+
+@dataclass(frozen=True)
+class HostTransfer:
+    """`nbytes` in all, moved between the host and `dpus` DPUs' MRAM."""
+    kind: str          # serial | parallel | broadcast
+    direction: str     # to_dpu | from_dpu
+    nbytes: int
+    dpus: int = 1
+
+    @property
+    def seconds(self) -> float:
+        if self.nbytes <= 0:
+            return 0.0
+        # A serial transfer goes to one DPU after the other at one DPU's rate;
+        # a broadcast moves `nbytes` once for all DPUs.
+        return self.nbytes / host_bandwidth(self.kind, self.direction, self.dpus)
+
+
+# -- What one tasklet executed, and the estimate ----------------------------------------------
+@dataclass
+class TaskletWork:
+    """One tasklet's executed operations (class -> count) and DMA transfers."""
+    ops: Mapping[str, float] = field(default_factory=dict)
+    dma_reads: int = 0
+    dma_read_bytes: int = 0
+    dma_writes: int = 0
+    dma_write_bytes: int = 0
+
+    def issue_slots(self) -> float:
+        try:
+            return sum(ISSUE_SLOTS[k] * n for k, n in self.ops.items())
+        except KeyError as err:
+            raise ValueError(f"unknown operation class {err.args[0]!r}") from None
+
+    def dma_latency(self) -> float:
+        return (self.dma_reads * ALPHA_READ + self.dma_writes * ALPHA_WRITE
+                + BETA * (self.dma_read_bytes + self.dma_write_bytes))
+
+    @property
+    def dma_bytes(self) -> int:
+        return self.dma_read_bytes + self.dma_write_bytes
+
+
+@dataclass(frozen=True)
+class DpuCycles:
+    """One DPU's estimate: total cycles, and each part alone."""
+    cycles: float
+    issue: float       # the instruction stream alone (pipeline and revolver bounds)
+    dma: float         # the DMA transfers alone (latency and bandwidth bounds)
+
+
+def dpu_cycles(tasklets: Sequence[TaskletWork]) -> DpuCycles:
+    """Cycles of one DPU running `tasklets` (see the module docstring)."""
+    if not tasklets:
+        return DpuCycles(0.0, 0.0, 0.0)
+    slots = [t.issue_slots() for t in tasklets]
+    latency = [t.dma_latency() for t in tasklets]
+    mram = BETA * sum(t.dma_bytes for t in tasklets)
+    pipeline = sum(slots)
+    critical = max(REVOLVER * s + d for s, d in zip(slots, latency))
+    issue = max(pipeline, REVOLVER * max(slots))
+    dma = max(max(latency), mram)
+    return DpuCycles(max(pipeline, critical, mram), issue, dma)
+
+
+@dataclass(frozen=True)
+class TimingEstimate:
+    """The estimated time of one launch on UPMEM hardware."""
+    clock_hz: float
+    dpu_cycles_max: float
+    dpu_cycles_mean: float
+    issue_cycles: float          # of the slowest DPU, its instruction stream alone
+    dma_cycles: float            # of the slowest DPU, its MRAM<->WRAM transfers alone
+    host_seconds: Mapping[str, float]   # by transfer: 'to_dpu/broadcast', ...
+    per_dpu_cycles: tuple[float, ...] = ()
+
+    @property
+    def dpu_seconds(self) -> float:
+        return self.dpu_cycles_max / self.clock_hz
+
+    @property
+    def seconds(self) -> float:
+        """DPU time plus host<->MRAM transfers (done before and after the kernel)."""
+        return self.dpu_seconds + sum(self.host_seconds.values())
+
+    def summary(self) -> str:
+        host = ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in self.host_seconds.items()) or "none"
+        return (f"DPU {self.dpu_cycles_max:,.0f} cycles max, {self.dpu_cycles_mean:,.0f} mean "
+                f"({self.dpu_seconds * 1e3:.3f} ms at {self.clock_hz / 1e6:.0f} MHz; issue "
+                f"{self.issue_cycles:,.0f}, DMA {self.dma_cycles:,.0f} cycles); host {host}; "
+                f"total {self.seconds * 1e3:.3f} ms")
+
+
+def estimate(dpus: Sequence[Sequence[TaskletWork]], transfers: Sequence[HostTransfer] = (),
+             clock_hz: float = DEFAULT_CLOCK_HZ) -> TimingEstimate:
+    """The estimate of a launch: `dpus[d][t]` is what tasklet t of DPU d did."""
+    if clock_hz <= 0:
+        raise ValueError(f"clock must be positive, not {clock_hz!r} Hz")
+    per = [dpu_cycles(ts) for ts in dpus]
+    worst = max(per, key=lambda c: c.cycles, default=DpuCycles(0.0, 0.0, 0.0))
+    host: dict[str, float] = {}
+    for t in transfers:
+        key = f"{t.direction}/{t.kind}"
+        host[key] = host.get(key, 0.0) + t.seconds
+    cycles = tuple(c.cycles for c in per)
+    return TimingEstimate(clock_hz, worst.cycles, sum(cycles) / len(cycles) if cycles else 0.0,
+                          worst.issue, worst.dma, host, cycles)
