@@ -81,6 +81,12 @@ FIGURES: dict[str, Figure] = {
     # (address, load, add, store, increment, compare-and-branch) [PrIM 3.1.2, Fig. 4 discussion].
     "arith_loop_instructions": Figure(6, "instructions", "[PrIM] 3.1.2: the INT32 ADD loop compiles to 6 "
                                       "instructions, 350 MHz / 6 = 58.33 MOPS"),
+    # Sustained WRAM bandwidth, STREAM on 64-bit integers, 16 tasklets [PrIM 3.1.3, Fig. 5 labels]:
+    # calibration targets, not model inputs.
+    "wram_copy": Figure(2818.98e6, "B/s", "[PrIM] 3.1.3, Fig. 5: WRAM STREAM COPY"),
+    "wram_add": Figure(1682.46e6, "B/s", "[PrIM] 3.1.3, Fig. 5: WRAM STREAM ADD"),
+    "wram_scale": Figure(42.03e6, "B/s", "[PrIM] 3.1.3, Fig. 5: WRAM STREAM SCALE (64-bit multiply)"),
+    "wram_triad": Figure(61.66e6, "B/s", "[PrIM] 3.1.3, Fig. 5: WRAM STREAM TRIAD (64-bit multiply)"),
     # Host<->MRAM bandwidth for large transfers [PrIM 3.4, Fig. 10].
     "cpu_dpu_serial": Figure(0.33e9, "B/s", "[PrIM] 3.4, Fig. 10(a): CPU-DPU, 1 DPU, 32 MB"),
     "dpu_cpu_serial": Figure(0.12e9, "B/s", "[PrIM] 3.4, Fig. 10(a): DPU-CPU, 1 DPU, 32 MB"),
