@@ -11,12 +11,12 @@ from mlir.passmanager import PassManager
 
 import edsl
 from edsl import InOut, Input
-from edsl.dpu.runtime import Program
+from edsl.dpu.runtime import Program, build
 from edsl.errors import DpuError
 from edsl.inject.dialect import collect
 from edsl.inject import (ParamKind, build_region, inline_regions, load_dialect, lower_placeholders,
                          stage_operands)
-from edsl.lowering import DEFAULT_PIPELINE
+from edsl.lowering import DEFAULT_PIPELINE, run_pipeline
 
 
 @edsl.dialect
@@ -153,9 +153,9 @@ def _compile_kernel():
         lower_placeholders(m)
         inline_regions(m)
         m.operation.verify()
-        _run(m, ",".join(p for p in DEFAULT_PIPELINE if p != "convert-scf-to-cf"))
+        run_pipeline(m, [p for p in DEFAULT_PIPELINE if p != "convert-scf-to-cf"])
         assert "edsl." not in str(m)
-        return ctx, Program(m)
+        return ctx, Program(build(m, ["kernel"], "kernel"), "kernel")
 
 
 _KERNEL = []

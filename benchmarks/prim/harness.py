@@ -21,7 +21,7 @@ os.environ.setdefault("TRITON_DEFAULT_BACKEND", "dpu")
 from mlir import ir  # noqa: E402
 
 from edsl.dpu import timing  # noqa: E402
-from edsl.dpu.limits import MAX_TASKLETS, ME  # noqa: E402
+from edsl.dpu.abi import MAX_TASKLETS, ME  # noqa: E402
 from edsl.dpu.runtime import Program, run_tasklets  # noqa: E402
 from edsl.lowering.counting import COUNTERS, CounterTable, count_executed_blocks  # noqa: E402
 

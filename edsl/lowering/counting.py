@@ -28,7 +28,7 @@ from mlir import ir
 from mlir.dialects import llvm
 from mlir.passmanager import PassManager
 
-from ..dpu.limits import BARRIER, MRAM_READ, MRAM_WRITE, ME, NR_TASKLETS
+from ..dpu.abi import BARRIER, ME, MRAM_READ, MRAM_WRITE, NR_TASKLETS
 from ..errors import LoweringError
 
 COUNTERS = "edsl_dpu_counters"       # () -> !llvm.ptr: the running tasklet's counters

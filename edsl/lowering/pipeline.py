@@ -10,6 +10,7 @@ from mlir.dialects import llvm
 from mlir.passmanager import PassManager
 
 from ..errors import LoweringError, SourceLoc, VerifierError
+from . import floats
 
 # Run on every builder-level module before it is shown as `.mlir`: inline calls
 # to other edsl functions, promote the variable slots of the code generator to
@@ -22,8 +23,17 @@ CLEANUP_PIPELINE = (
     "cse",
 )
 
+# Passes written in Python (each `fn(module_op, pass)`), named in pipelines
+# like upstream ones.
+PYTHON_PASSES = {
+    "edsl-soft-floats": floats.soft_floats,
+}
+
 # Builder level (func/arith/math/scf/cf/memref/index) -> LLVM dialect.
 DEFAULT_PIPELINE = (
+    # f16, bf16 and the 8-bit floats: computed in f32, converted exactly by
+    # integer code (no call into the host compiler's runtime library).
+    "edsl-soft-floats",
     "convert-scf-to-cf",
     "mem2reg",  # the generator's variable slots, now that scf regions are gone
     "arith-expand",
@@ -44,6 +54,34 @@ DEFAULT_PIPELINE = (
     "canonicalize",
     "cse",
 )
+
+# Builder level -> LLVM dialect for NVIDIA GPUs (nvptx64). As DEFAULT_PIPELINE,
+# except: no soft floats (GPUs compute and convert f16 and bf16 themselves);
+# math functions become libm calls before anything else lowers them (NVPTX has
+# no instructions for most: `llvm.exp.f32` cannot be selected), which
+# `edsl.lowering.libdevice` then points at libdevice; and NVVM operations of
+# the builder style that are written as PTX are lowered to inline assembly.
+NVPTX_PIPELINE = (
+    "convert-scf-to-cf",
+    "mem2reg",
+    "arith-expand",
+    "expand-strided-metadata",
+    "convert-math-to-funcs",
+    "convert-math-to-libm",
+    "convert-math-to-llvm",
+    "finalize-memref-to-llvm",
+    "convert-arith-to-llvm",
+    "convert-index-to-llvm",
+    "convert-cf-to-llvm",
+    "convert-ub-to-llvm",
+    "convert-func-to-llvm",
+    "convert-nvvm-to-llvm",
+    "reconcile-unrealized-casts",
+    "canonicalize",
+    "cse",
+)
+
+PIPELINES = {"upmem-dpu": DEFAULT_PIPELINE, "nvptx64": NVPTX_PIPELINE}  # by target name
 
 _LOC = re.compile(r'loc\("(?P<file>[^"]+)":(?P<line>\d+):(?P<col>\d+)')
 
@@ -76,9 +114,13 @@ def verify(module: ir.Module) -> None:
 
 def run_pipeline(module: ir.Module, pipeline: Sequence[str], what: str = "module") -> None:
     """Run the passes named in `pipeline` on `module`, in place."""
-    text = "builtin.module(" + ",".join(pipeline) + ")"
+    pm = PassManager("builtin.module", context=module.context)
     try:
-        pm = PassManager.parse(text, context=module.context)
+        for name in pipeline:
+            if name in PYTHON_PASSES:
+                pm.add(PYTHON_PASSES[name], name=name, argument=name)
+            else:
+                pm.add(name)
     except (ValueError, ir.MLIRError) as err:
         raise LoweringError(f"bad pass pipeline {list(pipeline)!r} for {what}: {err}") from None
     try:
@@ -89,13 +131,14 @@ def run_pipeline(module: ir.Module, pipeline: Sequence[str], what: str = "module
 
 
 def require_llvm_dialect(module: ir.Module, what: str, loc: SourceLoc | None = None) -> None:
-    """Raise a LoweringError unless every op of `module` is in the LLVM dialect
-    (translating or JIT-compiling anything else crashes inside MLIR)."""
+    """Raise a LoweringError unless every op of `module` is in the LLVM dialect, or
+    NVVM (its ops are LLVM intrinsics); translating or JIT-compiling anything else
+    crashes inside MLIR."""
     others = set()
 
     def visit(op):
         name = op.name
-        if not name.startswith("llvm.") and name != "builtin.module":
+        if not name.startswith(("llvm.", "nvvm.")) and name != "builtin.module":
             others.add(name)
         return ir.WalkResult.ADVANCE
 

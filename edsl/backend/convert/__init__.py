@@ -19,11 +19,12 @@ from mlir.dialects import func, llvm
 
 from ...errors import CompileError, DpuError
 from ...lowering.pipeline import location_of, verify
+from ..stores import stored_params
 from ..ttir_text import LocTable, rewrite_ttir
 from . import calls, control, elementwise, memory, reduce, shape  # noqa: F401  (register lowerings)
 from . import debug as debug_ops
 from .core import _ACTIVE, Converter, KernelInfo, is_ptr, scalar_type
-from .runtime_text import DMA_TEXT, main_text, tasklet_decls
+from .runtime_text import DECLARATIONS, main_text
 
 __all__ = ["convert_ttir", "parse_ttir", "KernelInfo"]
 
@@ -66,7 +67,7 @@ def convert_ttir(text: str, ctx: ir.Context | None = None, *, debug: bool = Fals
     with ctx, ir.Location.unknown():
         kernel = _kernel_func(src)
         name = ir.StringAttr(kernel.attributes["sym_name"]).value
-        info = KernelInfo(name=name, regions="@__edsl_" in text)
+        info = KernelInfo(name=name, regions="@__edsl_" in text, stored=stored_params(kernel))
         ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
         params = [scalar_type(t) for t in ftype.inputs]
         i32 = ir.IntegerType.get_signless(32)
@@ -100,7 +101,7 @@ def convert_ttir(text: str, ctx: ir.Context | None = None, *, debug: bool = Fals
         # declarations `out` already holds are dropped when the support moves in.
         param_types = [str(t) for t in params]
         decl = (f"func.func private @{name}({', '.join(param_types + ['i32'] * 6 + [str(wram_t), '!llvm.ptr'])})")
-        support = ir.Module.parse("module {" + decl + tasklet_decls(tasklets) + DMA_TEXT
+        support = ir.Module.parse("module {" + decl + DECLARATIONS
                                   + main_text(name, param_types, tasklets)
                                   + debug_ops.SUPPORT_TEXT + "}")
         table = ir.SymbolTable(out.operation)
@@ -115,7 +116,7 @@ def convert_ttir(text: str, ctx: ir.Context | None = None, *, debug: bool = Fals
 
 def check_wram(info: KernelInfo, limit: int | None) -> None:
     """A kernel whose WRAM buffers exceed the DPU's WRAM fails at compile time."""
-    from ...dpu.limits import WRAM_BYTES
+    from ...dpu.abi import WRAM_BYTES
     limit = WRAM_BYTES if limit is None else limit
     total = info.wram_bytes
     if total <= limit:

@@ -41,7 +41,7 @@ from typing import Callable
 from mlir import ir
 from mlir.dialects import arith, memref, scf
 
-from ...dpu.limits import BARRIER
+from ...dpu.abi import BARRIER
 
 from ...errors import CompileError, SourceLoc
 from ...lowering.pipeline import location_of
@@ -215,8 +215,9 @@ class KernelInfo:
     tasklets: int = 1
     barriers: int = 0                   # barrier sites in the converted kernel
     regions: bool = False               # calls EDSL functions (fl.call)
-    # run-time check sites of those EDSL functions: [code, file, line, col]
+    # run-time check sites of the kernel and of those EDSL functions: [code, file, line, col]
     sites: list = field(default_factory=list)
+    stored: list | None = None          # pointer parameters stores may go through (None: unknown)
 
     @property
     def wram_bytes(self) -> int:
@@ -268,19 +269,33 @@ class Converter:
         self._w: dict = {}                 # buffer -> (owner, serial) of the last write
         self._r: dict = {}                 # buffer -> [(owner, serial)] reads
         self._mram: list = []              # (write?, owner, serial)
+        self._op_location = None           # of the op being lowered
+        self._site_codes: set[int] = set()
         if tasklets > 1:
             # The tasklet's id: `me()`, asked once per DPU by `__dpu_main`.
             from mlir.dialects import llvm
 
-            from .runtime_text import CTX_TID
+            from ...dpu.abi import Ctx
             with self._alloca_ip, ir.Location.unknown():
                 i64 = ir.IntegerType.get_signless(64)
-                slot = llvm.getelementptr(llvm.PointerType.get(), ctx_arg, [], [CTX_TID], i64, 0)
+                slot = llvm.getelementptr(llvm.PointerType.get(), ctx_arg, [], [Ctx.TID], i64, 0)
                 self.me = arith.index_cast(ir.IndexType.get(), llvm.load(i64, slot))
 
     # -- errors --------------------------------------------------------------
     def error(self, op, message: str) -> CompileError:
         return CompileError(message, user_location(op.location))
+
+    def site(self) -> ir.Value:
+        """An i64 check-site code of the op being lowered (0: unknown), so that
+        a run-time error (a DMA out of the arrays) names the kernel's line."""
+        loc = user_location(self._op_location) if self._op_location is not None else None
+        code = 0
+        if loc is not None:
+            code = loc.site
+            if code not in self._site_codes:
+                self._site_codes.add(code)
+                self.info.sites.append([code, loc.filename, loc.lineno, loc.col])
+        return arith.constant(ir.IntegerType.get_signless(64), code)
 
     # -- values --------------------------------------------------------------
     def get(self, value: ir.Value):
@@ -521,7 +536,9 @@ class Converter:
 
     def barrier(self) -> None:
         from ...inject.runtime_calls import runtime_call
-        runtime_call(self.module_body, BARRIER, [])
+        with ir.Location.unknown():
+            site = arith.constant(ir.IntegerType.get_signless(64), 0)
+        runtime_call(self.module_body, BARRIER, [site])
         self.info.barriers += 1
         block = ir.InsertionPoint.current.block
         for log in self._cycles:
@@ -696,6 +713,7 @@ class Converter:
                 fn = LOWERINGS["<elementwise>"]
             else:
                 raise self.error(op, f"operation '{name}' is not supported by the DPU backend")
+        self._op_location = op.location
         with op.location:
             if self.tasklets > 1:
                 self._open_anchor()
