@@ -17,8 +17,9 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from prim import calibration, harness, workloads  # noqa: E402
+from prim import calibration, workloads  # noqa: E402
 
+import edsl.backend  # noqa: E402
 from edsl.dpu import timing  # noqa: E402
 
 TOLERANCE = 0.15
@@ -39,18 +40,20 @@ def print_calibration(points) -> int:
 
 def print_workloads(dpus: int, tasklets: int, scale: float) -> None:
     print(f"\nPrIM workloads as Triton kernels, {dpus} DPU(s), {tasklets} tasklets, "
-          f"dataset x{scale:g} (PrIM Table 3, 1-DPU sizes)")
-    print(f"{'kernel':10} {'published':>10} {'estimated':>10} {'ratio':>6}  issue/DMA cycles of the slowest DPU")
+          f"dataset x{scale:g} (PrIM's 1-rank strong-scaling sizes), at {timing.clock_hz() / 1e6:g} MHz")
+    print(f"{'kernel':10} {'published':>10} {'estimated':>10} {'ratio':>6}  "
+          f"issue/DMA cycles of the slowest DPU; host transfers")
     for name, make in workloads.WORKLOADS.items():
         kernel, args, consts, check = make(dpus, scale)
-        work = harness.run_triton(kernel, (dpus,), args, num_dpus=dpus, num_tasklets=tasklets, **consts)
+        kernel[(dpus,)](*args, num_dpus=dpus, num_tasklets=tasklets, dpu_timing=True, **consts)
         if not check():
             raise SystemExit(f"{name}: wrong result on the DPU model")
-        est = timing.estimate(work)
-        # PrIM's per-workload times (Figs. 12-16) are bars in plots that
-        # could not be read here: no published figure to compare with.
+        est = edsl.backend.last_report().timing
+        host = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in est.host_seconds.items() if v)
+        # PrIM's per-workload times (Figs. 12-16) are bars in plots whose
+        # values could not be read here: no published figure to compare with.
         print(f"{name:10} {'n/a':>10} {est.dpu_seconds * 1e3:8.2f}ms {'n/a':>6}  "
-              f"{est.issue_cycles:,.0f} / {est.dma_cycles:,.0f}")
+              f"{est.issue_cycles:,.0f} / {est.dma_cycles:,.0f}; {host}")
 
 
 def plot(path: str) -> None:

@@ -1,10 +1,12 @@
 """Calibration points: PrIM's microbenchmarks run here, estimated, against the published figures.
 
 Each point is (benchmark, configuration, published, estimated, unit, note).
-The arithmetic and WRAM figures are PrIM's measured throughputs of the
-compute loop alone (the kernels' DMA is outside PrIM's timers), so they are
-compared with the estimate's instruction-issue part; the MRAM figures with
-the DMA part.
+Every kernel runs through the ordinary launch path with counting on
+(`f.run(..., tasklets=t, timing=True)`); its `LaunchReport.timing` is the
+estimate. The arithmetic and WRAM figures are PrIM's measured throughputs of
+the compute loop alone (the kernels' DMA is outside PrIM's timers), so they
+are compared with the estimate's instruction-issue part; the MRAM figures
+with the DMA part.
 """
 from __future__ import annotations
 
@@ -15,13 +17,15 @@ import numpy as np
 from edsl.dpu import timing
 from edsl.dpu.timing import FIGURES
 
-from . import harness, micro
+from . import micro
 
 TYPES = {"i32": ("int32", np.int32), "i64": ("int64", np.int64), "f32": ("float", np.float32),
          "f64": ("double", np.float64)}
 OPS = ("add", "sub", "mul", "div")
 TASKLETS = (1, 2, 4, 8, 11, 16)
 MRAM_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
+# PrIM ran its microbenchmarks on DPUs at 350 MHz (the `clock_v1a` figure).
+PRIM_CLOCK_HZ = timing.DEFAULT_CLOCK_HZ
 
 
 @dataclass(frozen=True)
@@ -44,9 +48,8 @@ def arithmetic_throughput(ty: str, op: str, tasklets: int) -> float:
     dtype = TYPES[ty][1]
     n = 16 * micro.BLOCK // dtype().itemsize * 2          # two blocks per tasklet at 16 tasklets
     a = np.arange(1, n + 1).astype(dtype)
-    work = harness.run_edsl(fn, (a, n, 3), tasklets)
-    est = timing.estimate([work])
-    return n / (est.issue_cycles / est.clock_hz)
+    est = fn.run(a, n, 3, tasklets=tasklets, timing=True).timing.at(PRIM_CLOCK_HZ)
+    return n / est.issue_seconds
 
 
 def published_throughput(ty: str, op: str, tasklets: int) -> tuple[float, str]:
@@ -65,10 +68,9 @@ def wram_bandwidth(op: str, tasklets: int = 16) -> float:
     a = np.arange(n, dtype=np.int64)
     b = np.arange(n, dtype=np.int64)
     c = np.zeros(n, dtype=np.int64)
-    work = harness.run_edsl(fn, (a, b, c, n, 3), tasklets)
-    est = timing.estimate([work])
+    est = fn.run(a, b, c, n, 3, tasklets=tasklets, timing=True).timing.at(PRIM_CLOCK_HZ)
     per_element = {"copy": 16, "add": 24, "scale": 16, "triad": 24}[op]
-    return n * per_element / (est.issue_cycles / est.clock_hz)
+    return n * per_element / est.issue_seconds
 
 
 def mram_transfer(size: int, direction: str) -> tuple[float, float]:
@@ -76,12 +78,16 @@ def mram_transfer(size: int, direction: str) -> tuple[float, float]:
     fn = micro.mram(size)
     count = 4
     a = np.zeros(count * size // 8, dtype=np.int64)
-    work = harness.run_edsl(fn, (a, count), 1)[0]
-    n = work.dma_reads if direction == "read" else work.dma_writes
-    nbytes = work.dma_read_bytes if direction == "read" else work.dma_write_bytes
+    report = fn.run(a, count, tasklets=1, timing=True)
+    n = report.dma_reads if direction == "read" else report.dma_writes
+    nbytes = report.dma_read_bytes if direction == "read" else report.dma_write_bytes
     alpha = timing.ALPHA_READ if direction == "read" else timing.ALPHA_WRITE
+    # One tasklet: its DMA cycles are the sum of its transfers' latencies.
+    reads, writes = report.dma_reads, report.dma_writes
+    total = reads * timing.ALPHA_READ + writes * timing.ALPHA_WRITE + timing.BETA * report.dma_bytes
+    assert abs(report.timing.dma_cycles - total) < 1e-6, (report.timing.dma_cycles, total)
     latency = (n * alpha + timing.BETA * nbytes) / n
-    return latency, size / latency * timing.DEFAULT_CLOCK_HZ
+    return latency, size / latency * PRIM_CLOCK_HZ
 
 
 def points(tasklets=TASKLETS) -> list[Point]:

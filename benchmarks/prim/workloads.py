@@ -4,9 +4,17 @@ One program instance per DPU (grid = number of DPUs), each walking its share
 of the data in BLOCK-element tiles, as PrIM's DPU code walks its MRAM part
 in blocks; the backend shares each tile among the tasklets.
 
-Dataset sizes: PrIM Table 3, "1 DPU-1 rank" column (VA 2.5 M int32, RED
-6.3 M int64, SCAN-SSA 3.8 M int64, GEMV 8192 x 1024 uint32). HST-S is not
-here: the `dpu` backend does not convert `tl.histogram`.
+Dataset sizes: those of PrIM's 1-rank strong-scaling runs (run_strong_rank.py
+in CMU-SAFARI/prim-benchmarks: VA -i 2621440, RED -i 6553600, SCAN-SSA
+-i 3932160, GEMV -m 8192 -n 1024, HST-S 1536 x 1024 elements (its default)
+and -b 256 bins). Element types as chosen here: VA int32, RED and SCAN-SSA
+int64, GEMV uint32, HST-S uint32 pixels of 12 bits.
+
+HST-S: the `dpu` backend does not convert `tl.histogram`, so each program
+adds its elements into its own DPU's histogram with `tl.atomic_add`, as a
+Triton kernel on a GPU would (PrIM's DPU code keeps one histogram per
+tasklet in WRAM and merges them; the backend runs a program's atomics on
+one tasklet, each a read-modify-write through MRAM).
 """
 from __future__ import annotations
 
@@ -62,6 +70,17 @@ def gemv_kernel(a_ptr, x_ptr, y_ptr, rows, cols, rows_per_dpu, BLOCK: tl.constex
         tl.store(y_ptr + r, tl.sum(acc))
 
 
+@triton.jit
+def hst_kernel(a_ptr, hist_ptr, n, per_dpu, BINS: tl.constexpr, DEPTH: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    start = pid * per_dpu
+    for off in range(start, start + per_dpu, BLOCK):
+        offs = off + tl.arange(0, BLOCK)
+        m = offs < n
+        x = tl.load(a_ptr + offs, mask=m, other=0)
+        tl.atomic_add(hist_ptr + pid * BINS + ((x * BINS) >> DEPTH), 1, mask=m)
+
+
 def _split(n: int, dpus: int, block: int) -> int:
     return (n + dpus - 1) // dpus // block * block + (block if (n + dpus - 1) // dpus % block else 0)
 
@@ -106,4 +125,15 @@ def gemv(dpus: int, scale: float = 1.0):
     return gemv_kernel, (a, x, y, rows, cols, per), {"BLOCK": block}, lambda: np.array_equal(y, a @ x)
 
 
-WORKLOADS = {"VA": va, "RED": red, "SCAN-SSA": scan, "GEMV": gemv}
+def hst(dpus: int, scale: float = 1.0):
+    n = int(1536 * 1024 * scale)
+    bins, depth = 256, 12
+    a = (np.arange(n, dtype=np.uint64) * 2654435761 % (1 << depth)).astype(np.uint32)
+    hist = np.zeros(dpus * bins, dtype=np.uint32)
+    block = 256
+    expect = np.bincount((a.astype(np.int64) * bins) >> depth, minlength=bins)
+    return (hst_kernel, (a, hist, n, _split(n, dpus, block)), {"BINS": bins, "DEPTH": depth, "BLOCK": block},
+            lambda: np.array_equal(hist.reshape(dpus, bins).sum(axis=0), expect))
+
+
+WORKLOADS = {"VA": va, "RED": red, "SCAN-SSA": scan, "GEMV": gemv, "HST-S": hst}

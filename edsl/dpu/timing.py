@@ -33,8 +33,14 @@ from PrIM's arithmetic-throughput figures.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass, field, replace
 from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..errors import ArgumentError
+from .abi import Ctx
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,7 @@ FIGURES: dict[str, Figure] = {
 DPUS_PER_RANK = 64  # [PrIM] 2.1: a rank of 8 chips x 8 DPUs
 
 DEFAULT_CLOCK_HZ = FIGURES["clock_v1a"].value
+CLOCK_ENV = "EDSL_DPU_CLOCK_MHZ"    # the clock launch reports use, in MHz (default 350)
 REVOLVER = int(FIGURES["revolver_cycles"].value)
 ALPHA_READ = FIGURES["mram_read_alpha"].value
 ALPHA_WRITE = FIGURES["mram_write_alpha"].value
@@ -189,7 +196,53 @@ class HostTransfer:
         return self.nbytes / host_bandwidth(self.kind, self.direction, self.dpus)
 
 
+def launch_transfers(read_bytes: Sequence[int], written_bytes: Sequence[int], in_bytes: int,
+                     out_bytes: int) -> list[HostTransfer]:
+    """The host<->MRAM transfers around a launch, from what each DPU moved by
+    DMA (`read_bytes[d]`, `written_bytes[d]`) and the bytes of its input and
+    output arrays. Assumptions, stated: DPU d needs min(in_bytes, what it
+    read) from the host, and gives back min(out_bytes, what it wrote); one
+    DPU is served serially; several get one broadcast when each needs every
+    input byte, else a parallel transfer, which moves the same size to each
+    DPU (the largest need), as the SDK's `dpu_push_xfer` does."""
+    dpus = len(read_bytes)
+    need_in = [min(in_bytes, int(b)) for b in read_bytes]
+    need_out = [min(out_bytes, int(b)) for b in written_bytes]
+    if dpus == 0:
+        return []
+    if dpus == 1:
+        return [HostTransfer("serial", "to_dpu", need_in[0]), HostTransfer("serial", "from_dpu", need_out[0])]
+    if in_bytes > 0 and all(n == in_bytes for n in need_in):
+        into = HostTransfer("broadcast", "to_dpu", in_bytes, dpus)
+    else:
+        into = HostTransfer("parallel", "to_dpu", dpus * max(need_in), dpus)
+    return [into, HostTransfer("parallel", "from_dpu", dpus * max(need_out), dpus)]
+
+
 # -- What one tasklet executed, and the estimate ----------------------------------------------
+@dataclass(frozen=True)
+class CounterTable:
+    """What each executed-block counter's block executes: `ops[class][k]`
+    operations of `class` (a key of ISSUE_SLOTS) per execution of counter
+    k's block. The counting pass (edsl.lowering.counting) makes it; a
+    program's metadata carries it as `to_json()`."""
+    counters: int
+    ops: Mapping[str, tuple[int, ...]]
+
+    def executed(self, counts: Sequence[int]) -> dict[str, int]:
+        """Operations executed by a tasklet whose counters read `counts`."""
+        if len(counts) < self.counters:
+            raise ValueError(f"{len(counts)} counters read, the program has {self.counters}")
+        return {cls: sum(c * n for c, n in zip(counts, per) if n) for cls, per in self.ops.items()}
+
+    def to_json(self) -> dict:
+        return {"counters": self.counters, "ops": {c: list(v) for c, v in self.ops.items()}}
+
+    @staticmethod
+    def from_json(data: Mapping) -> "CounterTable":
+        return CounterTable(int(data["counters"]), {c: tuple(v) for c, v in data["ops"].items()})
+
+
 @dataclass
 class TaskletWork:
     """One tasklet's executed operations (class -> count) and DMA transfers."""
@@ -238,7 +291,8 @@ def dpu_cycles(tasklets: Sequence[TaskletWork]) -> DpuCycles:
 
 @dataclass(frozen=True)
 class TimingEstimate:
-    """The estimated time of one launch on UPMEM hardware."""
+    """The estimated time of one launch on UPMEM hardware. Cycles do not
+    depend on the clock; `at(hz)` gives the same estimate at another one."""
     clock_hz: float
     dpu_cycles_max: float
     dpu_cycles_mean: float
@@ -246,35 +300,89 @@ class TimingEstimate:
     dma_cycles: float            # of the slowest DPU, its MRAM<->WRAM transfers alone
     host_seconds: Mapping[str, float]   # by transfer: 'to_dpu/broadcast', ...
     per_dpu_cycles: tuple[float, ...] = ()
+    executed_ops: Mapping[str, int] = field(default_factory=dict)   # by class, whole launch
 
     @property
     def dpu_seconds(self) -> float:
         return self.dpu_cycles_max / self.clock_hz
 
     @property
+    def issue_seconds(self) -> float:
+        return self.issue_cycles / self.clock_hz
+
+    @property
+    def dma_seconds(self) -> float:
+        return self.dma_cycles / self.clock_hz
+
+    @property
     def seconds(self) -> float:
         """DPU time plus host<->MRAM transfers (done before and after the kernel)."""
         return self.dpu_seconds + sum(self.host_seconds.values())
 
+    def at(self, clock_hz: float) -> "TimingEstimate":
+        """This estimate at a DPU clock of `clock_hz`."""
+        return replace(self, clock_hz=_positive_clock(clock_hz))
+
     def summary(self) -> str:
-        host = ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in self.host_seconds.items()) or "none"
+        host = ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in self.host_seconds.items() if v) or "none"
         return (f"DPU {self.dpu_cycles_max:,.0f} cycles max, {self.dpu_cycles_mean:,.0f} mean "
-                f"({self.dpu_seconds * 1e3:.3f} ms at {self.clock_hz / 1e6:.0f} MHz; issue "
+                f"({self.dpu_seconds * 1e3:.3f} ms at {self.clock_hz / 1e6:g} MHz; issue "
                 f"{self.issue_cycles:,.0f}, DMA {self.dma_cycles:,.0f} cycles); host {host}; "
                 f"total {self.seconds * 1e3:.3f} ms")
+
+
+def _positive_clock(clock_hz: float) -> float:
+    if not clock_hz > 0:
+        raise ValueError(f"clock must be positive, not {clock_hz!r} Hz")
+    return float(clock_hz)
+
+
+def clock_hz() -> float:
+    """The DPU clock of launch reports: $EDSL_DPU_CLOCK_MHZ, else 350 MHz."""
+    text = os.environ.get(CLOCK_ENV, "").strip()
+    if not text:
+        return DEFAULT_CLOCK_HZ
+    try:
+        mhz = float(text)
+    except ValueError:
+        mhz = float("nan")
+    if not mhz > 0 or math.isinf(mhz):
+        raise ArgumentError(f"{CLOCK_ENV}={text!r}: the DPU clock must be a positive number of MHz")
+    return mhz * 1e6
 
 
 def estimate(dpus: Sequence[Sequence[TaskletWork]], transfers: Sequence[HostTransfer] = (),
              clock_hz: float = DEFAULT_CLOCK_HZ) -> TimingEstimate:
     """The estimate of a launch: `dpus[d][t]` is what tasklet t of DPU d did."""
-    if clock_hz <= 0:
-        raise ValueError(f"clock must be positive, not {clock_hz!r} Hz")
+    clock_hz = _positive_clock(clock_hz)
     per = [dpu_cycles(ts) for ts in dpus]
     worst = max(per, key=lambda c: c.cycles, default=DpuCycles(0.0, 0.0, 0.0))
     host: dict[str, float] = {}
     for t in transfers:
         key = f"{t.direction}/{t.kind}"
         host[key] = host.get(key, 0.0) + t.seconds
+    ops: dict[str, float] = {}
+    for ts in dpus:
+        for t in ts:
+            for k, n in t.ops.items():
+                ops[k] = ops.get(k, 0) + n
     cycles = tuple(c.cycles for c in per)
     return TimingEstimate(clock_hz, worst.cycles, sum(cycles) / len(cycles) if cycles else 0.0,
-                          worst.issue, worst.dma, host, cycles)
+                          worst.issue, worst.dma, host, cycles, ops)
+
+
+def launch_estimate(table: CounterTable, counters: np.ndarray, ctx: np.ndarray, in_bytes: int,
+                    out_bytes: int) -> TimingEstimate:
+    """The estimate of a launch of the DPU model, at `clock_hz()`: `counters`
+    [dpu, tasklet, >= table.counters] are its executed-block counters, `ctx`
+    [dpu, tasklet, slot] its tasklets' contexts (DMA by direction), and
+    `in_bytes`/`out_bytes` the bytes of its input/output arrays in MRAM."""
+    classes = sorted(table.ops)
+    per_block = np.array([table.ops[c] for c in classes], dtype=np.int64).reshape(len(classes), table.counters)
+    executed = counters[..., :table.counters] @ per_block.T          # [dpu, tasklet, class]
+    dma = ctx[..., [Ctx.READS, Ctx.READ_BYTES, Ctx.WRITES, Ctx.WRITE_BYTES]].tolist()
+    work = [[TaskletWork(dict(zip(classes, executed[d, t].tolist())), *dma[d][t])
+             for t in range(ctx.shape[1])] for d in range(ctx.shape[0])]
+    transfers = launch_transfers(ctx[..., Ctx.READ_BYTES].sum(axis=1).tolist(),
+                                 ctx[..., Ctx.WRITE_BYTES].sum(axis=1).tolist(), in_bytes, out_bytes)
+    return estimate(work, transfers, clock_hz())

@@ -10,7 +10,10 @@ records in the module what each block executes, by operation class
                        edsl.counter_ops = {alu = array<i64: ...N counts>, load = ..., ...}}
 
 After a launch, counter k times the block's counts, summed over blocks, is
-what a tasklet executed (`executed_ops`). The classes model the DPU, a 32-bit
+what a tasklet executed (`edsl.dpu.timing.CounterTable`). Programs run it
+before they are built, on request (a kernel's `dpu_timing=True`, an EDSL
+function's `run(..., timing=True)`), so only the program's own code is
+counted, not the DPU runtime library linked in afterwards. The classes model the DPU, a 32-bit
 core without FPU: 64-bit arithmetic costs more only on 64-bit data (indices
 and addresses are 32-bit there); a compare feeding the branch after it is
 part of the branch (jcc); casts, constants and struct moves are free.
@@ -21,22 +24,21 @@ counting.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable
 
 from mlir import ir
 from mlir.dialects import llvm
 from mlir.passmanager import PassManager
 
-from ..dpu.abi import BARRIER, ME, MRAM_READ, MRAM_WRITE, NR_TASKLETS
+from ..dpu.abi import BARRIER, COUNTERS, DMA, FAIL, ME, MRAM_READ, MRAM_WRITE, NR_TASKLETS
+from ..dpu.timing import CounterTable
 from ..errors import LoweringError
 
-COUNTERS = "edsl_dpu_counters"       # () -> !llvm.ptr: the running tasklet's counters
 COUNTERS_ATTR = "edsl.counters"      # i64: how many counters the program uses
 OPS_ATTR = "edsl.counter_ops"        # class -> array<i64>: counts per counter
 
-# Calls by callee: the runtime's DMA, barrier and tasklet-register reads.
-DMA_CALLEES = frozenset({MRAM_READ, MRAM_WRITE})
+# Calls by callee: the runtime's DMA (EDSL's and kernels'), barrier and tasklet-register reads.
+DMA_CALLEES = frozenset({MRAM_READ, MRAM_WRITE, DMA})
 SYNC_CALLEES = frozenset({BARRIER})
 REGISTER_CALLEES = frozenset({ME, NR_TASKLETS})
 # Functions of the runtime itself, whose blocks are not the program's work.
@@ -90,13 +92,13 @@ def _callee(op: ir.Operation) -> str | None:
     return ir.FlatSymbolRefAttr(attr).value if attr is not None else None
 
 
-def _classify(op: ir.Operation, data64: set, fused: set) -> tuple[str, ...]:
+def _classify(op: ir.Operation, data64: set, fused: set, contexts: set) -> tuple[str, ...]:
     """The operation classes `op` executes as on the DPU (empty: free)."""
     name = op.name
     if name in _FREE or op in fused:
         return ()
     if name == "llvm.load":
-        return ("load",)
+        return ("alu",) if _context_read(op, contexts) else ("load",)
     if name == "llvm.store":
         return ("store",)
     if name == "llvm.getelementptr":
@@ -146,6 +148,25 @@ _LIBM = frozenset({"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqr
                    "atanh", "erf", "erfc", "hypot", "fmod"})
 
 
+def _contexts(blocks) -> set:
+    """The launch contexts a function hands the runtime (`__dpu_dma`'s last
+    operand, `__dpu_fail`'s first): the model's stand-in for DPU registers."""
+    found = set()
+    for block in blocks:
+        for op in block.operations:
+            op = op.operation
+            if op.name == "llvm.call" and _callee(op) in (DMA, FAIL):
+                found.add(op.operands[-1] if _callee(op) == DMA else op.operands[0])
+    return found
+
+
+def _context_read(load: ir.Operation, contexts: set) -> bool:
+    """A load of a slot of a launch context (the tasklet id, say): a register read on the DPU."""
+    owner = _owner(load.operands[0])
+    return (owner is not None and owner.name == "llvm.getelementptr" and len(owner.operands) == 1
+            and owner.operands[0] in contexts)
+
+
 def _fused_compares(block: ir.Block) -> set:
     """Compares whose only use is the conditional branch ending their block."""
     ops = list(block.operations)
@@ -160,19 +181,6 @@ def _fused_compares(block: ir.Block) -> set:
 
 def _single_use(value: ir.Value) -> bool:
     return sum(1 for _ in value.uses) == 1
-
-
-@dataclass(frozen=True)
-class CounterTable:
-    """What each counter's block executes: `ops[class][k]` for counter k."""
-    counters: int
-    ops: Mapping[str, tuple[int, ...]]
-
-    def executed(self, counts: Sequence[int]) -> dict[str, int]:
-        """Operations executed by a tasklet whose counters read `counts`."""
-        if len(counts) < self.counters:
-            raise ValueError(f"{len(counts)} counters read, the program has {self.counters}")
-        return {cls: sum(c * n for c, n in zip(counts, per) if n) for cls, per in self.ops.items()}
 
 
 def counter_table(module: ir.Module) -> CounterTable | None:
@@ -212,14 +220,16 @@ def count_executed_blocks(module: ir.Module, skip: Iterable[str] = ()) -> Counte
             blocks = list(func.regions[0].blocks)
             first = len(per_block)
             data64: set = set()
+            contexts = _contexts(blocks)
             for block in blocks:
                 fused = _fused_compares(block)
                 tally: dict[str, int] = {}
                 for op in block.operations:
                     op = op.operation
-                    if op.name == "llvm.load" and _bits(op.results[0].type) == 64:
+                    if op.name == "llvm.load" and _bits(op.results[0].type) == 64 \
+                            and not _context_read(op, contexts):
                         data64.add(op.results[0])
-                    for cls in _classify(op, data64, fused):
+                    for cls in _classify(op, data64, fused, contexts):
                         tally[cls] = tally.get(cls, 0) + 1
                     if op.name in _INT | _MUL | _DIV and op.results \
                             and any(v in data64 for v in op.operands) and _bits(op.results[0].type) == 64:

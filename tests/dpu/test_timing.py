@@ -7,6 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from edsl.dpu import timing
 from edsl.dpu.timing import FIGURES, HostTransfer, TaskletWork, dpu_cycles, estimate
+from edsl.errors import ArgumentError
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "benchmarks"))
 
@@ -77,6 +78,53 @@ def test_host_transfers_by_kind():
     assert est.host_seconds == {"to_dpu/serial": pytest.approx(2000 / 0.33e9)}
     with pytest.raises(ValueError):
         timing.host_bandwidth("scatter", "to_dpu", 4)
+
+
+@given(st.lists(st.integers(0, 1 << 22), min_size=1, max_size=8), st.integers(0, 1 << 22),
+       st.integers(0, 1 << 22))
+def test_launch_transfers_by_kind(reads, in_bytes, out_bytes):
+    writes = reads[::-1]
+    moves = timing.launch_transfers(reads, writes, in_bytes, out_bytes)
+    kinds = {(t.direction, t.kind) for t in moves}
+    into = next(t for t in moves if t.direction == "to_dpu")
+    back = next(t for t in moves if t.direction == "from_dpu")
+    if len(reads) == 1:
+        assert kinds == {("to_dpu", "serial"), ("from_dpu", "serial")}
+        assert into.nbytes == min(in_bytes, reads[0]) and back.nbytes == min(out_bytes, writes[0])
+    elif in_bytes and all(r >= in_bytes for r in reads):
+        assert into.kind == "broadcast" and into.nbytes == in_bytes   # once, for every DPU
+    else:
+        # the SDK's parallel transfer moves the same size to each DPU: the largest need
+        assert into.kind == "parallel" and into.nbytes == len(reads) * max(min(in_bytes, r) for r in reads)
+    # a DPU never gets more than every input byte, nor gives back more than every output byte
+    assert into.nbytes <= len(reads) * in_bytes and back.nbytes <= len(reads) * out_bytes
+    # more input bytes needed never take less time
+    more = timing.launch_transfers([r + 8 for r in reads], writes, in_bytes + 8, out_bytes)
+    assert sum(t.seconds for t in more) >= sum(t.seconds for t in moves) * (1 - 1e-12)
+
+
+def test_clock_from_environment_and_at(monkeypatch):
+    monkeypatch.delenv(timing.CLOCK_ENV, raising=False)
+    assert timing.clock_hz() == 350e6
+    monkeypatch.setenv(timing.CLOCK_ENV, "267")
+    assert timing.clock_hz() == 267e6
+    for bad in ("0", "-5", "inf", "nan", "350MHz"):
+        monkeypatch.setenv(timing.CLOCK_ENV, bad)
+        with pytest.raises(ArgumentError, match="positive number of MHz"):
+            timing.clock_hz()
+    est = estimate([[_work({"alu": 1000})]])
+    slower = est.at(175e6)
+    assert slower.dpu_cycles_max == est.dpu_cycles_max and slower.dpu_seconds == 2 * est.dpu_seconds
+    with pytest.raises(ValueError):
+        est.at(0)
+
+
+def test_counter_table_executed_and_json():
+    table = timing.CounterTable(3, {"alu": (1, 2, 0), "fadd32": (0, 1, 4)})
+    assert table.executed([5, 2, 1]) == {"alu": 9, "fadd32": 6}
+    assert timing.CounterTable.from_json(table.to_json()) == table
+    with pytest.raises(ValueError, match="2 counters read"):
+        table.executed([1, 2])
 
 
 def test_every_figure_names_its_source():
