@@ -85,8 +85,11 @@ def _split(n: int, dpus: int, block: int) -> int:
     return (n + dpus - 1) // dpus // block * block + (block if (n + dpus - 1) // dpus % block else 0)
 
 
+VA_ELEMENTS = 2_621_440
+
+
 def va(dpus: int, scale: float = 1.0):
-    n = int(2_621_440 * scale)
+    n = int(round(VA_ELEMENTS * scale))
     a = np.arange(n, dtype=np.int32)
     b = np.ones(n, dtype=np.int32)
     c = np.zeros(n, dtype=np.int32)

@@ -10,10 +10,12 @@ Sources (each figure below names its own):
           golang/uPIMulator/src/main.go).
   [SDK]   UPMEM SDK documentation, "DPU chip characteristics".
 
-The PrIM figures were recalled from the paper's figures and text (each one's
-place is named); they could not be re-read from the paper's text here, only
-checked for consistency with the paper's own instruction-count model
-(e.g. 350 MHz / 6 instructions = 58.3 MOPS for the INT32 ADD loop).
+Each figure's source says whether it was re-read here (the uPIMulator
+defaults, in its source) or recalled: the PrIM figures were written down from
+the paper's figures and text (each one's place is named) and could not be
+re-read here, only checked for consistency with the paper's own
+instruction-count model (e.g. 350 MHz / 6 instructions = 58.3 MOPS for the
+INT32 ADD loop).
 
 The model, per DPU:
   * instruction issue: the 14-stage pipeline issues at most one instruction
@@ -51,54 +53,75 @@ class Figure:
 
 
 # -- The published figures: one table --------------------------------------------------------
+def _recalled(source: str) -> str:
+    """A source whose figure was written down from memory of the publication:
+    its text could not be opened here to check it."""
+    return f"{source} (recalled, not re-read)"
+
+
 
 FIGURES: dict[str, Figure] = {
-    "clock_v1a": Figure(350e6, "Hz", "[SDK] DPU chip characteristics: v1A nominal frequency 350 MHz"),
-    "clock_v1b": Figure(400e6, "Hz", "[SDK] DPU chip characteristics: v1B nominal frequency 400 MHz"),
-    "pipeline_stages": Figure(14, "stages", "[uPIM] simulator default num_pipeline_stages=14; [PrIM] 2.3"),
-    "revolver_cycles": Figure(11, "cycles", "[uPIM] simulator default num_revolver_scheduling_cycles=11: "
-                              "a tasklet issues at most once every 11 cycles; [PrIM] 3.1.2, Key Observation 1: "
-                              "throughput saturates at 11 tasklets"),
+    "clock_v1a": Figure(350e6, "Hz", "[uPIM] simulator default logic_frequency=350 (MHz) (re-read); "
+                        "[SDK] DPU chip characteristics: v1A nominal frequency, recalled, not re-read"),
+    "clock_v1b": Figure(400e6, "Hz",
+        _recalled("[SDK] DPU chip characteristics: v1B nominal frequency 400 MHz")),
+    "pipeline_stages": Figure(14, "stages", "[uPIM] simulator default num_pipeline_stages=14 (re-read)"),
+    "revolver_cycles": Figure(11, "cycles",
+                              "[uPIM] simulator default num_revolver_scheduling_cycles=11 (re-read): "
+                              "a tasklet issues at most once every 11 cycles; also [PrIM] 3.1.2, Key Observation "
+                              "1: throughput saturates at 11 tasklets, recalled, not re-read"),
     # MRAM<->WRAM DMA latency = alpha + beta * size [PrIM 3.2.1, Fig. 7, Eq. 2].
-    "mram_read_alpha": Figure(77, "cycles", "[PrIM] 3.2.1, Fig. 7: mram_read latency fit, alpha = 77 cycles"),
-    "mram_write_alpha": Figure(61, "cycles", "[PrIM] 3.2.1, Fig. 7: mram_write latency fit, alpha = 61 cycles"),
-    "mram_beta": Figure(0.5, "cycles/B", "[PrIM] 3.2.1, Fig. 7: beta = 0.5 cycles/B for reads and writes "
-                        "(theoretical 700 MB/s at 350 MHz, also [uPIM] Fig. 5 caption)"),
-    "mram_read_bw_2048": Figure(628.23e6, "B/s", "[PrIM] 3.2.1, Fig. 7: sustained mram_read bandwidth at 2,048 B"),
-    "mram_write_bw_2048": Figure(633.22e6, "B/s", "[PrIM] 3.2.1, Fig. 7: sustained mram_write bandwidth at 2,048 B"),
+    "mram_read_alpha": Figure(77, "cycles",
+        _recalled("[PrIM] 3.2.1, Fig. 7: mram_read latency fit, alpha = 77 cycles")),
+    "mram_write_alpha": Figure(61, "cycles",
+        _recalled("[PrIM] 3.2.1, Fig. 7: mram_write latency fit, alpha = 61 cycles")),
+    "mram_beta": Figure(0.5, "cycles/B",
+        _recalled("[PrIM] 3.2.1, Fig. 7: beta = 0.5 cycles/B for reads and writes "
+                        "(theoretical 700 MB/s at 350 MHz, also [uPIM] Fig. 5 caption)")),
+    "mram_read_bw_2048": Figure(628.23e6, "B/s",
+        _recalled("[PrIM] 3.2.1, Fig. 7: sustained mram_read bandwidth at 2,048 B")),
+    "mram_write_bw_2048": Figure(633.22e6, "B/s",
+        _recalled("[PrIM] 3.2.1, Fig. 7: sustained mram_write bandwidth at 2,048 B")),
     # Arithmetic throughput at saturation (>= 11 tasklets), MOPS [PrIM 3.1.2, Fig. 4 labels].
-    "int32_add": Figure(58.56e6, "OPS", "[PrIM] 3.1.2, Fig. 4(a): INT32 ADD"),
-    "int32_sub": Figure(58.56e6, "OPS", "[PrIM] 3.1.2, Fig. 4(a): INT32 SUB"),
-    "int32_mul": Figure(10.27e6, "OPS", "[PrIM] 3.1.2, Fig. 4(a): INT32 MUL (mul_step, 8x8 multiplier)"),
-    "int32_div": Figure(11.27e6, "OPS", "[PrIM] 3.1.2, Fig. 4(a): INT32 DIV (div_step)"),
-    "int64_add": Figure(50.16e6, "OPS", "[PrIM] 3.1.2, Fig. 4(b): INT64 ADD (add + addc)"),
-    "int64_sub": Figure(50.16e6, "OPS", "[PrIM] 3.1.2, Fig. 4(b): INT64 SUB"),
-    "int64_mul": Figure(2.56e6, "OPS", "[PrIM] 3.1.2, Fig. 4(b): INT64 MUL (software)"),
-    "int64_div": Figure(1.40e6, "OPS", "[PrIM] 3.1.2, Fig. 4(b): INT64 DIV (software)"),
-    "float_add": Figure(4.91e6, "OPS", "[PrIM] 3.1.2, Fig. 4(c): FLOAT ADD (no FPU: software)"),
-    "float_sub": Figure(4.59e6, "OPS", "[PrIM] 3.1.2, Fig. 4(c): FLOAT SUB"),
-    "float_mul": Figure(1.91e6, "OPS", "[PrIM] 3.1.2, Fig. 4(c): FLOAT MUL"),
-    "float_div": Figure(0.34e6, "OPS", "[PrIM] 3.1.2, Fig. 4(c): FLOAT DIV"),
-    "double_add": Figure(3.32e6, "OPS", "[PrIM] 3.1.2, Fig. 4(d): DOUBLE ADD"),
-    "double_sub": Figure(3.11e6, "OPS", "[PrIM] 3.1.2, Fig. 4(d): DOUBLE SUB"),
-    "double_mul": Figure(0.53e6, "OPS", "[PrIM] 3.1.2, Fig. 4(d): DOUBLE MUL"),
-    "double_div": Figure(0.16e6, "OPS", "[PrIM] 3.1.2, Fig. 4(d): DOUBLE DIV"),
+    "int32_add": Figure(58.56e6, "OPS", _recalled("[PrIM] 3.1.2, Fig. 4(a): INT32 ADD")),
+    "int32_sub": Figure(58.56e6, "OPS", _recalled("[PrIM] 3.1.2, Fig. 4(a): INT32 SUB")),
+    "int32_mul": Figure(10.27e6, "OPS",
+        _recalled("[PrIM] 3.1.2, Fig. 4(a): INT32 MUL (mul_step, 8x8 multiplier)")),
+    "int32_div": Figure(11.27e6, "OPS", _recalled("[PrIM] 3.1.2, Fig. 4(a): INT32 DIV (div_step)")),
+    "int64_add": Figure(50.16e6, "OPS", _recalled("[PrIM] 3.1.2, Fig. 4(b): INT64 ADD (add + addc)")),
+    "int64_sub": Figure(50.16e6, "OPS", _recalled("[PrIM] 3.1.2, Fig. 4(b): INT64 SUB")),
+    "int64_mul": Figure(2.56e6, "OPS", _recalled("[PrIM] 3.1.2, Fig. 4(b): INT64 MUL (software)")),
+    "int64_div": Figure(1.40e6, "OPS", _recalled("[PrIM] 3.1.2, Fig. 4(b): INT64 DIV (software)")),
+    "float_add": Figure(4.91e6, "OPS", _recalled("[PrIM] 3.1.2, Fig. 4(c): FLOAT ADD (no FPU: software)")),
+    "float_sub": Figure(4.59e6, "OPS", _recalled("[PrIM] 3.1.2, Fig. 4(c): FLOAT SUB")),
+    "float_mul": Figure(1.91e6, "OPS", _recalled("[PrIM] 3.1.2, Fig. 4(c): FLOAT MUL")),
+    "float_div": Figure(0.34e6, "OPS", _recalled("[PrIM] 3.1.2, Fig. 4(c): FLOAT DIV")),
+    "double_add": Figure(3.32e6, "OPS", _recalled("[PrIM] 3.1.2, Fig. 4(d): DOUBLE ADD")),
+    "double_sub": Figure(3.11e6, "OPS", _recalled("[PrIM] 3.1.2, Fig. 4(d): DOUBLE SUB")),
+    "double_mul": Figure(0.53e6, "OPS", _recalled("[PrIM] 3.1.2, Fig. 4(d): DOUBLE MUL")),
+    "double_div": Figure(0.16e6, "OPS", _recalled("[PrIM] 3.1.2, Fig. 4(d): DOUBLE DIV")),
     # The loop of the arithmetic microbenchmark: 6 instructions for INT32 ADD
     # (address, load, add, store, increment, compare-and-branch) [PrIM 3.1.2, Fig. 4 discussion].
-    "arith_loop_instructions": Figure(6, "instructions", "[PrIM] 3.1.2: the INT32 ADD loop compiles to 6 "
-                                      "instructions, 350 MHz / 6 = 58.33 MOPS"),
+    "arith_loop_instructions": Figure(6, "instructions",
+        _recalled("[PrIM] 3.1.2: the INT32 ADD loop compiles to 6 "
+                                      "instructions, 350 MHz / 6 = 58.33 MOPS")),
     # Sustained WRAM bandwidth, STREAM on 64-bit integers, 16 tasklets [PrIM 3.1.3, Fig. 5 labels]:
     # calibration targets, not model inputs.
-    "wram_copy": Figure(2818.98e6, "B/s", "[PrIM] 3.1.3, Fig. 5: WRAM STREAM COPY"),
-    "wram_add": Figure(1682.46e6, "B/s", "[PrIM] 3.1.3, Fig. 5: WRAM STREAM ADD"),
-    "wram_scale": Figure(42.03e6, "B/s", "[PrIM] 3.1.3, Fig. 5: WRAM STREAM SCALE (64-bit multiply)"),
-    "wram_triad": Figure(61.66e6, "B/s", "[PrIM] 3.1.3, Fig. 5: WRAM STREAM TRIAD (64-bit multiply)"),
+    "wram_copy": Figure(2818.98e6, "B/s", _recalled("[PrIM] 3.1.3, Fig. 5: WRAM STREAM COPY")),
+    "wram_add": Figure(1682.46e6, "B/s", _recalled("[PrIM] 3.1.3, Fig. 5: WRAM STREAM ADD")),
+    "wram_scale": Figure(42.03e6, "B/s",
+        _recalled("[PrIM] 3.1.3, Fig. 5: WRAM STREAM SCALE (64-bit multiply)")),
+    "wram_triad": Figure(61.66e6, "B/s",
+        _recalled("[PrIM] 3.1.3, Fig. 5: WRAM STREAM TRIAD (64-bit multiply)")),
     # Host<->MRAM bandwidth for large transfers [PrIM 3.4, Fig. 10].
-    "cpu_dpu_serial": Figure(0.33e9, "B/s", "[PrIM] 3.4, Fig. 10(a): CPU-DPU, 1 DPU, 32 MB"),
-    "dpu_cpu_serial": Figure(0.12e9, "B/s", "[PrIM] 3.4, Fig. 10(a): DPU-CPU, 1 DPU, 32 MB"),
-    "cpu_dpu_parallel_rank": Figure(6.68e9, "B/s", "[PrIM] 3.4, Fig. 10(b): CPU-DPU parallel, 64 DPUs (a rank)"),
-    "dpu_cpu_parallel_rank": Figure(4.74e9, "B/s", "[PrIM] 3.4, Fig. 10(b): DPU-CPU parallel, 64 DPUs (a rank)"),
-    "cpu_dpu_broadcast_rank": Figure(16.88e9, "B/s", "[PrIM] 3.4, Fig. 10(b): CPU-DPU broadcast, 64 DPUs"),
+    "cpu_dpu_serial": Figure(0.33e9, "B/s", _recalled("[PrIM] 3.4, Fig. 10(a): CPU-DPU, 1 DPU, 32 MB")),
+    "dpu_cpu_serial": Figure(0.12e9, "B/s", _recalled("[PrIM] 3.4, Fig. 10(a): DPU-CPU, 1 DPU, 32 MB")),
+    "cpu_dpu_parallel_rank": Figure(6.68e9, "B/s",
+        _recalled("[PrIM] 3.4, Fig. 10(b): CPU-DPU parallel, 64 DPUs (a rank)")),
+    "dpu_cpu_parallel_rank": Figure(4.74e9, "B/s",
+        _recalled("[PrIM] 3.4, Fig. 10(b): DPU-CPU parallel, 64 DPUs (a rank)")),
+    "cpu_dpu_broadcast_rank": Figure(16.88e9, "B/s",
+        _recalled("[PrIM] 3.4, Fig. 10(b): CPU-DPU broadcast, 64 DPUs")),
 }
 
 DPUS_PER_RANK = 64  # [PrIM] 2.1: a rank of 8 chips x 8 DPUs

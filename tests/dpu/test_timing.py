@@ -127,9 +127,13 @@ def test_counter_table_executed_and_json():
         table.executed([1, 2])
 
 
-def test_every_figure_names_its_source():
+def test_every_figure_names_its_source_and_whether_it_was_checked():
     for name, fig in FIGURES.items():
         assert fig.source.startswith(("[PrIM]", "[uPIM]", "[SDK]")), name
+        # a reader must be able to tell a figure re-read from its source from one recalled
+        assert "(re-read)" in fig.source or "recalled, not re-read" in fig.source, name
+        if "[PrIM]" in fig.source:      # the paper's text could not be opened here
+            assert "recalled, not re-read" in fig.source, name
 
 
 @settings(deadline=None, max_examples=1)
