@@ -195,10 +195,9 @@ class DpuDriver(DriverBase):
     def map_python_to_cpp_type(self, ty: str) -> str:
         if ty.startswith("*"):
             return "uint64_t"
-        return {"i1": "bool", "i8": "int8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t",
-                "u1": "bool", "u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t",
-                "u64": "uint64_t", "fp16": "uint16_t", "bf16": "uint16_t", "fp32": "float",
-                "fp64": "double"}[ty]
+        from .. import dtypes
+        s = dtypes.by_triton(ty)
+        return s.c or f"uint{s.width}_t"          # (16- and 8-bit floats: their bits)
 
     def get_benchmarker(self):
         return _bench

@@ -97,10 +97,7 @@ def _scalar(ty: str, value, name: str):
     if s is None:
         raise ArgumentError(f"argument '{name}' of type {ty} is not supported by the DPU backend")
     try:
-        if s.ctype is None:                # fp16, bf16, fp8: their bits, rounded to nearest even
-            bits = np.array([value], dtype=np.float64).astype(dtypes.numpy_dtype(s))
-            return (ctypes.c_uint16 if s.nbytes == 2 else ctypes.c_uint8)(int(bits.view(f"u{s.nbytes}")[0]))
-        return s.ctype(value.item() if hasattr(value, "item") else value)
+        return dtypes.value_bits(s, value)
     except (TypeError, ValueError):
         raise ArgumentError(f"argument '{name}' must be a number for type {ty}, "
                             f"not {type(value).__name__}") from None

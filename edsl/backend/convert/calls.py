@@ -12,12 +12,10 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, llvm, memref
 
-from ...codegen.semantic import is_mram
-from ...fl import PREFIX, callee
-from ...dpu.abi import MRAM_ADDRSPACE
+from ...dpu.abi import MRAM_ADDRSPACE, Ctx, is_mram
 from ...inject import ParamKind, build_region, descriptor_type, stage_operands
+from ...inject.callees import PREFIX, callee
 from .core import Tile, byte_size, lowers
-from ...dpu.abi import Ctx
 
 
 

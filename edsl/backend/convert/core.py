@@ -41,6 +41,7 @@ from typing import Callable
 from mlir import ir
 from mlir.dialects import arith, memref, scf
 
+from ... import dtypes
 from ...dpu.abi import BARRIER
 
 from ...errors import CompileError, SourceLoc
@@ -78,15 +79,10 @@ def byte_size(t: ir.Type) -> int:
     """Bytes one element of `t` takes in MRAM (i1 is stored as one byte)."""
     if is_ptr(t):
         return 8
-    if isinstance(t, ir.IntegerType):
-        return max(1, t.width // 8)
-    if isinstance(t, (ir.F16Type, ir.BF16Type)):
-        return 2
-    if isinstance(t, ir.F32Type):
-        return 4
-    if isinstance(t, ir.F64Type):
-        return 8
-    raise ValueError(f"no MRAM layout for {t}")
+    s = dtypes.by_mlir(str(t))
+    if s is None:
+        raise ValueError(f"no MRAM layout for {t}")
+    return s.nbytes
 
 
 def scalar_type(t: ir.Type) -> ir.Type:
