@@ -81,7 +81,7 @@ class DpuUtils:
             import json
 
             from ..dpu.runtime import Program
-            from ..dpu.timing import CounterTable
+            from ..lowering.counting import CounterTable
             from ..errors import SourceLoc
             header, _, obj = kernel.partition(b"\n")
             meta = json.loads(header)

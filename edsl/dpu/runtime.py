@@ -26,7 +26,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import numpy as np
 
@@ -34,7 +34,10 @@ from .. import cache
 from ..errors import DpuError, LoweringError, SourceLoc
 from . import jit, support
 from .abi import CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, MAX_TASKLETS, READ, Ctx, Dpu, Err, dma_violation
-from .timing import CounterTable, TimingEstimate
+from .timing import TimingEstimate
+
+if TYPE_CHECKING:
+    from ..lowering.counting import CounterTable
 
 PACKED_PREFIX = "_edsl_packed_"
 _PACKED = ctypes.CFUNCTYPE(None, ctypes.c_void_p)

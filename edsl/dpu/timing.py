@@ -37,12 +37,15 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field, replace
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import ArgumentError
 from .abi import Ctx
+
+if TYPE_CHECKING:
+    from ..lowering.counting import CounterTable
 
 
 @dataclass(frozen=True)
@@ -243,29 +246,6 @@ def launch_transfers(read_bytes: Sequence[int], written_bytes: Sequence[int], in
 
 
 # -- What one tasklet executed, and the estimate ----------------------------------------------
-@dataclass(frozen=True)
-class CounterTable:
-    """What each executed-block counter's block executes: `ops[class][k]`
-    operations of `class` (a key of ISSUE_SLOTS) per execution of counter
-    k's block. The counting pass (edsl.lowering.counting) makes it; a
-    program's metadata carries it as `to_json()`."""
-    counters: int
-    ops: Mapping[str, tuple[int, ...]]
-
-    def executed(self, counts: Sequence[int]) -> dict[str, int]:
-        """Operations executed by a tasklet whose counters read `counts`."""
-        if len(counts) < self.counters:
-            raise ValueError(f"{len(counts)} counters read, the program has {self.counters}")
-        return {cls: sum(c * n for c, n in zip(counts, per) if n) for cls, per in self.ops.items()}
-
-    def to_json(self) -> dict:
-        return {"counters": self.counters, "ops": {c: list(v) for c, v in self.ops.items()}}
-
-    @staticmethod
-    def from_json(data: Mapping) -> "CounterTable":
-        return CounterTable(int(data["counters"]), {c: tuple(v) for c, v in data["ops"].items()})
-
-
 @dataclass
 class TaskletWork:
     """One tasklet's executed operations (class -> count) and DMA transfers."""

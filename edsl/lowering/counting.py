@@ -24,14 +24,14 @@ counting.
 """
 from __future__ import annotations
 
-from typing import Iterable
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
 
 from mlir import ir
 from mlir.dialects import llvm
 from mlir.passmanager import PassManager
 
 from ..dpu.abi import BARRIER, COUNTERS, DMA, FAIL, ME, MRAM_READ, MRAM_WRITE, NR_TASKLETS
-from ..dpu.timing import CounterTable
 from ..errors import LoweringError
 
 COUNTERS_ATTR = "edsl.counters"      # i64: how many counters the program uses
@@ -181,6 +181,29 @@ def _fused_compares(block: ir.Block) -> set:
 
 def _single_use(value: ir.Value) -> bool:
     return sum(1 for _ in value.uses) == 1
+
+
+@dataclass(frozen=True)
+class CounterTable:
+    """What each executed-block counter's block executes: `ops[class][k]`
+    operations of `class` (a key of edsl.dpu.timing.ISSUE_SLOTS) per
+    execution of counter k's block. A program's metadata carries it as
+    `to_json()`."""
+    counters: int
+    ops: Mapping[str, tuple[int, ...]]
+
+    def executed(self, counts: Sequence[int]) -> dict[str, int]:
+        """Operations executed by a tasklet whose counters read `counts`."""
+        if len(counts) < self.counters:
+            raise ValueError(f"{len(counts)} counters read, the program has {self.counters}")
+        return {cls: sum(c * n for c, n in zip(counts, per) if n) for cls, per in self.ops.items()}
+
+    def to_json(self) -> dict:
+        return {"counters": self.counters, "ops": {c: list(v) for c, v in self.ops.items()}}
+
+    @staticmethod
+    def from_json(data: Mapping) -> "CounterTable":
+        return CounterTable(int(data["counters"]), {c: tuple(v) for c, v in data["ops"].items()})
 
 
 def counter_table(module: ir.Module) -> CounterTable | None:

@@ -119,14 +119,6 @@ def test_clock_from_environment_and_at(monkeypatch):
         est.at(0)
 
 
-def test_counter_table_executed_and_json():
-    table = timing.CounterTable(3, {"alu": (1, 2, 0), "fadd32": (0, 1, 4)})
-    assert table.executed([5, 2, 1]) == {"alu": 9, "fadd32": 6}
-    assert timing.CounterTable.from_json(table.to_json()) == table
-    with pytest.raises(ValueError, match="2 counters read"):
-        table.executed([1, 2])
-
-
 def test_every_figure_names_its_source_and_whether_it_was_checked():
     for name, fig in FIGURES.items():
         assert fig.source.startswith(("[PrIM]", "[uPIM]", "[SDK]")), name

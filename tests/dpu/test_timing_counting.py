@@ -4,8 +4,7 @@ from mlir import ir
 
 import edsl
 from edsl.dpu.abi import COUNTERS, Ctx
-from edsl.dpu.timing import CounterTable
-from edsl.lowering.counting import COUNTERS_ATTR, count_executed_blocks, counter_table, run_counting
+from edsl.lowering.counting import COUNTERS_ATTR, CounterTable, count_executed_blocks, counter_table, run_counting
 
 # A loop as the lowering prints it: a header comparing and branching, a body
 # loading, adding and storing, an exit.
@@ -103,6 +102,14 @@ def test_a_module_is_counted_once():
     run_counting(module)
     with pytest.raises(edsl.errors.LoweringError, match="already"):
         count_executed_blocks(module)
+
+
+def test_counter_table_executed_and_json():
+    table = CounterTable(3, {"alu": (1, 2, 0), "fadd32": (0, 1, 4)})
+    assert table.executed([5, 2, 1]) == {"alu": 9, "fadd32": 6}
+    assert CounterTable.from_json(table.to_json()) == table
+    with pytest.raises(ValueError, match="2 counters read"):
+        table.executed([1, 2])
 
 
 def test_table_survives_a_program_header():
