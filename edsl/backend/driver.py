@@ -81,16 +81,17 @@ class DpuUtils:
             import json
 
             from ..dpu.runtime import Program
-            from ..lowering.counting import CounterTable
             from ..errors import SourceLoc
             header, _, obj = kernel.partition(b"\n")
             meta = json.loads(header)
             # Lines of the kernel's run-time checks and of the EDSL functions
             # inlined in it, so that their errors name them.
             sites = {code: SourceLoc(f, line, col) for code, f, line, col in meta.get("sites", [])}
-            counters = meta.get("counters")
-            program = Program(obj, meta["name"], sites,
-                              CounterTable.from_json(counters) if counters else None)
+            table = None
+            if meta.get("counters"):         # built with dpu_timing
+                from ..lowering.counting import CounterTable
+                table = CounterTable.from_json(meta["counters"])
+            program = Program(obj, meta["name"], sites, table)
             program.meta = meta
             _programs[kernel] = program
         return program, program, 0, 0, MAX_TASKLETS
