@@ -26,7 +26,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import numpy as np
 
@@ -34,6 +34,10 @@ from .. import cache
 from ..errors import DpuError, LoweringError, SourceLoc
 from . import jit, support
 from .abi import CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, MAX_TASKLETS, READ, Ctx, Dpu, Err, dma_violation
+from .timing import TimingEstimate
+
+if TYPE_CHECKING:
+    from ..lowering.counting import CounterTable
 
 PACKED_PREFIX = "_edsl_packed_"
 _PACKED = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
@@ -60,6 +64,9 @@ class LaunchReport:
     mram_to_host_bytes: int = 0
     per_dpu_programs: list[int] = field(default_factory=list)
     per_tasklet_dma: list[int] = field(default_factory=list)   # transfers by tasklet id
+    # The estimated time on UPMEM hardware (edsl.dpu.timing), for programs
+    # built with executed-block counters; None otherwise.
+    timing: TimingEstimate | None = None
 
     @property
     def tasklets(self) -> int:
@@ -166,9 +173,11 @@ def _needing(module, symbols: list[str]) -> SourceLoc | None:
 class Program:
     """A DPU program loaded into this process."""
 
-    def __init__(self, obj: bytes, name: str, sites: Mapping[int, SourceLoc] | None = None):
+    def __init__(self, obj: bytes, name: str, sites: Mapping[int, SourceLoc] | None = None,
+                 counters: CounterTable | None = None):
         self.name = name
         self.sites = dict(sites or {})
+        self.counters = counters      # what its executed-block counters count, if it has them
         self._object = jit.ObjectProgram(obj, name)
         key = ctypes.c_uint32 if support.KEY_BITS == 32 else ctypes.c_uint64
         key.from_address(self._object.address(support.CTX_KEY)).value = _ctx_key()
@@ -221,10 +230,14 @@ class Launch:
         c[..., Ctx.NTASKLETS] = tasklets
         c[..., Ctx.DPU] = (self.state.ctypes.data + np.arange(dpus) * DPU_SLOTS * 8)[:, None]
         c[..., Ctx.DPU_ID] = np.arange(dpus)[:, None]
-        self.counters = np.zeros((dpus, tasklets, max(counters, 1)), dtype=np.int64)
+        # Each tasklet's counters on 64-byte cache lines of their own.
+        row = -(-counters // 8) * 8
+        flat = np.zeros(dpus * tasklets * row + 8, dtype=np.int64)
+        start = (-flat.ctypes.data % 64) // 8
+        self.counters = flat[start:start + dpus * tasklets * row].reshape(dpus, tasklets, row)
         if counters:
             c[..., Ctx.COUNTERS] = (self.counters.ctypes.data
-                                    + np.arange(dpus * tasklets).reshape(dpus, tasklets) * counters * 8)
+                                    + np.arange(dpus * tasklets).reshape(dpus, tasklets) * row * 8)
 
     def address(self, dpu: int = 0, tid: int = 0) -> int:
         return self.ctx.ctypes.data + (dpu * self.tasklets + tid) * CTX_SLOTS * 8
