@@ -19,30 +19,19 @@ from mlir.dialects import func, llvm
 
 from ...errors import CompileError, DpuError
 from ...lowering.pipeline import location_of, verify
-from ..ttir_text import LocTable, rewrite_ttir
+from ..ttir_text import OpView, read_ttir
 from . import calls, control, elementwise, memory, reduce, shape  # noqa: F401  (register lowerings)
 from . import debug as debug_ops
 from .core import _ACTIVE, Converter, KernelInfo, is_ptr, scalar_type
 from .runtime_text import DMA_TEXT, main_text, tasklet_decls
 
-__all__ = ["convert_ttir", "parse_ttir", "KernelInfo"]
+__all__ = ["convert_ttir", "KernelInfo"]
 
 
 def new_context() -> ir.Context:
     ctx = ir.Context()
     ctx.allow_unregistered_dialects = True
     return ctx
-
-
-def parse_ttir(text: str, ctx: ir.Context) -> ir.Module:
-    """Parse TTIR text (after `rewrite_ttir`) with the upstream bindings."""
-    generic = rewrite_ttir(text)
-    try:
-        return ir.Module.parse(generic, ctx)
-    except ir.MLIRError as err:
-        diags = getattr(err, "error_diagnostics", None) or []
-        loc = location_of(diags[0].location) if diags else None
-        raise CompileError(f"cannot read the kernel's TTIR: {err}", loc) from None
 
 
 def _kernel_func(module: ir.Module):
@@ -58,13 +47,17 @@ def _kernel_func(module: ir.Module):
 
 
 def convert_ttir(text: str, ctx: ir.Context | None = None, *, debug: bool = False,
-                 wram_limit: int | None = None, tasklets: int = 1) -> tuple[ir.Module, KernelInfo]:
+                 wram_limit: int | None = None, tasklets: int = 1,
+                 triton_ops: list[OpView] | None = None) -> tuple[ir.Module, KernelInfo]:
     """Convert a TTIR module text to an upstream-MLIR module for the DPU model,
-    its tile code shared out among `tasklets` tasklets per DPU."""
+    its tile code shared out among `tasklets` tasklets per DPU. `triton_ops`:
+    Triton's view of the module the text was printed from, checked against
+    what was read (`ttir_text.triton_view`)."""
     ctx = ctx or new_context()
-    src = parse_ttir(text, ctx)
+    src = read_ttir(text, ctx, triton_ops)
     with ctx, ir.Location.unknown():
         kernel = _kernel_func(src)
+        control.structure_control_flow(kernel)
         name = ir.StringAttr(kernel.attributes["sym_name"]).value
         info = KernelInfo(name=name, regions="@__edsl_" in text)
         ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
@@ -128,4 +121,4 @@ def check_wram(info: KernelInfo, limit: int | None) -> None:
                    next((b.loc for b in largest if b.loc), None))
 
 
-del is_ptr, LocTable
+del is_ptr

@@ -95,22 +95,20 @@ def lower_for(conv, op):
         conv.set(result, v)
 
 
-@lowers("scf.if")
-def lower_if(conv, op):
-    cond = conv.get(op.operands[0])
+def _lower_branches(conv, op, make) -> None:
+    """An op running one of its regions (`scf.if`, `scf.index_switch`): `make`
+    (scalar result types) builds the new op and returns it with the pairs
+    (source block, new block) of its branches; a tensor result is one buffer
+    that each branch writes."""
     bufs, scalar_types = [], []
     for r in op.results:
         if is_tensor(r.type):
             shape, elem = _tile_type(r.type)
-            bufs.append(conv.alloca(shape, elem, "scf.if result", op))
+            bufs.append(conv.alloca(shape, elem, f"{op.name} result", op))
         else:
             bufs.append(None)
             scalar_types.append(scalar_type(r.type))
-    has_else = len(op.regions[1].blocks) > 0
-    new = scf.IfOp(cond, scalar_types, has_else=has_else)
-    branches = [(op.regions[0].blocks[0], new.then_block)]
-    if has_else:
-        branches.append((op.regions[1].blocks[0], new.else_block))
+    new, branches = make(scalar_types)
     before = conv.state()                   # (the condition is the same on every tasklet)
     after = before
     for src, dst in branches:
@@ -123,9 +121,55 @@ def lower_if(conv, op):
             scf.yield_([y for y, b in zip(yielded, bufs) if b is None])
         after = conv.merge_state(after, conv.state())
     conv.set_state(after)
-    scalars = list(new.results)
-    for result, v in zip(op.results, _bind(bufs, [r.type for r in op.results], scalars)):
+    for result, v in zip(op.results, _bind(bufs, [r.type for r in op.results], list(new.results))):
         conv.set(result, v)
+
+
+@lowers("scf.if")
+def lower_if(conv, op):
+    def make(types):
+        has_else = len(op.regions[1].blocks) > 0
+        new = scf.IfOp(conv.get(op.operands[0]), types, has_else=has_else)
+        branches = [(op.regions[0].blocks[0], new.then_block)]
+        if has_else:
+            branches.append((op.regions[1].blocks[0], new.else_block))
+        return new, branches
+    _lower_branches(conv, op, make)
+
+
+@lowers("scf.index_switch")
+def lower_index_switch(conv, op):
+    """From `structure_control_flow`: the code after a point some paths return from."""
+    def make(types):
+        cases = list(ir.DenseI64ArrayAttr(op.attributes["cases"]))
+        new = scf.IndexSwitchOp(types, conv.get(op.operands[0]), cases)
+        default, *regions = list(op.regions)
+        branches = [(r.blocks[0], new.case_block(k)) for k, r in enumerate(regions)]
+        branches.append((default.blocks[0], new.default_block))
+        return new, branches
+    _lower_branches(conv, op, make)
+
+
+@lowers("scf.execute_region")
+def lower_execute_region(conv, op):
+    region = op.regions[0]
+    if len(region.blocks) != 1:
+        raise conv.error(op, "control flow that Triton leaves unstructured is not supported "
+                             "by the DPU backend")
+    for result, v in zip(op.results, lower_body(conv, region.blocks[0], [])):
+        conv.set(result, v)
+
+
+def structure_control_flow(kernel) -> None:
+    """A kernel whose TTIR branches between blocks (`cf.cond_br`, as a `return`
+    inside an `if` makes it) in structured form: upstream `lift-cf-to-scf`
+    turns it into `scf.if` / `scf.while` / `scf.index_switch` (the rest of the
+    conversion walks one block)."""
+    if len(kernel.regions[0].blocks) == 1:
+        return
+    from mlir.passmanager import PassManager
+    pm = PassManager.parse("func.func(lift-cf-to-scf)", kernel.context)
+    pm.run(kernel.operation)
 
 
 @lowers("scf.while")
@@ -159,7 +203,8 @@ def lower_while(conv, op):
         conv.set(result, v)
 
 
-@lowers("gpu.barrier")
+@lowers("gpu.barrier", "ttg.barrier")
 def lower_barrier(conv, op):
-    """`tl.debug_barrier()`: a barrier of the DPU's tasklets (none with one tasklet)."""
+    """`tl.debug_barrier()` (`gpu.barrier` up to Triton 3.6, then `ttg.barrier`): a
+    barrier of the DPU's tasklets (none with one tasklet)."""
     conv.sync()

@@ -32,7 +32,6 @@ with one, so the next program's writes never race this one's reads.
 """
 from __future__ import annotations
 
-import re
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -44,7 +43,7 @@ from mlir.dialects import arith, memref, scf
 from ...dpu.limits import BARRIER
 
 from ...errors import CompileError, SourceLoc
-from ...lowering.pipeline import location_of
+from ..ttir_text import user_location
 
 # op name -> function(conv, op) lowering it; filled by the family modules.
 LOWERINGS: dict[str, Callable] = {}
@@ -720,20 +719,6 @@ class Converter:
                     self._in_region -= 1
                     self._regions += 1
                     self._w, self._r, self._mram = {}, {}, []
-
-
-_FILE_LOC = re.compile(r'"(?P<file>[^"]+)":(?P<line>\d+):(?P<col>\d+)')
-
-
-def user_location(loc) -> SourceLoc | None:
-    """The kernel's line in an MLIR location: the first file position outside
-    Triton's own library (a call site into `triton.language` names the caller)."""
-    found = [SourceLoc(m["file"], int(m["line"]), max(int(m["col"]) - 1, 0))
-             for m in _FILE_LOC.finditer(str(loc))]
-    for sl in found:
-        if "/triton/language/" not in sl.filename.replace("\\", "/"):
-            return sl
-    return found[0] if found else location_of(loc)
 
 
 def _prod(shape) -> int:
