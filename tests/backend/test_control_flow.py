@@ -13,7 +13,6 @@ import sys
 
 import numpy as np
 import pytest
-import triton
 from hypothesis import given, settings, strategies as st
 
 B = 8                       # lanes of the tile the program accumulates

@@ -1,10 +1,15 @@
 """TTIR -> upstream MLIR (func/arith/math/scf/memref + a few llvm ops).
 
-`convert_ttir(text)` reads a TTIR module's text (see `ttir_text`), lowers its
-kernel function op by op (one family per module: `elementwise`, `shape`,
-`memory`, `reduce`, `control`, `debug`), adds the DPU support functions and
-the program-instance loop `__dpu_main`, and returns the new module with a
-`KernelInfo` (WRAM buffers, print formats).
+`convert_ttir(text)` runs the steps of the conversion, each a unit of its own:
+reading the TTIR (`ttir_text`, checked against Triton's view of it),
+structuring its control flow (`control.structure_control_flow`, upstream
+`lift-cf-to-scf`), lowering the kernel function op by op (one family per
+module: `elementwise`, `shape`, `memory`, `reduce`, `control`, `calls`,
+`debug`), with the barriers of a kernel shared among tasklets placed from
+the access record (`barriers`), then the WRAM layout and its budget check
+(`wram`). It adds the DPU support functions and the program-instance loop
+`__dpu_main`, and returns the new module with a `KernelInfo` (WRAM buffers,
+print formats).
 
 Converted kernel signature: the TTIR parameters (a `!tt.ptr<T>` as an i64
 MRAM address), then program ids x, y, z and grid sizes x, y, z (i32), then
@@ -16,13 +21,14 @@ from __future__ import annotations
 
 from mlir import ir
 from mlir.dialects import func, llvm
+from mlir.passmanager import PassManager
 
-from ...errors import CompileError, DpuError
+from ...errors import CompileError
 from ...lowering.pipeline import location_of, verify
 from ..ttir_text import OpView, read_ttir
-from . import calls, control, elementwise, memory, reduce, shape  # noqa: F401  (register lowerings)
+from . import calls, control, elementwise, memory, reduce, shape, wram  # noqa: F401  (register lowerings)
 from . import debug as debug_ops
-from .core import _ACTIVE, Converter, KernelInfo, is_ptr, scalar_type
+from .core import Converter, KernelInfo, scalar_type
 from .runtime_text import DMA_TEXT, main_text, tasklet_decls
 
 __all__ = ["convert_ttir", "KernelInfo"]
@@ -77,18 +83,14 @@ def convert_ttir(text: str, ctx: ir.Context | None = None, *, debug: bool = Fals
         conv.count_uses(kernel)
         for arg, new in zip(body.arguments, args):
             conv.values[arg] = new
-        _ACTIVE.conv = conv
-        try:
-            with ir.InsertionPoint(entry):
-                cycle = conv.cycle_begin(entry)
-                for op in list(body.operations)[:-1]:
-                    conv.lower_op(op)
-                conv.cycle_end(cycle, mram=False)   # the next program reuses the buffers
-                func.ReturnOp([])
-        finally:
-            _ACTIVE.conv = None
+        with ir.InsertionPoint(entry):
+            cycle = conv.barriers.cycle_begin(entry)
+            for op in list(body.operations)[:-1]:
+                conv.lower_op(op)
+            conv.barriers.cycle_end(cycle, mram=False)   # the next program reuses the buffers
+            func.ReturnOp([])
         conv.finish()
-        check_wram(info, wram_limit)
+        wram.check(name, info.wram, wram_limit)
         # The support text declares the kernel so that it verifies on its own;
         # declarations `out` already holds are dropped when the support moves in.
         param_types = [str(t) for t in params]
@@ -102,23 +104,23 @@ def convert_ttir(text: str, ctx: ir.Context | None = None, *, debug: bool = Fals
             if sym is not None and sym in table:
                 continue
             out.body.append(op)
+    expand_bf16(out)
     verify(out)
     return out, info
 
 
-def check_wram(info: KernelInfo, limit: int | None) -> None:
-    """A kernel whose WRAM buffers exceed the DPU's WRAM fails at compile time."""
-    from ...dpu.limits import WRAM_BYTES
-    limit = WRAM_BYTES if limit is None else limit
-    total = info.wram_bytes
-    if total <= limit:
-        return
-    largest = sorted(info.wram, key=lambda b: -b.nbytes)[:3]
-    parts = ", ".join(f"{b.nbytes} bytes for the {b.what}"
-                      + (f" at line {b.loc.lineno}" if b.loc else "") for b in largest)
-    raise DpuError(f"kernel '{info.name}' needs {total} bytes of WRAM, more than the "
-                   f"{limit} bytes of a DPU; largest buffers: {parts}",
-                   next((b.loc for b in largest if b.loc), None))
+def expand_bf16(module: ir.Module) -> None:
+    """f32 <-> bf16 conversions in integer arithmetic (upstream `arith-expand`):
+    LLVM turns them into calls of libgcc's `__truncsfbf2` on hosts without
+    bf16 instructions, which a compiled program may not depend on."""
+    found = []
 
-
-del is_ptr
+    def visit(op):
+        if op.name in ("arith.truncf", "arith.extf") and "bf16" in str(op.results[0].type) + str(op.operands[0].type):
+            found.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    if found:
+        PassManager.parse("builtin.module(func.func(arith-expand{include-bf16=true}))",
+                          module.context).run(module.operation)

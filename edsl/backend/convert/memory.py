@@ -188,7 +188,7 @@ class RowSegment:
         """body(j) for the lanes lo <= j < hi."""
         def run(j):
             if self.mine:
-                conv.mine(j)
+                conv.barriers.mine(j)
             body(j)
         _for(lo, hi, run)
 
@@ -197,9 +197,9 @@ class RowSegment:
         if conv.tasklets == 1:
             return
         if self.mine:
-            conv.note_buffer(buf, [self.j0], write, who=conv.owner(tuple(ir.MemRefType(buf.type).shape)))
+            conv.barriers.note_buffer(buf, [self.j0], write, who=conv.owner(tuple(ir.MemRefType(buf.type).shape)))
         else:
-            conv.note_buffer(buf, self.ivs(self.j0), write)
+            conv.barriers.note_buffer(buf, self.ivs(self.j0), write)
 
 
 def _active_span(conv, seg: RowSegment):
@@ -213,7 +213,7 @@ def _active_span(conv, seg: RowSegment):
 
     def body(j, first, last, count):
         if seg.mine:
-            conv.mine(j)
+            conv.barriers.mine(j)
         m = seg.active(j)
         j64 = arith.index_cast(_i64(), j)
         unset = arith.cmpi(arith.CmpIPredicate.slt, first, _c(0))
@@ -311,7 +311,7 @@ def _segments(conv, shape, body, ptrs, mask, t, es: int):
         body(RowSegment(ptrs, mask, rivs, j0, j1, t, es, mine, conv.staging(lanes * es + 16)))
     if conv.tasklets > 1 and len(shape) == 1:
         lo, hi = conv.my_range(shape)
-        with conv.divergent(conv.owner(shape)):
+        with conv.barriers.divergent(conv.owner(shape)):
             _split(conv, lo, hi, lanes, lambda j0, j1: segment([], j0, j1, True))
         return
     conv.par_nest(shape[:-1], lambda rivs: _split(conv, conv.index(0), conv.index(length), lanes,
@@ -341,8 +341,12 @@ def _seg_chunk(conv, shape, es: int) -> int:
     return min(shape[-1], cap)
 
 
-def _lane_range(affine, seg: RowSegment):
-    """The row's MRAM base and its active lanes [lo, hi) clamped to [j0, j1)."""
+def _closed_form(conv, seg: RowSegment, length: int):
+    """A row segment in closed form, or None: the row's MRAM base, its active
+    lanes [lo, hi) clamped to [j0, j1), and the run-time check of the form."""
+    affine = _affine(conv, seg.ptrs, seg.mask, seg.es, length)
+    if affine is None:
+        return None
     base, lo, hi, valid = affine(seg.rivs)
     lo = _clamp(lo, arith.index_cast(_i64(), seg.j0), arith.index_cast(_i64(), seg.j1))
     hi = _clamp(hi, lo, arith.index_cast(_i64(), seg.j1))
@@ -367,42 +371,47 @@ def _load_row(conv, seg: RowSegment, other, out):
         return other.at(ivs) if isinstance(other, Tile) else (other if other is not None else _zero(t))
 
     def fill_other(lo, hi):
-        seg.lanes(conv, lo, hi, lambda j: store_elem(other_at(seg.ivs(j)), out, seg.ivs(j)))
+        seg.lanes(conv, lo, hi, lambda j: store_elem(conv.barriers, other_at(seg.ivs(j)), out, seg.ivs(j)))
 
-    length = ir.MemRefType(out.type).shape[-1]
-    affine = _affine(conv, seg.ptrs, seg.mask, es, length)
-    if affine is not None:
-        base, lo, hi, valid = _lane_range(affine, seg)
-
-        def fast():
-            n, p0, nb, a0, a1, span = _bytes_of(base, lo, hi, es)
-            dst = arith.addi(_row_addr(conv, out, rivs, es), arith.muli(lo, _c(es)))
-            aligned = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, p0, a0),
-                                 arith.cmpi(arith.CmpIPredicate.eq, arith.andi(arith.ori(nb, dst), _c(7)), _c(0)))
-            some = arith.cmpi(arith.CmpIPredicate.sgt, n, _c(0))
-            seg.note(conv, out, True)
-
-            def direct():
-                dma_span(conv, a0, dst, nb, READ)
-
-            def staged():
-                dma_span(conv, a0, seg.stg, span, READ)
-                # Lane j is element j - lo after p0 (p0 - a0 bytes into the staging buffer).
-                src = lane_base(arith.subi(arith.addi(seg.stg, arith.subi(p0, a0)), arith.muli(lo, _c(es))))
-
-                def lane(j):
-                    v = lane_read(src, arith.index_cast(_i64(), j), t)
-                    store_elem(v, out, seg.ivs(j))
-                seg.lanes(conv, _idx(lo), _idx(hi), lane)
-            _if(some, lambda: _if_else_none(aligned, direct, staged))
-            fill_other(seg.j0, _idx(lo))
-            fill_other(_idx(hi), seg.j1)
-        if valid is None:
-            fast()
-            return
-        _if_else_none(valid, fast, lambda: _load_row_general(conv, seg, other_at, out))
+    form = _closed_form(conv, seg, ir.MemRefType(out.type).shape[-1])
+    if form is None:
+        _load_row_general(conv, seg, other_at, out)
         return
-    _load_row_general(conv, seg, other_at, out)
+    base, lo, hi, valid = form
+
+    def fast():
+        n, p0, nb, a0, a1, span = _bytes_of(base, lo, hi, es)
+        dst = arith.addi(_row_addr(conv, out, rivs, es), arith.muli(lo, _c(es)))
+        aligned = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, p0, a0),
+                             arith.cmpi(arith.CmpIPredicate.eq, arith.andi(arith.ori(nb, dst), _c(7)), _c(0)))
+        some = arith.cmpi(arith.CmpIPredicate.sgt, n, _c(0))
+        seg.note(conv, out, True)
+
+        def direct():
+            dma_span(conv, a0, dst, nb, READ)
+
+        def staged():
+            dma_span(conv, a0, seg.stg, span, READ)
+            # Lane j is element j - lo after p0 (p0 - a0 bytes into the staging buffer).
+            src = lane_base(arith.subi(arith.addi(seg.stg, arith.subi(p0, a0)), arith.muli(lo, _c(es))))
+
+            def lane(j):
+                v = lane_read(src, arith.index_cast(_i64(), j), t)
+                store_elem(conv.barriers, v, out, seg.ivs(j))
+            seg.lanes(conv, _idx(lo), _idx(hi), lane)
+        _if(some, lambda: _if_else_none(aligned, direct, staged))
+        fill_other(seg.j0, _idx(lo))
+        fill_other(_idx(hi), seg.j1)
+    _where_valid(valid, fast, lambda: _load_row_general(conv, seg, other_at, out))
+
+
+def _where_valid(valid, fast, general) -> None:
+    """`fast()` (a row's closed form), guarded by its run-time check `valid`
+    (None: always holds), else `general()`."""
+    if valid is None:
+        fast()
+    else:
+        _if_else_none(valid, fast, general)
 
 
 def _if_else_none(cond, then_fn, else_fn):
@@ -434,7 +443,7 @@ def _load_row_general(conv, seg: RowSegment, other_at, out):
             v = _if_else(seg.active(j), t,
                          lambda: mem_read(arith.addi(seg.stg, arith.subi(seg.ptrs.at(ivs), a0)), t),
                          lambda: other_at(ivs))
-            store_elem(v, out, ivs)
+            store_elem(conv.barriers, v, out, ivs)
         seg.lanes(conv, seg.j0, seg.j1, lane)
 
     def element_path():
@@ -443,7 +452,7 @@ def _load_row_general(conv, seg: RowSegment, other_at, out):
             v = _if_else(seg.active(j), t,
                          lambda: element_read(conv, seg.ptrs.at(ivs), t, seg.stg),
                          lambda: other_at(ivs))
-            store_elem(v, out, ivs)
+            store_elem(conv.barriers, v, out, ivs)
         seg.lanes(conv, seg.j0, seg.j1, lane)
     _if_else_none(fast, dma_path, element_path)
 
@@ -453,50 +462,46 @@ def _store_row(conv, seg: RowSegment, value, mode: str):
     the active lanes are whole 8-byte words: no read-modify-write, so tasklets
     may store neighbouring segments at once) or "rest" (the others)."""
     t, es, rivs = seg.t, seg.es, seg.rivs
-    length = seg.ptrs.shape[-1]
-    affine = _affine(conv, seg.ptrs, seg.mask, es, length)
-    if affine is not None:
-        base, lo, hi, valid = _lane_range(affine, seg)
-
-        def fast():
-            n, p0, nb, a0, a1, span = _bytes_of(base, lo, hi, es)
-            clean = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, p0, a0),
-                               arith.cmpi(arith.CmpIPredicate.eq, arith.andi(nb, _c(7)), _c(0)))
-            some = arith.cmpi(arith.CmpIPredicate.sgt, n, _c(0))
-            whole = value.buf is not None and ir.MemRefType(value.buf.type).element_type == _store_t(t)
-
-            def write_clean():
-                if whole:
-                    src = arith.addi(_row_addr(conv, value.buf, rivs, es), arith.muli(lo, _c(es)))
-                    aligned = arith.cmpi(arith.CmpIPredicate.eq, arith.andi(src, _c(7)), _c(0))
-                    seg.note(conv, value.buf, False)
-                    _if_else_none(aligned, lambda: dma_span(conv, a0, src, nb, WRITE),
-                                  lambda: write_staged(False))
-                else:
-                    write_staged(False)
-
-            def write_staged(rmw: bool):
-                if rmw:
-                    dma_span(conv, a0, seg.stg, span, READ)
-                dst = lane_base(arith.subi(arith.addi(seg.stg, arith.subi(p0, a0)), arith.muli(lo, _c(es))))
-
-                def lane(j):
-                    lane_write(dst, arith.index_cast(_i64(), j), value.at(seg.ivs(j)))
-                seg.lanes(conv, _idx(lo), _idx(hi), lane)
-                dma_span(conv, a0, seg.stg, span, WRITE)
-
-            if mode == "all":
-                _if(some, lambda: _if_else_none(clean, write_clean, lambda: write_staged(True)))
-            elif mode == "clean":
-                _if(arith.andi(some, clean), write_clean)
-            else:
-                _if(arith.andi(some, arith.xori(clean, _true())), lambda: write_staged(True))
-        if valid is None:
-            fast()
-            return
-        _if_else_none(valid, fast, lambda: _store_row_general(conv, seg, value, mode))
+    form = _closed_form(conv, seg, seg.ptrs.shape[-1])
+    if form is None:
+        _store_row_general(conv, seg, value, mode)
         return
-    _store_row_general(conv, seg, value, mode)
+    base, lo, hi, valid = form
+
+    def fast():
+        n, p0, nb, a0, a1, span = _bytes_of(base, lo, hi, es)
+        clean = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, p0, a0),
+                           arith.cmpi(arith.CmpIPredicate.eq, arith.andi(nb, _c(7)), _c(0)))
+        some = arith.cmpi(arith.CmpIPredicate.sgt, n, _c(0))
+        whole = value.buf is not None and ir.MemRefType(value.buf.type).element_type == _store_t(t)
+
+        def write_clean():
+            if whole:
+                src = arith.addi(_row_addr(conv, value.buf, rivs, es), arith.muli(lo, _c(es)))
+                aligned = arith.cmpi(arith.CmpIPredicate.eq, arith.andi(src, _c(7)), _c(0))
+                seg.note(conv, value.buf, False)
+                _if_else_none(aligned, lambda: dma_span(conv, a0, src, nb, WRITE),
+                              lambda: write_staged(False))
+            else:
+                write_staged(False)
+
+        def write_staged(rmw: bool):
+            if rmw:
+                dma_span(conv, a0, seg.stg, span, READ)
+            dst = lane_base(arith.subi(arith.addi(seg.stg, arith.subi(p0, a0)), arith.muli(lo, _c(es))))
+
+            def lane(j):
+                lane_write(dst, arith.index_cast(_i64(), j), value.at(seg.ivs(j)))
+            seg.lanes(conv, _idx(lo), _idx(hi), lane)
+            dma_span(conv, a0, seg.stg, span, WRITE)
+
+        if mode == "all":
+            _if(some, lambda: _if_else_none(clean, write_clean, lambda: write_staged(True)))
+        elif mode == "clean":
+            _if(arith.andi(some, clean), write_clean)
+        else:
+            _if(arith.andi(some, arith.xori(clean, _true())), lambda: write_staged(True))
+    _where_valid(valid, fast, lambda: _store_row_general(conv, seg, value, mode))
 
 
 def _true():
@@ -553,7 +558,7 @@ def lower_load(conv, op):
     ptr_t = op.operands[0].type
     rt = op.results[0].type
     mask, other = _operand(conv, op, 1), _operand(conv, op, 2)
-    conv.note_mram(False)
+    conv.barriers.note_mram(False)
     if not is_tensor(rt):
         t = scalar_type(rt)
         addr = conv.get(op.operands[0])
@@ -570,7 +575,7 @@ def lower_load(conv, op):
     shape = ptrs.shape
     out = conv.alloca(shape, t, "tt.load result", op)
     _segments(conv, shape, lambda seg: _load_row(conv, seg, other, out), ptrs, mask, t, es)
-    conv.set(op.results[0], Tile(shape, t, buf=out))
+    conv.set(op.results[0], Tile(shape, t, buf=out, barriers=conv.barriers))
 
 
 @lowers("tt.store")
@@ -579,7 +584,7 @@ def lower_store(conv, op):
     value = conv.get(op.operands[1])
     mask = _operand(conv, op, 2)
     if not is_tensor(ptr_t):
-        conv.note_mram(True, "one")
+        conv.barriers.note_mram(True, "one")
         addr = conv.get(op.operands[0])
         stg = conv.staging(8)
         with conv.single():
@@ -606,13 +611,13 @@ def lower_store(conv, op):
     # Tasklets store the segments that are whole 8-byte words at once; the
     # others (read-modify-write of words two segments may share) follow on
     # tasklet 0, after a barrier, in order.
-    conv.note_mram(True)
+    conv.barriers.note_mram(True)
     _segments(conv, shape, rows("clean"), ptrs, mask, t, es)
-    before = conv.state()
+    before = conv.barriers.state()
     rest = scf.IfOp(_needs_rest(conv, ptrs, mask, es, shape), [], has_else=False)
-    with ir.InsertionPoint(rest.then_block), conv.branch():
-        conv.sync()
-        conv.note_mram(True, "one")
+    with ir.InsertionPoint(rest.then_block), conv.barriers.branch():
+        conv.barriers.sync()
+        conv.barriers.note_mram(True, "one")
         with conv.single():
             if len(shape) == 1:
                 c = conv.chunk(shape)
@@ -626,9 +631,9 @@ def lower_store(conv, op):
                 conv.loop_nest(shape[:-1], lambda rivs: _split(
                     conv, conv.index(0), conv.index(shape[-1]), seg,
                     lambda a, b: rows("rest")(segment(rivs, a, b))))
-        conv.sync()                             # (the slow path leaves nothing pending)
+        conv.barriers.sync()                             # (the slow path leaves nothing pending)
         scf.yield_([])
-    conv.set_state(conv.merge_state(before, conv.state()))
+    conv.barriers.set_state(conv.barriers.merge_state(before, conv.barriers.state()))
 
 
 def _needs_rest(conv, ptrs, mask, es: int, shape) -> ir.Value:
@@ -688,7 +693,7 @@ def _atomic(conv, op, update):
     reaches the other tasklets through a WRAM cell."""
     rt = op.results[0].type if len(op.results) else None
     stg = conv.staging(8)
-    conv.note_mram(True, "one")
+    conv.barriers.note_mram(True, "one")
     n_vals = len(op.operands) - 1
     ptr = conv.get(op.operands[0])
     vals = [conv.get(v) for v in op.operands[1:]]
@@ -715,9 +720,9 @@ def _atomic(conv, op, update):
         cell = conv.alloca((1,), t, f"{op.name} result", op)
         zero = conv.index(0)
         with conv.single():
-            store_elem(run(), cell, [zero])
+            store_elem(conv.barriers, run(), cell, [zero])
         if rt is not None:
-            conv.set(op.results[0], load_elem(cell, [zero], t))
+            conv.set(op.results[0], load_elem(conv.barriers, cell, [zero], t))
         return
     t = scalar_type(pointee(ir.RankedTensorType(op.operands[0].type).element_type))
     has_mask = op.name == "tt.atomic_rmw" and n_vals == 2
@@ -727,10 +732,10 @@ def _atomic(conv, op, update):
     def body(ivs):
         lane_vals = [a.at(ivs) if isinstance(a, Tile) else a for a in args]
         old = _if_else(_lane(mask, ivs), t, lambda: one(ptr.at(ivs), lane_vals, t), lambda: _zero(t))
-        store_elem(old, out, ivs)
+        store_elem(conv.barriers, old, out, ivs)
     with conv.single():
         conv.loop_nest(ptr.shape, body)
-    conv.set(op.results[0], Tile(ptr.shape, t, buf=out))
+    conv.set(op.results[0], Tile(ptr.shape, t, buf=out, barriers=conv.barriers))
 
 
 @lowers("tt.atomic_rmw")

@@ -86,7 +86,7 @@ def lower_reduce(conv, op):
             if bufs is None:
                 scalars.append(v)
             else:
-                store_elem(v, bufs[0], oivs)
+                store_elem(conv.barriers, v, bufs[0], oivs)
             return
         init = [t.at(at(conv.index(0))) for t in inputs]
         loop = scf.ForOp(conv.index(1), conv.index(n), conv.index(1), init)
@@ -97,7 +97,7 @@ def lower_reduce(conv, op):
             scalars.extend(loop.results)
         else:
             for v, buf in zip(loop.results, bufs):
-                store_elem(v, buf, oivs)
+                store_elem(conv.barriers, v, buf, oivs)
     if out_shape:
         conv.par_nest(out_shape, body)      # rows are independent: shared out
     else:
@@ -106,7 +106,7 @@ def lower_reduce(conv, op):
         if bufs is None:
             conv.set(result, scalars[k])
         else:
-            conv.set(result, Tile(out_shape, elems[k], buf=bufs[k]))
+            conv.set(result, Tile(out_shape, elems[k], buf=bufs[k], barriers=conv.barriers))
 
 
 @lowers("tt.scan")
@@ -129,14 +129,14 @@ def lower_scan(conv, op):
         first = at(pos(conv.index(0)))
         init = [t.at(first) for t in inputs]
         for v, buf in zip(init, bufs):
-            store_elem(v, buf, first)
+            store_elem(conv.barriers, v, buf, first)
         loop = scf.ForOp(conv.index(1), conv.index(n), conv.index(1), init)
         with ir.InsertionPoint(loop.body):
             where = at(pos(loop.induction_variable))
             nexts = [t.at(where) for t in inputs]
             new = _combine(conv, block, loop.inner_iter_args, nexts)
             for v, buf in zip(new, bufs):
-                store_elem(v, buf, where)
+                store_elem(conv.barriers, v, buf, where)
             scf.yield_(new)
     if axis == 0:
         # Lines across the first dimension: tasklets own chunks of that dimension
@@ -146,7 +146,7 @@ def lower_scan(conv, op):
     else:                                   # rows are independent: shared out
         conv.par_nest(line_shape, body, shape)
     for result, buf, t in zip(op.results, bufs, inputs):
-        conv.set(result, Tile(shape, t.elem, buf=buf))
+        conv.set(result, Tile(shape, t.elem, buf=buf, barriers=conv.barriers))
 
 
 def _widen(v, acc_t):
@@ -189,9 +189,9 @@ def lower_dot(conv, op):
             y = _widen(b.at(batch + [k, j]), sum_t)
             acc = loop.inner_iter_args[0]
             scf.yield_([arith.addf(acc, arith.mulf(x, y)) if flt else arith.addi(acc, arith.muli(x, y))])
-        store_elem(_widen(loop.results[0], acc_t), out, ivs)
+        store_elem(conv.barriers, _widen(loop.results[0], acc_t), out, ivs)
     conv.par_nest(shape, body)
-    conv.set(op.results[0], Tile(shape, acc_t, buf=out))
+    conv.set(op.results[0], Tile(shape, acc_t, buf=out, barriers=conv.barriers))
 
 
 del is_tensor, scalar_type
