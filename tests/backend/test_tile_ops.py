@@ -193,3 +193,32 @@ def test_loops_with_carried_tensors(rows, seed, dpus, tasklets):
     best = x.max(axis=0) if rows else np.full(8, -1e30, np.float32)
     np.testing.assert_allclose(out, acc + best, rtol=1e-5, atol=1e-5)
     assert count[0] == int(np.ceil(np.sqrt(rows)))
+
+
+@triton.jit
+def pair_kernel(x_ptr, y_ptr, out_ptr, flag_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    a, b = tl.split(tl.join(x, y))
+    tl.store(out_ptr + offs, a - b)
+    tl.store(out_ptr + N + offs, tl.clamp(x, -1.0, 1.0))
+    tl.store(out_ptr + 2 * N + tl.arange(0, 1), tl.sum(tl.cat(a, b, can_reorder=True), axis=0)[None])
+    flag = tl.load(flag_ptr + tl.arange(0, 1)) > 0
+    if flag.item():
+        tl.store(out_ptr + 2 * N + 1 + tl.arange(0, 1), tl.full((1,), 1.0, tl.float32))
+
+
+@pytest.mark.parametrize("tasklets", [1, 4])
+@pytest.mark.parametrize("flag", [0, 1])
+def test_join_split_cat_and_item(tasklets, flag):
+    """`tl.split` (two named results in the TTIR), `tl.join`, `tl.cat` and the
+    `.item()` of a one-element tile (`tt.unsplat`)."""
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal(16).astype(np.float32), rng.standard_normal(16).astype(np.float32)
+    out = np.zeros(34, np.float32)
+    pair_kernel[(1,)](x, y, out, np.array([flag], np.int32), N=16, num_tasklets=tasklets)
+    np.testing.assert_array_equal(out[:16], x - y)
+    np.testing.assert_array_equal(out[16:32], np.clip(x, -1, 1))
+    np.testing.assert_allclose(out[32], x.sum() + y.sum(), rtol=1e-5)
+    assert out[33] == flag

@@ -1,10 +1,13 @@
-"""Control flow: scf.for, scf.if, scf.while with scalar and tensor values.
+"""Control flow: scf.for, scf.if, scf.index_switch, scf.while with scalar and
+tensor values, and the step that structures a kernel's branches between
+blocks (`structure_control_flow`) before the conversion walks it.
 
 Scalars stay SSA values carried by the new loop. A loop-carried tensor gets
 its own WRAM buffer for the loop's life: the initial value is copied in, the
 body reads it, and the values the body yields are copied back at its end
 (through a temporary when the yielded value still reads the carried buffers).
-An `scf.if` returning tensors writes each branch's result into one buffer.
+An `scf.if` (or `scf.index_switch`) returning tensors writes each branch's
+result into one buffer.
 """
 from __future__ import annotations
 
