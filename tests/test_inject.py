@@ -16,7 +16,7 @@ from edsl.errors import DpuError
 from edsl.inject.dialect import collect
 from edsl.inject import (ParamKind, build_region, inline_regions, load_dialect, lower_placeholders,
                          stage_operands)
-from edsl.lowering import DEFAULT_PIPELINE
+from edsl.lowering import DEFAULT_PIPELINE, run_pipeline
 
 
 @edsl.dialect
@@ -153,7 +153,7 @@ def _compile_kernel():
         lower_placeholders(m)
         inline_regions(m)
         m.operation.verify()
-        _run(m, ",".join(p for p in DEFAULT_PIPELINE if p != "convert-scf-to-cf"))
+        run_pipeline(m, [p for p in DEFAULT_PIPELINE if p != "convert-scf-to-cf"])
         assert "edsl." not in str(m)
         return ctx, Program(m)
 

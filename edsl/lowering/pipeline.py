@@ -10,6 +10,7 @@ from mlir.dialects import llvm
 from mlir.passmanager import PassManager
 
 from ..errors import LoweringError, SourceLoc, VerifierError
+from . import floats
 
 # Run on every builder-level module before it is shown as `.mlir`: inline calls
 # to other edsl functions, promote the variable slots of the code generator to
@@ -22,8 +23,17 @@ CLEANUP_PIPELINE = (
     "cse",
 )
 
+# Passes written in Python (each `fn(module_op, pass)`), named in pipelines
+# like upstream ones.
+PYTHON_PASSES = {
+    "edsl-soft-floats": floats.soft_floats,
+}
+
 # Builder level (func/arith/math/scf/cf/memref/index) -> LLVM dialect.
 DEFAULT_PIPELINE = (
+    # f16, bf16 and the 8-bit floats: computed in f32, converted exactly by
+    # integer code (no call into the host compiler's runtime library).
+    "edsl-soft-floats",
     "convert-scf-to-cf",
     "mem2reg",  # the generator's variable slots, now that scf regions are gone
     "arith-expand",
@@ -76,9 +86,13 @@ def verify(module: ir.Module) -> None:
 
 def run_pipeline(module: ir.Module, pipeline: Sequence[str], what: str = "module") -> None:
     """Run the passes named in `pipeline` on `module`, in place."""
-    text = "builtin.module(" + ",".join(pipeline) + ")"
+    pm = PassManager("builtin.module", context=module.context)
     try:
-        pm = PassManager.parse(text, context=module.context)
+        for name in pipeline:
+            if name in PYTHON_PASSES:
+                pm.add(PYTHON_PASSES[name], name=name, argument=name)
+            else:
+                pm.add(name)
     except (ValueError, ir.MLIRError) as err:
         raise LoweringError(f"bad pass pipeline {list(pipeline)!r} for {what}: {err}") from None
     try:
