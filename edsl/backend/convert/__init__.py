@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from mlir import ir
 from mlir.dialects import func, llvm
-from mlir.passmanager import PassManager
 
 from ...errors import CompileError
 from ...lowering.pipeline import location_of, verify
@@ -104,23 +103,5 @@ def convert_ttir(text: str, ctx: ir.Context | None = None, *, debug: bool = Fals
             if sym is not None and sym in table:
                 continue
             out.body.append(op)
-    expand_bf16(out)
     verify(out)
     return out, info
-
-
-def expand_bf16(module: ir.Module) -> None:
-    """f32 <-> bf16 conversions in integer arithmetic (upstream `arith-expand`):
-    LLVM turns them into calls of libgcc's `__truncsfbf2` on hosts without
-    bf16 instructions, which a compiled program may not depend on."""
-    found = []
-
-    def visit(op):
-        if op.name in ("arith.truncf", "arith.extf") and "bf16" in str(op.results[0].type) + str(op.operands[0].type):
-            found.append(op)
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
-    if found:
-        PassManager.parse("builtin.module(func.func(arith-expand{include-bf16=true}))",
-                          module.context).run(module.operation)
