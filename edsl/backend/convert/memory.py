@@ -373,14 +373,7 @@ def _load_row(conv, seg: RowSegment, other, out):
     def fill_other(lo, hi):
         seg.lanes(conv, lo, hi, lambda j: store_elem(conv.barriers, other_at(seg.ivs(j)), out, seg.ivs(j)))
 
-    form = _closed_form(conv, seg, ir.MemRefType(out.type).shape[-1])
-    if form is None:
-        _load_row_general(conv, seg, other_at, out)
-        return
-    base, lo, hi, valid = form
-
-    def fast():
-        n, p0, nb, a0, a1, span = _bytes_of(base, lo, hi, es)
+    def fast(lo, hi, n, p0, nb, a0, a1, span):
         dst = arith.addi(_row_addr(conv, out, rivs, es), arith.muli(lo, _c(es)))
         aligned = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, p0, a0),
                              arith.cmpi(arith.CmpIPredicate.eq, arith.andi(arith.ori(nb, dst), _c(7)), _c(0)))
@@ -402,16 +395,26 @@ def _load_row(conv, seg: RowSegment, other, out):
         _if(some, lambda: _if_else_none(aligned, direct, staged))
         fill_other(seg.j0, _idx(lo))
         fill_other(_idx(hi), seg.j1)
-    _where_valid(valid, fast, lambda: _load_row_general(conv, seg, other_at, out))
+    _row_access(conv, seg, ir.MemRefType(out.type).shape[-1], fast,
+                lambda: _load_row_general(conv, seg, other_at, out))
 
 
-def _where_valid(valid, fast, general) -> None:
-    """`fast()` (a row's closed form), guarded by its run-time check `valid`
-    (None: always holds), else `general()`."""
+def _row_access(conv, seg: RowSegment, length: int, fast, general) -> None:
+    """`fast(lo, hi, *_bytes_of(...))` on the active lanes [lo, hi) of a row
+    segment in closed form, guarded by the form's run-time check; else (or
+    where the check fails) `general()`."""
+    form = _closed_form(conv, seg, length)
+    if form is None:
+        general()
+        return
+    base, lo, hi, valid = form
+
+    def closed():
+        fast(lo, hi, *_bytes_of(base, lo, hi, seg.es))
     if valid is None:
-        fast()
+        closed()
     else:
-        _if_else_none(valid, fast, general)
+        _if_else_none(valid, closed, general)
 
 
 def _if_else_none(cond, then_fn, else_fn):
@@ -462,14 +465,7 @@ def _store_row(conv, seg: RowSegment, value, mode: str):
     the active lanes are whole 8-byte words: no read-modify-write, so tasklets
     may store neighbouring segments at once) or "rest" (the others)."""
     t, es, rivs = seg.t, seg.es, seg.rivs
-    form = _closed_form(conv, seg, seg.ptrs.shape[-1])
-    if form is None:
-        _store_row_general(conv, seg, value, mode)
-        return
-    base, lo, hi, valid = form
-
-    def fast():
-        n, p0, nb, a0, a1, span = _bytes_of(base, lo, hi, es)
+    def fast(lo, hi, n, p0, nb, a0, a1, span):
         clean = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, p0, a0),
                            arith.cmpi(arith.CmpIPredicate.eq, arith.andi(nb, _c(7)), _c(0)))
         some = arith.cmpi(arith.CmpIPredicate.sgt, n, _c(0))
@@ -501,7 +497,7 @@ def _store_row(conv, seg: RowSegment, value, mode: str):
             _if(arith.andi(some, clean), write_clean)
         else:
             _if(arith.andi(some, arith.xori(clean, _true())), lambda: write_staged(True))
-    _where_valid(valid, fast, lambda: _store_row_general(conv, seg, value, mode))
+    _row_access(conv, seg, seg.ptrs.shape[-1], fast, lambda: _store_row_general(conv, seg, value, mode))
 
 
 def _true():
