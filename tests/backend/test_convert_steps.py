@@ -61,3 +61,18 @@ def test_barriers_only_with_tasklets():
     assert info1.barriers == 0 and "edsl_dpu_barrier" not in str(one)
     kernel = _kernel_text(many)
     assert info4.barriers >= 1 and kernel.count("call @edsl_dpu_barrier") == info4.barriers
+
+
+def test_a_barrier_needed_inside_divergent_code_is_a_compile_error_at_the_line():
+    """A gap of barrier placement is a clear error at the op's line, not an
+    AssertionError (as a 2-D scan with tasklets once raised)."""
+    from edsl.backend.convert.barriers import Barriers
+    from edsl.backend.convert.core import KernelInfo
+    from edsl.errors import CompileError
+    with new_context(), ir.Location.file("k.py", 7, 3):
+        module = ir.Module.create()
+        barriers = Barriers(2, module.body, KernelInfo())
+        with ir.InsertionPoint(module.body), barriers.divergent("one"):
+            with pytest.raises(CompileError, match="cannot share this operation among tasklets") as err:
+                barriers.sync()
+    assert (err.value.loc.filename, err.value.loc.lineno) == ("k.py", 7)

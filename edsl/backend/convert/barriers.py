@@ -26,7 +26,16 @@ from mlir import ir
 from mlir.dialects import arith
 
 from ...dpu.limits import BARRIER
+from ...errors import CompileError
 from ...inject.runtime_calls import runtime_call
+from ..ttir_text import user_location
+
+
+def _unshareable(why: str) -> CompileError:
+    """An op this module cannot share among tasklets (a gap of the backend, at
+    the line of the op being lowered)."""
+    return CompileError(f"the DPU backend cannot share this operation among tasklets ({why}); "
+                        "num_tasklets=1 compiles it", user_location(ir.Location.current))
 
 
 def chunk(shape, tasklets: int) -> int:
@@ -146,7 +155,8 @@ class Barriers:
         """A barrier here: every access so far is complete on every tasklet."""
         if self.tasklets == 1:
             return
-        assert not self._div, "a barrier inside code some tasklets skip"
+        if self._div:
+            raise _unshareable("a barrier inside code some tasklets skip")
         self.barrier()
         self._w, self._r, self._mram = {}, {}, []
 
@@ -280,7 +290,7 @@ class Barriers:
         if not self._div:
             self.sync()
             return
-        raise AssertionError("a tasklet conflict inside one op's divergent code")
+        raise _unshareable("a tasklet conflict inside one op's divergent code")
 
     def _drop_before(self, seq: int) -> None:
         self._w = {k: v for k, v in self._w.items() if v[1] > seq}
