@@ -7,6 +7,7 @@ mistake reads like a compiler diagnostic rather than a traceback from MLIR.
 from __future__ import annotations
 
 import linecache
+import zlib
 from dataclasses import dataclass
 
 
@@ -20,6 +21,14 @@ class SourceLoc:
         if self.col is None:
             return f"{self.filename}:{self.lineno}"
         return f"{self.filename}:{self.lineno}:{self.col + 1}"
+
+    @property
+    def site(self) -> int:
+        """The code of a run-time check at this position, carried by compiled
+        code so that its failure names the line: file, line and column packed
+        into a positive i64 (the same in every program the check ends up in)."""
+        file = zlib.crc32(self.filename.encode()) & 0x7FFF
+        return file << 48 | (self.lineno & 0xFFFFFFFF) << 16 | min(self.col or 0, 0xFFFF)
 
 
 class EdslError(Exception):

@@ -1,20 +1,25 @@
 """`fl.call(fn, outs, ins)`: call an `@edsl.dialect` function from a Triton kernel.
 
-In TTIR the call is a placeholder that stock `make_ttir` keeps: a `tt.call` to
-a body-less private `tt.func` whose name identifies the EDSL function
-(`__edsl_<name>_<hash>`). The `dpu` backend replaces it by the function's
-LLVM-dialect body (edsl.inject). `outs` are the tiles the function may update
-(its InOut parameters, in order); their new values are returned: one tensor,
-or a tuple for several. `ins` are tensors, scalars and pointers (its Input
-parameters, in order).
+`outs` are the tiles the function may update (its InOut parameters, in
+order); their new values are returned: one tensor, or a tuple for several.
+`ins` are tensors, scalars and pointers (its Input parameters, in order).
+
+On the `dpu` backend, the call is in TTIR a placeholder that stock `make_ttir`
+keeps: a `tt.call` to a body-less private `tt.func` whose name identifies the
+EDSL function (`__edsl_<name>_<hash>`); the backend replaces it by the
+function's LLVM-dialect body (edsl.inject). On Triton's stock `nvidia`
+backend, the call is a few placeholder operations that stage the tiles in
+shared memory (edsl.gpu.placeholders), given their code by the stages hook
+this module installs when imported (edsl.gpu.stages).
 """
 from __future__ import annotations
 
 import inspect
+import re
 
 from triton.language import core as tl
 
-from .dpu.limits import MRAM_ADDRSPACE
+from .codegen.target import DPU, NVPTX, Target
 from .function import EdslFunction
 
 PREFIX = "__edsl_"
@@ -59,14 +64,18 @@ def _describe(v) -> str:
     return f"a Python {type(v).__name__}"
 
 
-def _check_tile(spec, v, what: str, name: str) -> None:
+def _check_tile(spec, v, what: str, name: str, target: Target = DPU) -> None:
     """A tensor operand must match a memref parameter: dtype, rank, static shape."""
     if not (isinstance(v, tl.tensor) and v.type.is_block()):
         raise TypeError(f"fl.call({name}): {what} for parameter {spec.name!r} ({spec.type_text}) "
                         f"must be a tensor, got {_describe(v)}")
-    want = spec.dtype
     got = v.type.scalar
-    if want is None or str(got) != _TRITON_DTYPE.get(want.str[1:], "?"):
+    if target is NVPTX:  # every element type a tile may have, bf16 too
+        from .gpu.placeholders import element
+        matches = element(got) == _memref_element(spec.type_text)
+    else:
+        matches = spec.dtype is not None and str(got) == _TRITON_DTYPE.get(spec.dtype.str[1:], "?")
+    if not matches:
         raise TypeError(f"fl.call({name}): {what} for parameter {spec.name!r} ({spec.type_text}) "
                         f"has element type {got}")
     shape = list(v.type.shape)
@@ -82,19 +91,36 @@ def _check_tile(spec, v, what: str, name: str) -> None:
 # NumPy dtype codes -> Triton scalar type names
 _TRITON_DTYPE = {"f2": "fp16", "f4": "fp32", "f8": "fp64", "i1": "int8", "i2": "int16", "i4": "int32",
                  "i8": "int64", "b1": "int1"}
+def _memref_element(type_text: str) -> str:
+    """`f32` of `memref<4x?xf32, 3>`."""
+    return re.match(r"memref<(?:[\d?]+x)*(\w+)", type_text).group(1)
+
+
 _SCALAR_TO_TRITON = {"i1": tl.int1, "i8": tl.int8, "i16": tl.int16, "i32": tl.int32, "i64": tl.int64,
                      "index": tl.int64, "f16": tl.float16, "bf16": tl.bfloat16, "f32": tl.float32,
                      "f64": tl.float64}
 
 
-def _operand(spec, v, what: str, name: str, semantic):
-    if spec.kind == "memref" and spec.memory_space != MRAM_ADDRSPACE:
-        _check_tile(spec, v, what, name)
+def operand_kind(spec, target: Target) -> str:
+    """How a parameter gets its value from a kernel: a `tile` (a memref in the
+    target's tile memory), a `pointer` (a memref or !llvm.ptr elsewhere) or a
+    `scalar`."""
+    if spec.kind == "memref" and spec.memory_space == target.tile_space:
+        return "tile"
+    return "pointer" if spec.kind in ("ptr", "memref") else "scalar"
+
+
+def _operand(spec, v, what: str, name: str, semantic, target: Target = DPU):
+    kind = operand_kind(spec, target)
+    if kind == "tile":
+        _check_tile(spec, v, what, name, target)
         return v
-    if spec.kind in ("ptr", "memref"):  # an MRAM memref or pointer: a Triton pointer
+    if kind == "pointer":  # an MRAM / global memref or pointer: a Triton pointer
         if not (isinstance(v, tl.tensor) and not v.type.is_block() and v.type.is_ptr()):
             raise TypeError(f"fl.call({name}): {what} for parameter {spec.name!r} ({spec.type_text}) "
                             f"must be a pointer, got {_describe(v)}")
+        if target is NVPTX:
+            return _global_pointer(spec, v, what, name, semantic)
         return v
     dtype = _SCALAR_TO_TRITON[spec.scalar]
     if isinstance(v, tl.tensor):
@@ -114,7 +140,12 @@ def call(fn, outs, ins, _semantic=None, _generator=None):
     outs, ins = _elements(outs), _elements(ins)
     if _semantic is None:  # Triton's interpreter (TRITON_INTERPRET=1) runs kernels as Python
         return _interpret(fn, outs, ins)
-    specs = fn.params
+    backend = getattr(_semantic.builder.options, "backend_name", None)
+    if backend == "cuda":
+        return _call_gpu(fn, outs, ins, _semantic)
+    if backend != "dpu":
+        raise TypeError(f"fl.call runs on the dpu and nvidia (cuda) backends, not on {backend!r}")
+    specs = fn.params_for(DPU)
     out_specs = [s for s in specs if s.inout]
     in_specs = [s for s in specs if not s.inout]
     name = fn.__name__
@@ -153,15 +184,16 @@ def _interpret(fn: EdslFunction, outs: list, ins: list):
     """Under TRITON_INTERPRET=1: run the host-compiled function on the tiles'
     NumPy data (one tasklet), so the tile code around a region can be debugged."""
     import numpy as np
-    out_specs = [s for s in fn.params if s.inout]
-    in_specs = [s for s in fn.params if not s.inout]
+    specs = fn.params_for(DPU)
+    out_specs = [s for s in specs if s.inout]
+    in_specs = [s for s in specs if not s.inout]
     _check_counts(fn.__name__, out_specs, in_specs, outs, ins)
     by_kind = {True: iter(outs), False: iter(ins)}
     args, new = [], []
-    for spec in fn.params:
+    for spec in specs:
         v = next(by_kind[spec.inout])
         data = v.handle.data if isinstance(v, tl.tensor) else v
-        if spec.kind == "memref" and spec.memory_space != MRAM_ADDRSPACE:
+        if operand_kind(spec, DPU) == "tile":
             a = np.array(data, dtype=spec.dtype, order="C", copy=True)
             if spec.inout:
                 new.append((a, v))
@@ -174,3 +206,93 @@ def _interpret(fn: EdslFunction, outs: list, ins: list):
     fn.run(*args)
     results = [tl.tensor(type(v.handle)(a, v.handle.dtype), v.type) for a, v in new]
     return results[0] if len(results) == 1 else tuple(results)
+
+
+# --- the nvidia backend ------------------------------------------------------------------
+
+def _global_pointer(spec, v, what: str, name: str, semantic):
+    """A Triton pointer for a pointer parameter on a GPU, as the i64 address the
+    adapter turns back into a pointer (edsl.gpu.library)."""
+    if spec.kind == "memref" and len(spec.shape) != 1 and None in spec.shape:
+        raise TypeError(f"fl.call({name}): {what} for parameter {spec.name!r} ({spec.type_text}): a memref made "
+                        f"from a pointer must be 1-D or have a static shape")
+    return semantic.cast(v, tl.int64)
+
+
+def _check_tile_layout(spec, v, what: str, name: str) -> None:
+    """Tiles are staged row-major at offset 0: a parameter with a static layout must agree."""
+    if spec.strides is None:
+        return
+    shape, want, n = list(v.type.shape), [], 1
+    for d in reversed(shape):
+        want.insert(0, n)
+        n *= int(d)
+    if any(s is not None and s != w for s, w in zip(spec.strides, want)) or spec.offset not in (0, None):
+        raise TypeError(f"fl.call({name}): {what} for parameter {spec.name!r} ({spec.type_text}): a tile is passed "
+                        f"row-major at offset 0 (strides {want})")
+
+
+def _call_gpu(fn: EdslFunction, outs: list, ins: list, semantic):
+    from .gpu import placeholders, stages
+    stages.require_installed()
+    specs = fn.params_for(NVPTX)
+    fn.compile(NVPTX)  # errors in the function now, at the kernel's line
+    out_specs = [s for s in specs if s.inout]
+    in_specs = [s for s in specs if not s.inout]
+    name = fn.__name__
+    _check_counts(name, out_specs, in_specs, outs, ins)
+    for s in out_specs:
+        if operand_kind(s, NVPTX) != "tile":
+            raise TypeError(f"fl.call({name}): InOut parameter {s.name!r} ({s.type_text}) must be a memref in "
+                            f"shared memory (a tile)")
+    outs = [_operand(s, v, f"out {k}", name, semantic, NVPTX) for k, (s, v) in enumerate(zip(out_specs, outs))]
+    ins = [_operand(s, v, f"in {k}", name, semantic, NVPTX) for k, (s, v) in enumerate(zip(in_specs, ins))]
+    for k, (s, v) in enumerate(zip(out_specs + in_specs, outs + ins)):
+        if operand_kind(s, NVPTX) == "tile":
+            _check_tile_layout(s, v, f"out {k}" if s.inout else f"in {k - len(outs)}", name)
+    by_kind = {True: iter(outs), False: iter(ins)}
+    operands = [next(by_kind[s.inout]) for s in specs]
+    kinds = [operand_kind(s, NVPTX) for s in specs]
+    results = placeholders.emit(fn, specs, operands, kinds, semantic)
+    return results[0] if len(results) == 1 else tuple(results)
+
+
+def kernel_key_part(fn: EdslFunction) -> tuple:
+    """The `hash_attrs` of an EDSL function seen as a Triton aggregate: a stand-in
+    JIT function whose `cache_key` is the function's identity and the version of
+    edsl's GPU code, so that editing either recompiles the kernels calling it
+    (Triton 3.6 hashes no other part of an aggregate)."""
+    from .gpu import code_version
+    return (_KEY_PART(f"{fn.identity}/{code_version()}"),) if _KEY_PART is not None else ()
+
+
+def _key_part_class():
+    try:
+        from triton.runtime.jit import JITCallable
+    except ImportError:  # a Triton without it hashes `__annotations__`
+        return None
+
+    class KernelKeyPart(JITCallable):
+        noinline = False
+
+        def __init__(self, key: str):  # noqa: super().__init__ wants a Python function
+            self._key = key
+            self.used_global_vals = {}
+            self.__name__ = "edsl function"
+
+        @property
+        def cache_key(self) -> str:
+            return self._key
+
+    return KernelKeyPart
+
+
+_KEY_PART = _key_part_class()
+
+
+def _install_stages_hook() -> None:
+    from .gpu import stages
+    stages.install()
+
+
+_install_stages_hook()

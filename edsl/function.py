@@ -2,7 +2,10 @@
 
 Compiling runs the layers in order: code generation (edsl.codegen) and cleanup
 -> `.mlir`; the lowering pipeline (edsl.lowering) -> `.llvm`; translation ->
-`.llir`; JIT on the host DPU model (edsl.dpu.runtime) when called.
+`.llir`; a program of the DPU model (edsl.dpu.runtime), object code compiled
+once per machine, when called. One source
+compiles for each target (edsl.codegen.target): `upmem-dpu` (the default)
+and `nvptx64` (NVIDIA GPUs, through Triton's stock `nvidia` backend).
 """
 from __future__ import annotations
 
@@ -17,33 +20,45 @@ from mlir import ir
 
 from . import cache, codegen, language
 from .codegen.signature import function_info
-from .dpu.runtime import LaunchStats, Program, register_sites, run_tasklets
-from .dpu.limits import MAX_TASKLETS
+from .dpu import runtime
+from .dpu.abi import MAX_TASKLETS
+from .dpu.runtime import LaunchReport, Program
+from .codegen.target import DPU, NVPTX, Target
 from .errors import ArgumentError, CompileError, DpuError, SourceLoc
+from .gpu import nvptx
 from .hostcall import ArgSpec, pack_arguments
-from .lowering import (CLEANUP_PIPELINE, DEFAULT_PIPELINE, require_llvm_dialect, run_pipeline, to_llvm_ir,
-                       verify)
-
-TARGET = "upmem-dpu"  # what the lowering produces (address spaces of UPMEM's LLVM)
+from .lowering import (CLEANUP_PIPELINE, PIPELINES, location_of, require_llvm_dialect, run_pipeline, to_llvm_ir,
+                       use_libdevice, verify)
 
 
 @dataclass
 class Compiled:
+    """One function compiled for one target: `.mlir`, `.llvm`, `.llir` texts."""
     mlir: str
     llvm: str
     sites: dict  # run-time check site code -> SourceLoc
     wram_bytes: int
     module: ir.Module | None = None  # LLVM-dialect module, parsed on demand
     program: Program | None = None
-    llir: str | None = None
+    where: tuple = ("the function", None)  # (what, SourceLoc) for errors
+    _llir: str | None = None
+
+    @property
+    def llir(self) -> str:
+        """LLVM IR text."""
+        if self._llir is None:
+            with codegen.LOCK, codegen.context():
+                require_llvm_dialect(self.module, *self.where)
+                self._llir = to_llvm_ir(self.module)
+        return self._llir
 
 
 _MEMORY: dict[str, Compiled] = {}
 
 
 def _versions() -> str:
-    out = []
-    for dist in ("edsl", "xtc-mlir-python-bindings"):
+    out = [cache.source_fingerprint()]
+    for dist in ("xtc-mlir-python-bindings",):
         try:
             out.append(metadata.version(dist))
         except metadata.PackageNotFoundError:
@@ -55,23 +70,26 @@ _VERSIONS = _versions()
 
 
 class EdslFunction:
-    """A Python function compiled by edsl. Properties `.mlir`, `.llvm`, `.llir`;
-    calling it runs it on the host (DPU model), updating InOut arrays in place."""
+    """A Python function compiled by edsl. Properties `.mlir`, `.llvm`, `.llir`
+    (for its `target`; `compile(target=...)` for another); calling it runs it on
+    the host (DPU model), updating InOut arrays in place."""
 
     def __init__(self, fn, name: str = "mlir", pipeline=None, fastmath: bool = False,
-                 bounds_check: bool = False):
+                 bounds_check: bool = False, target: str | None = None):
         if name != "mlir":
             raise CompileError(f"unknown edsl dialect {name!r}: only \"mlir\" is supported")
+        self.target: Target = codegen.target.get(target)
         with codegen.LOCK, codegen.context():
+            # Memory-space names resolved; checked per target when compiled for it.
             self._edsl_function_info = function_info(fn)
-            self._specs = [ArgSpec.of(p) for p in self._edsl_function_info.params]
         self.fn = fn
-        self.pipeline = tuple(pipeline) if pipeline is not None else DEFAULT_PIPELINE
+        self._pipeline = tuple(pipeline) if pipeline is not None else None
         self.fastmath = bool(fastmath)
         self.bounds_check = bool(bounds_check)
-        self.last_stats: LaunchStats | None = None
-        self._key: str | None = None
-        self._compiled: Compiled | None = None
+        self.last_stats: LaunchReport | None = None
+        self._keys: dict[str, str | None] = {}
+        self._specs: dict[str, list[ArgSpec]] = {}
+        self._compiled: dict[str, Compiled] = {}
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__
@@ -79,56 +97,92 @@ class EdslFunction:
         self.__wrapped__ = fn
         # Triton kernels name this object in `fl.call`. Triton admits a global in
         # a kernel only if it is a constexpr, a JIT function or an "aggregate",
-        # and hashes an aggregate's `__annotations__` into the kernel's cache key:
-        # present as one, with this function's identity as the annotation.
+        # and hashes an aggregate's `__annotations__` (Triton 3.9) and the JIT
+        # functions among its `hash_attrs` (3.6 too) into the kernel's cache key:
+        # present as one, with this function's identity in both.
         self.__triton_aggregate__ = True
-        self.hash_attrs = ()
-        self.__annotations__ = {"edsl": self.cache_key or f"{self.__qualname__}@{id(self):x}"}
+        self.__annotations__ = {"edsl": self.identity}
 
     def __repr__(self) -> str:
         return f"<edsl function {self.__qualname__}>"
 
     @property
+    def hash_attrs(self) -> tuple:
+        from .fl import kernel_key_part  # imports Triton, which is hashing a kernel if it asks
+        return kernel_key_part(self)
+
+    def info_for(self, target: "str | Target") -> "codegen.FunctionInfo":
+        """The function as `target` sees it (parameter types in its memory spaces)."""
+        with codegen.LOCK, codegen.context():
+            return self._edsl_function_info.for_target(codegen.target.get(target))
+
+    @property
     def info(self):
-        return self._edsl_function_info
+        return self.info_for(self.target)
+
+    def params_for(self, target: "str | Target") -> list[ArgSpec]:
+        target = codegen.target.get(target)
+        if target.name not in self._specs:
+            info = self.info_for(target)
+            with codegen.LOCK, codegen.context():
+                self._specs[target.name] = [ArgSpec.of(p) for p in info.params]
+        return list(self._specs[target.name])
 
     @property
     def params(self) -> list[ArgSpec]:
-        return list(self._specs)
+        return self.params_for(self.target)
+
+    def pipeline_for(self, target: "str | Target") -> tuple:
+        """The lowering pipeline: the one given to @edsl.dialect, else the target's."""
+        return self._pipeline if self._pipeline is not None else PIPELINES[codegen.target.get(target).name]
+
+    @property
+    def pipeline(self) -> tuple:
+        return self.pipeline_for(self.target)
 
     # --- compilation ---------------------------------------------------------------------
 
-    @property
-    def cache_key(self) -> str | None:
+    def key_for(self, target: "str | Target") -> str | None:
         """Hash of source, captured values, pipeline, target and versions; None if a
         captured value has no stable identity (then only this object caches)."""
-        if self._key is None:
-            parts = [_VERSIONS, TARGET, repr(self.pipeline), f"fastmath={self.fastmath}",
+        target = codegen.target.get(target)
+        if target.name not in self._keys:
+            parts = [_VERSIONS, target.name, repr(self.pipeline_for(target)), f"fastmath={self.fastmath}",
                      f"bounds_check={self.bounds_check}"]
-            if not _fingerprint(self.info, parts, set()):
-                return None
-            self._key = hashlib.sha256("\0".join(parts).encode()).hexdigest()
-        return self._key
+            ok = _fingerprint(self._edsl_function_info, parts, set())
+            self._keys[target.name] = hashlib.sha256("\0".join(parts).encode()).hexdigest() if ok else None
+        return self._keys[target.name]
 
-    def compile(self) -> Compiled:
-        if self._compiled is not None:
-            return self._compiled
-        key = self.cache_key
+    @property
+    def cache_key(self) -> str | None:
+        """The key of this function compiled for its target (see `key_for`)."""
+        return self.key_for(self.target)
+
+    @property
+    def identity(self) -> str:
+        """What identifies this function's code in the keys of kernels that call it."""
+        return self.cache_key or f"{self.__qualname__}@{id(self):x}"
+
+    def compile(self, target: "str | Target | None" = None) -> Compiled:
+        """This function compiled for `target` (default: its own), from the caches if there."""
+        target = codegen.target.get(target) if target is not None else self.target
+        if target.name in self._compiled:
+            return self._compiled[target.name]
+        key = self.key_for(target)
         compiled = _MEMORY.get(key) if key else None
         if compiled is None and key:
-            compiled = self._from_disk(key)
+            compiled = self._from_disk(key, target)
         if compiled is None:
-            compiled = self._compile()
+            compiled = self._compile(target)
             if key:
                 cache.store(key, {"mlir": compiled.mlir, "llvm": compiled.llvm, "wram_bytes": compiled.wram_bytes,
                                   "sites": [[code, s.filename, s.lineno, s.col] for code, s in compiled.sites.items()]})
         if key:
             _MEMORY[key] = compiled
-        register_sites(compiled.sites)
-        self._compiled = compiled
+        self._compiled[target.name] = compiled
         return compiled
 
-    def _from_disk(self, key: str) -> Compiled | None:
+    def _from_disk(self, key: str, target: Target) -> Compiled | None:
         entry = cache.load(key, {"mlir": str, "llvm": str, "sites": list, "wram_bytes": int})
         if entry is None:
             return None
@@ -138,22 +192,33 @@ class EdslFunction:
                 module = ir.Module.parse(entry["llvm"])
         except (TypeError, ValueError, ir.MLIRError):
             return None  # corrupt: compile again
-        return Compiled(entry["mlir"], entry["llvm"], sites, entry["wram_bytes"], module)
+        return Compiled(entry["mlir"], entry["llvm"], sites, entry["wram_bytes"], module, where=self._where())
 
-    def _compile(self) -> Compiled:
+    def _compile(self, target: Target) -> Compiled:
+        info = self.info_for(target)
         with codegen.LOCK, codegen.context():
-            state = codegen.generate(self.info, self.fastmath, self.bounds_check)
+            state = codegen.generate(info, self.fastmath, self.bounds_check, target)
             module = state.module
+            foreign = codegen.foreign_operation(module, target)
+            if foreign is not None:
+                raise CompileError(foreign[1], location_of(foreign[0].location))
             verify(module)
             run_pipeline(module, CLEANUP_PIPELINE, f"{self.__name__} (cleanup)")
             mlir_text = str(module)
-            run_pipeline(module, self.pipeline, self.__name__)
+            run_pipeline(module, self.pipeline_for(target), self.__name__)
+            if target is NVPTX:
+                use_libdevice(module)
+                module.operation.attributes["llvm.target_triple"] = ir.StringAttr.get(nvptx.TRIPLE)
             verify(module)
-            return Compiled(mlir_text, str(module), dict(state.sites), state.wram_bytes, module)
+            return Compiled(mlir_text, str(module), dict(state.sites), state.wram_bytes, module,
+                            where=self._where())
+
+    def _where(self) -> tuple:
+        return f"{self.__name__}()", self._def_loc()
 
     def _def_loc(self) -> SourceLoc:
-        fdef = self.info.tree
-        return SourceLoc(self.info.filename, fdef.lineno, fdef.col_offset)
+        fdef = self._edsl_function_info.tree
+        return SourceLoc(self._edsl_function_info.filename, fdef.lineno, fdef.col_offset)
 
     @property
     def mlir(self) -> str:
@@ -168,47 +233,60 @@ class EdslFunction:
     @property
     def llir(self) -> str:
         """LLVM IR text."""
-        c = self.compile()
-        if c.llir is None:
-            with codegen.LOCK, codegen.context():
-                require_llvm_dialect(c.module, f"{self.__name__}()", self._def_loc())
-                c.llir = to_llvm_ir(c.module)
-        return c.llir
+        return self.compile().llir
 
     @property
     def wram_bytes(self) -> int:
         """Bytes of WRAM buffers (wram_alloc) the function uses."""
-        return self.compile().wram_bytes
+        return self.compile(DPU).wram_bytes
 
     # --- execution -----------------------------------------------------------------------
 
-    def _entry(self):
-        c = self.compile()
+    def program(self) -> Program:
+        """The function as a program of the DPU model (compiled once per machine)."""
+        c = self.compile(DPU)
         if c.program is None:
             with codegen.LOCK, codegen.context():
                 require_llvm_dialect(c.module, f"{self.__name__}()", self._def_loc())
-                c.program = Program(c.module)
-        return c.program.entry(self.__name__)
+                module = ir.Module.parse(c.llvm)       # the program adds the runtime to its copy
+                obj = runtime.build(module, [self.__name__], f"{self.__name__}()")
+            c.program = Program(obj, self.__name__, c.sites)
+        return c.program
 
     def __call__(self, *args):
         self.run(*args)
 
-    def run(self, *args, tasklets: int = 1) -> LaunchStats:
+    def run(self, *args, tasklets: int = 1) -> LaunchReport:
         """Run on the host DPU model with `tasklets` tasklets; InOut arrays are
         updated in place. Returns (and keeps in `last_stats`) what the launch did."""
         loc = _caller_loc()
-        if len(args) != len(self._specs):
-            names = ", ".join(s.name for s in self._specs)
-            raise ArgumentError(f"{self.__name__}({names}) takes {len(self._specs)} arguments, "
+        specs = self.params_for(DPU)
+        if len(args) != len(specs):
+            names = ", ".join(s.name for s in specs)
+            raise ArgumentError(f"{self.__name__}({names}) takes {len(specs)} arguments, "
                                 f"{len(args)} given", loc)
         if not isinstance(tasklets, int) or not 1 <= tasklets <= MAX_TASKLETS:
             raise DpuError(f"a DPU runs 1 to {MAX_TASKLETS} tasklets, not {tasklets!r}", loc)
-        packed, keep = pack_arguments(self._specs, args, loc)
-        entry = self._entry()
-        stats = run_tasklets(lambda: entry(packed), tasklets, self.compile().sites)
+        packed, keep = pack_arguments(specs, args, loc)
+        program = self.program()
+        entry = program.entry(self.__name__)
+        # The function's memrefs are checked against their own ends; the MRAM
+        # it may reach is the whole address space.
+        launch = runtime.Launch(1, tasklets, [0, 2 ** 63 - 1])
+
+        def tasklet(tid: int) -> None:
+            ctx = launch.address(0, tid)
+            program.enter(ctx)
+            entry(packed)
+            program.exit(ctx)
+        launch.run(tasklet)
         del keep
-        self.last_stats = stats
-        return stats
+        launch.raise_error(f"{self.__name__}()", program.sites)
+        report = LaunchReport(self.__name__, num_tasklets=tasklets, tasklets_used=tasklets,
+                              wram_bytes=self.compile(DPU).wram_bytes, **launch.totals(),
+                              per_dpu_programs=[1], per_tasklet_dma=launch.per_tasklet_dma())
+        self.last_stats = report
+        return report
 
 
 def _caller_loc() -> SourceLoc:
@@ -266,13 +344,14 @@ def _stable(value, parts: list, seen: set) -> bool:
 
 
 def dialect(fn=None, *, name: str = "mlir", pipeline=None, fastmath: bool = False,
-            bounds_check: bool = False):
+            bounds_check: bool = False, target: str | None = None):
     """Compile a Python function with `Input[...]`/`InOut[...]` parameters through MLIR.
 
     `@edsl.dialect` or `@edsl.dialect(name="mlir", pipeline=[pass, ...], fastmath=False,
-    bounds_check=False)`.
+    bounds_check=False, target="upmem-dpu" | "nvptx64")`. `target` is what `.mlir`,
+    `.llvm` and `.llir` show; `fl.call` compiles for the backend of the kernel.
     """
-    options = dict(name=name, pipeline=pipeline, fastmath=fastmath, bounds_check=bounds_check)
+    options = dict(name=name, pipeline=pipeline, fastmath=fastmath, bounds_check=bounds_check, target=target)
     if fn is None:
         return lambda f: EdslFunction(f, **options)
     return EdslFunction(fn, **options)

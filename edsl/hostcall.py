@@ -34,7 +34,7 @@ class ArgSpec:
     offset: int | None = 0   # static offset in elements, None if dynamic
     ctype: type | None = None
     scalar: str = ""
-    memory_space: int = 0    # of a memref: WRAM (0) or MRAM (255)
+    memory_space: int = 0    # of a memref: WRAM (0), MRAM (255); on a GPU shared (3), global (1)
 
     @staticmethod
     def of(p: ParamInfo) -> "ArgSpec":

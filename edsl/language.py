@@ -48,24 +48,40 @@ del _name, _doc
 
 select = Intrinsic("select", "select(c, a, b): a where c is true, else b, without branching.")
 
+# Intrinsics with one meaning on every target: the threads that run the
+# function together (the tasklets of a DPU, the threads of a GPU's CTA).
+thread_id = Intrinsic("thread_id", "The id of the running thread (0 .. num_threads()-1), i32: the tasklet id "
+                      "(`me()`) on the DPU, `threadIdx.x` on a GPU.")
+num_threads = Intrinsic("num_threads", "The number of threads running this function together, i32: the "
+                        "tasklets of the DPU, the threads of the CTA (`blockDim.x`) on a GPU.")
+barrier = Intrinsic("barrier", "Wait until every thread reaches this barrier (`barrier_wait` on the DPU, "
+                    "`__syncthreads()` on a GPU).")
+
+# GPU intrinsics.
+block_id = Intrinsic("block_id", "block_id(axis=0): the index of the running CTA along `axis` (0, 1, 2), i32 "
+                     "(`blockIdx`; Triton's program id). GPU only.")
+num_blocks = Intrinsic("num_blocks", "num_blocks(axis=0): the number of CTAs along `axis`, i32 (`gridDim`). "
+                       "GPU only.")
+
 # DPU intrinsics. On the host they run against the DPU model (edsl.dpu.runtime).
-tasklet_id = Intrinsic("tasklet_id", "The id of the running tasklet (0 .. num_tasklets()-1), i32; `me()` in the UPMEM SDK.")
-num_tasklets = Intrinsic("num_tasklets", "The number of tasklets running this function, i32.")
-barrier = Intrinsic("barrier", "Wait until every tasklet reaches this barrier (`barrier_wait`).")
+tasklet_id = Intrinsic("tasklet_id", "The id of the running tasklet (0 .. num_tasklets()-1), i32; `me()` in the "
+                       "UPMEM SDK. DPU only: `thread_id()` means the same on every target.")
+num_tasklets = Intrinsic("num_tasklets", "The number of tasklets running this function, i32. DPU only: "
+                         "`num_threads()` means the same on every target.")
 mram_read = Intrinsic(
     "mram_read",
     "mram_read(src, dst, nbytes, src_offset=0, dst_offset=0): DMA `nbytes` from the MRAM "
     "memref `src` to the WRAM memref `dst`; offsets in elements. Both addresses must be "
-    "8-byte aligned and nbytes a multiple of 8 between 8 and 2048.")
+    "8-byte aligned and nbytes a multiple of 8 between 8 and 2048. DPU only.")
 mram_write = Intrinsic(
     "mram_write",
     "mram_write(src, dst, nbytes, src_offset=0, dst_offset=0): DMA `nbytes` from the WRAM "
-    "memref `src` to the MRAM memref `dst`, with the rules of mram_read.")
+    "memref `src` to the MRAM memref `dst`, with the rules of mram_read. DPU only.")
 wram_alloc = Intrinsic(
     "wram_alloc",
     "wram_alloc(shape, dtype): a WRAM buffer of static shape shared by the tasklets, "
-    "8-byte aligned, counted against the 64 KiB WRAM of the DPU.")
+    "8-byte aligned, counted against the 64 KiB WRAM of the DPU. DPU only.")
 
 __all__ = ["Intrinsic", "ScalarType", "i1", "i8", "i16", "i32", "i64", "index", "f16", "bf16",
-           "f32", "f64", "select", "tasklet_id", "num_tasklets", "barrier", "mram_read",
-           "mram_write", "wram_alloc", *_MATH]
+           "f32", "f64", "select", "thread_id", "num_threads", "barrier", "block_id", "num_blocks",
+           "tasklet_id", "num_tasklets", "mram_read", "mram_write", "wram_alloc", *_MATH]

@@ -11,7 +11,7 @@ from mlir.passmanager import PassManager
 
 import edsl
 from edsl import InOut, Input
-from edsl.dpu.runtime import Program
+from edsl.dpu.runtime import Program, build
 from edsl.errors import DpuError
 from edsl.inject.dialect import collect
 from edsl.inject import (ParamKind, build_region, inline_regions, load_dialect, lower_placeholders,
@@ -155,7 +155,7 @@ def _compile_kernel():
         m.operation.verify()
         run_pipeline(m, [p for p in DEFAULT_PIPELINE if p != "convert-scf-to-cf"])
         assert "edsl." not in str(m)
-        return ctx, Program(m)
+        return ctx, Program(build(m, ["kernel"], "kernel"), "kernel")
 
 
 _KERNEL = []

@@ -6,8 +6,10 @@ Stages (each one's text is in `compiled.asm[name]`):
   llmlir  the LLVM dialect, through `edsl.lowering.run_pipeline(DEFAULT_PIPELINE)`
   llir    LLVM IR text (for reading; the program is built from `llmlir`)
   dpubin  the program: a JSON header (kernel name, WRAM use, assertion texts,
-          tasklets) followed by the `llmlir` text, JIT-compiled by the driver
-          at load
+          check sites, tasklets) followed by the host object code of the
+          kernel with the DPU runtime library linked in (edsl.dpu.runtime),
+          which the driver links into the process at load: a kernel in
+          Triton's cache costs a new process milliseconds
 
 `num_tasklets` is a compile option: the converted kernel shares its tile
 loops out among that many tasklets (see `convert.core`).
@@ -17,7 +19,6 @@ Importing this module is cheap (Triton imports every registered backend at
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from typing import Any, Dict, Optional, Tuple
 
 from triton.backends.compiler import BaseBackend, GPUTarget, Language
 
-from ..dpu.limits import MAX_TASKLETS, WRAM_BYTES
+from ..dpu.abi import MAX_TASKLETS, WRAM_BYTES
 from ..errors import ArgumentError
 
 TARGET = GPUTarget("dpu", "upmem", 1)
@@ -79,8 +80,10 @@ class DpuBackend(BaseBackend):
         self.binary_ext = "dpubin"
 
     def hash(self) -> str:
-        from .. import __name__ as pkg
-        return f"{pkg}-dpu-{_source_hash()}"
+        # The compiler's sources and the host the object code is built for.
+        from ..cache import source_fingerprint
+        from ..dpu.jit import host_key
+        return f"edsl-dpu-{source_fingerprint()}-{host_key()}"
 
     def parse_options(self, opts) -> Any:
         args = {k: opts[k] for k in DpuOptions.__dataclass_fields__ if k in opts and opts[k] is not None}
@@ -142,6 +145,7 @@ class DpuBackend(BaseBackend):
         metadata["wram_bytes"] = info.wram_bytes
         metadata["asserts"] = info.asserts
         metadata["sites"] = info.sites
+        metadata["stored"] = info.stored
         state["context"] = module.context
         return module.operation.get_asm(enable_debug_info=True)
 
@@ -163,10 +167,12 @@ class DpuBackend(BaseBackend):
 
     @staticmethod
     def make_dpubin(src, metadata, options, state):
-        header = {"name": metadata["name"], "wram_bytes": metadata["wram_bytes"],
-                  "asserts": metadata["asserts"], "tasklets": metadata["tasklets"],
-                  "regions": metadata["regions"], "sites": metadata["sites"]}
-        return (json.dumps(header) + "\n" + state["llmlir"]).encode()
+        from ..dpu.abi import LAUNCH
+        from ..dpu.runtime import build
+        obj = build(state["module"], [LAUNCH], f"kernel '{metadata['name']}'")
+        header = {key: metadata[key] for key in ("name", "wram_bytes", "asserts", "tasklets",
+                                                  "regions", "sites", "stored")}
+        return json.dumps(header).encode() + b"\n" + obj
 
     def add_stages(self, stages, options, language):
         if language != Language.TRITON:
@@ -177,16 +183,3 @@ class DpuBackend(BaseBackend):
         stages["llmlir"] = lambda src, metadata: self.make_llmlir(src, metadata, options, state)
         stages["llir"] = lambda src, metadata: self.make_llir(src, metadata, options, state)
         stages["dpubin"] = lambda src, metadata: self.make_dpubin(src, metadata, options, state)
-
-
-@functools.lru_cache(None)
-def _source_hash() -> str:
-    """A hash of this backend's sources: a change recompiles cached kernels."""
-    import pathlib
-    root = pathlib.Path(__file__).resolve().parent
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        h.update(path.read_bytes())
-    for path in sorted(p for d in ("lowering", "inject") for p in (root.parent / d).glob("*.py")):
-        h.update(path.read_bytes())
-    return h.hexdigest()[:16]

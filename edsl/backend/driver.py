@@ -21,7 +21,8 @@ import threading
 from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
-from ..dpu.limits import MAX_TASKLETS, WRAM_BYTES
+from ..dpu.abi import MAX_TASKLETS, WRAM_BYTES
+from ..errors import EdslError
 
 _state = threading.local()
 _programs: dict = {}
@@ -75,18 +76,19 @@ class DpuUtils:
     """What Triton's `CompiledKernel` asks of a driver's `utils`."""
 
     def load_binary(self, name, kernel, shared, device):
-        from .engine import JitProgram
         program = _programs.get(kernel)
         if program is None:
             import json
-            header, _, text = kernel.decode().partition("\n")
-            program = JitProgram(text, opt_level=3)
-            program.meta = json.loads(header)
-            # Lines of the run-time checks of the EDSL functions inlined in the
-            # kernel, so that their errors name them after a cache hit too.
-            from ..dpu.runtime import register_sites
+
+            from ..dpu.runtime import Program
             from ..errors import SourceLoc
-            register_sites({code: SourceLoc(f, line, col) for code, f, line, col in program.meta.get("sites", [])})
+            header, _, obj = kernel.partition(b"\n")
+            meta = json.loads(header)
+            # Lines of the kernel's run-time checks and of the EDSL functions
+            # inlined in it, so that their errors name them.
+            sites = {code: SourceLoc(f, line, col) for code, f, line, col in meta.get("sites", [])}
+            program = Program(obj, meta["name"], sites)
+            program.meta = meta
             _programs[kernel] = program
         return program, program, 0, 0, MAX_TASKLETS
 
@@ -96,6 +98,21 @@ class DpuUtils:
     def get_device_properties(self, device):
         return {"max_shared_mem": WRAM_BYTES, "multiprocessor_count": 1,
                 "max_num_regs": 24, "warpSize": 1}
+
+
+def _caller():
+    """The user's line that launched the kernel: the first frame outside
+    Triton and edsl."""
+    import sys
+
+    from ..errors import SourceLoc
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if not name.startswith(("triton.", "edsl.")) and name not in ("triton", "edsl"):
+            return SourceLoc(frame.f_code.co_filename, frame.f_lineno, None)
+        frame = frame.f_back
+    return None
 
 
 class DpuLauncher:
@@ -115,8 +132,14 @@ class DpuLauncher:
             launch_enter_hook(launch_metadata)
         runtime = [(n, t) for n, t in self.signature if t != "constexpr"]
         values = [v for (n, t), v in zip(self.signature, args) if t != "constexpr"]
-        self.report = launch(function, function.meta, (gridX, gridY, gridZ), runtime, values,
-                             self.num_dpus, self.num_tasklets)
+        try:
+            self.report = launch(function, function.meta, (gridX, gridY, gridZ), runtime, values,
+                                 self.num_dpus, self.num_tasklets)
+        except EdslError as err:
+            if err.loc is not None:
+                raise
+            # A launch-wide error (arguments, grid) points at the launch's line.
+            raise type(err)(err.message, _caller()) from None
         if launch_exit_hook is not None:
             launch_exit_hook(launch_metadata)
 

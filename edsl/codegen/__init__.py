@@ -8,6 +8,7 @@ from mlir import ir
 from . import semantic
 from .generator import CodeGenerator, ModuleState
 from .signature import FunctionInfo, ParamInfo, function_info
+from .target import DPU, NVPTX, TARGETS, Target, foreign_operation
 
 # One MLIR context for everything edsl compiles, so that modules of different
 # functions can be combined; MLIR contexts are not thread-safe, hence the lock.
@@ -23,13 +24,15 @@ def context() -> ir.Context:
     return _context
 
 
-def generate(info: FunctionInfo, fastmath: bool = False, bounds_check: bool = False) -> ModuleState:
+def generate(info: FunctionInfo, fastmath: bool = False, bounds_check: bool = False,
+             target: Target = DPU) -> ModuleState:
     """Build the module holding `info`'s function (public, named after it)
-    and the private functions it calls. Call under `LOCK`, in `context()`."""
+    and the private functions it calls, for `target` (`info` as it sees it).
+    Call under `LOCK`, in `context()`."""
     token = semantic.FASTMATH.set(fastmath)
     try:
         with ir.Location.file(info.filename, info.tree.lineno, 1):
-            state = ModuleState(ir.Module.create(), bounds_check=bounds_check)
+            state = ModuleState(ir.Module.create(), bounds_check=bounds_check, target=target)
             state.symbols.add(info.name)
             CodeGenerator(info, state, info.name).generate()
     finally:
@@ -37,5 +40,5 @@ def generate(info: FunctionInfo, fastmath: bool = False, bounds_check: bool = Fa
     return state
 
 
-__all__ = ["LOCK", "CodeGenerator", "FunctionInfo", "ModuleState", "ParamInfo", "context",
-           "function_info", "generate"]
+__all__ = ["DPU", "LOCK", "NVPTX", "TARGETS", "CodeGenerator", "FunctionInfo", "ModuleState", "ParamInfo",
+           "Target", "context", "foreign_operation", "function_info", "generate"]

@@ -23,13 +23,14 @@ import operator
 from dataclasses import dataclass, field
 
 from mlir import ir
-from mlir.dialects import arith, func, memref, scf
+from mlir.dialects import arith, func, llvm, memref, scf
 
-from ..dpu import limits
+from ..dpu import abi
 from ..errors import CompileError, DpuError, EdslError, SourceLoc, TypeMismatchError
 from . import intrinsics
 from . import semantic as S
 from .signature import FunctionInfo
+from .target import DPU, NVPTX, Target
 
 
 @dataclass
@@ -60,6 +61,8 @@ class ModuleState:
     callees: dict = field(default_factory=dict)       # FunctionInfo.key -> symbol
     symbols: set = field(default_factory=set)
     bounds_check: bool = False                          # check every subscript at run time
+    target: Target = DPU
+    strings: dict = field(default_factory=dict)         # text -> symbol of a constant string
 
     def unique(self, name: str) -> str:
         n, k = name, 0
@@ -140,6 +143,7 @@ class CodeGenerator(ast.NodeVisitor):
     def __init__(self, info: FunctionInfo, state: ModuleState, symbol: str, private: bool = False):
         self.info = info
         self.state = state
+        self.target = state.target
         self.symbol = symbol
         self.private = private
         self.env: dict[str, object] = {}
@@ -166,9 +170,10 @@ class CodeGenerator(ast.NodeVisitor):
             self.entry = fn.add_entry_block()
             for p, arg in zip(info.params, self.entry.arguments):
                 self.env[p.name] = arg
-                # Input tiles are values; an MRAM memref is a pointer into the
-                # bank, written through as in C.
-                if not p.param.is_inout and S.is_memref(arg.type) and not S.is_mram(arg.type):
+                # Input tiles are values; a memref in the memory that pointers
+                # point to (MRAM, global memory) is written through, as in C.
+                if not p.param.is_inout and S.is_memref(arg.type) and \
+                        S.memory_space(arg.type) != self.target.pointer_space:
                     self.readonly.add(p.name)
             body = fdef.body
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
@@ -233,13 +238,11 @@ class CodeGenerator(ast.NodeVisitor):
     # --- services for intrinsics ------------------------------------------------------
 
     def site(self) -> int:
-        """A code for the current source line, passed to run-time checks so that
-        their errors name it. Codes are `line << 16 | column`, so that they mean
-        the same in every module a function is inlined into."""
+        """The check-site code of the current source line (`SourceLoc.site`),
+        passed to run-time checks so that their errors name it."""
         loc = self.current_loc()
-        code = loc.lineno << 16 | min(loc.col or 0, 0xFFFF)
-        self.state.sites[code] = loc
-        return code
+        self.state.sites[loc.site] = loc
+        return loc.site
 
     def runtime_call(self, symbol: str, args: list, results: list):
         if symbol not in self.state.declared:
@@ -250,19 +253,45 @@ class CodeGenerator(ast.NodeVisitor):
         call = func.CallOp(results, ir.FlatSymbolRefAttr.get(symbol), args)
         return call.results[0] if results else None
 
+    def report_failure(self, dpu_symbol: str, what: str) -> None:
+        """Stop with an error naming the current line: on the DPU, the runtime's
+        check-failure call `dpu_symbol` (the launch raises at that line); on a
+        GPU, CUDA's `__assertfail`, as `assert` in CUDA C++ (the kernel stops and
+        prints `what` with the file and line; the host sees a device-side assert)."""
+        if self.target is not NVPTX:
+            self.runtime_call(dpu_symbol, [S.constant(self.site(), S.int_type(64))], [])
+            return
+        loc = self.current_loc()
+        args = [self._string(f"{loc}: {what}"), self._string(loc.filename), S.constant(loc.lineno, S.int_type(32)),
+                self._string(self.info.name), S.constant(1, S.int_type(64))]
+        self.runtime_call("__assertfail", args, [])
+
+    def _string(self, text: str) -> ir.Value:
+        """The address of a constant NUL-terminated string (one global per text)."""
+        st = self.state
+        name = st.strings.get(text)
+        data = text.encode() + b"\0"
+        if name is None:
+            name = st.strings[text] = st.unique("__edsl_str")
+            with ir.InsertionPoint.at_block_begin(st.module.body):
+                llvm.GlobalOp(ir.Type.parse(f"!llvm.array<{len(data)} x i8>"), name,
+                              ir.Attribute.parse("#llvm.linkage<internal>"), constant=True,
+                              value=ir.StringAttr.get(data))
+        return llvm.AddressOfOp(ir.Type.parse("!llvm.ptr"), name).result
+
     def wram_buffer(self, t: ir.MemRefType, nbytes: int) -> ir.Value:
         st = self.state
         st.wram_bytes += nbytes
         name = st.unique(f"__wram_{self.symbol}")
         st.wram_buffers.append((name, nbytes, self.current_loc()))
-        if st.wram_bytes > limits.WRAM_BYTES:
+        if st.wram_bytes > abi.WRAM_BYTES:
             largest = sorted(st.wram_buffers, key=lambda b: -b[1])[:3]
             detail = ", ".join(f"{b} bytes at line {loc.lineno}" for _, b, loc in largest)
             raise DpuError(f"WRAM overflow: {st.wram_bytes} bytes of buffers exceed the "
-                           f"{limits.WRAM_BYTES} bytes of a DPU (largest: {detail})", self.current_loc())
+                           f"{abi.WRAM_BYTES} bytes of a DPU (largest: {detail})", self.current_loc())
         with ir.InsertionPoint(st.module.body):
             memref.GlobalOp(name, ir.TypeAttr.get(t), sym_visibility="private",
-                            initial_value=ir.UnitAttr.get(), alignment=limits.DMA_ALIGN)
+                            initial_value=ir.UnitAttr.get(), alignment=abi.DMA_ALIGN)
         if self.dry_slots is not None:
             self.dry_slots.append(("global", name))
         return memref.get_global(t, name)
@@ -536,7 +565,7 @@ class CodeGenerator(ast.NodeVisitor):
             return S.constant(1, S.i1())
         op = scf.IfOp(S.unary(ast.Not, ok))
         with ir.InsertionPoint(op.then_block):
-            self.runtime_call(limits.BOUNDS_FAIL, [S.constant(self.site(), S.int_type(64))], [])
+            self.report_failure(abi.BOUNDS_FAIL, "index out of bounds")
             scf.yield_([])
         return ok
 
@@ -735,7 +764,10 @@ class CodeGenerator(ast.NodeVisitor):
             return
         op = scf.IfOp(S.unary(ast.Not, cond))
         with ir.InsertionPoint(op.then_block):
-            self.runtime_call(limits.ASSERT_FAIL, [S.constant(self.site(), S.int_type(64))], [])
+            message = node.msg.value if isinstance(node.msg, ast.Constant) else \
+                ast.unparse(node.msg) if node.msg else None
+            self.report_failure(abi.ASSERT_FAIL, f"assert {ast.unparse(node.test)} failed" +
+                                (f": {message}" if message else ""))
             scf.yield_([])
 
     def visit_Return(self, node):
@@ -888,6 +920,7 @@ class CodeGenerator(ast.NodeVisitor):
         return fn(*args, **kwargs)  # MLIR-builder style: runs now, building IR
 
     def _call_edsl(self, info: FunctionInfo, args, kwargs, node):
+        info = info.for_target(self.target)
         if kwargs:
             raise CompileError("calls to edsl functions take positional arguments only", self.loc(node))
         if len(args) != len(info.params):

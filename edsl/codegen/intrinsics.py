@@ -3,7 +3,9 @@ and its typing rule next to it. Keys are the Python objects themselves (the
 markers of edsl.language, Python builtins, functions of the `math` module).
 
 A handler is `handler(gen, *args, **kwargs) -> value`; `gen` is the code
-generator, which provides `site()`, `add_wram()` and `runtime_call()`.
+generator, which provides `target`, `site()`, `wram_buffer()` and
+`runtime_call()`. Intrinsics of one target only are registered with `only=`;
+calling one in a function compiled for the other target is a CompileError.
 """
 from __future__ import annotations
 
@@ -14,22 +16,36 @@ from functools import reduce
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import arith, math, memref
+from mlir.dialects import arith, math, memref, nvvm
 
 from .. import language as L
-from ..dpu import limits
+from ..dpu import abi
 from ..errors import CompileError, DpuError, TypeMismatchError
 from . import semantic as S
+from .target import DPU, NVPTX, Target
 
 REGISTRY: dict[object, callable] = {}
 
 
-def register(*keys):
+def register(*keys, only: Target | None = None, instead: str = ""):
+    """Register a handler for `keys`; `only`: the one target that has them
+    (`instead`: what to use on the other one)."""
     def deco(fn):
+        handler = fn if only is None else _only_on(only, keys[0], instead, fn)
         for k in keys:
-            REGISTRY[k] = fn
+            REGISTRY[k] = handler
         return fn
     return deco
+
+
+def _only_on(target: Target, key, instead: str, fn):
+    def handler(gen, *args, **kwargs):
+        if gen.target is not target:
+            hint = f"; {instead}" if instead else ""
+            raise CompileError(f"edsl.{key.name}() is an intrinsic of {target.name} (the {target.machine}); "
+                               f"this function is compiled for {gen.target.name}{hint}")
+        return fn(gen, *args, **kwargs)
+    return handler
 
 
 def lookup(obj):
@@ -190,21 +206,65 @@ def _select(gen, c, a, b):
     return arith.select(S.convert(S.truth(c), S.i1()), S.convert(a, t), S.convert(b, t))
 
 
-# --- DPU intrinsics -------------------------------------------------------------------
+# --- threads: one meaning on every target --------------------------------------------
 
-@register(L.tasklet_id)
-def _tasklet_id(gen):
-    return gen.runtime_call(limits.ME, [], [S.int_type(32)])
+def _i32() -> ir.Type:
+    return S.int_type(32)
 
 
-@register(L.num_tasklets)
-def _num_tasklets(gen):
-    return gen.runtime_call(limits.NR_TASKLETS, [], [S.int_type(32)])
+@register(L.thread_id)
+def _thread_id(gen):
+    if gen.target is NVPTX:
+        return nvvm.read_ptx_sreg_tid_x(_i32())
+    return gen.runtime_call(abi.ME, [], [_i32()])
+
+
+@register(L.num_threads)
+def _num_threads(gen):
+    if gen.target is NVPTX:
+        return nvvm.read_ptx_sreg_ntid_x(_i32())
+    return gen.runtime_call(abi.NR_TASKLETS, [], [_i32()])
 
 
 @register(L.barrier)
 def _barrier(gen):
-    gen.runtime_call(limits.BARRIER, [], [])
+    if gen.target is NVPTX:
+        nvvm.barrier0()
+    else:
+        # (the site names the barrier's line if its tasklets deadlock)
+        gen.runtime_call(abi.BARRIER, [S.constant(gen.site(), S.int_type(64))], [])
+
+
+# --- GPU intrinsics -------------------------------------------------------------------
+
+def _axis(axis) -> int:
+    if not (S.is_static(axis) and int(axis) in (0, 1, 2) and not isinstance(axis, (bool, float))):
+        raise TypeMismatchError(f"axis must be 0, 1 or 2, not {axis!r}")
+    return int(axis)
+
+
+@register(L.block_id, only=NVPTX)
+def _block_id(gen, axis=0):
+    read = (nvvm.read_ptx_sreg_ctaid_x, nvvm.read_ptx_sreg_ctaid_y, nvvm.read_ptx_sreg_ctaid_z)[_axis(axis)]
+    return read(_i32())
+
+
+@register(L.num_blocks, only=NVPTX)
+def _num_blocks(gen, axis=0):
+    read = (nvvm.read_ptx_sreg_nctaid_x, nvvm.read_ptx_sreg_nctaid_y, nvvm.read_ptx_sreg_nctaid_z)[_axis(axis)]
+    return read(_i32())
+
+
+# --- DPU intrinsics -------------------------------------------------------------------
+
+@register(L.tasklet_id, only=DPU, instead="edsl.thread_id() is the thread's id on every target")
+def _tasklet_id(gen):
+    return gen.runtime_call(abi.ME, [], [_i32()])
+
+
+@register(L.num_tasklets, only=DPU, instead="edsl.num_threads() is the thread count on every target")
+def _num_tasklets(gen):
+    return gen.runtime_call(abi.NR_TASKLETS, [], [_i32()])
 
 
 def _dma_operand(x, want: int, role: str) -> ir.Value:
@@ -213,7 +273,7 @@ def _dma_operand(x, want: int, role: str) -> ir.Value:
     t = ir.MemRefType(x.type)
     space = S.memory_space(t)
     if space != want:
-        names = {limits.WRAM_ADDRSPACE: "WRAM", limits.MRAM_ADDRSPACE: "MRAM"}
+        names = {abi.WRAM_ADDRSPACE: "WRAM", abi.MRAM_ADDRSPACE: "MRAM"}
         raise TypeMismatchError(
             f"the {role} of a DMA must be a {names[want]} memref, not {t} "
             f"(memory space {names.get(space, space)})")
@@ -237,7 +297,7 @@ def _byte_range(x: ir.Value, elem_offset):
 
 def _dma(gen, symbol, mram, wram, nbytes, mram_offset, wram_offset):
     if S.is_static(nbytes):
-        why = limits.dma_violation(0, 0, int(nbytes))
+        why = abi.dma_violation(0, 0, int(nbytes))
         if why is not None:
             raise DpuError(why, gen.current_loc())
     i64 = S.int_type(64)
@@ -247,21 +307,22 @@ def _dma(gen, symbol, mram, wram, nbytes, mram_offset, wram_offset):
     gen.runtime_call(symbol, args, [])
 
 
-@register(L.mram_read)
+@register(L.mram_read, only=DPU)
 def _mram_read(gen, src, dst, nbytes, src_offset=0, dst_offset=0):
-    src = _dma_operand(src, limits.MRAM_ADDRSPACE, "source")
-    dst = _dma_operand(dst, limits.WRAM_ADDRSPACE, "destination")
-    _dma(gen, limits.MRAM_READ, src, dst, nbytes, src_offset, dst_offset)
+    src = _dma_operand(src, abi.MRAM_ADDRSPACE, "source")
+    dst = _dma_operand(dst, abi.WRAM_ADDRSPACE, "destination")
+    _dma(gen, abi.MRAM_READ, src, dst, nbytes, src_offset, dst_offset)
 
 
-@register(L.mram_write)
+@register(L.mram_write, only=DPU)
 def _mram_write(gen, src, dst, nbytes, src_offset=0, dst_offset=0):
-    src = _dma_operand(src, limits.WRAM_ADDRSPACE, "source")
-    dst = _dma_operand(dst, limits.MRAM_ADDRSPACE, "destination")
-    _dma(gen, limits.MRAM_WRITE, dst, src, nbytes, dst_offset, src_offset)
+    src = _dma_operand(src, abi.WRAM_ADDRSPACE, "source")
+    dst = _dma_operand(dst, abi.MRAM_ADDRSPACE, "destination")
+    _dma(gen, abi.MRAM_WRITE, dst, src, nbytes, dst_offset, src_offset)
 
 
-@register(L.wram_alloc)
+@register(L.wram_alloc, only=DPU, instead="pass a tile from the kernel as an InOut "
+          "operand: it lives in shared memory")
 def _wram_alloc(gen, shape, dtype):
     shape = (shape,) if not isinstance(shape, (tuple, list)) else tuple(shape)
     if not all(S.is_static(d) and int(d) >= 0 for d in shape):

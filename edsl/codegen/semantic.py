@@ -109,7 +109,7 @@ def memory_space(t: ir.Type) -> int:
 
 
 def is_mram(t: ir.Type) -> bool:
-    from ..dpu.limits import MRAM_ADDRSPACE
+    from ..dpu.abi import MRAM_ADDRSPACE
     return memory_space(t) == MRAM_ADDRSPACE
 
 

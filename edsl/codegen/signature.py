@@ -3,10 +3,11 @@ the file's line and column numbers, the names it can see, and its parameters."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import inspect
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import FunctionType
 
 from mlir import ir
@@ -15,13 +16,14 @@ from ..annotations import Param
 from ..errors import AnnotationError, CompileError, SourceLoc
 from .memspace import resolve_memory_spaces
 from . import semantic as S
+from .target import Target
 
 
 @dataclass(frozen=True)
 class ParamInfo:
     name: str
     param: Param
-    type_text: str  # with memory spaces resolved
+    type_text: str  # with memory spaces resolved (for a target: checked, tile memrefs in its tile space)
     loc: SourceLoc
 
     @property
@@ -38,7 +40,20 @@ class FunctionInfo:
     tree: ast.FunctionDef
     globals: dict
     closure: dict
-    params: list[ParamInfo]
+    params: list[ParamInfo]  # memory-space names resolved, not yet checked against a target
+    _by_target: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def for_target(self, target: Target) -> "FunctionInfo":
+        """This function with its parameters as `target` sees them: memory spaces
+        checked, unqualified memrefs in the target's tile memory. Call in
+        `codegen.context()`."""
+        info = self._by_target.get(target.name)
+        if info is None:
+            params = [_param(p.name, p.param, p.loc, target) for p in self.params]
+            info = dataclasses.replace(self, params=params, _by_target={})
+            info._by_target[target.name] = info
+            self._by_target[target.name] = info
+        return info
 
     @property
     def key(self) -> str:
@@ -118,8 +133,11 @@ def _params(info: FunctionInfo) -> list[ParamInfo]:
     return out
 
 
-def _param(name: str, param: Param, loc: SourceLoc) -> ParamInfo:
-    text = resolve_memory_spaces(param.type_text)
+def _param(name: str, param: Param, loc: SourceLoc, target: Target | None = None) -> ParamInfo:
+    try:
+        text = resolve_memory_spaces(param.type_text, target)
+    except ValueError as e:
+        raise AnnotationError(f"{param!r} of {name!r}: {e}", loc) from None
     try:
         t = ir.Type.parse(text)
     except (ir.MLIRError, ValueError) as e:
@@ -137,4 +155,22 @@ def _param(name: str, param: Param, loc: SourceLoc) -> ParamInfo:
     else:
         raise AnnotationError(f"type {t} of {name!r} is not supported: use a memref, a scalar "
                               f"({', '.join(sorted(_SCALARS))}) or !llvm.ptr", loc)
+    if target is not None:
+        try:
+            target.check_space(_address_space(t))
+        except ValueError as e:
+            raise AnnotationError(f"{param!r} of {name!r}: {e}", loc) from None
+        if S.is_memref(t) and ir.MemRefType(t).memory_space is None and target.tile_space:
+            m = ir.MemRefType(t)
+            space = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), target.tile_space)
+            text = str(ir.MemRefType.get(m.shape, m.element_type, m.layout, space, loc=ir.Location.unknown()))
     return ParamInfo(name, param, text, loc)
+
+
+def _address_space(t: ir.Type) -> int:
+    if S.is_memref(t):
+        return S.memory_space(t)
+    if str(t).startswith("!llvm.ptr"):
+        from mlir.dialects import llvm
+        return llvm.PointerType(t).address_space
+    return 0

@@ -1,276 +1,312 @@
-"""Host execution of DPU programs: the DPU model's runtime.
+"""The DPU model: runs DPU programs on the host.
 
-A `Program` is an LLVM-dialect module JIT-compiled by MLIR's ExecutionEngine,
-with the DPU intrinsics bound to host implementations: tasklet id and count,
-barrier, and MRAM<->WRAM DMA checked against the UPMEM rules. `run_tasklets`
-runs one entry on N tasklets (threads), as a DPU runs its program on all of
-its tasklets; the JIT-compiled code runs outside the GIL.
+A `Program` is an LLVM-dialect module with the DPU runtime library linked in
+(edsl.dpu.support), compiled to host object code once per machine and
+loaded into this process (edsl.dpu.jit). Its entry points are called through
+packed wrappers `_edsl_packed_<name>(void **args)`: `args[i]` points to the
+value of (LLVM-level) parameter i, and `args[n]` to the result slot, so any
+parameter type (f16 included) passes through memory.
 
-DMA rule violations cannot unwind through JIT-compiled frames, so the runtime
-records the first one, stops performing transfers, opens the barriers, and
-raises it as a `DpuError` (naming the user's line) once the tasklets return.
+A launch runs on `Launch` contexts: one per tasklet of each DPU (the ABI's
+`Ctx` slots: tasklet id, DMA counters, the first error, the MRAM regions a
+transfer may touch) and one shared state per DPU (its barrier). Tasklets are
+host threads; the calling thread only waits, so Ctrl-C interrupts any launch
+(barriers and transfers then give up; a tasklet stuck in a loop of its own
+is left behind). Errors recorded by the compiled code (DMA rules, MRAM and
+WRAM bounds, assertions, index checks, deadlocked barriers) are raised as a
+`DpuError` at the source line of their check site once the tasklets return.
 """
 from __future__ import annotations
 
 import ctypes
-import platform
-import sys
+import hashlib
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from mlir import ir
-from mlir.execution_engine import ExecutionEngine
+import numpy as np
 
-from ..errors import DpuError, SourceLoc
-from .limits import (ASSERT_FAIL, BARRIER, BOUNDS_FAIL, MAX_TASKLETS, ME, MRAM_READ, MRAM_WRITE,
-                     NR_TASKLETS,
-                     dma_violation)
+from .. import cache
+from ..errors import DpuError, LoweringError, SourceLoc
+from . import jit, support
+from .abi import CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, MAX_TASKLETS, READ, Ctx, Dpu, Err, dma_violation
 
-
-
-@dataclass
-class LaunchStats:
-    """What one launch did on the DPU model."""
-    tasklets: int = 1
-    dma_reads: int = 0
-    dma_writes: int = 0
-    dma_bytes: int = 0
-
-
-@dataclass
-class _Launch:
-    tasklets: int
-    sites: Mapping[int, SourceLoc]
-    barrier: threading.Barrier
-    stats: LaunchStats
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    error: DpuError | None = None
-
-    def fail(self, message: str, site: int) -> None:
-        with self.lock:
-            if self.error is None:
-                loc = self.sites.get(site) or _SITES.get(site)
-                self.error = DpuError(message, loc)
-        self.barrier.abort()
-
-
-_tls = threading.local()  # .launch, .tasklet
-
-# Source lines of the run-time checks of every program compiled in this
-# process, for launches that do not name their own (a kernel inlining EDSL
-# functions).
-_SITES: dict[int, SourceLoc] = {}
-
-
-def register_sites(sites: Mapping[int, SourceLoc]) -> None:
-    _SITES.update(sites)
-
-
-def _me() -> int:
-    return _tls.tasklet
-
-
-def _nr_tasklets() -> int:
-    return _tls.launch.tasklets
-
-
-def _barrier() -> None:
-    try:
-        _tls.launch.barrier.wait()
-    except threading.BrokenBarrierError:
-        pass  # a tasklet failed: the launch is being abandoned
-
-
-def _dma(kind: str, mram: int, wram: int, nbytes: int, site: int,
-         mram_end: int, wram_end: int) -> None:
-    launch: _Launch = _tls.launch
-    if launch.error is not None:
-        return
-    why = dma_violation(mram, wram, nbytes)
-    if why is None and (mram + nbytes > mram_end or wram + nbytes > wram_end):
-        side = "MRAM source" if mram + nbytes > mram_end else "WRAM buffer"
-        if kind == "mram_write":
-            side = "MRAM destination" if mram + nbytes > mram_end else "WRAM source"
-        why = f"{nbytes} bytes overrun the {side}"
-    if why is not None:
-        launch.fail(f"{kind}: {why}", site)
-        return
-    if kind == "mram_read":
-        ctypes.memmove(wram, mram, nbytes)
-    else:
-        ctypes.memmove(mram, wram, nbytes)
-    with launch.lock:
-        stats = launch.stats
-        if kind == "mram_read":
-            stats.dma_reads += 1
-        else:
-            stats.dma_writes += 1
-        stats.dma_bytes += nbytes
-
-
-def _assert_fail(site: int) -> None:
-    _tls.launch.fail("assertion failed", site)
-
-
-_I64 = ctypes.c_int64
-_CALLBACKS = {
-    ME: ctypes.CFUNCTYPE(ctypes.c_int32)(_me),
-    NR_TASKLETS: ctypes.CFUNCTYPE(ctypes.c_int32)(_nr_tasklets),
-    BARRIER: ctypes.CFUNCTYPE(None)(_barrier),
-    MRAM_READ: ctypes.CFUNCTYPE(None, *[_I64] * 6)(
-        lambda m, w, n, s, me, we: _dma("mram_read", m, w, n, s, me, we)),
-    MRAM_WRITE: ctypes.CFUNCTYPE(None, *[_I64] * 6)(
-        lambda m, w, n, s, me, we: _dma("mram_write", m, w, n, s, me, we)),
-    ASSERT_FAIL: ctypes.CFUNCTYPE(None, _I64)(_assert_fail),
-    BOUNDS_FAIL: ctypes.CFUNCTYPE(None, _I64)(lambda site: _tls.launch.fail("index out of bounds", site)),
-}
-
+PACKED_PREFIX = "_edsl_packed_"
 _PACKED = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_CTX_CALL = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
-class _BarrierState(ctypes.Structure):
-    _fields_ = [("count", ctypes.c_int32), ("generation", ctypes.c_int32), ("tasklets", ctypes.c_int32)]
+@dataclass
+class LaunchReport:
+    """What one launch did on the DPU model: a Triton kernel's grid, or an
+    EDSL function's run (one DPU, one program)."""
+    kernel: str
+    grid: tuple[int, int, int] = (1, 1, 1)
+    num_dpus: int = 1
+    dpus_used: int = 1
+    num_tasklets: int = 1
+    tasklets_used: int = 1
+    programs: int = 1
+    wram_bytes: int = 0
+    dma_reads: int = 0
+    dma_read_bytes: int = 0
+    dma_writes: int = 0
+    dma_write_bytes: int = 0
+    host_to_mram_bytes: int = 0
+    mram_to_host_bytes: int = 0
+    per_dpu_programs: list[int] = field(default_factory=list)
+    per_tasklet_dma: list[int] = field(default_factory=list)   # transfers by tasklet id
+
+    @property
+    def tasklets(self) -> int:
+        return self.num_tasklets
+
+    @property
+    def dma_transfers(self) -> int:
+        return self.dma_reads + self.dma_writes
+
+    @property
+    def dma_bytes(self) -> int:
+        return self.dma_read_bytes + self.dma_write_bytes
 
 
-# The barrier of the running launch. Tasklets wait at it in compiled code,
-# without the GIL (a Python callback per barrier costs ~0.25 ms with 16
-# threads); where the futex is not available, the Python barrier serves.
-_BARRIER = _BarrierState(0, 0, 1)
-_LAUNCH_LOCK = threading.Lock()  # one multi-tasklet launch at a time uses it
+# ---- programs ---------------------------------------------------------------------------
 
-# `edsl_dpu_barrier` for a program: a generation-counting barrier over
-# `_BARRIER`; waiting tasklets sleep in the kernel (Linux futex) rather than
-# spin, since tasklets may outnumber cores.
-_FUTEX_SYSCALL = {"x86_64": 202, "aarch64": 98}.get(platform.machine())
-_FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE = 128, 129
-_BARRIER_TEXT = """
-  llvm.func @syscall(i64, ...) -> i64
-  llvm.func @{name}() {{
-    %state = llvm.mlir.constant({address} : i64) : i64
-    %count = llvm.inttoptr %state : i64 to !llvm.ptr
-    %gen_p = llvm.getelementptr %count[1] : (!llvm.ptr) -> !llvm.ptr, i32
-    %n_p = llvm.getelementptr %count[2] : (!llvm.ptr) -> !llvm.ptr, i32
-    %one = llvm.mlir.constant(1 : i32) : i32
-    %zero = llvm.mlir.constant(0 : i32) : i32
-    %futex = llvm.mlir.constant({futex} : i64) : i64
-    %wait_op = llvm.mlir.constant({wait} : i32) : i32
-    %wake_op = llvm.mlir.constant({wake} : i32) : i32
-    %all = llvm.mlir.constant(2147483647 : i32) : i32
-    %null = llvm.mlir.zero : !llvm.ptr
-    %n = llvm.load %n_p atomic acquire {{alignment = 4 : i64}} : !llvm.ptr -> i32
-    %gen = llvm.load %gen_p atomic acquire {{alignment = 4 : i64}} : !llvm.ptr -> i32
-    %arrived = llvm.atomicrmw add %count, %one acq_rel : !llvm.ptr, i32
-    %last = llvm.sub %n, %one : i32
-    %is_last = llvm.icmp "eq" %arrived, %last : i32
-    llvm.cond_br %is_last, ^release, ^wait
-  ^release:
-    llvm.store %zero, %count atomic release {{alignment = 4 : i64}} : i32, !llvm.ptr
-    %next = llvm.atomicrmw add %gen_p, %one acq_rel : !llvm.ptr, i32
-    %w = llvm.call @syscall(%futex, %gen_p, %wake_op, %all) vararg(!llvm.func<i64 (i64, ...)>) : (i64, !llvm.ptr, i32, i32) -> i64
-    llvm.return
-  ^wait:
-    %now = llvm.load %gen_p atomic acquire {{alignment = 4 : i64}} : !llvm.ptr -> i32
-    %same = llvm.icmp "eq" %now, %gen : i32
-    llvm.cond_br %same, ^sleep, ^done
-  ^sleep:
-    %s = llvm.call @syscall(%futex, %gen_p, %wait_op, %gen, %null) vararg(!llvm.func<i64 (i64, ...)>) : (i64, !llvm.ptr, i32, i32, !llvm.ptr) -> i64
-    llvm.br ^wait
-  ^done:
-    llvm.return
-  }}
-"""
-
-
-def _define_barrier(module: ir.Module) -> bool:
-    """Give `module`'s declaration of the barrier the body above; False if it
-    has none (then it does not use the barrier, or defines it itself)."""
-    decl = None
-    for op in module.body.operations:
-        op = op.operation
-        if op.name == "llvm.func" and ir.StringAttr(op.attributes["sym_name"]).value == BARRIER:
-            decl = op
-    if decl is None or decl.regions[0].blocks or _FUTEX_SYSCALL is None or sys.platform != "linux":
-        return False
-    decl.erase()
+def _add_packed_entry(module, name: str) -> None:
+    """`_edsl_packed_<name>(ptr)`: calls llvm.func `name` with the values its
+    argument array points to, and stores the result into the last slot."""
+    from mlir import ir
     table = ir.SymbolTable(module.operation)
-    text = _BARRIER_TEXT.format(name=BARRIER, address=ctypes.addressof(_BARRIER), futex=_FUTEX_SYSCALL,
-                                wait=_FUTEX_WAIT_PRIVATE, wake=_FUTEX_WAKE_PRIVATE)
-    source = ir.Module.parse(text, module.context)  # owns the ops until they move
-    for op in list(source.body.operations):
-        op = op.operation
-        if ir.StringAttr(op.attributes["sym_name"]).value in table:
-            continue
-        op.detach_from_parent()
-        module.body.append(op)
-    return True
+    fn = table[name].operation
+    entry = fn.regions[0].blocks[0]
+    arg_types = [str(a.type) for a in entry.arguments]
+    results = []
+    for block in fn.regions[0].blocks:
+        term = list(block.operations)[-1].operation
+        if term.name == "llvm.return":
+            results = [str(v.type) for v in term.operands]
+            break
+    result = f" -> {results[0]}" if results else ""
+    lines = [f"llvm.func @{name}({', '.join(arg_types)}){result}",       # (declared, to verify)
+             f"llvm.func @{PACKED_PREFIX}{name}(%args: !llvm.ptr) {{"]
+    values = []
+    for i, t in enumerate(arg_types + results):
+        lines.append(f"  %p{i} = llvm.getelementptr %args[{i}] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr")
+        lines.append(f"  %q{i} = llvm.load %p{i} : !llvm.ptr -> !llvm.ptr")
+        if i < len(arg_types):
+            lines.append(f"  %a{i} = llvm.load %q{i} : !llvm.ptr -> {t}")
+            values.append(f"%a{i}")
+    signature = f"({', '.join(arg_types)}) -> {results[0] if results else '()'}"
+    call = f"llvm.call @{name}({', '.join(values)}) : {signature}"
+    if results:
+        lines.append(f"  %r = {call}")
+        lines.append(f"  llvm.store %r, %q{len(arg_types)} : {results[0]}, !llvm.ptr")
+    else:
+        lines.append(f"  {call}")
+    lines += ["  llvm.return", "}"]
+    wrapper = ir.Module.parse("\n".join(lines), module.context)
+    packed = list(wrapper.body.operations)[-1].operation
+    packed.detach_from_parent()
+    module.body.append(packed)
+
+
+def build(module, entries: list[str], what: str, opt_level: int = 3) -> bytes:
+    """Object code for an LLVM-dialect `module` (changed in place): the runtime
+    library linked in, a packed wrapper per entry, compiled for this host
+    (from the on-disk cache when this machine compiled the same IR before).
+    Links it once here, so that a symbol the host cannot give is an error
+    naming it and the line that needs it."""
+    from ..lowering import to_llvm_ir, verify
+    support.link(module)
+    for name in entries:
+        _add_packed_entry(module, name)
+    verify(module)
+    llir = to_llvm_ir(module)
+    key = hashlib.sha256(f"{jit.host_key()}\0O{opt_level}\0{llir}".encode()).hexdigest()
+    obj = cache.load_bytes(key, "o")
+    if obj is None:
+        obj = jit.compile_object(llir, opt_level)
+        try:
+            jit.ObjectProgram(obj, what).address(support.CTX_KEY)
+        except jit.MissingSymbols as err:
+            raise LoweringError(f"{what}: {err}", _needing(module, err.symbols)) from None
+        cache.store_bytes(key, "o", obj)
+    return obj
+
+
+def _needing(module, symbols: list[str]) -> SourceLoc | None:
+    """The source line of the first call to one of `symbols`, or of the first
+    op on a type the host has no instructions for (code generation turns those
+    into library calls)."""
+    from mlir import ir
+
+    from ..lowering.pipeline import location_of
+    found: list = []
+
+    def visit(op):
+        if found:
+            return ir.WalkResult.INTERRUPT
+        callee = op.attributes["callee"] if "callee" in op.attributes else None
+        if callee is not None and ir.FlatSymbolRefAttr(callee).value in symbols:
+            found.append(op)
+        elif any(str(v.type) in ("f16", "bf16", "i128", "f128") for v in [*op.operands, *op.results]) \
+                and op.name not in ("llvm.load", "llvm.store", "llvm.bitcast"):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    return location_of(found[0].location) if found else None
 
 
 class Program:
-    """An LLVM-dialect module compiled for execution on the host DPU model."""
+    """A DPU program loaded into this process."""
 
-    def __init__(self, module: ir.Module, opt_level: int = 3):
-        native_barrier = _define_barrier(module)
-        self._engine = ExecutionEngine(module, opt_level=opt_level)
-        for name, callback in _CALLBACKS.items():
-            if not (native_barrier and name == BARRIER):
-                self._engine.raw_register_runtime(name, ctypes.cast(callback, ctypes.c_void_p))
+    def __init__(self, obj: bytes, name: str, sites: Mapping[int, SourceLoc] | None = None):
+        self.name = name
+        self.sites = dict(sites or {})
+        self._object = jit.ObjectProgram(obj, name)
+        key = ctypes.c_uint32 if support.KEY_BITS == 32 else ctypes.c_uint64
+        key.from_address(self._object.address(support.CTX_KEY)).value = _ctx_key()
         self._entries: dict[str, Callable] = {}
+        self.enter = _CTX_CALL(self._object.address(ENTER))
+        self.exit = _CTX_CALL(self._object.address(EXIT))
 
     def entry(self, name: str) -> Callable[[ctypes.Array], None]:
-        """The packed entry of function `name`: call it with a `void*[]` holding
-        the address of each (LLVM-level) argument, then of the result slot."""
+        """The packed entry of function `name`: call it with a `void*[]`."""
         fn = self._entries.get(name)
         if fn is None:
-            address = self._engine.raw_lookup(name)
-            if not address:
-                raise DpuError(f"no function named {name!r} in the program")
-            fn = self._entries[name] = _PACKED(address)
+            fn = self._entries[name] = _PACKED(self._object.address(PACKED_PREFIX + name))
         return fn
 
 
-def in_launch() -> bool:
-    """Is this thread running a tasklet of a launch?"""
-    return getattr(_tls, "launch", None) is not None
+_KEY: list = []
 
 
-def run_tasklets(body: Callable[[], None], tasklets: int = 1,
-                 sites: Mapping[int, SourceLoc] | None = None) -> LaunchStats:
-    """Run `body` (which calls into a Program) on `tasklets` threads of one DPU.
-
-    Raises the first DMA-rule violation as a DpuError after all tasklets stop.
-    """
-    if not 1 <= tasklets <= MAX_TASKLETS:
-        raise DpuError(f"a DPU runs 1 to {MAX_TASKLETS} tasklets, not {tasklets}")
-    launch = _Launch(tasklets, sites or {}, threading.Barrier(tasklets), LaunchStats(tasklets))
-    outer = getattr(_tls, "launch", None), getattr(_tls, "tasklet", None)
-    if outer[0] is not None:
-        raise DpuError("a launch cannot start inside another launch")
-
-    def tasklet(i: int) -> None:
-        _tls.launch, _tls.tasklet = launch, i
-        body()
-
-    with _LAUNCH_LOCK:
-        _BARRIER.count, _BARRIER.tasklets = 0, tasklets
-        _run(tasklet, tasklets, outer)
-    if launch.error is not None:
-        raise launch.error
-    return launch.stats
+def _ctx_key() -> int:
+    """The process's thread-local key for the running tasklet's context."""
+    if not _KEY:
+        libc = jit._allowed_libraries()[0]
+        key = (ctypes.c_uint32 if support.KEY_BITS == 32 else ctypes.c_uint64)()
+        if libc.pthread_key_create(ctypes.byref(key), None) != 0:
+            raise DpuError("cannot create a thread-local key for the DPU model")
+        _KEY.append(key.value)
+    return _KEY[0]
 
 
-def _run(tasklet, tasklets: int, outer) -> None:
-    try:
-        if tasklets == 1:
-            tasklet(0)
-        else:
-            threads = [threading.Thread(target=tasklet, args=(i,)) for i in range(1, tasklets)]
-            for t in threads:
-                t.start()
+# ---- launches ---------------------------------------------------------------------------
+
+class Launch:
+    """The contexts of one launch: `dpus` x `tasklets` tasklet contexts and a
+    shared state per DPU, over the MRAM regions `regions` ([lo, hi) pairs)."""
+
+    def __init__(self, dpus: int, tasklets: int, regions, counters: int = 0):
+        if not 1 <= tasklets <= MAX_TASKLETS:
+            raise DpuError(f"a DPU runs 1 to {MAX_TASKLETS} tasklets, not {tasklets}")
+        self.dpus, self.tasklets = dpus, tasklets
+        self.regions = np.ascontiguousarray(np.asarray(regions, dtype=np.int64).reshape(-1))
+        self.state = np.zeros((dpus, DPU_SLOTS), dtype=np.int64)
+        self.state[:, Dpu.TASKLETS] = tasklets
+        self.ctx = np.zeros((dpus, tasklets, CTX_SLOTS), dtype=np.int64)
+        c = self.ctx
+        c[..., Ctx.MRAM_LO] = int(self.regions[0::2].min()) if self.regions.size else 0
+        c[..., Ctx.MRAM_HI] = int(self.regions[1::2].max()) if self.regions.size else 0
+        c[..., Ctx.REGIONS] = self.regions.ctypes.data
+        c[..., Ctx.NREGIONS] = self.regions.size // 2
+        c[..., Ctx.TID] = np.arange(tasklets)[None, :]
+        c[..., Ctx.NTASKLETS] = tasklets
+        c[..., Ctx.DPU] = (self.state.ctypes.data + np.arange(dpus) * DPU_SLOTS * 8)[:, None]
+        c[..., Ctx.DPU_ID] = np.arange(dpus)[:, None]
+        self.counters = np.zeros((dpus, tasklets, max(counters, 1)), dtype=np.int64)
+        if counters:
+            c[..., Ctx.COUNTERS] = (self.counters.ctypes.data
+                                    + np.arange(dpus * tasklets).reshape(dpus, tasklets) * counters * 8)
+
+    def address(self, dpu: int = 0, tid: int = 0) -> int:
+        return self.ctx.ctypes.data + (dpu * self.tasklets + tid) * CTX_SLOTS * 8
+
+    def interrupt(self) -> None:
+        """Stop every DPU: barriers and transfers give up."""
+        self.state[:, Dpu.FAILED] = 1
+
+    def run(self, work: Callable[[int], None]) -> None:
+        """`work(tid)` on one thread per tasklet; this thread waits (and can be
+        interrupted with Ctrl-C)."""
+        errors: list[BaseException] = []
+
+        def tasklet(tid: int) -> None:
             try:
-                tasklet(0)
-            finally:
-                for t in threads:
-                    t.join()
-    finally:
-        _tls.launch, _tls.tasklet = outer
+                work(tid)
+            except BaseException as err:        # (a Python error in `work` itself)
+                errors.append(err)
+                self.interrupt()
+        threads = [threading.Thread(target=tasklet, args=(t,), daemon=True, name=f"tasklet {t}")
+                   for t in range(self.tasklets)]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                while t.is_alive():
+                    t.join(0.05)
+        except KeyboardInterrupt:
+            self.interrupt()
+            deadline = time.monotonic() + 1.0
+            for t in threads:
+                t.join(max(0.0, deadline - time.monotonic()))
+            if any(t.is_alive() for t in threads):
+                _ABANDONED.append(self)             # its memory stays valid for them
+            raise
+        if errors:
+            raise errors[0]
+
+    # -- after the tasklets -------------------------------------------------
+    def totals(self) -> dict[str, int]:
+        flat = self.ctx.reshape(-1, CTX_SLOTS)
+        return {"dma_reads": int(flat[:, Ctx.READS].sum()), "dma_read_bytes": int(flat[:, Ctx.READ_BYTES].sum()),
+                "dma_writes": int(flat[:, Ctx.WRITES].sum()),
+                "dma_write_bytes": int(flat[:, Ctx.WRITE_BYTES].sum())}
+
+    def per_tasklet_dma(self) -> list[int]:
+        return (self.ctx[..., Ctx.READS] + self.ctx[..., Ctx.WRITES]).sum(axis=0).tolist()
+
+    def raise_error(self, what: str, sites: Mapping[int, SourceLoc], asserts=()) -> None:
+        """Raise the first recorded error as a DpuError at its site. `asserts`:
+        the (message, "file:line") of each `tl.device_assert`, by number."""
+        codes = self.ctx[..., Ctx.ERROR]
+        if not codes.any():
+            return
+        # The root cause first: a deadlock may follow from another error.
+        dpu, tid = min(zip(*np.nonzero(codes)), key=lambda dt: (codes[dt] == Err.DEADLOCK, dt))
+        c = self.ctx[dpu, tid]
+        code, site = int(c[Ctx.ERROR]), int(c[Ctx.ERR_SITE])
+        mram, wram, n = int(c[Ctx.ERR_MRAM]), int(c[Ctx.ERR_WRAM]), int(c[Ctx.ERR_BYTES])
+        kind = "mram_write" if int(c[Ctx.ERR_DIR]) != READ else "mram_read"
+        loc = sites.get(site)
+        if code == Err.DMA_RULE:
+            message = f"{kind} breaks the DMA rules: {dma_violation(mram, wram, n)}"
+        elif code == Err.MRAM_BOUNDS:
+            message = (f"{kind} of {n} bytes at MRAM address {mram:#x} is outside the launch's "
+                       "arrays (out-of-bounds pointer)")
+        elif code in (Err.MRAM_OVERRUN, Err.WRAM_OVERRUN):
+            side = {(Err.MRAM_OVERRUN, "mram_read"): "MRAM source", (Err.WRAM_OVERRUN, "mram_read"): "WRAM buffer",
+                    (Err.MRAM_OVERRUN, "mram_write"): "MRAM destination",
+                    (Err.WRAM_OVERRUN, "mram_write"): "WRAM source"}[code, kind]
+            message = f"{kind}: {n} bytes overrun the {side}"
+        elif code == Err.ASSERT:
+            message = "assertion failed"
+        elif code == Err.DEVICE_ASSERT and 0 < site <= len(asserts):
+            text, place = asserts[site - 1]
+            message = f"device assertion failed (program {mram}): {text}"
+            filename, _, line = place.rpartition(":")
+            loc = SourceLoc(filename, int(line), 0) if place else None
+        elif code == Err.INDEX:
+            message = "index out of bounds"
+        elif code == Err.DEADLOCK:
+            message = ("deadlock at a barrier: tasklets that finished will never reach it "
+                       "(every tasklet must reach every barrier)")
+        else:
+            message = f"error code {code}"
+        where = f"{what} on DPU {dpu}" if self.dpus > 1 else what
+        raise DpuError(f"{where}: {message}", loc)
+
+
+_ABANDONED: list = []          # launches interrupted while a tasklet still ran

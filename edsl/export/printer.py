@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 from mlir.dialects import llvm
 
-from ..dpu import limits
+from ..dpu import abi
 from ..errors import CompileError
 
 # Slots and error codes of the DPU model's launch context (one per tasklet),
@@ -59,9 +59,9 @@ ERR_REGION_ASSERT = 5   # edsl_dpu_assert_fail(site)
 
 DMA_FN = "__dpu_dma"
 MAIN_FN = "__dpu_main"
-RUNTIME_CALLS = (limits.ME, limits.NR_TASKLETS, limits.BARRIER, limits.MRAM_READ,
-                 limits.MRAM_WRITE, limits.ASSERT_FAIL)
-TASKLET_CALLS = (limits.ME, limits.NR_TASKLETS, limits.BARRIER)
+RUNTIME_CALLS = (abi.ME, abi.NR_TASKLETS, abi.BARRIER, abi.MRAM_READ,
+                 abi.MRAM_WRITE, abi.ASSERT_FAIL)
+TASKLET_CALLS = (abi.ME, abi.NR_TASKLETS, abi.BARRIER)
 
 _ICMP = {0: "eq", 1: "ne", 2: "slt", 3: "sle", 4: "sgt", 5: "sge", 6: "ult", 7: "ule",
          8: "ugt", 9: "uge"}
@@ -181,9 +181,9 @@ class Printer:
             return "double"
         if isinstance(t, llvm.PointerType):
             space = t.address_space
-            if space == limits.WRAM_ADDRSPACE:
+            if space == abi.WRAM_ADDRSPACE:
                 return "void *"
-            if space == limits.MRAM_ADDRSPACE:
+            if space == abi.MRAM_ADDRSPACE:
                 return "__mram_ptr void *"
             raise _err(op, f"pointer type {t} (address space {space}) has no DPU equivalent")
         if isinstance(t, llvm.StructType):
@@ -275,7 +275,7 @@ class Printer:
             const = "constant" in g.attributes
             value = g.attributes["value"] if "value" in g.attributes else None
             if "addr_space" in g.attributes and ir.IntegerAttr(g.attributes["addr_space"]).value \
-                    != limits.WRAM_ADDRSPACE:
+                    != abi.WRAM_ADDRSPACE:
                 raise _err(g, "globals outside WRAM are not supported")
             if g.regions[0].blocks:
                 # An initializer that only returns undef/poison/zero: static storage, zeroed.
@@ -691,9 +691,9 @@ def _alloca(fp, op):
 
 def _mem_ptr_type(fp, ptr, ctype: str, op) -> str:
     space = ptr.type.address_space
-    if space == limits.MRAM_ADDRSPACE:
+    if space == abi.MRAM_ADDRSPACE:
         return f"__mram_ptr {ctype} *"
-    if space != limits.WRAM_ADDRSPACE:
+    if space != abi.WRAM_ADDRSPACE:
         raise _err(op, f"memory access in address space {space}")
     return f"{ctype} *"
 
@@ -756,7 +756,7 @@ def _gep(fp, op):
         if const == 0:
             continue
         terms.append(f"{idx} * (intptr_t){size}" if const is None else f"(intptr_t){const} * (intptr_t){size}")
-    space = "__mram_ptr " if base.type.address_space == limits.MRAM_ADDRSPACE else ""
+    space = "__mram_ptr " if base.type.address_space == abi.MRAM_ADDRSPACE else ""
     rc = fp.p.ctype(o.results[0].type, op)
     offset = " + ".join(terms) or "0"
     fp.emit(f"{fp.result(op)} = ({rc})(({space}char *){fp.v(base)} + ({offset}));")
@@ -885,20 +885,20 @@ def _call(fp, op):
     if callee == DMA_FN:
         fp.emit(f"edsl_dma({', '.join(args)});")
         return
-    if callee == limits.ME:
+    if callee == abi.ME:
         fp.emit(f"{lhs}(uint32_t)me();")
         return
-    if callee == limits.NR_TASKLETS:
+    if callee == abi.NR_TASKLETS:
         fp.emit(f"{lhs}(uint32_t)NR_TASKLETS;")
         return
-    if callee == limits.BARRIER:
+    if callee == abi.BARRIER:
         fp.emit("barrier_wait(&edsl_barrier);")
         return
-    if callee in (limits.MRAM_READ, limits.MRAM_WRITE):
-        which = "read" if callee == limits.MRAM_READ else "write"
+    if callee in (abi.MRAM_READ, abi.MRAM_WRITE):
+        which = "read" if callee == abi.MRAM_READ else "write"
         fp.emit(f"edsl_region_mram_{which}({', '.join(args)});")
         return
-    if callee == limits.ASSERT_FAIL:
+    if callee == abi.ASSERT_FAIL:
         fp.emit(f"edsl_region_assert_fail({', '.join(args)});")
         return
     target = fp.p.funcs.get(callee)
@@ -925,14 +925,14 @@ def _intrinsic(self: _FunctionPrinter, op, name: str) -> None:
     if name in ("memcpy", "memmove"):
         dst, src, n = args[:3]
         for p in (dst, src):
-            if p.type.address_space != limits.WRAM_ADDRSPACE:
+            if p.type.address_space != abi.WRAM_ADDRSPACE:
                 raise _err(op, f"llvm.intr.{name} on MRAM (use DMA)")
         fn = "edsl_copy" if name == "memcpy" else "edsl_move"
         self.emit(f"{fn}({self.v(dst)}, {self.v(src)}, (uint32_t){self.v(n)});")
         return
     if name == "memset":
         dst, val, n = args[:3]
-        if dst.type.address_space != limits.WRAM_ADDRSPACE:
+        if dst.type.address_space != abi.WRAM_ADDRSPACE:
             raise _err(op, "llvm.intr.memset on MRAM")
         self.emit(f"edsl_fill({self.v(dst)}, {self.v(val)}, (uint32_t){self.v(n)});")
         return

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..dpu import limits
+from ..dpu import abi
 from ..errors import ArgumentError, CompileError, DpuError, EdslError
 from . import printer as P
 
@@ -537,8 +537,8 @@ def dpu_program(kernel: str, params: list[Param], prog: P.CProgram, abi: EntryAb
         "#ifndef NR_TASKLETS\n#define NR_TASKLETS 1\n#endif",
         guard,
         f"#define EDSL_ALL_TASKLETS {1 if all_tasklets else 0}",
-        _DPU_SUPPORT.format(align=limits.DMA_ALIGN, dmin=limits.DMA_MIN_BYTES,
-                            dmax=limits.DMA_MAX_BYTES, regions=P.CTX_REGIONS or 12,
+        _DPU_SUPPORT.format(align=abi.DMA_ALIGN, dmin=abi.DMA_MIN_BYTES,
+                            dmax=abi.DMA_MAX_BYTES, regions=P.CTX_REGIONS or 12,
                             nregions=P.CTX_NREGIONS or 13),
     ]
     if abi.wram_descriptor:
@@ -1204,8 +1204,8 @@ def export(kernel, out_dir, *, signature=None, constants=None, sample_args=None,
     """
     if not isinstance(num_dpus, int) or isinstance(num_dpus, bool) or num_dpus < 1:
         raise ArgumentError(f"num_dpus must be a positive integer, not {num_dpus!r}")
-    if not isinstance(num_tasklets, int) or not 1 <= num_tasklets <= limits.MAX_TASKLETS:
-        raise ArgumentError(f"num_tasklets must be an integer from 1 to {limits.MAX_TASKLETS}, "
+    if not isinstance(num_tasklets, int) or not 1 <= num_tasklets <= abi.MAX_TASKLETS:
+        raise ArgumentError(f"num_tasklets must be an integer from 1 to {abi.MAX_TASKLETS}, "
                             f"not {num_tasklets!r}")
     out = Path(out_dir)
     if out.exists() and not overwrite:
@@ -1239,9 +1239,9 @@ def export(kernel, out_dir, *, signature=None, constants=None, sample_args=None,
     copies = num_tasklets if prog.per_tasklet_buffers else 1
     wram = _wram_bytes(header, abi)
     need = prog.static_wram_bytes * copies + prog.global_wram_bytes + wram
-    if need > limits.WRAM_BYTES:
+    if need > abi.WRAM_BYTES:
         raise DpuError(f"kernel '{kernel_name}': its WRAM buffers need {need} bytes with "
-                       f"{num_tasklets} tasklets, more than the {limits.WRAM_BYTES} bytes of a DPU")
+                       f"{num_tasklets} tasklets, more than the {abi.WRAM_BYTES} bytes of a DPU")
 
     data: dict[str, bytes] = {}
     if sample_args is not None:

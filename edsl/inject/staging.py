@@ -12,12 +12,12 @@ from typing import Callable
 from mlir import ir
 from mlir.dialects import memref
 
-from ..dpu import limits
+from ..dpu import abi
 from ..errors import DpuError
 
 
 def stage_operands(outs: list[ir.Value], allocate: Callable[[ir.MemRefType], ir.Value],
-                   budget: int = limits.WRAM_BYTES) -> tuple[list[ir.Value], int]:
+                   budget: int = abi.WRAM_BYTES) -> tuple[list[ir.Value], int]:
     """Copies of the tiles `outs` (static memrefs) in buffers from `allocate`
     (which decides where they live, e.g. at the kernel's entry), made at the
     current insertion point; and their bytes."""

@@ -3,8 +3,9 @@
 The pipeline is plain data (a list of upstream pass names) so a user can
 override it per function, as in TLE-Raw.
 """
-from .pipeline import (CLEANUP_PIPELINE, DEFAULT_PIPELINE, require_llvm_dialect, run_pipeline,
-                       to_llvm_ir, verify)
+from .libdevice import use_libdevice
+from .pipeline import (CLEANUP_PIPELINE, DEFAULT_PIPELINE, NVPTX_PIPELINE, PIPELINES, location_of,
+                       require_llvm_dialect, run_pipeline, to_llvm_ir, verify)
 
-__all__ = ["CLEANUP_PIPELINE", "DEFAULT_PIPELINE", "require_llvm_dialect", "run_pipeline", "to_llvm_ir",
-           "verify"]
+__all__ = ["CLEANUP_PIPELINE", "DEFAULT_PIPELINE", "NVPTX_PIPELINE", "PIPELINES", "location_of",
+           "require_llvm_dialect", "run_pipeline", "to_llvm_ir", "use_libdevice", "verify"]

@@ -55,6 +55,34 @@ DEFAULT_PIPELINE = (
     "cse",
 )
 
+# Builder level -> LLVM dialect for NVIDIA GPUs (nvptx64). As DEFAULT_PIPELINE,
+# except: no soft floats (GPUs compute and convert f16 and bf16 themselves);
+# math functions become libm calls before anything else lowers them (NVPTX has
+# no instructions for most: `llvm.exp.f32` cannot be selected), which
+# `edsl.lowering.libdevice` then points at libdevice; and NVVM operations of
+# the builder style that are written as PTX are lowered to inline assembly.
+NVPTX_PIPELINE = (
+    "convert-scf-to-cf",
+    "mem2reg",
+    "arith-expand",
+    "expand-strided-metadata",
+    "convert-math-to-funcs",
+    "convert-math-to-libm",
+    "convert-math-to-llvm",
+    "finalize-memref-to-llvm",
+    "convert-arith-to-llvm",
+    "convert-index-to-llvm",
+    "convert-cf-to-llvm",
+    "convert-ub-to-llvm",
+    "convert-func-to-llvm",
+    "convert-nvvm-to-llvm",
+    "reconcile-unrealized-casts",
+    "canonicalize",
+    "cse",
+)
+
+PIPELINES = {"upmem-dpu": DEFAULT_PIPELINE, "nvptx64": NVPTX_PIPELINE}  # by target name
+
 _LOC = re.compile(r'loc\("(?P<file>[^"]+)":(?P<line>\d+):(?P<col>\d+)')
 
 
@@ -103,13 +131,14 @@ def run_pipeline(module: ir.Module, pipeline: Sequence[str], what: str = "module
 
 
 def require_llvm_dialect(module: ir.Module, what: str, loc: SourceLoc | None = None) -> None:
-    """Raise a LoweringError unless every op of `module` is in the LLVM dialect
-    (translating or JIT-compiling anything else crashes inside MLIR)."""
+    """Raise a LoweringError unless every op of `module` is in the LLVM dialect, or
+    NVVM (its ops are LLVM intrinsics); translating or JIT-compiling anything else
+    crashes inside MLIR."""
     others = set()
 
     def visit(op):
         name = op.name
-        if not name.startswith("llvm.") and name != "builtin.module":
+        if not name.startswith(("llvm.", "nvvm.")) and name != "builtin.module":
             others.add(name)
         return ir.WalkResult.ADVANCE
 

@@ -47,9 +47,9 @@ def test_kernel_signature_and_main_loop():
     assert info.name == "k"
     assert re.search(r"func.func @k\(%arg0: i64, %arg1: i64, %arg2: i32, (%arg\d+: i32, ){6}%arg\d+: "
                      r"memref<\?xi8>, %arg\d+: !llvm.ptr\)", text)
-    assert "func.func @__dpu_main" in text and "func.func private @__dpu_dma" in text
+    assert "func.func @__dpu_main" in text and "llvm.func @__dpu_dma(" in text
     assert "func.func @__dpu_launch" in text
-    assert "edsl_dpu_me" not in text and "edsl_dpu_barrier" not in text   # one tasklet
+    assert "call @edsl_dpu_me" not in text and "call @edsl_dpu_barrier" not in text   # one tasklet
 
 
 def test_converted_module_lowers_to_llvm():

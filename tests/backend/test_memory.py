@@ -8,7 +8,7 @@ from launch_strategies import strategies
 from hypothesis import given, settings, strategies as st
 
 import edsl.backend
-from edsl.dpu.limits import DMA_MAX_BYTES
+from edsl.dpu.abi import DMA_MAX_BYTES
 from edsl.errors import ArgumentError
 
 DPUS, TASKLETS = strategies()
@@ -138,7 +138,59 @@ def test_report_fields():
 def test_bad_argument_types():
     with pytest.raises(ArgumentError, match="num_tasklets must be an integer from 1 to 24"):
         copy_kernel[(1,)](np.zeros(4), np.zeros(4), 4, BLOCK=16, num_tasklets=25)
-    with pytest.raises(ArgumentError, match="C-contiguous"):
-        copy_kernel[(1,)](np.zeros((4, 4))[:, 0], np.zeros(4), 4, BLOCK=16)
     with pytest.raises(TypeError, match="list"):
         copy_kernel[(1,)]([1.0, 2.0], np.zeros(4), 4, BLOCK=16)
+
+
+def test_strided_view_is_a_pointer_to_its_first_element():
+    """As on a GPU, a pointer argument is the view's data pointer; the kernel's
+    offsets address the memory under it (here: the base array's first row)."""
+    base = np.arange(16, dtype=np.float64).reshape(4, 4)
+    out = np.zeros(4)
+    copy_kernel[(1,)](base[:, 0], out, 4, BLOCK=16)
+    np.testing.assert_array_equal(out, base[0])
+
+
+def test_read_only_array_stored_through_is_refused_before_launch():
+    out = np.zeros(4)
+    out.flags.writeable = False
+    with pytest.raises(ArgumentError, match="'out_ptr' is a read-only array") as err:
+        copy_kernel[(1,)](np.ones(4), out, 4, BLOCK=16)
+    assert err.value.loc is not None and err.value.loc.filename == __file__
+    np.testing.assert_array_equal(out, 0)
+    x = np.ones(4)
+    x.flags.writeable = False                   # read only, and only read: fine
+    out2 = np.zeros(4)
+    copy_kernel[(1,)](x, out2, 4, BLOCK=16)
+    np.testing.assert_array_equal(out2, 1)
+
+
+@pytest.mark.parametrize("grid", [(2 ** 31 + 5,), (2 ** 32 + 3,), (1, 65536), (1, 1, 70000), (-1,)])
+def test_grids_beyond_tritons_limits_are_refused(grid):
+    with pytest.raises(ArgumentError, match="grid size") as err:
+        copy_kernel[grid](np.ones(4), np.zeros(4), 4, BLOCK=16)
+    assert err.value.loc is not None and err.value.loc.filename == __file__
+
+
+class _Wrapper:
+    """What Triton's own test helper `TensorWrapper` offers: data_ptr(), dtype, shape, stride()."""
+
+    def __init__(self, base, dtype):
+        self.base, self.dtype, self.shape = base, dtype, base.shape
+
+    def data_ptr(self):
+        return self.base.ctypes.data
+
+    def stride(self, *args):
+        return tuple(s // self.base.itemsize for s in self.base.strides)
+
+    def element_size(self):
+        return self.base.itemsize
+
+
+def test_objects_with_data_ptr_are_pointers():
+    x = np.arange(4, dtype=np.uint32)
+    out = np.zeros(4, dtype=np.uint32)
+    copy_kernel[(1,)](_Wrapper(x, triton.language.uint32), _Wrapper(out, triton.language.uint32), 4,
+                      BLOCK=16)
+    np.testing.assert_array_equal(out, x)

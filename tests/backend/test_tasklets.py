@@ -14,6 +14,7 @@ import triton_layernorm
 import triton_matmul
 import triton_softmax
 from edsl.backend.convert import convert_ttir
+from edsl.dpu.abi import Ctx
 from edsl.errors import DpuError
 from test_convert import HEAD, SIG, TAIL, VECTOR
 from test_memory import atomic_kernel, column_kernel, copy_kernel
@@ -136,11 +137,12 @@ def test_one_tasklet_has_no_tasklet_calls():
 def test_tasklets_ask_me_once_and_skip_barriers_when_nothing_crosses():
     module, info = convert_ttir(HEAD + SIG + VECTOR + TAIL, tasklets=16)
     text = str(module)
-    main = text[text.index("func.func @__dpu_main"):]
-    assert "llvm.call @edsl_dpu_me()" in main[:main.index("scf.for")]
+    # The kernel reads its tasklet's id from its launch context once.
+    kernel = text[text.index("func.func @k("):text.index("func.func @__dpu_main")]
+    assert len(re.findall(rf"getelementptr %arg\d+\[{int(Ctx.TID)}\]", kernel)) == 1
+    assert "call @edsl_dpu_me" not in kernel
     # Load, square, store: every tasklet reads only what it loaded itself; barriers
     # (before and after) only on the path storing words two tasklets share.
-    kernel = text[text.index("func.func @k("):text.index("func.func @__dpu_main")]
     assert _barriers(kernel) == 2
     assert not re.search(r"^    llvm.call @edsl_dpu_barrier", kernel, re.M)   # none at top level
     assert info.tasklets == 16
@@ -174,7 +176,7 @@ def test_a_reduction_waits_for_the_whole_tile():
     assert kernel.index("call @__dpu_dma") < first < kernel.index("arith.addf")
     top = re.findall(r"^    llvm.call @edsl_dpu_barrier", kernel, re.M)
     assert len(top) == 2 and _barriers(kernel) == 4
-    assert re.search(r"llvm.call @edsl_dpu_barrier\(\) : \(\) -> \(\)[^\n]*\n    return", kernel)
+    assert re.search(r"llvm.call @edsl_dpu_barrier\(%\w+\) : \(i64\) -> \(\)[^\n]*\n    return", kernel)
     assert _barriers(str(one)) == 0
 
 

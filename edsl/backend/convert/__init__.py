@@ -24,11 +24,12 @@ from mlir.dialects import func, llvm
 
 from ...errors import CompileError
 from ...lowering.pipeline import location_of, verify
+from ..stores import stored_params
 from ..ttir_text import OpView, read_ttir
 from . import calls, control, elementwise, memory, reduce, shape, wram  # noqa: F401  (register lowerings)
 from . import debug as debug_ops
 from .core import Converter, KernelInfo, scalar_type
-from .runtime_text import DMA_TEXT, main_text, tasklet_decls
+from .runtime_text import DECLARATIONS, main_text
 
 __all__ = ["convert_ttir", "KernelInfo"]
 
@@ -64,7 +65,7 @@ def convert_ttir(text: str, ctx: ir.Context | None = None, *, debug: bool = Fals
         kernel = _kernel_func(src)
         control.structure_control_flow(kernel)
         name = ir.StringAttr(kernel.attributes["sym_name"]).value
-        info = KernelInfo(name=name, regions="@__edsl_" in text)
+        info = KernelInfo(name=name, regions="@__edsl_" in text, stored=stored_params(kernel))
         ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
         params = [scalar_type(t) for t in ftype.inputs]
         i32 = ir.IntegerType.get_signless(32)
@@ -94,7 +95,7 @@ def convert_ttir(text: str, ctx: ir.Context | None = None, *, debug: bool = Fals
         # declarations `out` already holds are dropped when the support moves in.
         param_types = [str(t) for t in params]
         decl = (f"func.func private @{name}({', '.join(param_types + ['i32'] * 6 + [str(wram_t), '!llvm.ptr'])})")
-        support = ir.Module.parse("module {" + decl + tasklet_decls(tasklets) + DMA_TEXT
+        support = ir.Module.parse("module {" + decl + DECLARATIONS
                                   + main_text(name, param_types, tasklets)
                                   + debug_ops.SUPPORT_TEXT + "}")
         table = ir.SymbolTable(out.operation)

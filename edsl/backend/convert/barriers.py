@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from mlir import ir
 from mlir.dialects import arith
 
-from ...dpu.limits import BARRIER
+from ...dpu.abi import BARRIER
 from ...errors import CompileError
 from ...inject.runtime_calls import runtime_call
 from ..ttir_text import user_location
@@ -133,7 +133,9 @@ class Barriers:
         self._mine.append(iv)
 
     def barrier(self) -> None:
-        runtime_call(self.module_body, BARRIER, [])
+        with ir.Location.unknown():
+            site = arith.constant(ir.IntegerType.get_signless(64), 0)
+        runtime_call(self.module_body, BARRIER, [site])
         self.info.barriers += 1
         block = ir.InsertionPoint.current.block
         for log in self._cycles:

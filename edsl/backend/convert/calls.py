@@ -14,10 +14,10 @@ from mlir.dialects import arith, llvm, memref
 
 from ...codegen.semantic import is_mram
 from ...fl import PREFIX, callee
-from ...dpu.limits import MRAM_ADDRSPACE
+from ...dpu.abi import MRAM_ADDRSPACE
 from ...inject import ParamKind, build_region, descriptor_type, stage_operands
 from .core import Tile, byte_size, lowers
-from .runtime_text import CTX_MRAM_HI
+from ...dpu.abi import Ctx
 
 
 
@@ -35,8 +35,8 @@ def lower_call(conv, op) -> None:
     fn = callee(symbol)
     if fn is None:
         raise conv.error(op, f"fl.call to an EDSL function unknown in this process ({symbol})")
-    params = fn.info.params
-    conv.info.sites += [[code, s.filename, s.lineno, s.col] for code, s in fn.compile().sites.items()]
+    params = fn.info_for("upmem-dpu").params
+    conv.info.sites += [[code, s.filename, s.lineno, s.col] for code, s in fn.compile("upmem-dpu").sites.items()]
     operands, kinds, outs = [], [], []
     for p, v in zip(params, op.operands):
         t = p.mlir_type
@@ -68,7 +68,7 @@ def _mram_memref(conv, address: ir.Value, t: ir.MemRefType) -> ir.Value:
     if t.rank != 1:
         raise ValueError(f"a pointer can only be passed as a 1-D MRAM memref, not {t}")
     i64 = ir.IntegerType.get_signless(64)
-    hi_p = llvm.getelementptr(llvm.PointerType.get(), conv.ctx_arg, [], [CTX_MRAM_HI], i64, 0)
+    hi_p = llvm.getelementptr(llvm.PointerType.get(), conv.ctx_arg, [], [Ctx.MRAM_HI], i64, 0)
     hi = llvm.load(i64, hi_p)
     size = arith.divsi(arith.subi(hi, address), arith.constant(i64, byte_size(t.element_type)))
     desc_t = descriptor_type(t)

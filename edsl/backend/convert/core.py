@@ -193,8 +193,9 @@ class KernelInfo:
     tasklets: int = 1
     barriers: int = 0                   # barrier sites in the converted kernel
     regions: bool = False               # calls EDSL functions (fl.call)
-    # run-time check sites of those EDSL functions: [code, file, line, col]
+    # run-time check sites of the kernel and of those EDSL functions: [code, file, line, col]
     sites: list = field(default_factory=list)
+    stored: list | None = None          # pointer parameters stores may go through (None: unknown)
 
     @property
     def wram_bytes(self) -> int:
@@ -231,20 +232,34 @@ class Converter:
         self.me: ir.Value | None = None    # index
         self._ranges: dict = {}
         self.barriers = Barriers(tasklets, module_body, info)
+        self._op_location = None           # of the op being lowered
+        self._site_codes: set[int] = set()
         if tasklets > 1:
             # The tasklet's id: `me()`, asked once per DPU by `__dpu_main`.
             from mlir.dialects import llvm
 
-            from .runtime_text import CTX_TID
+            from ...dpu.abi import Ctx
             with self._alloca_ip, ir.Location.unknown():
                 i64 = ir.IntegerType.get_signless(64)
-                slot = llvm.getelementptr(llvm.PointerType.get(), ctx_arg, [], [CTX_TID], i64, 0)
+                slot = llvm.getelementptr(llvm.PointerType.get(), ctx_arg, [], [Ctx.TID], i64, 0)
                 self.me = arith.index_cast(ir.IndexType.get(), llvm.load(i64, slot))
         self.wram = WramLayout(wram, self._alloca_ip, tasklets, self.me)
 
     # -- errors --------------------------------------------------------------
     def error(self, op, message: str) -> CompileError:
         return CompileError(message, user_location(op.location))
+
+    def site(self) -> ir.Value:
+        """An i64 check-site code of the op being lowered (0: unknown), so that
+        a run-time error (a DMA out of the arrays) names the kernel's line."""
+        loc = user_location(self._op_location) if self._op_location is not None else None
+        code = 0
+        if loc is not None:
+            code = loc.site
+            if code not in self._site_codes:
+                self._site_codes.add(code)
+                self.info.sites.append([code, loc.filename, loc.lineno, loc.col])
+        return arith.constant(ir.IntegerType.get_signless(64), code)
 
     # -- values --------------------------------------------------------------
     def get(self, value: ir.Value):
@@ -403,6 +418,7 @@ class Converter:
                 fn = LOWERINGS["<elementwise>"]
             else:
                 raise self.error(op, f"operation '{name}' is not supported by the DPU backend")
+        self._op_location = op.location
         with op.location, self.barriers.op(region=name == "func.call"):
             try:
                 fn(self, op.operation)

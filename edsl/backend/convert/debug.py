@@ -3,8 +3,9 @@
 `tl.device_print` prints one line per element through the C library's
 `printf`, as `pid (x, y, z) idx (i, j) <prefix><value>`. A failed
 `tl.device_assert` (compiled only with `debug=True`, as in Triton) records
-the assertion's number in the launch context; the host raises a `DpuError`
-quoting its message and line after the program.
+the assertion's number and the program id in the tasklet's launch context
+(the runtime's `__dpu_fail`); the host raises a `DpuError` quoting its
+message and line after the launch.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
 from .core import Tile, is_float, lowers
-from .runtime_text import CTX_ASSERT, CTX_ERR_MRAM, CTX_ERROR, ERR_ASSERT
+from ...dpu.abi import FAIL, Err
 
 SUPPORT_TEXT = """
   llvm.func @printf(!llvm.ptr, ...) -> i32
@@ -83,12 +84,6 @@ def _print(conv, op, prefix, signed_flags):
         conv.loop_nest(value.shape, body)
 
 
-def _ctx_slot(conv, k: int) -> ir.Value:
-    ptr = llvm.PointerType.get()
-    i64 = ir.IntegerType.get_signless(64)
-    return llvm.getelementptr(ptr, conv.ctx_arg, [], [k], i64, 0)
-
-
 @lowers("tt.assert")
 def lower_assert(conv, op):
     from .core import user_location
@@ -103,14 +98,10 @@ def lower_assert(conv, op):
         failed = arith.xori(c, arith.constant(c.type, 1))
         fail = scf.IfOp(failed, [], has_else=False)
         with ir.InsertionPoint(fail.then_block):
-            e_p = _ctx_slot(conv, CTX_ERROR)
-            first = arith.cmpi(arith.CmpIPredicate.eq, llvm.load(i64, e_p), arith.constant(i64, 0))
-            record = scf.IfOp(first, [], has_else=False)
-            with ir.InsertionPoint(record.then_block):
-                llvm.store(arith.constant(i64, ERR_ASSERT), e_p)
-                llvm.store(arith.constant(i64, number), _ctx_slot(conv, CTX_ASSERT))
-                llvm.store(arith.extsi(i64, conv.program_ids[0]), _ctx_slot(conv, CTX_ERR_MRAM))
-                scf.yield_([])
+            zero = arith.constant(i64, 0)
+            args = [conv.ctx_arg, arith.constant(i64, Err.DEVICE_ASSERT), arith.constant(i64, number),
+                    arith.extsi(i64, conv.program_ids[0]), zero, zero, zero]
+            llvm.call(None, args, [], [], callee=ir.FlatSymbolRefAttr.get(FAIL))
             scf.yield_([])
     with conv.single():                     # tasklet 0 checks (and records in its slots)
         if isinstance(cond, Tile):

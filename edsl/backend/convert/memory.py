@@ -1,9 +1,10 @@
 """Memory ops: tt.load, tt.store, tt.atomic_rmw, tt.atomic_cas.
 
 Pointers are i64 MRAM addresses. Every MRAM access goes through the DMA
-helper `__dpu_dma(mram, wram, nbytes, direction, ctx)`, which checks the UPMEM
-rules (8-byte aligned addresses, 8..2048 bytes, a multiple of 8) and counts
-the transfers. A tile is moved row by row (its last dimension): when the
+routine of the DPU runtime, `__dpu_dma(mram, wram, nbytes, direction, site,
+ctx)` (edsl.dpu.support), which checks the UPMEM rules (8-byte aligned
+addresses, 8..2048 bytes, a multiple of 8) and the launch's MRAM, and counts
+the transfers; `site` names the op's line in its errors. A tile is moved row by row (its last dimension): when the
 active lanes of a row are contiguous in MRAM, the 8-byte aligned span they
 cover moves in chunks of at most 2048 bytes through a WRAM staging buffer
 (a masked or unaligned store reads the span first, so bytes around the
@@ -29,13 +30,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, func, llvm, scf
+from mlir.dialects import arith, llvm, scf
+
+from ...dpu.abi import DMA as DMA_FN, DMA_MAX_BYTES, READ, WRITE
 
 from .core import (Tile, and_valid, byte_size, is_float, is_tensor, load_elem, lowers, pointee,
                    scalar_type, store_elem)
 
-DMA_FN = "__dpu_dma"
-READ, WRITE = 0, 1
 
 
 def _i64():
@@ -91,13 +92,12 @@ def lane_write(base: ir.Value, k: ir.Value, v: ir.Value) -> None:
 
 
 def dma(conv, mram, wram, nbytes, direction: int) -> None:
-    func.CallOp([], ir.FlatSymbolRefAttr.get(DMA_FN),
-                [mram, wram, nbytes, _c(direction), conv.ctx_arg])
+    llvm.call(None, [mram, wram, nbytes, _c(direction), conv.site(), conv.ctx_arg], [], [],
+              callee=ir.FlatSymbolRefAttr.get(DMA_FN))
 
 
 def dma_span(conv, mram, wram, nbytes, direction: int) -> None:
     """Move `nbytes` (a multiple of 8) in transfers of at most 2048 bytes."""
-    from ...dpu.limits import DMA_MAX_BYTES
     loop = scf.ForOp(_c(0), nbytes, _c(DMA_MAX_BYTES))
     with ir.InsertionPoint(loop.body):
         off = loop.induction_variable
@@ -334,7 +334,6 @@ def _seg_chunk(conv, shape, es: int) -> int:
     """Lanes of one row segment (the staging buffer holds one)."""
     if conv.tasklets == 1:
         return shape[-1]
-    from ...dpu.limits import DMA_MAX_BYTES
     cap = max(8, DMA_MAX_BYTES // es // 8 * 8)
     if len(shape) == 1:
         return min(conv.chunk(shape), shape[0], cap)

@@ -89,7 +89,7 @@ class WramLayout:
 
 def check(name: str, buffers: list[WramBuffer], limit: int | None) -> None:
     """A kernel whose WRAM buffers exceed the DPU's WRAM fails at compile time."""
-    from ...dpu.limits import WRAM_BYTES
+    from ...dpu.abi import WRAM_BYTES
     limit = WRAM_BYTES if limit is None else limit
     total = sum(b.nbytes for b in buffers)
     if total <= limit:

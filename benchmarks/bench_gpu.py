@@ -1,0 +1,125 @@
+"""`fl.call` kernels on an NVIDIA GPU next to torch, and the cost of a call.
+
+    python benchmarks/bench_gpu.py
+
+* run: the examples' kernels (`examples/gpu_*.py`), timed by
+  `triton.testing.do_bench` (median), next to the torch operation computing
+  the same; the ratio is fl.call time / torch time.
+* call overhead: a kernel whose EDSL function does nothing, next to the same
+  kernel without the call (staging the tiles in shared memory, three barriers).
+* compile: the first launch of the softmax kernel in a new process with empty
+  Triton and edsl caches, and again with both filled.
+
+Every figure is measured in this run; nothing is asserted (timings depend on
+the machine).
+"""
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import torch
+import triton
+import triton.language as tl
+from triton.testing import do_bench
+
+import edsl
+from edsl import InOut, Input, fl
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def example(name):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@edsl.dialect
+def nothing(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"]):
+    pass
+
+
+@triton.jit
+def with_call(x_ptr, o_ptr, B: tl.constexpr):
+    offs = tl.program_id(0) * B + tl.arange(0, B)
+    x = tl.load(x_ptr + offs)
+    tl.store(o_ptr + offs, fl.call(nothing, [x], [x]))
+
+
+@triton.jit
+def without_call(x_ptr, o_ptr, B: tl.constexpr):
+    offs = tl.program_id(0) * B + tl.arange(0, B)
+    tl.store(o_ptr + offs, tl.load(x_ptr + offs))
+
+
+COMPILE_SCRIPT = textwrap.dedent('''
+    import sys, time, importlib.util, torch
+    t = time.perf_counter()
+    spec = importlib.util.spec_from_file_location("gpu_softmax", sys.argv[1])
+    m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+    m.softmax(torch.randn(64, 1000, device="cuda")); torch.cuda.synchronize()
+    print(time.perf_counter() - t)
+''')
+
+
+def first_launch(env) -> float:
+    done = subprocess.run([sys.executable, "-c", COMPILE_SCRIPT, str(EXAMPLES / "gpu_softmax.py")],
+                          capture_output=True, text=True, env=env, check=True)
+    return float(done.stdout.split()[-1])
+
+
+def main():
+    gen = torch.Generator("cuda").manual_seed(0)
+    rows = []
+
+    vadd = example("gpu_vector_add")
+    x, y = (torch.randn(1 << 24, device="cuda", generator=gen) for _ in range(2))
+    rows.append(("vector add, 16M f32 (grid-stride loop, 528 CTAs)",
+                 do_bench(lambda: vadd.vector_add(x, y, blocks=528)), do_bench(lambda: x + y)))
+
+    sm = example("gpu_softmax")
+    x = torch.randn(4096, 1024, device="cuda", generator=gen)
+    rows.append(("softmax, 4096 x 1024 f32 (tree reductions)",
+                 do_bench(lambda: sm.softmax(x, programs=528)), do_bench(lambda: torch.softmax(x, 1))))
+
+    mm = example("gpu_matmul")
+    a = torch.randn(1024, 1024, device="cuda", generator=gen).half()
+    b = torch.randn(1024, 1024, device="cuda", generator=gen).half()
+    rows.append(("matmul, 1024^3 f16 -> f32 (scalar micro-kernel)",
+                 do_bench(lambda: mm.matmul(a, b)), do_bench(lambda: a.float() @ b.float())))
+
+    tk = example("gpu_topk")
+    x = torch.randn(1024, 4096, device="cuda", generator=gen)
+    rows.append(("top-16 of 1024 rows x 4096 (histogram, thread 0)",
+                 do_bench(lambda: tk.topk(x, 16)), do_bench(lambda: torch.topk(x, 16, dim=1))))
+
+    print("| kernel | fl.call | torch | fl.call / torch |\n|---|---|---|---|")
+    for name, ours, theirs in rows:
+        print(f"| {name} | {ours:.3f} ms | {theirs:.3f} ms | {ours / theirs:.2f}x |")
+
+    x = torch.randn(4096 * 1024, device="cuda", generator=gen)
+    o = torch.empty_like(x)
+    grid = (x.numel() // 1024,)
+    t_call = do_bench(lambda: with_call[grid](x, o, B=1024))
+    t_plain = do_bench(lambda: without_call[grid](x, o, B=1024))
+    print(f"\ncall overhead, 4096 CTAs x 1024 f32 copied: {t_call:.3f} ms with an empty fl.call, "
+          f"{t_plain:.3f} ms without ({t_call / t_plain:.2f}x)")
+
+    with tempfile.TemporaryDirectory() as scratch:
+        env = dict(os.environ, TRITON_CACHE_DIR=f"{scratch}/triton", EDSL_CACHE_DIR=f"{scratch}/edsl")
+        cold = first_launch(env)
+        warm = first_launch(env)
+    print(f"first launch of the softmax example in a new process: {cold:.2f} s with empty caches, "
+          f"{warm:.2f} s with Triton's and edsl's caches filled")
+
+
+if __name__ == "__main__":
+    t0 = time.perf_counter()
+    main()
+    print(f"({time.perf_counter() - t0:.0f} s)")

@@ -1,0 +1,124 @@
+"""The DPU ABI: the one definition of what generated code, the DPU model and
+the exported SDK project agree on.
+
+Hardware facts (UPMEM SDK documentation: memory, DMA and tasklet chapters;
+the PrIM study), the runtime symbols generated code calls, the launch
+context every tasklet carries, the per-DPU state its tasklets share, and the
+error codes. Importing this module is cheap (no MLIR, no NumPy).
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+
+# ---- the hardware ---------------------------------------------------------------------
+
+WRAM_BYTES = 64 * 1024          # scratchpad per DPU
+MRAM_BYTES = 64 * 1024 * 1024   # DRAM bank per DPU
+IRAM_BYTES = 24 * 1024          # instruction memory per DPU
+MAX_TASKLETS = 24               # hardware threads per DPU
+PIPELINE_FULL_TASKLETS = 11     # tasklets needed to fill the 14-stage pipeline
+
+DMA_ALIGN = 8                   # MRAM<->WRAM transfers: 8-byte aligned addresses,
+DMA_MIN_BYTES = 8               # ... sizes a multiple of 8, from 8
+DMA_MAX_BYTES = 2048            # ... to 2048 bytes per transfer
+
+# LLVM address spaces in UPMEM's toolchain (`__mram_ptr` is 255).
+WRAM_ADDRSPACE = 0
+MRAM_ADDRSPACE = 255
+MEMORY_SPACES = {"WRAM": WRAM_ADDRSPACE, "MRAM": MRAM_ADDRSPACE}
+
+
+def dma_violation(mram_addr: int, wram_addr: int, nbytes: int) -> str | None:
+    """Why an mram_read/mram_write of these operands breaks the DMA rules, or None."""
+    if nbytes % DMA_ALIGN or not DMA_MIN_BYTES <= nbytes <= DMA_MAX_BYTES:
+        return (f"DMA size {nbytes} bytes: must be a multiple of {DMA_ALIGN} "
+                f"between {DMA_MIN_BYTES} and {DMA_MAX_BYTES}")
+    if mram_addr % DMA_ALIGN:
+        return f"MRAM address {mram_addr:#x} is not {DMA_ALIGN}-byte aligned"
+    if wram_addr % DMA_ALIGN:
+        return f"WRAM address {wram_addr:#x} is not {DMA_ALIGN}-byte aligned"
+    return None
+
+
+# ---- runtime symbols ------------------------------------------------------------------
+# What generated code calls; the DPU runtime library (edsl.dpu.support)
+# defines each one in compiled code, and the exporter maps them to the SDK.
+
+ME = "edsl_dpu_me"                    # () -> i32: the running tasklet's id (`me()`)
+NR_TASKLETS = "edsl_dpu_nr_tasklets"  # () -> i32: tasklets of the DPU (NR_TASKLETS)
+BARRIER = "edsl_dpu_barrier"          # (site: i64) -> (): every tasklet meets (`barrier_wait`)
+# EDSL DMA: (mram_addr, wram_addr, nbytes, site, mram_end, wram_end) -> (), i64 each;
+# the ends bound the two buffers.
+MRAM_READ = "edsl_dpu_mram_read"
+MRAM_WRITE = "edsl_dpu_mram_write"
+ASSERT_FAIL = "edsl_dpu_assert_fail"  # (site: i64) -> (): a failed `assert`
+BOUNDS_FAIL = "edsl_dpu_bounds_fail"  # (site: i64) -> (): an index out of bounds (bounds_check)
+COUNTERS = "edsl_dpu_counters"        # () -> !llvm.ptr: this tasklet's i64 block counters
+# The one DMA routine, which kernels call directly:
+# (mram_addr, wram_addr, nbytes, direction, site: i64, ctx: !llvm.ptr) -> ()
+DMA = "__dpu_dma"
+# Record the tasklet's first error and stop its DPU:
+# (ctx, code, site, mram_addr, wram_addr, nbytes, direction: i64) -> ()
+FAIL = "__dpu_fail"
+# The running tasklet's context (a thread-local set by `ENTER`).
+CTX = "edsl_dpu_ctx"                  # () -> !llvm.ptr
+ENTER = "edsl_dpu_enter"              # (ctx) -> (): this thread runs the tasklet of `ctx`
+EXIT = "edsl_dpu_exit"                # (ctx) -> (): the tasklet of `ctx` has finished
+# A kernel's program: `LAUNCH` runs every DPU's program instances on one tasklet.
+MAIN = "__dpu_main"
+LAUNCH = "__dpu_launch"
+
+READ, WRITE = 0, 1                    # DMA directions (mram_read, mram_write)
+
+
+# ---- the launch context ---------------------------------------------------------------
+
+class Ctx(IntEnum):
+    """Slots (i64) of a tasklet's launch context. The host fills the inputs,
+    generated code keeps the counters and the first error."""
+    READS = 0            # DMA transfers and bytes, by direction (READ at 0-1, WRITE at 2-3)
+    READ_BYTES = 1
+    WRITES = 2
+    WRITE_BYTES = 3
+    ERROR = 4            # the first error's code (Err), 0 if none
+    ERR_SITE = 5         # ... its source site (a check-site code, 0 if unknown)
+    ERR_MRAM = 6         # ... for DMA errors: MRAM address, WRAM address, bytes, direction
+    ERR_WRAM = 7
+    ERR_BYTES = 8
+    ERR_DIR = 9
+    MRAM_LO = 10         # inputs: the lowest and highest MRAM address of the launch
+    MRAM_HI = 11
+    REGIONS = 12         # pointer to [lo, hi) i64 pairs: the MRAM a transfer may touch
+    NREGIONS = 13
+    TID = 14             # the tasklet's id and the DPU's tasklet count
+    NTASKLETS = 15
+    DPU = 16             # pointer to the DPU's shared state (Dpu slots)
+    COUNTERS = 17        # pointer to the tasklet's block counters (or 0)
+    DPU_ID = 18          # the DPU this context belongs to
+
+
+CTX_SLOTS = 20
+
+
+class Dpu(IntEnum):
+    """Slots (i64) of the state the tasklets of one DPU share."""
+    COUNT = 0            # barrier arrivals in the low 32 bits, finished tasklets above
+    GENERATION = 1       # barrier generation (waiters sleep on its low 32 bits)
+    TASKLETS = 2
+    FAILED = 3           # set once an error stops the DPU: barriers and DMA give up
+    WAIT_SITE = 4        # the site of the barrier tasklets last waited at
+
+
+DPU_SLOTS = 8
+
+
+class Err(IntEnum):
+    """Error codes of a context's ERROR slot (the site slot says where)."""
+    DMA_RULE = 1         # a transfer breaks the DMA rules
+    MRAM_BOUNDS = 2      # a transfer leaves the launch's MRAM
+    MRAM_OVERRUN = 3     # an EDSL transfer runs past its MRAM buffer
+    WRAM_OVERRUN = 4     # an EDSL transfer runs past its WRAM buffer
+    ASSERT = 5           # a failed `assert` of an EDSL function
+    DEVICE_ASSERT = 6    # a failed `tl.device_assert`: site = its number, ERR_MRAM = program id
+    INDEX = 7            # an index out of bounds (bounds_check)
+    DEADLOCK = 8         # a barrier that can never complete

@@ -1,0 +1,280 @@
+"""The LLVM IR that gives the `fl.call` placeholders of a kernel their meaning.
+
+A kernel compiled by Triton's `nvidia` backend declares, for its `fl.call`s
+(edsl.gpu.placeholders), functions it does not define:
+
+  `__edsl_gpu_sync(i32) -> i32`          a barrier of the CTA
+  `__edsl_gpu_put_<T>(T, i32) -> i32`    store one element at a byte offset of the pool
+  `__edsl_gpu_get_<T>(i32) -> T`         load one element from the pool
+  `__edsl_gpu_run_<F>_<L>(...) -> i32`   run EDSL function F on the tiles laid
+                                         out by L in the pool, between barriers
+
+This module builds one LLVM module defining them all, which Triton's extern
+library linker links into the kernel before LLVM's O3 (which inlines it): the
+pool, a static shared-memory array (address space 3) that every call's tiles
+live in, row-major, while the call runs; the helpers; one adapter per run
+symbol, calling its EDSL function with the memref descriptors of its tiles
+(pointer into the pool, offset 0, sizes, row-major strides), its pointers
+(global memory, address space 1) and its scalars; and the EDSL functions
+themselves, compiled for `nvptx64`. It is built in the LLVM dialect of the
+upstream `mlir` bindings and translated to LLVM IR text.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from mlir import ir
+
+from .. import codegen, dtypes
+from ..errors import CompileError
+from ..lowering import to_llvm_ir, verify
+from . import nvptx
+
+PREFIX = "__edsl_gpu_"
+SYNC = PREFIX + "sync"
+POOL = PREFIX + "pool"
+RUN_PREFIX = PREFIX + "run_"
+FUNCTION_PREFIX = PREFIX + "fn_"
+
+# Element types a tile may have (MLIR names, which are also the LLVM dialect's).
+ELEMENTS = ("f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64")
+
+
+def put_symbol(elem: str) -> str:
+    return f"{PREFIX}put_{elem}"
+
+
+def get_symbol(elem: str) -> str:
+    return f"{PREFIX}get_{elem}"
+
+
+@dataclass(frozen=True)
+class TileSlot:
+    """Where a tile operand lives while a call runs."""
+    shape: tuple
+    elem: str
+    offset: int  # bytes from the start of the pool
+
+    @property
+    def nbytes(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n * elem_bytes(self.elem)
+
+
+@dataclass(frozen=True)
+class Operand:
+    """How one parameter of the EDSL function gets its value in the adapter:
+    kind `tile` (a TileSlot), `pointer` (an i64 argument of the adapter: a
+    global address) or `scalar` (an argument, as is)."""
+    kind: str
+    type_text: str               # the parameter's MLIR type, for nvptx64
+    tile: TileSlot | None = None
+    arg_type: str = ""           # the adapter argument's type (pointer, scalar)
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One `__edsl_gpu_run_*` symbol: which function, how its operands are laid out."""
+    symbol: str
+    function: object             # the EdslFunction
+    operands: tuple              # Operand per parameter, in order
+
+    @property
+    def pool_bytes(self) -> int:
+        return max((o.tile.offset + o.tile.nbytes for o in self.operands if o.tile), default=0)
+
+    @property
+    def arg_types(self) -> list[str]:
+        """The adapter's arguments: the pointers and scalars, in parameter order (an
+        unused i32 if there are none: a placeholder needs an operand)."""
+        return [o.arg_type for o in self.operands if o.kind != "tile"] or ["i32"]
+
+
+def elem_bytes(elem: str) -> int:
+    return dtypes.by_mlir(elem).nbytes
+
+
+def _helpers(pool_bytes: int, elems) -> str:
+    lines = [f"llvm.mlir.global internal @{POOL}() {{addr_space = {nvptx.SHARED_ADDRSPACE} : i32, "
+             f"alignment = {nvptx.SHARED_ALIGN} : i64}} : !llvm.array<{max(pool_bytes, 1)} x i8>",
+             f"""llvm.func @{SYNC}(%unused: i32) -> i32 attributes {{always_inline}} {{
+  nvvm.barrier0
+  %zero = llvm.mlir.constant(0 : i32) : i32
+  llvm.return %zero : i32
+}}"""]
+    ptr = f"!llvm.ptr<{nvptx.SHARED_ADDRSPACE}>"
+    for t in sorted(elems):
+        lines.append(f"""llvm.func @{put_symbol(t)}(%value: {t}, %offset: i32) -> i32 attributes {{always_inline}} {{
+  %pool = llvm.mlir.addressof @{POOL} : {ptr}
+  %p = llvm.getelementptr %pool[%offset] : ({ptr}, i32) -> {ptr}, i8
+  llvm.store %value, %p : {t}, {ptr}
+  %zero = llvm.mlir.constant(0 : i32) : i32
+  llvm.return %zero : i32
+}}
+llvm.func @{get_symbol(t)}(%offset: i32) -> {t} attributes {{always_inline}} {{
+  %pool = llvm.mlir.addressof @{POOL} : {ptr}
+  %p = llvm.getelementptr %pool[%offset] : ({ptr}, i32) -> {ptr}, i8
+  %v = llvm.load %p : {ptr} -> {t}
+  llvm.return %v : {t}
+}}""")
+    return "\n".join(lines)
+
+
+class _Adapter:
+    """Writes the body of one run adapter, value by value."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.n = 0
+
+    def emit(self, text: str) -> str:
+        name = f"%v{self.n}"
+        self.n += 1
+        self.lines.append(f"  {name} = {text}")
+        return name
+
+    def const(self, value: int, t: str = "i64") -> str:
+        return self.emit(f"llvm.mlir.constant({value} : {t}) : {t}")
+
+
+def _descriptor_fields(a: _Adapter, ptr: str, ptr_type: str, sizes, strides) -> list[tuple[str, str]]:
+    fields = [(ptr, ptr_type), (ptr, ptr_type), (a.const(0), "i64")]
+    fields += [(a.const(s), "i64") for s in sizes]
+    fields += [(a.const(s), "i64") for s in strides]
+    return fields
+
+
+def _row_major(shape) -> list[int]:
+    strides, n = [], 1
+    for d in reversed(shape):
+        strides.insert(0, n)
+        n *= d
+    return strides
+
+
+# The extent of global memory behind a pointer is not known: a memref made
+# from one gets this many elements (pass counts as scalars).
+UNKNOWN_EXTENT = 2 ** 62
+
+
+def _adapter(plan: RunPlan, callee: str, signature: tuple[list[str], str]) -> str:
+    """The adapter of `plan`, calling `callee` of `signature` (parameter types, result type)."""
+    a = _Adapter()
+    args = [f"%arg{i}" for i in range(len(plan.arg_types))]
+    shared = f"!llvm.ptr<{nvptx.SHARED_ADDRSPACE}>"
+    glob = f"!llvm.ptr<{nvptx.GLOBAL_ADDRSPACE}>"
+    pool = a.emit(f"llvm.mlir.addressof @{POOL} : {shared}")
+    values: list[tuple[str, str]] = []
+    next_arg = iter(zip(args, plan.arg_types))
+    for o in plan.operands:
+        if o.kind == "tile":
+            base = a.emit(f"llvm.getelementptr {pool}[{o.tile.offset}] : ({shared}) -> {shared}, i8")
+            values += _descriptor_fields(a, base, shared, o.tile.shape, _row_major(o.tile.shape))
+            continue
+        arg, arg_type = next(next_arg)
+        if o.kind == "scalar":
+            values.append((arg, arg_type))
+            continue
+        t = ir.Type.parse(o.type_text)
+        p = a.emit(f"llvm.inttoptr {arg} : i64 to {glob}")
+        if isinstance(t, ir.MemRefType):
+            m = ir.MemRefType(t)
+            sizes = [UNKNOWN_EXTENT if ir.ShapedType.is_dynamic_size(d) else d for d in m.shape]
+            values += _descriptor_fields(a, p, glob, sizes, _row_major(sizes))
+        else:
+            if str(t) != glob:
+                p = a.emit(f"llvm.addrspacecast {p} : {glob} to {t}")
+            values.append((p, str(t)))
+    want, ret = signature
+    got = [ty for _, ty in values]
+    if want != got:
+        raise CompileError(f"{plan.function.__name__}: its LLVM signature ({', '.join(want)}) does not take the "
+                           f"memref descriptors, pointers and scalars fl.call passes ({', '.join(got)}); "
+                           f"was it lowered with the default nvptx64 pipeline?")
+    call = f"llvm.call @{callee}({', '.join(v for v, _ in values)}) : ({', '.join(got)}) -> " \
+           f"{ret if ret != 'void' else '()'}"
+    params = ", ".join(f"{n}: {ty}" for n, ty in zip(args, plan.arg_types))
+    body = "\n".join(a.lines)
+    result = "%ignored = " if ret != "void" else ""
+    return f"""llvm.func @{plan.symbol}({params}) -> i32 {{
+  nvvm.barrier0
+{body}
+  {result}{call}
+  nvvm.barrier0
+  %done = llvm.mlir.constant(0 : i32) : i32
+  llvm.return %done : i32
+}}"""
+
+
+def _signature(fn_op: ir.Operation) -> tuple[list[str], str]:
+    """Parameter types and result type ("void" if none) of a defined llvm.func."""
+    entry = fn_op.regions[0].blocks[0]
+    params = [str(a.type) for a in entry.arguments]
+    for block in fn_op.regions[0].blocks:
+        term = list(block.operations)[-1].operation
+        if term.name == "llvm.return":
+            return params, str(term.operands[0].type) if len(term.operands) else "void"
+    return params, "void"
+
+
+def _function_module(fn, symbol: str) -> ir.Module:
+    """`fn` compiled for nvptx64 (LLVM dialect), its function renamed `symbol`
+    and its other definitions given names of their own."""
+    module = ir.Module.parse(fn.compile(codegen.NVPTX).llvm)
+    for op in list(module.body.operations):
+        op = op.operation
+        if "sym_name" not in op.attributes or (op.name == "llvm.func" and not op.regions[0].blocks):
+            continue  # declarations keep their names (__nv_expf ...)
+        name = ir.StringAttr(op.attributes["sym_name"]).value
+        new = symbol if name == fn.__name__ else f"{symbol}_{name}"
+        ir.SymbolTable.replace_all_symbol_uses(name, new, module.operation)
+        ir.SymbolTable.set_symbol_name(op, new)
+    return module
+
+
+def function_symbol(fn) -> str:
+    """The name of `fn`'s code in a kernel: its identity, hashed."""
+    return FUNCTION_PREFIX + hashlib.sha256(fn.identity.encode()).hexdigest()[:16] + "_" + fn.__name__
+
+
+def build(plans: list[RunPlan], elems) -> str:
+    """LLVM IR text defining the pool, the helpers for element types `elems`,
+    the adapters of `plans` and their EDSL functions."""
+    with codegen.LOCK, codegen.context(), ir.Location.unknown():
+        functions: dict[str, ir.Module] = {}
+        for plan in plans:
+            callee = function_symbol(plan.function)
+            if callee not in functions:
+                functions[callee] = _function_module(plan.function, callee)
+        signatures = {callee: _signature(ir.SymbolTable(m.operation)[callee]) for callee, m in functions.items()}
+        parts = [_helpers(max((p.pool_bytes for p in plans), default=0), elems)]
+        for callee, (params, ret) in signatures.items():  # declared here, defined below
+            parts.append(f"llvm.func @{callee}({', '.join(params)})" + (f" -> {ret}" if ret != "void" else ""))
+        done = set()
+        for plan in plans:
+            if plan.symbol not in done:
+                done.add(plan.symbol)
+                callee = function_symbol(plan.function)
+                parts.append(_adapter(plan, callee, signatures[callee]))
+        module = ir.Module.parse("\n".join(parts))
+        module.operation.attributes["llvm.target_triple"] = ir.StringAttr.get(nvptx.TRIPLE)
+        table = ir.SymbolTable(module.operation)
+        for source in functions.values():
+            for op in list(source.body.operations):
+                op = op.operation
+                name = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else None
+                if name is not None and name in table:
+                    existing = table[name]
+                    if existing.name == "llvm.func" and not existing.regions[0].blocks and op.regions[0].blocks:
+                        table.erase(existing)  # declared above: the definition replaces it
+                    else:
+                        continue  # a declaration another function brought too (__nv_expf ...)
+                op.detach_from_parent()
+                module.body.append(op)
+                if name is not None:
+                    table.insert(op)
+        verify(module)
+        return to_llvm_ir(module)

@@ -1,0 +1,176 @@
+"""The stock `nvidia` backend's stages, wrapped so that kernels with `fl.call`
+get their EDSL code.
+
+Triton lets a library wrap the stages of every backend through
+`triton.knobs.runtime.add_stages_inspection_hook` (Triton 3.6 and later): the
+hook gets the backend and the stage table before a kernel compiles, and, from
+Triton 3.9, is asked for a string that joins the kernel's cache key. This is
+used rather than a backend plug-in wrapping `nvidia`, which would have to
+register under another name and be chosen by users (`TRITON_DEFAULT_BACKEND`)
+and track the stock backend's options and driver; the hook leaves the stock
+backend in charge and changes one stage.
+
+The `llir` stage is replaced by the stock `make_llir` with one more extern
+library, placed before libdevice: the LLVM IR that edsl.gpu.library builds for
+the placeholders found in the kernel's TTGIR. Triton's extern-library linker
+links it before LLVM's O3, which inlines it. Before that, the order of the
+placeholders is checked, since each call's barriers and pool offsets rely on
+it (edsl.gpu.placeholders).
+
+A hook set before edsl installs its own is composed with it (edsl's wrapping
+first, then the user's); a hook set afterwards replaces edsl's, and `fl.call`
+then says so instead of compiling a kernel without its code.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+import tempfile
+
+from triton import knobs
+
+from .. import cache
+from ..errors import CompileError
+from . import code_version, library
+from .placeholders import PLANS
+
+
+class StagesHook:
+    """edsl's stages hook, calling `inner` (a hook set before) after its own work."""
+
+    def __init__(self, inner=None):
+        self.inner = inner
+
+    def __call__(self, *args):
+        if not args:  # Triton 3.9 asks for a part of the cache key
+            key = digest = f"edsl-gpu-{code_version()}"
+            if self.inner is not None:
+                inner_key, inner_digest = self.inner()
+                key += inner_key
+                digest = hashlib.sha256(f"{digest}{inner_digest}".encode()).hexdigest()
+            return key, digest
+        backend, stages, options, language, capability = args
+        target = getattr(backend, "target", None)
+        if getattr(target, "backend", None) == "cuda" and "llir" in stages:
+            stock = stages["llir"]
+            stages["llir"] = lambda src, metadata: make_llir(backend, options, capability, src, metadata, stock)
+        if self.inner is not None:
+            self.inner(*args)
+
+
+def install() -> StagesHook:
+    """Install edsl's hook (once), composed with a hook already set."""
+    current = knobs.runtime.add_stages_inspection_hook
+    if isinstance(current, StagesHook):
+        return current
+    hook = StagesHook(current)
+    knobs.runtime.add_stages_inspection_hook = hook
+    return hook
+
+
+def require_installed() -> None:
+    if not isinstance(knobs.runtime.add_stages_inspection_hook, StagesHook):
+        raise RuntimeError(
+            "fl.call on the nvidia backend needs edsl's stages hook, but "
+            "triton.knobs.runtime.add_stages_inspection_hook was replaced after edsl installed it; "
+            "set your hook before importing edsl.fl, or call edsl.gpu.stages.install() after setting it "
+            "(edsl then runs its hook and yours)")
+
+
+_PLACEHOLDER = re.compile(r'tt\.extern_elementwise\b.*\bsymbol = "(' + re.escape(library.PREFIX) +
+                          r'(sync|put|get|run)\w*)"')
+
+
+def placeholders(ttgir: str) -> tuple[list[str], set[str]]:
+    """The run symbols and the element types of the puts and gets in a TTGIR
+    text, after checking that every call's placeholders are in order: in one
+    block, `sync put* run get*`, repeated. Raises CompileError otherwise."""
+    runs, elems = [], set()
+    if library.PREFIX not in ttgir:
+        return runs, elems
+    if "ttg.warp_specialize" in ttgir:
+        raise CompileError("fl.call is not supported in warp-specialized kernels: its barriers need every "
+                           "thread of the CTA")
+    states = ["idle"]          # per open block: idle | staging | results
+    has_call = [False]
+    for number, line in enumerate(ttgir.splitlines(), 1):
+        text = line.strip()
+        m = _PLACEHOLDER.search(text)
+        if m:
+            _step(states, m.group(2), number)
+            has_call[-1] = True
+            if m.group(2) == "run":
+                if m.group(1) not in runs:
+                    runs.append(m.group(1))
+            elif m.group(2) in ("put", "get"):
+                elems.add(m.group(1).rsplit("_", 1)[1])
+            continue
+        if text.startswith("}"):  # a block ends (`}`, `} else {`, `}) : ...`)
+            inner = has_call.pop()
+            _end_block(states.pop(), number)
+            if inner:
+                if states[-1] == "staging":
+                    raise CompileError(f"fl.call placeholders out of order at TTGIR line {number}: a region "
+                                       f"with calls inside the staging of another call")
+                states[-1] = "idle"   # the gets of an earlier call may not follow
+                has_call[-1] = True
+        elif text.startswith("^"):   # a new block of the same region
+            _end_block(states[-1], number)
+            states[-1] = "idle"
+        if text.endswith("{"):
+            states.append("idle")
+            has_call.append(False)
+    return runs, elems
+
+
+def _end_block(state: str, number: int) -> None:
+    if state == "staging":
+        raise CompileError(f"fl.call placeholders out of order at TTGIR line {number}: a block ends between a "
+                           f"call's barrier and its run (Triton moved an operation of an fl.call); the kernel is "
+                           f"not compiled rather than compiled wrong")
+
+
+def _step(states: list, kind: str, number: int) -> None:
+    state = states[-1]
+    allowed = {"idle": {"sync"}, "staging": {"put", "run"}, "results": {"get", "sync"}}[state]
+    if kind not in allowed:
+        raise CompileError(f"fl.call placeholders out of order at TTGIR line {number}: a {kind} after the "
+                           f"{state} of a call (Triton moved an operation of an fl.call); the kernel is not "
+                           f"compiled rather than compiled wrong")
+    states[-1] = {"sync": "staging", "put": "staging", "run": "results", "get": "results"}[kind]
+
+
+def _write(text: str) -> str:
+    """A file holding `text` (extern libraries are linked from files)."""
+    name = hashlib.sha256(text.encode()).hexdigest()[:32] + ".ll"
+    for directory in (cache.cache_dir() / "gpu", None):
+        try:
+            if directory is None:
+                directory = tempfile.mkdtemp(prefix="edsl-gpu-")
+            os.makedirs(directory, exist_ok=True)
+            path = os.path.join(directory, name)
+            if not os.path.exists(path):
+                fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+                with os.fdopen(fd, "w") as f:
+                    f.write(text)
+                os.replace(tmp, path)
+            return path
+        except OSError:
+            continue
+    raise OSError("no directory to write the fl.call library to")
+
+
+def make_llir(backend, options, capability, src, metadata, stock):
+    """The stock `make_llir`, with the kernel's fl.call library linked."""
+    runs, elems = placeholders(src.str())
+    if not runs:
+        return stock(src, metadata)
+    missing = [s for s in runs if s not in PLANS]
+    if missing:
+        raise CompileError(f"the kernel calls {missing[0]}, an fl.call compiled in another process; compile "
+                           f"the kernel from its Python source")
+    path = _write(library.build([PLANS[s] for s in runs], elems))
+    libs = (("edsl", path),) + tuple(options.extern_libs or ())
+    return backend.make_llir(src, metadata, dataclasses.replace(options, extern_libs=libs), capability)

@@ -1,0 +1,44 @@
+"""Math functions on NVIDIA GPUs: libdevice, under the names of libm.
+
+NVPTX has instructions for few math functions (sqrt, fma, floor...); CUDA's
+libdevice (`libdevice.10.bc`, shipped with Triton and linked into every kernel
+that needs it) implements the C math library under `__nv_` names. The NVPTX
+pipeline sends math operations to libm calls (`convert-math-to-libm`); this
+step points those calls at libdevice.
+"""
+from __future__ import annotations
+
+from mlir import ir
+
+# The functions `convert-math-to-libm` calls, by libm name (f32: name + "f").
+# libdevice names each `__nv_<libm name>`, except where this table says.
+_LIBM = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil", "copysign", "cos", "cosh",
+         "erf", "erfc", "exp", "exp2", "expm1", "fabs", "floor", "fma", "fmod", "log", "log10", "log1p", "log2",
+         "pow", "rint", "round", "roundeven", "sin", "sinh", "sqrt", "tan", "tanh", "trunc")
+_RENAMED = {"roundeven": "rint"}   # libdevice has no roundeven; rint rounds half to even too
+
+
+def libdevice_name(libm_name: str) -> str | None:
+    """The libdevice function for a libm function (`expf` -> `__nv_expf`), or None."""
+    base, suffix = (libm_name[:-1], "f") if libm_name.endswith("f") and libm_name[:-1] in _LIBM else (libm_name, "")
+    if base not in _LIBM:
+        return None
+    return f"__nv_{_RENAMED.get(base, base)}{suffix}"
+
+
+def use_libdevice(module: ir.Module) -> int:
+    """Rename the libm declarations of an LLVM-dialect module (and their calls)
+    to libdevice's names; returns how many."""
+    renamed = 0
+    for op in list(module.body.operations):
+        op = op.operation
+        if op.name != "llvm.func" or op.regions[0].blocks:
+            continue
+        name = ir.StringAttr(op.attributes["sym_name"]).value
+        new = libdevice_name(name)
+        if new is None:
+            continue
+        ir.SymbolTable.replace_all_symbol_uses(name, new, module.operation)
+        ir.SymbolTable.set_symbol_name(op, new)
+        renamed += 1
+    return renamed

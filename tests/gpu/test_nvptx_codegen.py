@@ -1,0 +1,243 @@
+"""EDSL functions compiled for the nvptx64 target: `.llvm` / `.llir` text,
+intrinsics with one meaning on both targets, memory spaces by name, math
+through libdevice, and the errors for what one target does not have."""
+import json
+
+import pytest
+from mlir import ir
+from mlir.dialects import arith, memref, nvvm, scf
+
+import edsl
+from edsl import InOut, Input
+
+
+@edsl.dialect
+def scale_rows(y: InOut["memref<?x?xf32>"], x: Input["memref<?x?xf32>"], a: Input["f32"]):
+    t = edsl.thread_id()
+    nt = edsl.num_threads()
+    for i in range(t, y.shape[0], nt):
+        for j in range(y.shape[1]):
+            y[i, j] = a * x[i, j]
+    edsl.barrier()
+
+
+def test_portable_intrinsics_on_each_target():
+    gpu = scale_rows.compile("nvptx64")
+    assert "nvvm.read.ptx.sreg.tid.x" in gpu.llvm and "nvvm.read.ptx.sreg.ntid.x" in gpu.llvm
+    assert "nvvm.barrier0" in gpu.llvm
+    assert "edsl_dpu" not in gpu.llvm
+    dpu = scale_rows.compile("upmem-dpu")
+    assert "edsl_dpu_me" in dpu.llvm and "edsl_dpu_nr_tasklets" in dpu.llvm and "edsl_dpu_barrier" in dpu.llvm
+    assert "nvvm" not in dpu.llvm
+
+
+def test_llir_for_nvptx64():
+    text = scale_rows.compile("nvptx64").llir
+    assert 'target triple = "nvptx64-nvidia-cuda"' in text
+    assert "@llvm.nvvm.read.ptx.sreg.tid.x()" in text
+    assert "barrier" in text  # llvm.nvvm.barrier0 or its newer spelling
+    # Tile parameters live in shared memory: their descriptors hold addrspace(3) pointers.
+    define = next(line for line in text.splitlines() if line.startswith("define") and "@scale_rows" in line)
+    params = define[define.index("@scale_rows("):]
+    assert params.count("ptr addrspace(3)") == 4 and "float %" in params
+
+
+def test_unqualified_tiles_are_shared_memory_on_the_gpu_and_wram_on_the_dpu():
+    assert [p.type_text for p in scale_rows.params_for("nvptx64")][:2] == ["memref<?x?xf32, 3>"] * 2
+    assert [p.type_text for p in scale_rows.params_for("upmem-dpu")][:2] == ["memref<?x?xf32>"] * 2
+
+
+@edsl.dialect(target="nvptx64")
+def gather(out: Input["memref<?xf32, global>"], table: Input["!llvm.ptr<global>"],
+           pos: Input["memref<?xi32, shared>"], n: Input["i32"]):
+    for i in range(edsl.block_id() * edsl.num_threads() + edsl.thread_id(), n,
+                   edsl.num_threads() * edsl.num_blocks()):
+        out[i] = edsl.f32(pos[i])
+
+
+def test_memory_spaces_by_name_and_gpu_intrinsics():
+    assert [p.type_text for p in gather.params] == ["memref<?xf32, 1>", "!llvm.ptr<1>", "memref<?xi32, 3>", "i32"]
+    assert "nvvm.read.ptx.sreg.ctaid.x" in gather.llvm and "nvvm.read.ptx.sreg.nctaid.x" in gather.llvm
+    assert "store float" in gather.llir and "ptr addrspace(1)" in gather.llir
+
+
+def test_target_property_and_compile_target_agree():
+    assert gather.target.name == "nvptx64"
+    assert gather.llvm == gather.compile("nvptx64").llvm
+    assert scale_rows.target.name == "upmem-dpu"
+    assert scale_rows.llvm == scale_rows.compile().llvm
+
+
+def test_each_target_has_its_cache_entry(edsl_cache_dir):
+    gpu_key, dpu_key = scale_rows.key_for("nvptx64"), scale_rows.key_for("upmem-dpu")
+    assert gpu_key != dpu_key and scale_rows.cache_key == dpu_key
+    scale_rows.compile("nvptx64")
+    entry = json.loads((edsl_cache_dir / f"{gpu_key}.json").read_text())
+    assert entry["llvm"] == scale_rows.compile("nvptx64").llvm
+
+
+@edsl.dialect
+def math_zoo(y: InOut["memref<8xf32>"], z: InOut["memref<2xf64>"], x: Input["memref<8xf32>"]):
+    y[0] = edsl.exp(x[0])
+    y[1] = edsl.tanh(x[1])
+    y[2] = edsl.sqrt(x[2])
+    y[3] = round(x[3])
+    y[4] = edsl.erf(x[4])
+    y[5] = x[5] ** 2.5
+    y[6] = abs(x[6])
+    y[7] = edsl.log(x[7])
+    z[0] = edsl.exp(z[1])
+
+
+def test_math_goes_to_libdevice():
+    text = math_zoo.compile("nvptx64").llir
+    for name in ("__nv_expf", "__nv_tanhf", "__nv_sqrtf", "__nv_rintf", "__nv_erff", "__nv_powf", "__nv_logf",
+                 "__nv_exp"):
+        assert f"@{name}(" in text, name
+    assert "@expf(" not in text and "@llvm.exp.f32" not in text   # NVPTX selects neither
+
+
+# --- the raw builder style of TLE-Raw, unchanged ------------------------------------------
+
+@edsl.dialect(name="mlir")
+def tle_copy(y: Input["memref<?xf32, 3>"], x: Input["memref<?xf32, 3>"]):
+    index = ir.IndexType.get()
+    tidx = arith.index_cast(index, nvvm.read_ptx_sreg_tid_x(ir.IntegerType.get_signless(32)))
+    bdimx = arith.index_cast(index, nvvm.read_ptx_sreg_ntid_x(ir.IntegerType.get_signless(32)))
+    length = memref.dim(y, arith.constant(index, 0))
+    for i in scf.for_(tidx, length, bdimx):
+        memref.store(memref.load(x, [i]), y, [i])
+        scf.yield_([])
+    nvvm.barrier0()
+
+
+def test_tle_raw_builder_code_compiles_for_the_gpu():
+    text = tle_copy.compile("nvptx64").llir
+    assert "@llvm.nvvm.read.ptx.sreg.tid.x()" in text
+    assert "load float, ptr addrspace(3)" in text and "store float" in text
+
+
+def test_shared_memory_parameters_are_errors_on_the_dpu():
+    with pytest.raises(edsl.AnnotationError) as err:
+        tle_copy.compile("upmem-dpu")
+    assert err.value.loc.lineno == _line_of(tle_copy, "def tle_copy")
+    assert "memory space 3 does not exist on upmem-dpu" in err.value.message
+
+
+@edsl.dialect
+def tle_count(out: InOut["memref<?xi32>"]):
+    t = nvvm.read_ptx_sreg_tid_x(ir.IntegerType.get_signless(32))
+    out[0] = t
+
+
+def test_nvvm_operation_on_the_dpu_names_the_builder_line():
+    with pytest.raises(edsl.CompileError) as err:
+        tle_count.llvm
+    assert err.value.loc.lineno == _line_of(tle_count, "nvvm.read_ptx_sreg_tid_x")
+    assert "nvvm.read.ptx.sreg.tid.x" in err.value.message and "edsl.thread_id()" in err.value.message
+    assert "nvvm.read.ptx.sreg.tid.x" in tle_count.compile("nvptx64").llvm
+
+
+def _line_of(fn, needle: str) -> int:
+    import inspect
+    lines, first = inspect.getsourcelines(fn.fn)
+    return first + next(i for i, line in enumerate(lines) if needle in line)
+
+
+# --- one target's intrinsics and names on the other: errors at their line ---------------
+
+@edsl.dialect
+def uses_dma(y: InOut["memref<?xf32>"], src: Input["memref<?xf32, MRAM>"]):
+    buf = edsl.wram_alloc(8, "f32")
+    edsl.mram_read(src, buf, 32)
+    y[0] = buf[0]
+
+
+@edsl.dialect
+def uses_tasklet_id(y: InOut["memref<?xi32>"]):
+    y[0] = edsl.tasklet_id()
+
+
+@edsl.dialect
+def uses_wram_alloc(y: InOut["memref<?xf32>"]):
+    buf = edsl.wram_alloc(8, "f32")
+    y[0] = buf[0]
+
+
+@edsl.dialect
+def uses_block_id(y: InOut["memref<?xi32>"]):
+    y[0] = edsl.block_id()
+
+
+def test_mram_memory_space_is_not_a_gpu_name():
+    with pytest.raises(edsl.AnnotationError) as err:
+        uses_dma.compile("nvptx64")
+    assert err.value.loc.lineno == _line_of(uses_dma, "def uses_dma")
+    assert "MRAM is a memory space of upmem-dpu" in err.value.message and "global (1)" in err.value.message
+
+
+@pytest.mark.parametrize("fn, needle, message", [
+    (uses_tasklet_id, "edsl.tasklet_id()", "edsl.thread_id()"),
+    (uses_wram_alloc, "edsl.wram_alloc", "shared memory"),
+])
+def test_dpu_intrinsics_on_the_gpu(fn, needle, message):
+    with pytest.raises(edsl.CompileError) as err:
+        fn.compile("nvptx64")
+    assert err.value.loc.lineno == _line_of(fn, needle)
+    assert "intrinsic of upmem-dpu" in err.value.message and "compiled for nvptx64" in err.value.message
+    assert message in err.value.message
+
+
+def test_gpu_intrinsic_on_the_dpu():
+    with pytest.raises(edsl.CompileError) as err:
+        uses_block_id.llvm
+    assert err.value.loc.lineno == _line_of(uses_block_id, "edsl.block_id()")
+    assert "intrinsic of nvptx64" in err.value.message
+    assert "nvvm.read.ptx.sreg.ctaid.x" in uses_block_id.compile("nvptx64").llvm
+
+
+@edsl.dialect
+def shared_on_the_dpu(y: InOut["memref<?xf32, shared>"]):
+    y[0] = 1.0
+
+
+@edsl.dialect
+def space_seven(y: InOut["memref<?xf32, 7>"]):
+    y[0] = 1.0
+
+
+def test_gpu_memory_space_names_on_the_dpu():
+    with pytest.raises(edsl.AnnotationError) as err:
+        shared_on_the_dpu.llvm
+    assert "shared is a memory space of nvptx64" in err.value.message and "WRAM (0), MRAM (255)" in err.value.message
+    assert "memref<?xf32, 3>" in shared_on_the_dpu.compile("nvptx64").mlir
+
+
+@pytest.mark.parametrize("target", ["nvptx64", "upmem-dpu"])
+def test_memory_space_numbers_a_target_lacks(target):
+    with pytest.raises(edsl.AnnotationError) as err:
+        space_seven.compile(target)
+    assert "memory space 7 does not exist" in err.value.message
+
+
+def test_unknown_target():
+    with pytest.raises(edsl.CompileError) as err:
+        scale_rows.compile("sm_90")
+    assert "'upmem-dpu', 'nvptx64'" in err.value.message
+
+
+@edsl.dialect(bounds_check=True)
+def checked(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"], k: Input["i32"]):
+    assert k >= 0, "k must not be negative"
+    for i in range(edsl.thread_id(), y.shape[0], edsl.num_threads()):
+        y[i] = x[i + k]
+
+
+def test_failed_checks_on_the_gpu_are_cuda_assertions_naming_the_line():
+    text = checked.compile("nvptx64").llir
+    line = _line_of(checked, "assert k >= 0")
+    assert f'{checked.fn.__code__.co_filename}:{line}:5: assert k >= 0 failed: k must not be negative\\00"' in text
+    assert f"call void @__assertfail(ptr @__edsl_str, ptr @__edsl_str_1, i32 {line}, " in text
+    assert f":{line + 2}:16: index out of bounds" in text and f":{line + 2}:9: index out of bounds" in text
+    dpu = checked.compile("upmem-dpu").llvm
+    assert "edsl_dpu_assert_fail" in dpu and "__assertfail" not in dpu

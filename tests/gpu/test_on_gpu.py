@@ -1,0 +1,273 @@
+"""`fl.call` kernels run on an NVIDIA GPU by Triton's stock nvidia backend,
+checked against torch: tiles of each layout (1-D, 2-D, a `tl.dot`
+accumulator), thread-0 and all-thread bodies, calls chained in a loop,
+pointers and scalars, element types, several outs, the CTA size, the
+examples, and an edited EDSL function recompiling the kernel in a new process."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import triton
+import triton.language as tl
+from hypothesis import given, settings, strategies as st
+
+import edsl
+from edsl import InOut, Input, fl
+from gpu_helpers import EXAMPLES
+
+pytestmark = pytest.mark.gpu
+FEW = settings(max_examples=8, deadline=None)
+
+
+def _torch():
+    import torch
+    return torch
+
+
+@edsl.dialect
+def reverse(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"]):
+    n = y.shape[0]
+    for i in range(edsl.thread_id(), n, edsl.num_threads()):
+        y[i] = x[n - 1 - i]
+
+
+@edsl.dialect
+def reverse_2d(y: InOut["memref<?x?xf32>"], x: Input["memref<?x?xf32>"]):
+    rows, cols = y.shape[0], y.shape[1]
+    for e in range(edsl.thread_id(), rows * cols, edsl.num_threads()):
+        y[e // cols, e % cols] = x[rows - 1 - e // cols, cols - 1 - e % cols]
+
+
+@edsl.dialect
+def prefix_sum(y: InOut["memref<?x?xf32>"], x: Input["memref<?x?xf32>"]):
+    if edsl.thread_id() == 0:
+        s = 0.0
+        for i in range(y.shape[0]):
+            for j in range(y.shape[1]):
+                s += x[i, j]
+                y[i, j] = s
+
+
+@triton.jit
+def reverse_kernel(x_ptr, o_ptr, B: tl.constexpr):
+    offs = tl.program_id(0) * B + tl.arange(0, B)
+    x = tl.load(x_ptr + offs)
+    tl.store(o_ptr + offs, fl.call(reverse, [tl.zeros_like(x)], [x]))
+
+
+@triton.jit
+def chain_kernel(x_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr, TILES: tl.constexpr):
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    for t in range(TILES):
+        x = tl.load(x_ptr + t * M * N + offs)
+        y = fl.call(reverse_2d, [tl.zeros_like(x)], [x])
+        z = fl.call(prefix_sum, [y], [y])   # the out's old value is the in
+        tl.store(o_ptr + t * M * N + offs, z)
+
+
+@triton.jit
+def dot_kernel(a_ptr, b_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    acc = tl.dot(tl.load(a_ptr + rm[:, None] * K + rk[None, :]), tl.load(b_ptr + rk[:, None] * N + rn[None, :]))
+    y = fl.call(reverse_2d, [tl.zeros_like(acc)], [acc])
+    tl.store(o_ptr + rm[:, None] * N + rn[None, :], y + 1.0)
+
+
+@FEW
+@given(block=st.sampled_from([32, 128, 1024]), programs=st.integers(1, 5), warps=st.sampled_from([1, 4, 8]),
+       seed=st.integers(0, 99))
+def test_reverse_1d_tiles(block, programs, warps, seed):
+    torch = _torch()
+    x = torch.randn(programs * block, device="cuda", generator=torch.Generator("cuda").manual_seed(seed))
+    o = torch.full_like(x, float("nan"))
+    reverse_kernel[(programs,)](x, o, B=block, num_warps=warps)
+    torch.testing.assert_close(o, x.view(programs, block).flip(1).reshape(-1), rtol=0, atol=0)
+
+
+@FEW
+@given(m=st.sampled_from([1, 2, 16, 32]), n=st.sampled_from([16, 32, 64]), seed=st.integers(0, 99))
+def test_calls_chained_in_a_loop(m, n, seed):
+    torch = _torch()
+    x = torch.randn(3, m, n, device="cuda", generator=torch.Generator("cuda").manual_seed(seed))
+    o = torch.full_like(x, float("nan"))
+    chain_kernel[(1,)](x, o, M=m, N=n, TILES=3)
+    want = torch.cumsum(x.flip(1, 2).reshape(3, -1).double(), 1).float().reshape(x.shape)
+    torch.testing.assert_close(o, want, rtol=1e-5, atol=1e-4)
+
+
+@triton.jit
+def branch_kernel(x_ptr, o_ptr, B: tl.constexpr):
+    offs = tl.program_id(0) * B + tl.arange(0, B)
+    x = tl.load(x_ptr + offs)
+    if tl.program_id(0) % 2 == 0:
+        y = fl.call(reverse, [tl.zeros_like(x)], [x])
+    else:
+        y = x * 2
+    tl.store(o_ptr + offs, y)
+
+
+def test_a_call_in_a_branch_taken_by_some_ctas():
+    torch = _torch()
+    x = torch.randn(6 * 64, device="cuda", generator=torch.Generator("cuda").manual_seed(3))
+    o = torch.empty_like(x)
+    branch_kernel[(6,)](x, o, B=64)
+    tiles = x.view(6, 64)
+    want = torch.where(torch.arange(6, device="cuda")[:, None] % 2 == 0, tiles.flip(1), tiles * 2)
+    torch.testing.assert_close(o.view(6, 64), want, rtol=0, atol=0)
+
+
+def test_dot_accumulator_tile():
+    torch = _torch()
+    gen = torch.Generator("cuda").manual_seed(0)
+    a = torch.randn(64, 32, device="cuda", generator=gen).half()
+    b = torch.randn(32, 64, device="cuda", generator=gen).half()
+    o = torch.empty(64, 64, device="cuda")
+    dot_kernel[(1,)](a, b, o, M=64, N=64, K=32)
+    torch.testing.assert_close(o, (a.float() @ b.float()).flip(0, 1) + 1.0, rtol=1e-3, atol=1e-2)
+
+
+@edsl.dialect
+def stamp(ids: InOut["memref<?xi32>"], x: Input["memref<?xf16>"], y: Input["memref<?xbf16>"],
+          w: InOut["memref<?xf64>"], scale: Input["f32"]):
+    t = edsl.thread_id()
+    if t < ids.shape[0]:
+        ids[t] = edsl.block_id() * 100000 + edsl.num_threads() * 100 + t
+    for i in range(t, w.shape[0], edsl.num_threads()):
+        w[i] = edsl.f64(x[i]) * scale + edsl.f64(y[i])
+
+
+@triton.jit
+def stamp_kernel(x_ptr, y_ptr, ids_ptr, w_ptr, scale, B: tl.constexpr, T: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * B + tl.arange(0, B)
+    ids = tl.full([T], -1, tl.int32)
+    w = tl.zeros([B], tl.float64)
+    ids, w = fl.call(stamp, [ids, w], [tl.load(x_ptr + offs), tl.load(y_ptr + offs), scale])
+    tl.store(ids_ptr + pid * T + tl.arange(0, T), ids)
+    tl.store(w_ptr + offs, w)
+
+
+@pytest.mark.parametrize("warps", [1, 2, 8])
+def test_types_several_outs_block_and_thread_ids(warps):
+    torch = _torch()
+    gen = torch.Generator("cuda").manual_seed(warps)
+    x = torch.randn(3 * 256, device="cuda", generator=gen).half()
+    y = torch.randn(3 * 256, device="cuda", generator=gen).bfloat16()
+    threads = 32 * warps
+    ids = torch.empty(3, 512, device="cuda", dtype=torch.int32)
+    w = torch.empty(3 * 256, device="cuda", dtype=torch.float64)
+    stamp_kernel[(3,)](x, y, ids, w, 0.5, B=256, T=512, num_warps=warps)
+    t = torch.arange(512, device="cuda", dtype=torch.int32)
+    want = torch.where(t < threads, torch.arange(3, device="cuda")[:, None] * 100000 + threads * 100 + t, -1)
+    torch.testing.assert_close(ids, want.int(), rtol=0, atol=0)
+    torch.testing.assert_close(w, x.double() * 0.5 + y.double(), rtol=0, atol=0)
+
+
+@edsl.dialect
+def axpy_global(x: Input["memref<?xf32, global>"], out: Input["!llvm.ptr<global>"], a: Input["f32"],
+                n: Input["i32"]):
+    from mlir import ir
+    from mlir.dialects import llvm
+    f32 = ir.F32Type.get()
+    start = edsl.block_id() * edsl.num_threads() + edsl.thread_id()
+    for i in range(start, n, edsl.num_threads() * edsl.num_blocks()):
+        p = llvm.getelementptr(ir.Type.parse("!llvm.ptr<1>"), out, [edsl.i32(i)], [-2147483648], f32, 0)
+        llvm.store(edsl.f32(a * x[i] + llvm.load(f32, p)), p)
+
+
+@triton.jit
+def axpy_kernel(x_ptr, out_ptr, a, n):
+    fl.call(axpy_global, [], [x_ptr, out_ptr, a, n])
+
+
+def test_pointers_and_scalars_with_a_grid_stride_loop():
+    torch = _torch()
+    gen = torch.Generator("cuda").manual_seed(1)
+    x = torch.randn(100_003, device="cuda", generator=gen)
+    out = torch.randn(100_003, device="cuda", generator=gen)
+    want = 2.5 * x + out
+    axpy_kernel[(7,)](x, out, 2.5, x.numel())
+    torch.testing.assert_close(out, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["gpu_vector_add", "gpu_softmax", "gpu_matmul", "gpu_topk",
+                                  "fl_softmax", "fl_matmul", "fl_topk"])
+def test_example(name, tmp_path):
+    env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "triton"), EDSL_CACHE_DIR=str(tmp_path / "edsl"))
+    done = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py")], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert "OK" in done.stdout and ("GPU" in done.stdout or "on cuda" in done.stdout)
+
+
+EDIT_SCRIPT = textwrap.dedent('''
+    import torch, triton, triton.language as tl
+    import edsl
+    from edsl import InOut, Input, fl
+
+    @edsl.dialect
+    def body(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"]):
+        for i in range(edsl.thread_id(), y.shape[0], edsl.num_threads()):
+            y[i] = x[i] * FACTOR
+
+    @triton.jit
+    def kernel(x_ptr, o_ptr, B: tl.constexpr):
+        offs = tl.arange(0, B)
+        x = tl.load(x_ptr + offs)
+        tl.store(o_ptr + offs, fl.call(body, [tl.zeros_like(x)], [x]))
+
+    x = torch.ones(64, device="cuda")
+    o = torch.empty_like(x)
+    kernel[(1,)](x, o, B=64)
+    print(o[0].item())
+''')
+
+
+def test_an_edited_edsl_function_recompiles_the_kernel_in_a_new_process(tmp_path):
+    script = tmp_path / "edited.py"
+    env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "triton"), EDSL_CACHE_DIR=str(tmp_path / "edsl"))
+    results = []
+    for factor in ("2.0", "3.0", "2.0"):
+        script.write_text(EDIT_SCRIPT.replace("FACTOR", factor))
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        results.append(float(done.stdout.split()[-1]))
+    assert results == [2.0, 3.0, 2.0]
+
+
+ASSERT_SCRIPT = textwrap.dedent('''
+    import torch, triton, triton.language as tl
+    import edsl
+    from edsl import InOut, Input, fl
+
+    @edsl.dialect
+    def shift(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"], k: Input["i32"]):
+        assert k >= 0, "k must not be negative"
+        for i in range(edsl.thread_id(), y.shape[0] - k, edsl.num_threads()):
+            y[i] = x[i + k]
+
+    @triton.jit
+    def kernel(x_ptr, o_ptr, k, B: tl.constexpr):
+        offs = tl.arange(0, B)
+        x = tl.load(x_ptr + offs)
+        tl.store(o_ptr + offs, fl.call(shift, [tl.zeros_like(x)], [x, k]))
+
+    x = torch.arange(64, device="cuda", dtype=torch.float32)
+    o = torch.empty_like(x)
+    kernel[(1,)](x, o, 3, B=64)
+    print(o[:3].tolist())
+    kernel[(1,)](x, o, -1, B=64)
+    torch.cuda.synchronize()
+''')
+
+
+def test_a_failed_assert_stops_the_kernel_naming_its_line(tmp_path):
+    script = tmp_path / "asserting.py"
+    script.write_text(ASSERT_SCRIPT)
+    env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "triton"), EDSL_CACHE_DIR=str(tmp_path / "edsl"))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
+    assert done.stdout.splitlines()[0] == "[3.0, 4.0, 5.0]"
+    assert done.returncode != 0
+    assert f"{script}:8:5: assert k >= 0 failed: k must not be negative" in done.stdout + done.stderr
