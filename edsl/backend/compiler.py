@@ -139,14 +139,11 @@ class DpuBackend(BaseBackend):
 
     @staticmethod
     def make_mlir(mod, metadata, options, state):
-        import re
-
         from .convert import convert_ttir
-        text = mod if isinstance(mod, str) else mod.str()
-        # `tl.debug_barrier()` (TritonGPU's barrier op): a barrier of the DPU's tasklets.
-        text = re.sub(r"\bttg\.barrier(?: [a-z_|]+)?(?= loc\(|$)", "gpu.barrier", text, flags=re.M)
+        from .ttir_text import triton_view
+        text, view = (mod, None) if isinstance(mod, str) else (mod.str(), triton_view(mod))
         module, info = convert_ttir(text, debug=options.debug, wram_limit=options.wram_bytes,
-                                    tasklets=options.num_tasklets)
+                                    tasklets=options.num_tasklets, triton_ops=view)
         metadata["name"] = info.name
         metadata["tasklets"] = info.tasklets
         metadata["regions"] = info.regions
