@@ -12,9 +12,20 @@ __all__ = ["dialect", "EdslFunction", "Input", "InOut", "language", "EdslError",
            "DpuError", *language.__all__]
 
 
+# Imported on first use: these import Triton.
+_LAZY = {
+    "fl": (".fl", None),                           # calls from Triton kernels
+    "array": (".backend.arrays", "array"),         # a NumPy array as a Triton pointer argument
+    "DpuArray": (".backend.arrays", "DpuArray"),
+    "last_report": (".backend.model", "last_report"),   # the last launch on the DPU model
+    "export": (".export", "export"),               # a kernel as an UPMEM SDK project
+}
+
+
 def __getattr__(name):
-    # `fl` (calls from Triton kernels) imports Triton: only when asked for.
-    if name == "fl":
+    if name in _LAZY:
         import importlib
-        return importlib.import_module(".fl", __name__)
+        module, attr = _LAZY[name]
+        module = importlib.import_module(module, __name__)
+        return module if attr is None else getattr(module, attr)
     raise AttributeError(f"module 'edsl' has no attribute {name!r}")

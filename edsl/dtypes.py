@@ -144,3 +144,30 @@ def of_numpy(dtype) -> Scalar | None:
         except (TypeError, AttributeError, ImportError):
             continue
     return None
+
+
+def of_triton_dtype(dtype) -> Scalar | None:
+    """The scalar of a `triton.language` dtype (tl.float32, tl.uint8, ...), or None."""
+    if dtype.is_int():
+        return by_triton(f"{'u' if dtype.is_int_unsigned() else 'i'}{dtype.primitive_bitwidth}")
+    return by_triton(str(dtype))
+
+
+def triton_dtype_name(s: Scalar) -> str:
+    """The name `triton.language.dtype(...)` takes for `s` (`int32`, `uint8`, `fp32`)."""
+    if s.is_int:
+        return f"{'uint' if s.unsigned else 'int'}{s.width}"
+    if s.triton is None:
+        raise TypeError(f"{s.mlir} has no Triton type")
+    return s.triton
+
+
+def value_bits(s: Scalar, value):
+    """A Python number as the ctypes value a program reads for scalar `s`;
+    formats ctypes lacks (f16, bf16, fp8) as their bits, rounded to nearest even."""
+    import numpy as np
+    if s.ctype is not None:
+        return s.ctype(value.item() if hasattr(value, "item") else value)
+    bits = np.array([value], dtype=np.float64).astype(numpy_dtype(s))
+    word = {1: ctypes.c_uint8, 2: ctypes.c_uint16}[s.nbytes]
+    return word(int(bits.view(f"u{s.nbytes}")[0]))

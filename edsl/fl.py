@@ -19,22 +19,10 @@ import re
 
 from triton.language import core as tl
 
+from . import dtypes
 from .codegen.target import DPU, NVPTX, Target
 from .function import EdslFunction
-
-PREFIX = "__edsl_"
-_CALLEES: dict[str, EdslFunction] = {}  # placeholder name -> function, for the backend
-
-
-def callee(symbol: str) -> EdslFunction | None:
-    """The EDSL function a placeholder symbol stands for."""
-    return _CALLEES.get(symbol)
-
-
-def placeholder_symbol(fn: EdslFunction) -> str:
-    key = fn.cache_key or f"{id(fn):x}"
-    return f"{PREFIX}{fn.__name__}_{key[:16]}"
-
+from .inject.callees import placeholder_symbol
 
 def _check_counts(name, out_specs, in_specs, outs, ins) -> None:
     if len(outs) != len(out_specs) or len(ins) != len(in_specs):
@@ -70,12 +58,9 @@ def _check_tile(spec, v, what: str, name: str, target: Target = DPU) -> None:
         raise TypeError(f"fl.call({name}): {what} for parameter {spec.name!r} ({spec.type_text}) "
                         f"must be a tensor, got {_describe(v)}")
     got = v.type.scalar
-    if target is NVPTX:  # every element type a tile may have, bf16 too
-        from .gpu.placeholders import element
-        matches = element(got) == _memref_element(spec.type_text)
-    else:
-        matches = spec.dtype is not None and str(got) == _TRITON_DTYPE.get(spec.dtype.str[1:], "?")
-    if not matches:
+    scalar = dtypes.of_triton_dtype(got)
+    want = _memref_element(spec.type_text)
+    if scalar is None or scalar.unsigned or scalar.mlir != ("i64" if want == "index" else want):
         raise TypeError(f"fl.call({name}): {what} for parameter {spec.name!r} ({spec.type_text}) "
                         f"has element type {got}")
     shape = list(v.type.shape)
@@ -88,17 +73,9 @@ def _check_tile(spec, v, what: str, name: str, target: Target = DPU) -> None:
                             f"has size {b} in dimension {axis}, expected {a}")
 
 
-# NumPy dtype codes -> Triton scalar type names
-_TRITON_DTYPE = {"f2": "fp16", "f4": "fp32", "f8": "fp64", "i1": "int8", "i2": "int16", "i4": "int32",
-                 "i8": "int64", "b1": "int1"}
 def _memref_element(type_text: str) -> str:
     """`f32` of `memref<4x?xf32, 3>`."""
     return re.match(r"memref<(?:[\d?]+x)*(\w+)", type_text).group(1)
-
-
-_SCALAR_TO_TRITON = {"i1": tl.int1, "i8": tl.int8, "i16": tl.int16, "i32": tl.int32, "i64": tl.int64,
-                     "index": tl.int64, "f16": tl.float16, "bf16": tl.bfloat16, "f32": tl.float32,
-                     "f64": tl.float64}
 
 
 def operand_kind(spec, target: Target) -> str:
@@ -122,7 +99,7 @@ def _operand(spec, v, what: str, name: str, semantic, target: Target = DPU):
         if target is NVPTX:
             return _global_pointer(spec, v, what, name, semantic)
         return v
-    dtype = _SCALAR_TO_TRITON[spec.scalar]
+    dtype = tl.dtype(dtypes.triton_dtype_name(dtypes.by_mlir(spec.scalar)))
     if isinstance(v, tl.tensor):
         if v.type.is_block() or v.type.is_ptr():
             raise TypeError(f"fl.call({name}): {what} for parameter {spec.name!r} ({spec.type_text}) "
@@ -158,7 +135,6 @@ def call(fn, outs, ins, _semantic=None, _generator=None):
     builder = _semantic.builder
     module = _generator.module
     symbol = placeholder_symbol(fn)
-    _CALLEES[symbol] = fn
     if not module.has_function(symbol):
         from triton._C.libtriton import ir
         detached = ir.builder(_generator.context)  # a declaration is built with no insertion point

@@ -13,7 +13,7 @@ import ast
 import hashlib
 import sys
 import types
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 
 from mlir import ir
@@ -21,14 +21,16 @@ from mlir import ir
 from . import cache, codegen, language
 from .codegen.signature import function_info
 from .dpu import runtime
-from .dpu.abi import MAX_TASKLETS
+from .dpu.abi import MAX_TASKLETS, MRAM_ADDRSPACE
 from .dpu.runtime import LaunchReport, Program
+from .dpu.timing import launch_estimate
 from .codegen.target import DPU, NVPTX, Target
 from .errors import ArgumentError, CompileError, DpuError, SourceLoc
 from .gpu import nvptx
 from .hostcall import ArgSpec, pack_arguments
 from .lowering import (CLEANUP_PIPELINE, PIPELINES, location_of, require_llvm_dialect, run_pipeline, to_llvm_ir,
                        use_libdevice, verify)
+from .lowering.counting import run_counting
 
 
 @dataclass
@@ -39,7 +41,7 @@ class Compiled:
     sites: dict  # run-time check site code -> SourceLoc
     wram_bytes: int
     module: ir.Module | None = None  # LLVM-dialect module, parsed on demand
-    program: Program | None = None
+    programs: dict = field(default_factory=dict)  # timing (bool) -> Program
     where: tuple = ("the function", None)  # (what, SourceLoc) for errors
     _llir: str | None = None
 
@@ -242,23 +244,26 @@ class EdslFunction:
 
     # --- execution -----------------------------------------------------------------------
 
-    def program(self) -> Program:
-        """The function as a program of the DPU model (compiled once per machine)."""
+    def program(self, timing: bool = False) -> Program:
+        """The function as a program of the DPU model (compiled once per machine);
+        with `timing`, with executed-block counters (edsl.lowering.counting)."""
         c = self.compile(DPU)
-        if c.program is None:
+        if timing not in c.programs:
             with codegen.LOCK, codegen.context():
                 require_llvm_dialect(c.module, f"{self.__name__}()", self._def_loc())
                 module = ir.Module.parse(c.llvm)       # the program adds the runtime to its copy
+                table = run_counting(module) if timing else None
                 obj = runtime.build(module, [self.__name__], f"{self.__name__}()")
-            c.program = Program(obj, self.__name__, c.sites)
-        return c.program
+            c.programs[timing] = Program(obj, self.__name__, c.sites, table)
+        return c.programs[timing]
 
     def __call__(self, *args):
         self.run(*args)
 
-    def run(self, *args, tasklets: int = 1) -> LaunchReport:
+    def run(self, *args, tasklets: int = 1, timing: bool = False) -> LaunchReport:
         """Run on the host DPU model with `tasklets` tasklets; InOut arrays are
-        updated in place. Returns (and keeps in `last_stats`) what the launch did."""
+        updated in place. Returns (and keeps in `last_stats`) what the launch did;
+        with `timing`, also its estimated time on UPMEM hardware (`.timing`)."""
         loc = _caller_loc()
         specs = self.params_for(DPU)
         if len(args) != len(specs):
@@ -267,12 +272,15 @@ class EdslFunction:
                                 f"{len(args)} given", loc)
         if not isinstance(tasklets, int) or not 1 <= tasklets <= MAX_TASKLETS:
             raise DpuError(f"a DPU runs 1 to {MAX_TASKLETS} tasklets, not {tasklets!r}", loc)
+        if not isinstance(timing, bool):
+            raise ArgumentError(f"timing must be True or False, not {timing!r}", loc)
         packed, keep = pack_arguments(specs, args, loc)
-        program = self.program()
+        program = self.program(timing)
         entry = program.entry(self.__name__)
         # The function's memrefs are checked against their own ends; the MRAM
         # it may reach is the whole address space.
-        launch = runtime.Launch(1, tasklets, [0, 2 ** 63 - 1])
+        table = program.counters
+        launch = runtime.Launch(1, tasklets, [0, 2 ** 63 - 1], counters=table.counters if table else 0)
 
         def tasklet(tid: int) -> None:
             ctx = launch.address(0, tid)
@@ -285,6 +293,11 @@ class EdslFunction:
         report = LaunchReport(self.__name__, num_tasklets=tasklets, tasklets_used=tasklets,
                               wram_bytes=self.compile(DPU).wram_bytes, **launch.totals(),
                               per_dpu_programs=[1], per_tasklet_dma=launch.per_tasklet_dma())
+        if table is not None:
+            # Host<->MRAM: the MRAM arrays, in (all) and out (the InOut ones).
+            mram = [(s, a) for s, a in zip(specs, args) if s.kind == "memref" and s.memory_space == MRAM_ADDRSPACE]
+            report.timing = launch_estimate(table, launch.counters, launch.ctx, sum(a.nbytes for _, a in mram),
+                                            sum(a.nbytes for s, a in mram if s.inout))
         self.last_stats = report
         return report
 

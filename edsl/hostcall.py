@@ -15,11 +15,9 @@ from mlir import ir
 
 from .codegen import semantic as S
 from .codegen.signature import ParamInfo
+from . import dtypes
+from .dpu import abi
 from .errors import ArgumentError, SourceLoc
-
-_CTYPES = {"i1": ctypes.c_bool, "i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32,
-           "i64": ctypes.c_int64, "index": ctypes.c_int64, "f32": ctypes.c_float, "f64": ctypes.c_double}
-
 
 @dataclass(frozen=True)
 class ArgSpec:
@@ -28,12 +26,11 @@ class ArgSpec:
     type_text: str
     kind: str                # "memref", "scalar" or "ptr"
     inout: bool = False
-    dtype: np.dtype | None = None
+    dtype: np.dtype | None = None   # of a memref's elements (bf16 and fp8 through ml_dtypes)
     shape: tuple = ()        # None for dynamic sizes
     strides: tuple | None = None  # None: contiguous row-major; else element strides (None = dynamic)
     offset: int | None = 0   # static offset in elements, None if dynamic
-    ctype: type | None = None
-    scalar: str = ""
+    scalar: str = ""          # a scalar's MLIR type name
     memory_space: int = 0    # of a memref: WRAM (0), MRAM (255); on a GPU shared (3), global (1)
 
     @staticmethod
@@ -41,11 +38,7 @@ class ArgSpec:
         t = p.mlir_type
         if S.is_memref(t):
             m = ir.MemRefType(t)
-            elem = m.element_type
-            if str(elem) in ("bf16",):
-                dtype = None
-            else:
-                dtype = S.numpy_dtype(elem)
+            dtype = S.numpy_dtype(m.element_type)
             shape = tuple(None if ir.ShapedType.is_dynamic_size(d) else d for d in m.shape)
             strides, offset = None, 0
             if not S.has_identity_layout(t):
@@ -54,13 +47,10 @@ class ArgSpec:
                 strides = tuple(None if s == dyn else s for s in st)
                 offset = None if off == dyn else off
             return ArgSpec(p.name, p.type_text, "memref", p.param.is_inout, dtype, shape, strides, offset,
-                           memory_space=S.memory_space(t))
+                           memory_space=abi.memory_space(t))
         if str(t).startswith("!llvm.ptr"):
             return ArgSpec(p.name, p.type_text, "ptr")
-        key = str(t)
-        if key not in _CTYPES:
-            return ArgSpec(p.name, p.type_text, "scalar", ctype=None, scalar=key)
-        return ArgSpec(p.name, p.type_text, "scalar", ctype=_CTYPES[key], scalar=key)
+        return ArgSpec(p.name, p.type_text, "scalar", scalar=str(t))
 
 
 def _fail(spec: ArgSpec, what: str, loc) -> ArgumentError:
@@ -70,8 +60,6 @@ def _fail(spec: ArgSpec, what: str, loc) -> ArgumentError:
 def _memref_fields(spec: ArgSpec, a, loc) -> list:
     if not isinstance(a, np.ndarray):
         raise _fail(spec, f"expected a NumPy array, got {type(a).__name__}", loc)
-    if spec.dtype is None:
-        raise _fail(spec, "bf16 memrefs cannot be passed from NumPy", loc)
     if a.dtype != spec.dtype:
         raise _fail(spec, f"expected dtype {spec.dtype}, got {a.dtype}", loc)
     if a.ndim != len(spec.shape):
@@ -102,25 +90,25 @@ def _memref_fields(spec: ArgSpec, a, loc) -> list:
 
 
 def _scalar(spec: ArgSpec, v, loc):
-    if spec.ctype is None:
-        raise _fail(spec, f"{spec.scalar} scalars cannot be passed from Python", loc)
     kind = spec.scalar
+    s = dtypes.by_mlir(kind)
+    if s is None:
+        raise _fail(spec, f"{kind} scalars cannot be passed from Python", loc)
     if isinstance(v, np.ndarray) and v.ndim == 0:
         v = v[()]
     if kind == "i1":
         if not isinstance(v, (bool, np.bool_)) and not (isinstance(v, (int, np.integer)) and v in (0, 1)):
             raise _fail(spec, f"expected a bool, got {v!r}", loc)
-        return spec.ctype(bool(v))
-    if kind[0] == "f":
+        return s.ctype(bool(v))
+    if s.is_float:
         if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, (bool, np.bool_)):
             raise _fail(spec, f"expected a number, got {type(v).__name__}", loc)
-        return spec.ctype(float(v))
+        return dtypes.value_bits(s, float(v))
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
         raise _fail(spec, f"expected an integer, got {type(v).__name__}", loc)
-    bits = 64 if kind == "index" else int(kind[1:])
-    if not -(1 << (bits - 1)) <= int(v) < (1 << (bits - 1)):
+    if not -(1 << (s.width - 1)) <= int(v) < (1 << (s.width - 1)):
         raise _fail(spec, f"{int(v)} does not fit in {kind}", loc)
-    return spec.ctype(int(v))
+    return s.ctype(int(v))
 
 
 def _result_bytes(specs) -> int:

@@ -12,7 +12,10 @@ Stages (each one's text is in `compiled.asm[name]`):
           Triton's cache costs a new process milliseconds
 
 `num_tasklets` is a compile option: the converted kernel shares its tile
-loops out among that many tasklets (see `convert.core`).
+loops out among that many tasklets (see `convert.core`). So is `dpu_timing`:
+the LLVM dialect gets executed-block counters (edsl.lowering.counting), the
+program's header says what they count, and each launch reports its
+estimated time on UPMEM hardware (`LaunchReport.timing`).
 
 Importing this module is cheap (Triton imports every registered backend at
 `import triton`): the MLIR bindings load only when a stage runs.
@@ -37,6 +40,7 @@ class DpuOptions:
     num_dpus: int = 1
     num_tasklets: int = 1
     wram_bytes: int = WRAM_BYTES
+    dpu_timing: bool = False
     # Fields Triton's frontend and launcher read on every backend.
     num_warps: int = 1
     num_ctas: int = 1
@@ -96,6 +100,8 @@ class DpuBackend(BaseBackend):
         n = args.get("num_tasklets", 1)
         if not isinstance(n, int) or not 1 <= n <= MAX_TASKLETS:
             raise ArgumentError(f"num_tasklets must be an integer from 1 to {MAX_TASKLETS}, not {n!r}")
+        if not isinstance(args.get("dpu_timing", False), bool):
+            raise ArgumentError(f"dpu_timing must be True or False, not {args['dpu_timing']!r}")
         d = args.get("num_dpus", 1)
         if not isinstance(d, int) or d < 1:
             raise ArgumentError(f"num_dpus must be a positive integer, not {d!r}")
@@ -133,14 +139,11 @@ class DpuBackend(BaseBackend):
 
     @staticmethod
     def make_mlir(mod, metadata, options, state):
-        import re
-
         from .convert import convert_ttir
-        text = mod if isinstance(mod, str) else mod.str()
-        # `tl.debug_barrier()` (TritonGPU's barrier op): a barrier of the DPU's tasklets.
-        text = re.sub(r"\bttg\.barrier(?: [a-z_|]+)?(?= loc\(|$)", "gpu.barrier", text, flags=re.M)
+        from .ttir_text import triton_view
+        text, view = (mod, None) if isinstance(mod, str) else (mod.str(), triton_view(mod))
         module, info = convert_ttir(text, debug=options.debug, wram_limit=options.wram_bytes,
-                                    tasklets=options.num_tasklets)
+                                    tasklets=options.num_tasklets, triton_ops=view)
         metadata["name"] = info.name
         metadata["tasklets"] = info.tasklets
         metadata["regions"] = info.regions
@@ -159,6 +162,10 @@ class DpuBackend(BaseBackend):
         from ..lowering import DEFAULT_PIPELINE
         module = ir.Module.parse(src, state["context"])
         run_pipeline_with_regions(module, DEFAULT_PIPELINE, f"kernel '{metadata['name']}'")
+        if options.dpu_timing:
+            from ..dpu.abi import LAUNCH
+            from ..lowering.counting import run_counting
+            run_counting(module, skip=(LAUNCH,))      # (the model's loop over DPUs)
         state["llmlir"] = module.operation.get_asm(enable_debug_info=True)
         state["module"] = module
         return state["llmlir"]
@@ -172,9 +179,12 @@ class DpuBackend(BaseBackend):
     def make_dpubin(src, metadata, options, state):
         from ..dpu.abi import LAUNCH
         from ..dpu.runtime import build
+        from ..lowering.counting import counter_table
+        table = counter_table(state["module"])
         obj = build(state["module"], [LAUNCH], f"kernel '{metadata['name']}'")
         header = {key: metadata[key] for key in ("name", "wram_bytes", "asserts", "tasklets",
                                                   "regions", "sites", "stored")}
+        header["counters"] = table.to_json() if table is not None else None
         return json.dumps(header).encode() + b"\n" + obj
 
     def add_stages(self, stages, options, language):

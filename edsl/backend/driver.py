@@ -4,7 +4,7 @@ Active when no other Triton driver is (a machine without a GPU), or anywhere
 with `TRITON_DEFAULT_BACKEND=dpu`. Importing this module is cheap: NumPy and
 the MLIR bindings load on first use.
 
-Launch options: `kernel[grid](..., num_dpus=4, num_tasklets=16)`.
+Launch options: `kernel[grid](..., num_dpus=4, num_tasklets=16, dpu_timing=True)`.
 Pointer arguments are NumPy arrays. Stock Triton types a pointer argument by
 its `data_ptr()` and `dtype`, which a bare `numpy.ndarray` lacks; while this
 driver is active, the argument specializer Triton's launcher binds
@@ -87,7 +87,11 @@ class DpuUtils:
             # Lines of the kernel's run-time checks and of the EDSL functions
             # inlined in it, so that their errors name them.
             sites = {code: SourceLoc(f, line, col) for code, f, line, col in meta.get("sites", [])}
-            program = Program(obj, meta["name"], sites)
+            table = None
+            if meta.get("counters"):         # built with dpu_timing
+                from ..lowering.counting import CounterTable
+                table = CounterTable.from_json(meta["counters"])
+            program = Program(obj, meta["name"], sites, table)
             program.meta = meta
             _programs[kernel] = program
         return program, program, 0, 0, MAX_TASKLETS
@@ -192,10 +196,9 @@ class DpuDriver(DriverBase):
     def map_python_to_cpp_type(self, ty: str) -> str:
         if ty.startswith("*"):
             return "uint64_t"
-        return {"i1": "bool", "i8": "int8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t",
-                "u1": "bool", "u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t",
-                "u64": "uint64_t", "fp16": "uint16_t", "bf16": "uint16_t", "fp32": "float",
-                "fp64": "double"}[ty]
+        from .. import dtypes
+        s = dtypes.by_triton(ty)
+        return s.c or f"uint{s.width}_t"          # (16- and 8-bit floats: their bits)
 
     def get_benchmarker(self):
         return _bench

@@ -19,6 +19,8 @@
 - Tasklets: a kernel is compiled for `num_tasklets` (1..24) and every tasklet
   of a DPU runs it, sharing out the tile loops and meeting at barriers, each
   on its own launch context (edsl.dpu.runtime.Launch).
+- Compiled with `dpu_timing=True`, the report carries the launch's estimated
+  time on UPMEM hardware (`report.timing`, edsl.dpu.timing).
 - A broken DMA rule, an MRAM access outside the arrays or a failed device
   assertion raises `DpuError` at the kernel's line after the launch.
 
@@ -35,6 +37,7 @@ import numpy as np
 from .. import dtypes
 from ..dpu.abi import LAUNCH, MRAM_BYTES
 from ..dpu.runtime import Launch, LaunchReport, Program
+from ..dpu.timing import clock_hz, estimate, launch_estimate
 from ..errors import ArgumentError, DpuError
 
 _LAST: list = [None]
@@ -94,10 +97,7 @@ def _scalar(ty: str, value, name: str):
     if s is None:
         raise ArgumentError(f"argument '{name}' of type {ty} is not supported by the DPU backend")
     try:
-        if s.ctype is None:                # fp16, bf16, fp8: their bits, rounded to nearest even
-            bits = np.array([value], dtype=np.float64).astype(dtypes.numpy_dtype(s))
-            return (ctypes.c_uint16 if s.nbytes == 2 else ctypes.c_uint8)(int(bits.view(f"u{s.nbytes}")[0]))
-        return s.ctype(value.item() if hasattr(value, "item") else value)
+        return dtypes.value_bits(s, value)
     except (TypeError, ValueError):
         raise ArgumentError(f"argument '{name}' must be a number for type {ty}, "
                             f"not {type(value).__name__}") from None
@@ -251,6 +251,8 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
                           tasklets_used=num_tasklets if total else 0,
                           programs=total, wram_bytes=meta["wram_bytes"])
     if total == 0:
+        if program.counters is not None:
+            report.timing = estimate([], (), clock_hz())
         _LAST[0] = report
         return report
     # A DPU's WRAM: the kernel's buffers and staging buffers (the DPUs run in
@@ -258,7 +260,8 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
     wram_bytes = max(8, int(meta["wram_bytes"]))
     wram = np.zeros(wram_bytes + 8, dtype=np.uint8)
     wram_addr = (wram.ctypes.data + 7) // 8 * 8
-    run = Launch(dpus_used, tasklets, mram.table)
+    table = program.counters
+    run = Launch(dpus_used, tasklets, mram.table, counters=table.counters if table else 0)
     entry = program.entry(LAUNCH)
     common = values + [ctypes.c_int32(gx), ctypes.c_int32(gy), ctypes.c_int32(gz),
                        ctypes.c_int32(dpus_used), ctypes.c_int32(num_dpus)] \
@@ -287,5 +290,10 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
     report.per_dpu_programs = [len(range(dpu, total, num_dpus)) for dpu in range(dpus_used)]
     report.host_to_mram_bytes = mram.data_bytes * dpus_used
     report.mram_to_host_bytes = mram.data_bytes * dpus_used
+    if table is not None:
+        # Inputs: every array; outputs: those the kernel stores through.
+        out = [m for i, m in memories.items() if (i in stored if stored is not None else m.writable)]
+        report.timing = launch_estimate(table, run.counters, run.ctx, sum(m.nbytes for m in memories.values()),
+                                        sum(m.nbytes for m in out))
     _LAST[0] = report
     return report

@@ -1,26 +1,38 @@
-"""TTIR text -> text the upstream `mlir` parser reads.
+"""TTIR -> an upstream `mlir` module: the reader of the `dpu` backend.
 
 Triton prints its ops in their custom assembly forms, which only Triton's own
-parser knows. Each `tt.*` op line is rewritten here into MLIR's generic form
-(`%r = "tt.op"(%a, %b) {attrs} : (A, B) -> R loc(...)`), with every attribute
-in the `{...}` dictionary so that it stays readable on an unregistered op;
-`tt.func`/`tt.return`/`tt.call` become their `func` counterparts. `!tt.ptr<T>`
-stays as an opaque type. Ops of the arith/math/scf/cf/ub dialects are left as
-they are: the upstream parser knows them.
+parser knows. Each `tt.*` op line (and `ttg.barrier`) is rewritten here into
+MLIR's generic form (`%r = "tt.op"(%a, %b) {attrs} : (A, B) -> R loc(...)`),
+with every attribute in the `{...}` dictionary so that it stays readable on an
+unregistered op; `tt.func`/`tt.return`/`tt.call` become their `func`
+counterparts (`RENAMED`). `!tt.ptr<T>` stays as an opaque type. Ops of the
+arith/math/scf/cf/ub/gpu dialects are left as they are: the upstream parser
+knows them. One line in gives one line out, so a parse error's line is the
+TTIR's.
 
 An op with a form this module does not know is a `CompileError` at the
-kernel's line, so it can never be misread.
+kernel's line. Operand types that a custom form leaves implicit (a load's
+mask and `other`) follow from the op's definition; `read_ttir` checks the
+whole parsed module against Triton's own view of it (`triton_view`, from
+Triton's `module.walk`): every op's name, operand types and result types, in
+order. A difference is a `CompileError` naming the op and its line, so a form
+read wrongly can never become a wrong program.
 """
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from ..errors import CompileError, SourceLoc
 
 _LOC_ALIAS = re.compile(r"^(#loc\d*)\s*=\s*(loc\(.*\))\s*$")
 _FILE_LOC = re.compile(r'"(?P<file>[^"]+)":(?P<line>\d+):(?P<col>\d+)')
-_OP_LINE = re.compile(r"^(?P<indent>\s*)(?:(?P<res>%[\w.$-]+(?::\d+)?)\s*=\s*)?"
-                      r"(?P<op>tt\.[\w.]+)(?P<rest>.*)$")
+_VALUE = r"%[\w.$-]+(?::\d+)?"
+# `%r = op ...`, `%a, %b = op ...`, `%r:2 = op ...` or `op ...`, for the ops rewritten here.
+_OP_LINE = re.compile(rf"^(?P<indent>\s*)(?:(?P<res>{_VALUE}(?:\s*,\s*{_VALUE})*)\s*=\s*)?"
+                      r"(?P<op>tt\.[\w.]+|ttg\.barrier)(?P<rest>.*)$")
+# Triton's ops that become upstream ones of another name.
+RENAMED = {"tt.func": "func.func", "tt.return": "func.return", "tt.call": "func.call"}
 _PROGRAM_AXES = {"x": 0, "y": 1, "z": 2}
 
 
@@ -85,6 +97,17 @@ def _balanced(text: str) -> bool:
             if depth == 0 and i != len(text) - 1:
                 return False
     return depth == 0
+
+
+def user_location(loc) -> SourceLoc | None:
+    """The kernel's line in an MLIR location: the first file position outside
+    Triton's own library (a call site into `triton.language` names the caller)."""
+    found = [SourceLoc(m["file"], int(m["line"]), max(int(m["col"]) - 1, 0))
+             for m in _FILE_LOC.finditer(str(loc))]
+    for sl in found:
+        if "/triton/language/" not in sl.filename.replace("\\", "/"):
+            return sl
+    return found[0] if found else None
 
 
 class LocTable:
@@ -318,6 +341,19 @@ def _split(rest):                 # %x : T -> R  (two results of type R)
     return r
 
 
+def _unsplat(rest):               # %x : tensor<1x..xT>  (result T)
+    body, attrs = _strip_attr_dict(rest)
+    ops, t = body.rsplit(" : ", 1)
+    t = t.strip()
+    elem = re.fullmatch(r"tensor<(?:1x)+(?P<elt>.+)>", t)["elt"]
+    return _Rewrite(_operands(ops), [t], [elem], [attrs])
+
+
+def _barrier(rest):               # local|global_read  (the address spaces it orders)
+    spaces = rest.strip()
+    return _Rewrite([], [], [], [f'addrSpace = "{spaces}"' if spaces else ""])
+
+
 def _clampf(rest):                # %x, %lo, %hi, propagateNan = none : T
     body, attrs = _strip_attr_dict(rest)
     ops, t = body.rsplit(" : ", 1)
@@ -345,7 +381,7 @@ _FORMS = {
     "tt.get_num_programs": _program_id,
     "tt.make_range": _make_range,
     "tt.splat": _unary_arrow,
-    "tt.unsplat": _unary_arrow,
+    "tt.unsplat": _unsplat,
     "tt.broadcast": _unary_arrow,
     "tt.expand_dims": _unary_arrow,
     "tt.reshape": lambda rest: _reshape(rest),
@@ -374,6 +410,8 @@ _FORMS = {
     "tt.extern_elementwise": _functional,
     "tt.gather": _gather,
     "tt.histogram": _histogram,
+    # `tl.debug_barrier()` from Triton 3.7 on (before: `gpu.barrier`, read as it is).
+    "ttg.barrier": _barrier,
 }
 
 
@@ -405,14 +443,9 @@ def _generic(res: str | None, name: str, r: _Rewrite) -> str:
     return f"{res} = {text}" if res else text
 
 
-def _rewrite_call(indent, res, rest, loc):
-    # tt.call @f(%a, %b) : (A, B) -> R
-    rest = rest.replace("tt.call", "func.call", 1)
-    return f"{indent}{res + ' = ' if res else ''}{rest}{loc}"
-
-
 def rewrite_ttir(text: str) -> str:
-    """Rewrite the custom-form `tt.*` ops of a TTIR module text into generic form."""
+    """Rewrite the custom-form `tt.*` ops of a TTIR module text into generic
+    form, line for line."""
     locs = LocTable(text)
     out = []
     for line in text.splitlines():
@@ -421,15 +454,13 @@ def rewrite_ttir(text: str) -> str:
             out.append(line)
             continue
         indent, res, op, rest = m["indent"], m["res"], m["op"], m["rest"]
+        assign = f"{res} = " if res else ""
         if op == "tt.func":
-            out.append(indent + "func.func" + rest)
+            out.append(indent + RENAMED[op] + rest)
             continue
         body, loc = _split_loc(rest)
-        if op == "tt.return":
-            out.append(f"{indent}func.return{body}{loc}")
-            continue
-        if op == "tt.call":
-            out.append(f"{indent}{res + ' = ' if res else ''}func.call{body}{loc}")
+        if op in RENAMED:                   # tt.return, tt.call: the func forms are the same
+            out.append(f"{indent}{assign}{RENAMED[op]}{body}{loc}")
             continue
         form = _FORMS.get(op)
         if form is None:
@@ -437,8 +468,90 @@ def rewrite_ttir(text: str) -> str:
                                locs.resolve(loc))
         try:
             r = form(body)
-        except (ValueError, AttributeError, KeyError, IndexError) as err:
+        except (ValueError, AttributeError, KeyError, IndexError, TypeError) as err:
             raise CompileError(f"cannot read TTIR operation '{op}': {line.strip()}",
                                locs.resolve(loc)) from err
         out.append(indent + _generic(res, op, r) + loc)
     return "\n".join(out) + "\n"
+
+
+def parse_ttir(text: str, ctx):
+    """Parse TTIR text with the upstream bindings (after `rewrite_ttir`); a
+    parse error names the kernel's line of the TTIR line it is on."""
+    from mlir import ir
+    generic = rewrite_ttir(text)
+    try:
+        return ir.Module.parse(generic, ctx)
+    except ir.MLIRError as err:
+        diags = getattr(err, "error_diagnostics", None) or []
+        where = re.search(r":(\d+):\d+", str(diags[0].location)) if diags else None
+        loc, line = None, ""
+        if where:
+            lines = text.splitlines()
+            line = lines[int(where[1]) - 1].strip() if int(where[1]) <= len(lines) else ""
+            loc = LocTable(text).resolve(_split_loc(line)[1])
+            line = f" (TTIR line {where[1]}: {line})"
+        message = diags[0].message if diags else str(err)
+        raise CompileError(f"cannot read the kernel's TTIR: {message}{line}", loc) from None
+
+
+@dataclass(frozen=True)
+class OpView:
+    """One op as a reader of the module sees it: its name and the types of its
+    operands and results, as printed."""
+    name: str
+    operands: tuple[str, ...]
+    results: tuple[str, ...]
+
+    def __str__(self) -> str:
+        return f"{self.name} : ({', '.join(self.operands)}) -> ({', '.join(self.results)})"
+
+
+def triton_view(mod) -> list[OpView]:
+    """Triton's view of a TTIR module (`triton._C.libtriton.ir.module`): its ops
+    in post-order, under the names they are read as."""
+    ops = []
+
+    def visit(op):
+        name = op.get_name()
+        ops.append(OpView(RENAMED.get(name, name),
+                          tuple(str(op.get_operand(i).get_type()) for i in range(op.get_num_operands())),
+                          tuple(str(op.get_result(i).get_type()) for i in range(op.get_num_results()))))
+    mod.walk(visit)
+    return ops
+
+
+def parsed_view(module) -> list[tuple[OpView, object]]:
+    """The same view of a parsed upstream module, with each op's location."""
+    from mlir import ir
+    ops = []
+
+    def visit(op):
+        ops.append((OpView(op.name, tuple(str(v.type) for v in op.operands),
+                           tuple(str(r.type) for r in op.results)), op.location))
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit, ir.WalkOrder.POST_ORDER)
+    return ops
+
+
+def check_view(module, expected: list[OpView]) -> None:
+    """A `CompileError` at the first op whose name or types the reader got
+    other than Triton (`expected`, from `triton_view`)."""
+    got = parsed_view(module)
+    for k, (mine, loc) in enumerate(got):
+        theirs = expected[k] if k < len(expected) else None
+        if mine != theirs:
+            raise CompileError(f"the TTIR reader read operation '{mine.name}' as {mine}, where "
+                               f"Triton has {theirs if theirs else 'no further operation'}",
+                               user_location(loc))
+    if len(expected) > len(got):
+        raise CompileError(f"the TTIR reader did not read operation {expected[len(got)]}")
+
+
+def read_ttir(text: str, ctx, expected: list[OpView] | None = None):
+    """The upstream module of a TTIR text, checked against Triton's view of it
+    when given (`triton_view` of the module the text was printed from)."""
+    module = parse_ttir(text, ctx)
+    if expected is not None:
+        check_view(module, expected)
+    return module

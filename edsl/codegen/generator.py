@@ -185,7 +185,7 @@ class CodeGenerator(ast.NodeVisitor):
                 # Input tiles are values; a memref in the memory that pointers
                 # point to (MRAM, global memory) is written through, as in C.
                 if not p.param.is_inout and S.is_memref(arg.type) and \
-                        S.memory_space(arg.type) != self.target.pointer_space:
+                        abi.memory_space(arg.type) != self.target.pointer_space:
                     self.readonly.add(p.name)
             body = fdef.body
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \

@@ -18,6 +18,7 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, math, memref, nvvm
 
+from .. import dtypes
 from .. import language as L
 from ..dpu import abi
 from ..errors import CompileError, DpuError, TypeMismatchError
@@ -57,13 +58,6 @@ def lookup(obj):
 
 # --- conversions ---------------------------------------------------------------------
 
-_SCALAR_TYPES = {
-    "i1": lambda: S.i1(), "i8": lambda: S.int_type(8), "i16": lambda: S.int_type(16),
-    "i32": lambda: S.int_type(32), "i64": lambda: S.int_type(64), "index": ir.IndexType.get,
-    "f16": ir.F16Type.get, "bf16": ir.BF16Type.get, "f32": ir.F32Type.get, "f64": ir.F64Type.get,
-}
-
-
 def scalar_type(spec) -> ir.Type:
     """An ir.Type from `f32`, `"f32"`, an ir.Type or a NumPy dtype."""
     if isinstance(spec, ir.Type):
@@ -71,8 +65,8 @@ def scalar_type(spec) -> ir.Type:
     if isinstance(spec, L.ScalarType):
         spec = spec.name
     if isinstance(spec, str):
-        if spec in _SCALAR_TYPES:
-            return _SCALAR_TYPES[spec]()
+        if dtypes.by_mlir(spec) is not None:
+            return ir.Type.parse(spec)
         raise TypeMismatchError(f"unknown scalar type {spec!r}")
     try:
         return S.mlir_type_of_numpy(np.dtype(spec))
@@ -271,7 +265,7 @@ def _dma_operand(x, want: int, role: str) -> ir.Value:
     if not (isinstance(x, ir.Value) and S.is_memref(x.type)):
         raise TypeMismatchError(f"the {role} of a DMA must be a memref, not {type_name(x)}")
     t = ir.MemRefType(x.type)
-    space = S.memory_space(t)
+    space = abi.memory_space(t)
     if space != want:
         names = {abi.WRAM_ADDRSPACE: "WRAM", abi.MRAM_ADDRSPACE: "MRAM"}
         raise TypeMismatchError(

@@ -35,6 +35,7 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, math, memref, scf
 
+from .. import dtypes
 from ..errors import TypeMismatchError
 
 Static = (bool, int, float, np.bool_, np.number)
@@ -103,49 +104,27 @@ def has_identity_layout(t: ir.Type) -> bool:
     return isinstance(m.layout, ir.AffineMapAttr) and m.layout.value == ir.AffineMap.get_identity(m.rank)
 
 
-def memory_space(t: ir.Type) -> int:
-    ms = ir.MemRefType(t).memory_space
-    return 0 if ms is None else ir.IntegerAttr(ms).value
-
-
-def is_mram(t: ir.Type) -> bool:
-    from ..dpu.abi import MRAM_ADDRSPACE
-    return memory_space(t) == MRAM_ADDRSPACE
-
-
 def bits(t: ir.Type) -> int:
     if is_index(t):
         return 64
     return t.width
 
 
-def _float_of_bits(n: int) -> ir.Type:
-    return {16: ir.F16Type.get(), 32: ir.F32Type.get(), 64: ir.F64Type.get()}[n]
-
-
-_NUMPY_TYPES = {
-    "i1": np.bool_, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64,
-    "index": np.int64, "f16": np.float16, "f32": np.float32, "f64": np.float64,
-}
-
-
 def numpy_dtype(t: ir.Type) -> np.dtype:
-    """The NumPy dtype that holds values of scalar type `t` (bf16 has none)."""
-    key = str(t)
-    if key not in _NUMPY_TYPES:
+    """The NumPy dtype that holds values of scalar type `t` (bf16 and the 8-bit
+    floats are ml_dtypes' dtypes)."""
+    s = dtypes.by_mlir(str(t))
+    if s is None or s.numpy is None:
         raise TypeMismatchError(f"type {t} has no NumPy equivalent")
-    return np.dtype(_NUMPY_TYPES[key])
+    return dtypes.numpy_dtype(s)
 
 
 def mlir_type_of_numpy(dtype: np.dtype) -> ir.Type:
-    kind, size = dtype.kind, dtype.itemsize
-    if kind == "b":
-        return i1()
-    if kind == "i":
-        return int_type(8 * size)
-    if kind == "f":
-        return _float_of_bits(8 * size)
-    raise TypeMismatchError(f"NumPy dtype {dtype} is not supported (use bool, int8..int64, float16..float64)")
+    s = dtypes.of_numpy(np.dtype(dtype))
+    if s is None or s.unsigned:
+        raise TypeMismatchError(f"NumPy dtype {dtype} is not supported (use bool, int8..int64, "
+                                "float16..float64, or ml_dtypes' bfloat16 and float8 types)")
+    return ir.Type.parse(s.mlir)
 
 
 def default_type(x) -> ir.Type:

@@ -13,6 +13,8 @@ from types import FunctionType
 from mlir import ir
 
 from ..annotations import Param
+from .. import dtypes
+from ..dpu import abi
 from ..errors import AnnotationError, CompileError, SourceLoc
 from .memspace import resolve_memory_spaces
 from . import semantic as S
@@ -104,7 +106,10 @@ def _cell_filled(cell) -> bool:
         return False
 
 
-_SCALARS = {"i1", "i8", "i16", "i32", "i64", "index", "f16", "bf16", "f32", "f64"}
+# Scalar parameter types, and memref element types: whole bytes (i1 and the
+# 4- and 6-bit floats have no addressable layout).
+_SCALARS = {s.mlir for s in dtypes.SCALARS if not s.unsigned and s.width >= 8 or s.mlir == "i1"}
+_ELEMENTS = _SCALARS - {"i1"}
 
 
 def _params(info: FunctionInfo) -> list[ParamInfo]:
@@ -145,10 +150,10 @@ def _param(name: str, param: Param, loc: SourceLoc, target: Target | None = None
         raise AnnotationError(f"{param!r} of {name!r} is not a valid MLIR type: {detail}", loc) from None
     if S.is_memref(t):
         elem = ir.MemRefType(t).element_type
-        if str(elem) not in _SCALARS - {"i1"}:
+        if str(elem) not in _ELEMENTS:
             hint = "; use i8 for boolean arrays" if str(elem) == "i1" else ""
             raise AnnotationError(f"memref element type {elem} of {name!r} is not supported "
-                                  f"(use {', '.join(sorted(_SCALARS - {'i1'}))}){hint}", loc)
+                                  f"(use {', '.join(sorted(_ELEMENTS))}){hint}", loc)
     elif str(t) in _SCALARS or str(t).startswith("!llvm.ptr"):
         if param.is_inout:
             raise AnnotationError(f"{name!r}: InOut applies to memrefs; a {t} can only be an Input", loc)
@@ -169,7 +174,7 @@ def _param(name: str, param: Param, loc: SourceLoc, target: Target | None = None
 
 def _address_space(t: ir.Type) -> int:
     if S.is_memref(t):
-        return S.memory_space(t)
+        return abi.memory_space(t)
     if str(t).startswith("!llvm.ptr"):
         from mlir.dialects import llvm
         return llvm.PointerType(t).address_space

@@ -28,6 +28,17 @@ MRAM_ADDRSPACE = 255
 MEMORY_SPACES = {"WRAM": WRAM_ADDRSPACE, "MRAM": MRAM_ADDRSPACE}
 
 
+def memory_space(memref_type) -> int:
+    """The address space of an MLIR memref type (0 when it names none)."""
+    from mlir import ir          # (here, so that importing the ABI costs nothing)
+    space = ir.MemRefType(memref_type).memory_space
+    return 0 if space is None else ir.IntegerAttr(space).value
+
+
+def is_mram(memref_type) -> bool:
+    return memory_space(memref_type) == MRAM_ADDRSPACE
+
+
 def dma_violation(mram_addr: int, wram_addr: int, nbytes: int) -> str | None:
     """Why an mram_read/mram_write of these operands breaks the DMA rules, or None."""
     if nbytes % DMA_ALIGN or not DMA_MIN_BYTES <= nbytes <= DMA_MAX_BYTES:

@@ -203,9 +203,18 @@ class ObjectProgram:
         if failure:
             raise LoweringError(f"cannot start the JIT linker: {failure}")
         self._jit = jit
-        # Kept alive as long as the JIT may call them.
-        self._filter = _SymbolPredicate(self._allow)
-        self._reporter = _ErrorReporter(self._report)
+        # Kept alive as long as the JIT may call them; closures over lists, not
+        # bound methods, so that no reference cycle delays the JIT's disposal.
+        refused, reports = self._refused, self._reports
+
+        def allow(_ctx, entry) -> int:
+            name = _llvm().LLVMOrcSymbolStringPoolEntryStr(entry).decode()
+            if _provided(name):
+                return 1
+            refused.append(name)
+            return 0
+        self._filter = _SymbolPredicate(allow)
+        self._reporter = _ErrorReporter(lambda _ctx, err: reports.append(_error(err) or ""))
         lib.LLVMOrcExecutionSessionSetErrorReporter(lib.LLVMOrcLLJITGetExecutionSession(jit),
                                                     self._reporter, None)
         dylib = lib.LLVMOrcLLJITGetMainJITDylib(jit)
@@ -220,16 +229,6 @@ class ObjectProgram:
         if failure:
             raise LoweringError(f"cannot load the program's object code: {failure}")
         self._addresses: dict[str, int] = {}
-
-    def _allow(self, _ctx, entry) -> int:
-        name = _llvm().LLVMOrcSymbolStringPoolEntryStr(entry).decode()
-        if _provided(name):
-            return 1
-        self._refused.append(name)
-        return 0
-
-    def _report(self, _ctx, err) -> None:
-        self._reports.append(_error(err) or "")
 
     def address(self, name: str) -> int:
         """The address of symbol `name`, linking the program on first use."""
@@ -257,6 +256,5 @@ class MissingSymbols(LoweringError):
 
     def __init__(self, refused: list[str], detail: str):
         self.symbols = sorted(set(refused))
-        what = ", ".join(self.symbols) if self.symbols else detail
-        super().__init__(f"the program needs {what}, which the host's C library and libm do not "
-                         f"define ({detail.splitlines()[0] if detail else 'link failed'})")
+        what = ", ".join(self.symbols) if self.symbols else detail.splitlines()[0]
+        super().__init__(f"the program needs {what}, which the host's C library and libm do not define")

@@ -18,12 +18,15 @@ WRAM bounds, assertions, index checks, deadlocked barriers) are raised as a
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
+import queue
+import signal
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import numpy as np
 
@@ -31,6 +34,10 @@ from .. import cache
 from ..errors import DpuError, LoweringError, SourceLoc
 from . import jit, support
 from .abi import CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, MAX_TASKLETS, READ, Ctx, Dpu, Err, dma_violation
+from .timing import TimingEstimate
+
+if TYPE_CHECKING:
+    from ..lowering.counting import CounterTable
 
 PACKED_PREFIX = "_edsl_packed_"
 _PACKED = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
@@ -57,6 +64,9 @@ class LaunchReport:
     mram_to_host_bytes: int = 0
     per_dpu_programs: list[int] = field(default_factory=list)
     per_tasklet_dma: list[int] = field(default_factory=list)   # transfers by tasklet id
+    # The estimated time on UPMEM hardware (edsl.dpu.timing), for programs
+    # built with executed-block counters; None otherwise.
+    timing: TimingEstimate | None = None
 
     @property
     def tasklets(self) -> int:
@@ -118,9 +128,11 @@ def build(module, entries: list[str], what: str, opt_level: int = 3) -> bytes:
     Links it once here, so that a symbol the host cannot give is an error
     naming it and the line that needs it."""
     from ..lowering import to_llvm_ir, verify
+    from ..lowering.floats import soft_float_storage
     support.link(module)
     for name in entries:
         _add_packed_entry(module, name)
+    soft_float_storage(module.operation)
     verify(module)
     llir = to_llvm_ir(module)
     key = hashlib.sha256(f"{jit.host_key()}\0O{opt_level}\0{llir}".encode()).hexdigest()
@@ -161,9 +173,11 @@ def _needing(module, symbols: list[str]) -> SourceLoc | None:
 class Program:
     """A DPU program loaded into this process."""
 
-    def __init__(self, obj: bytes, name: str, sites: Mapping[int, SourceLoc] | None = None):
+    def __init__(self, obj: bytes, name: str, sites: Mapping[int, SourceLoc] | None = None,
+                 counters: CounterTable | None = None):
         self.name = name
         self.sites = dict(sites or {})
+        self.counters = counters      # what its executed-block counters count, if it has them
         self._object = jit.ObjectProgram(obj, name)
         key = ctypes.c_uint32 if support.KEY_BITS == 32 else ctypes.c_uint64
         key.from_address(self._object.address(support.CTX_KEY)).value = _ctx_key()
@@ -216,10 +230,14 @@ class Launch:
         c[..., Ctx.NTASKLETS] = tasklets
         c[..., Ctx.DPU] = (self.state.ctypes.data + np.arange(dpus) * DPU_SLOTS * 8)[:, None]
         c[..., Ctx.DPU_ID] = np.arange(dpus)[:, None]
-        self.counters = np.zeros((dpus, tasklets, max(counters, 1)), dtype=np.int64)
+        # Each tasklet's counters on 64-byte cache lines of their own.
+        row = -(-counters // 8) * 8
+        flat = np.zeros(dpus * tasklets * row + 8, dtype=np.int64)
+        start = (-flat.ctypes.data % 64) // 8
+        self.counters = flat[start:start + dpus * tasklets * row].reshape(dpus, tasklets, row)
         if counters:
             c[..., Ctx.COUNTERS] = (self.counters.ctypes.data
-                                    + np.arange(dpus * tasklets).reshape(dpus, tasklets) * counters * 8)
+                                    + np.arange(dpus * tasklets).reshape(dpus, tasklets) * row * 8)
 
     def address(self, dpu: int = 0, tid: int = 0) -> int:
         return self.ctx.ctypes.data + (dpu * self.tasklets + tid) * CTX_SLOTS * 8
@@ -231,30 +249,44 @@ class Launch:
     def run(self, work: Callable[[int], None]) -> None:
         """`work(tid)` on one thread per tasklet; this thread waits (and can be
         interrupted with Ctrl-C)."""
-        errors: list[BaseException] = []
+        with _sigint_flag() as interrupted:
+            self._run(work, interrupted)
 
-        def tasklet(tid: int) -> None:
-            try:
-                work(tid)
-            except BaseException as err:        # (a Python error in `work` itself)
-                errors.append(err)
-                self.interrupt()
-        threads = [threading.Thread(target=tasklet, args=(t,), daemon=True, name=f"tasklet {t}")
-                   for t in range(self.tasklets)]
-        for t in threads:
-            t.start()
+    def _run(self, work: Callable[[int], None], interrupted: list) -> None:
+        workers = _POOL.take(self.tasklets)
+        done: queue.SimpleQueue = queue.SimpleQueue()
+        for tid, worker in enumerate(workers):
+            worker.jobs.put((work, tid, done))
+        errors, pending = [], len(workers)
         try:
-            for t in threads:
-                while t.is_alive():
-                    t.join(0.05)
+            while pending:
+                try:
+                    error = done.get(timeout=0.05)
+                except queue.Empty:
+                    if interrupted:
+                        raise KeyboardInterrupt from None
+                    continue
+                pending -= 1
+                if error is not None:           # (a Python error in `work` itself)
+                    errors.append(error)
+                    self.interrupt()
         except KeyboardInterrupt:
             self.interrupt()
             deadline = time.monotonic() + 1.0
-            for t in threads:
-                t.join(max(0.0, deadline - time.monotonic()))
-            if any(t.is_alive() for t in threads):
-                _ABANDONED.append(self)             # its memory stays valid for them
+            while pending and time.monotonic() < deadline:
+                try:
+                    done.get(timeout=max(0.0, deadline - time.monotonic()))
+                    pending -= 1
+                except queue.Empty:
+                    break
+            if pending:
+                # A tasklet in a loop of its own: its threads are not reused, and
+                # its memory and program stay valid for it.
+                _ABANDONED.append((self, work))
+                workers = []
             raise
+        finally:
+            _POOL.give_back(workers)
         if errors:
             raise errors[0]
 
@@ -310,3 +342,59 @@ class Launch:
 
 
 _ABANDONED: list = []          # launches interrupted while a tasklet still ran
+
+
+class _Worker:
+    """A host thread that runs tasklets, one launch after another."""
+
+    def __init__(self):
+        self.jobs: queue.SimpleQueue = queue.SimpleQueue()
+        threading.Thread(target=self._loop, daemon=True, name="edsl tasklet").start()
+
+    def _loop(self) -> None:
+        while True:
+            work, tid, done = self.jobs.get()
+            try:
+                work(tid)
+            except BaseException as err:
+                done.put(err)
+            else:
+                done.put(None)
+
+
+class _Pool:
+    """Idle workers, so that a launch does not start threads (starting one
+    costs more than a small kernel)."""
+
+    def __init__(self):
+        self._idle: list[_Worker] = []
+        self._lock = threading.Lock()
+
+    def take(self, n: int) -> list[_Worker]:
+        with self._lock:
+            taken, self._idle = self._idle[:n], self._idle[n:]
+        return taken + [_Worker() for _ in range(n - len(taken))]
+
+    def give_back(self, workers: list[_Worker]) -> None:
+        with self._lock:
+            self._idle.extend(workers)
+
+
+_POOL = _Pool()
+
+
+@contextlib.contextmanager
+def _sigint_flag():
+    """While a launch waits: Ctrl-C sets a flag the waiting loop turns into
+    KeyboardInterrupt (Python's own handler could raise it inside whatever
+    Python code runs at that moment, such as a finalizer, which drops it)."""
+    flag: list = []
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        yield flag
+        return
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: flag.append(signum))
+    try:
+        yield flag
+    finally:
+        signal.signal(signal.SIGINT, previous)

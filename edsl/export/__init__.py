@@ -5,9 +5,11 @@
     $ cd add_dpu && make run        # UPMEM hardware (SDK installed)
     $ cd add_dpu && make run-sim    # anywhere: the same DPU source, host C compiler
 
-Route: the kernel's final LLVM-dialect MLIR (the `dpubin` stage of the `dpu`
-backend) is printed as C by `printer` -- one C function per `llvm.func`,
-blocks as labels, one statement per op. The UPMEM toolchain is LLVM 12 and
+Route: the kernel's final LLVM-dialect MLIR (the `llmlir` stage of the `dpu`
+backend), with the DPU runtime library linked in as the model links it, is
+printed as C by `printer` -- one C function per `llvm.func`, blocks as
+labels, one statement per op; `project` fills the files' templates
+(`templates/`) around it. The UPMEM toolchain is LLVM 12 and
 cannot read today's opaque-pointer LLVM IR, and C is what it reads best; C
 written only against the SDK's headers (`defs.h`, `mram.h`, `barrier.h`)
 also builds with the host C compiler against this project's stand-ins for

@@ -102,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--num-tasklets", type=int, help="tasklets per DPU (default 1)")
     ex.add_argument("--outputs", type=str, help="comma-separated array arguments to gather "
                                                 "(default: all)")
+    ex.add_argument("--debug", action="store_true",
+                    help="compile tl.device_assert checks (as kernel[grid](..., debug=True))")
     ex.add_argument("--overwrite", action="store_true", help="replace OUT_DIR if it exists")
     return parser
 
@@ -137,6 +139,8 @@ def _export(args) -> int:
         kwargs["num_tasklets"] = args.num_tasklets
     if args.outputs:
         kwargs["outputs"] = [x.strip() for x in args.outputs.split(",") if x.strip()]
+    if args.debug:
+        kwargs["debug"] = True
     if args.overwrite:
         kwargs["overwrite"] = True
     result = export(kernel, args.out_dir, **kwargs)

@@ -17,13 +17,21 @@ Python bindings and writes one C function per `llvm.func`:
 - `llvm.alloca` of a constant size becomes a static WRAM buffer (one per
   tasklet when every tasklet runs the program), so the WRAM budget is checked
   by the linker rather than by a tasklet's small stack;
-- the DPU model's helpers map to the SDK: `__dpu_dma` to `mram_read` /
-  `mram_write` (through a checking helper that records a broken rule or an
-  out-of-range address in the status array, as the model does),
-  `edsl_dpu_me()` to `me()`, `edsl_dpu_nr_tasklets()` to `NR_TASKLETS`,
-  `edsl_dpu_barrier()` to `barrier_wait(&edsl_barrier)`,
-  `edsl_dpu_mram_read/write` to checked `mram_read` / `mram_write`,
-  `edsl_dpu_assert_fail` to a status record; `llvm.intr.*` math to `math.h`.
+- atomic loads and stores (the DPU runtime's flag that stops a DPU) are
+  volatile accesses: the tasklets of a DPU share one in-order core without
+  caches, where an aligned load or store is atomic and seen by the others in
+  program order; `volatile` keeps the C compiler from caching or dropping it
+  (read-modify-write atomics are refused);
+- the DPU runtime library linked into the kernel (edsl.dpu.support: the DMA
+  routine `__dpu_dma` with its checks, `__dpu_fail`, the EDSL intrinsics) is
+  printed like any other function; only the primitives that are the machine
+  itself map to the SDK (`PRIMITIVES`): the copies of a transfer to
+  `mram_read` / `mram_write`, `edsl_dpu_me()` to `me()`,
+  `edsl_dpu_nr_tasklets()` to `NR_TASKLETS`, `edsl_dpu_barrier(site)` to
+  `barrier_wait(&edsl_barrier)`, `edsl_dpu_ctx()` to the running tasklet's
+  context in WRAM (`edsl_ctx[me()]`). The model's host facilities (thread-local
+  keys, futexes) have no DPU equivalent: a function reaching one is refused;
+- `llvm.intr.*` math maps to `math.h`.
 
 An op, type, intrinsic or callee the printer does not know raises a
 `CompileError` naming it: the printer never writes C it is not sure of.
@@ -37,31 +45,32 @@ from dataclasses import dataclass, field
 from mlir import ir
 from mlir.dialects import llvm
 
-from ..dpu import abi
+from ..dpu import abi, support
 from ..errors import CompileError
 
-# Slots and error codes of the DPU model's launch context (one per tasklet),
-# which the exported program keeps with the same layout; re-exported for the
-# project writer.
-from ..backend.convert import runtime_text as _rt
-from ..backend.convert.runtime_text import (CTX_ASSERT, CTX_ERR_BYTES, CTX_ERR_DIR,  # noqa: F401
-                                            CTX_ERR_MRAM, CTX_ERR_WRAM, CTX_ERROR,
-                                            CTX_MRAM_HI, CTX_MRAM_LO, CTX_SLOTS,
-                                            ERR_ASSERT, ERR_DMA_RULE, ERR_MRAM_BOUNDS)
+# What the program around the printed functions defines (templates/dpu_program.c),
+# for the primitives below.
+CTX_ARRAY = "edsl_ctx"          # int64_t edsl_ctx[NR_TASKLETS][EDSL_CTX_SLOTS]: the tasklets' contexts
+BARRIER_VAR = "edsl_barrier"    # BARRIER_INIT(edsl_barrier, NR_TASKLETS)
+PROGRAM_NAMES = (CTX_ARRAY, BARRIER_VAR, "edsl_state", "edsl_regions", "edsl_status", "edsl_wram",
+                 "edsl_args_t", "edsl_copy", "edsl_move", "edsl_fill", "edsl_maximumf",
+                 "edsl_minimumf", "edsl_maximum", "edsl_minimum")
 
-# The MRAM-region table of a context (pointer and count), when the model has one.
-CTX_REGIONS = getattr(_rt, "CTX_REGIONS", None)
-CTX_NREGIONS = getattr(_rt, "CTX_NREGIONS", None)
+# The machine itself: calls printed as the SDK's own (C expressions of the
+# call's printed arguments). Everything else reachable is printed from its IR.
+PRIMITIVES = {
+    support.COPY_FROM_MRAM: lambda a: (f"mram_read((const __mram_ptr void *)(uintptr_t){a[1]}, {a[0]}, "
+                                       f"(unsigned int){a[2]})"),
+    support.COPY_TO_MRAM: lambda a: (f"mram_write({a[1]}, (__mram_ptr void *)(uintptr_t){a[0]}, "
+                                     f"(unsigned int){a[2]})"),
+    abi.ME: lambda a: "(uint32_t)me()",
+    abi.NR_TASKLETS: lambda a: "(uint32_t)NR_TASKLETS",
+    abi.BARRIER: lambda a: f"barrier_wait(&{BARRIER_VAR})",
+    abi.CTX: lambda a: f"(void *){CTX_ARRAY}[me()]",
+}
 
-# Status codes only the exported program records (EDSL-region intrinsics).
-ERR_REGION_DMA = 4      # edsl_dpu_mram_read/write broke a rule or overran a buffer
-ERR_REGION_ASSERT = 5   # edsl_dpu_assert_fail(site)
-
-DMA_FN = "__dpu_dma"
-MAIN_FN = "__dpu_main"
-RUNTIME_CALLS = (abi.ME, abi.NR_TASKLETS, abi.BARRIER, abi.MRAM_READ,
-                 abi.MRAM_WRITE, abi.ASSERT_FAIL)
-TASKLET_CALLS = (abi.ME, abi.NR_TASKLETS, abi.BARRIER)
+# Host facilities of the DPU model's runtime, which a DPU does not have.
+_HOST_ONLY = re.compile(r"pthread_\w+|syscall|sched_yield|futex\w*")
 
 _ICMP = {0: "eq", 1: "ne", 2: "slt", 3: "sle", 4: "sgt", 5: "sge", 6: "ult", 7: "ule",
          8: "ugt", 9: "uge"}
@@ -84,6 +93,7 @@ _LIBM = {f"{n}{s}" for n in set(_MATH1.values()) | set(_MATH2.values()) | {"fmod
          for s in ("", "f")}
 
 _RESERVED = {"main", "me", "mram_read", "mram_write", "barrier_wait", "mem_alloc", "mem_reset",
+             "halt", "NR_TASKLETS", "DPU_INPUT_ARGUMENTS", *PROGRAM_NAMES,
              "auto", "break", "case", "char", "const", "continue", "default", "do", "double",
              "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long",
              "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct",
@@ -99,10 +109,8 @@ class CProgram:
     functions: list[str] = field(default_factory=list)
     names: dict[str, str] = field(default_factory=dict)   # MLIR symbol -> C name
     needs_math: bool = False
-    uses_tasklets: bool = False                           # me / nr_tasklets / barrier called
     static_wram_bytes: int = 0                            # alloca buffers (for one tasklet)
     global_wram_bytes: int = 0                            # WRAM globals (shared)
-    per_tasklet_buffers: bool = False
 
 
 class _Unsupported(Exception):
@@ -131,9 +139,11 @@ def _location(op) -> str | None:
 
 
 class Printer:
-    """Prints the functions reachable from `roots` of an LLVM-dialect module."""
+    """Prints the functions reachable from `roots` of an LLVM-dialect module.
+    `all_tasklets`: every tasklet runs them (as the exported program's do), so
+    each alloca buffer is one per tasklet."""
 
-    def __init__(self, module: ir.Module, *, all_tasklets: bool | None = None):
+    def __init__(self, module: ir.Module, *, all_tasklets: bool = True):
         self.module = module
         self.funcs: dict[str, ir.Operation] = {}
         self.globals: dict[str, ir.Operation] = {}
@@ -158,7 +168,7 @@ class Printer:
             name = re.sub(r"[^A-Za-z0-9_]", "_", symbol)
             if name.startswith("__"):
                 name = "edsl_" + name.lstrip("_")
-            if name in _RESERVED or not re.match(r"[A-Za-z_]", name) or name in RUNTIME_CALLS:
+            if name in _RESERVED or not re.match(r"[A-Za-z_]", name):
                 name = "k_" + name
             used = set(self.out.names.values())
             base, k = name, 1
@@ -235,16 +245,11 @@ class Printer:
                 raise CompileError(f"cannot export the kernel: function '{name}' has no body")
             order.append(name)
             for callee in _callees(fn):
-                if callee in (DMA_FN,) or callee in RUNTIME_CALLS:
+                if callee in PRIMITIVES:
                     continue
                 target = self.funcs.get(callee)
                 if target is not None and target.regions[0].blocks:
                     todo.append(callee)
-        uses = {c for n in order for c in _callees(self.funcs[n])}
-        self.out.uses_tasklets = bool(uses & set(TASKLET_CALLS))
-        if self._all_tasklets is None:
-            self._all_tasklets = self.out.uses_tasklets
-        self.out.per_tasklet_buffers = self._all_tasklets
         for name in order:
             self.cname(name)
         for name in order:
@@ -291,6 +296,12 @@ class Printer:
                 text = f"static {'const ' if const else ''}{c} {name} = {{{{ {init} }}}};"
             elif value is None or isinstance(value, ir.UnitAttr):
                 text = f"static {_decl(self.ctype(t, g), name)} __dma_aligned;"
+            elif isinstance(value, ir.IntegerAttr) and isinstance(t, ir.IntegerType):
+                text = f"static {_decl(self.ctype(t, g), name)} = {_int_literal(value.value, t.width)};"
+            elif isinstance(value, ir.FloatAttr) and isinstance(t, (ir.F32Type, ir.F64Type)):
+                self.out.needs_math |= not math.isfinite(value.value)
+                text = (f"static {_decl(self.ctype(t, g), name)} = "
+                        f"{_float_literal(value.value, isinstance(t, ir.F32Type))};")
             else:
                 raise _err(g, f"global initializer {value} is not supported")
             self.out.globals.append(text)
@@ -698,25 +709,23 @@ def _mem_ptr_type(fp, ptr, ctype: str, op) -> str:
     return f"{ctype} *"
 
 
-def _check_plain_access(op):
+def _volatile(op) -> str:
+    """"volatile " for a volatile or atomic load / store (see the module's doc)."""
     o = op.operation
-    if "volatile_" in o.attributes or ("ordering" in o.attributes
-                                       and ir.IntegerAttr(o.attributes["ordering"]).value != 0):
-        raise _err(op, "volatile or atomic memory accesses are not supported")
+    atomic = "ordering" in o.attributes and ir.IntegerAttr(o.attributes["ordering"]).value != 0
+    return "volatile " if atomic or "volatile_" in o.attributes else ""
 
 
 def _load(fp, op):
-    _check_plain_access(op)
     p = op.operation.operands[0]
     t = op.operation.results[0].type
-    c = fp.p.ctype(t, op)
+    c = _volatile(op) + fp.p.ctype(t, op)
     fp.emit(f"{fp.result(op)} = *({_mem_ptr_type(fp, p, c, op)}){fp.v(p)};")
 
 
 def _store(fp, op):
-    _check_plain_access(op)
     v, p = op.operation.operands
-    c = fp.p.ctype(v.type, op)
+    c = _volatile(op) + fp.p.ctype(v.type, op)
     fp.emit(f"*({_mem_ptr_type(fp, p, c, op)}){fp.v(p)} = {fp.v(v)};")
 
 
@@ -882,24 +891,9 @@ def _call(fp, op):
     args = [fp.v(a) for a in o.operands]
     r = fp.result(op) if len(o.results) else None
     lhs = f"{r} = " if r else ""
-    if callee == DMA_FN:
-        fp.emit(f"edsl_dma({', '.join(args)});")
-        return
-    if callee == abi.ME:
-        fp.emit(f"{lhs}(uint32_t)me();")
-        return
-    if callee == abi.NR_TASKLETS:
-        fp.emit(f"{lhs}(uint32_t)NR_TASKLETS;")
-        return
-    if callee == abi.BARRIER:
-        fp.emit("barrier_wait(&edsl_barrier);")
-        return
-    if callee in (abi.MRAM_READ, abi.MRAM_WRITE):
-        which = "read" if callee == abi.MRAM_READ else "write"
-        fp.emit(f"edsl_region_mram_{which}({', '.join(args)});")
-        return
-    if callee == abi.ASSERT_FAIL:
-        fp.emit(f"edsl_region_assert_fail({', '.join(args)});")
+    primitive = PRIMITIVES.get(callee)
+    if primitive is not None:
+        fp.emit(f"{lhs}{primitive(args)};")
         return
     target = fp.p.funcs.get(callee)
     if target is not None and target.regions[0].blocks:
@@ -912,6 +906,9 @@ def _call(fp, op):
     if callee in ("printf", "puts", "fflush", "putchar"):
         raise _err(op, "device printing (tl.device_print) is not supported in an exported DPU "
                        "program: the DPU program may not use stdio")
+    if _HOST_ONLY.fullmatch(callee):
+        raise _err(op, f"'{fp.symbol}' calls '{callee}', a host facility of the DPU model's runtime "
+                       "(threads, futexes) that a DPU does not have")
     raise _err(op, f"call to external function '{callee}', which the DPU program cannot link")
 
 
@@ -1013,7 +1010,7 @@ _OPS = {
 }
 
 
-def print_module(module: ir.Module, roots: list[str], *, all_tasklets: bool | None = None) -> CProgram:
+def print_module(module: ir.Module, roots: list[str], *, all_tasklets: bool = True) -> CProgram:
     """Print the functions reachable from `roots` (in a context owning `module`)."""
     with module.context:
         return Printer(module, all_tasklets=all_tasklets).print_from(roots)

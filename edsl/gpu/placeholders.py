@@ -32,14 +32,8 @@ PLANS: dict[str, RunPlan] = {}
 def element(dtype) -> str | None:
     """The MLIR name of a Triton scalar type (`fp32` -> `f32`, `int8` -> `i8`);
     None for those a tile or scalar parameter cannot have (unsigned, fp8)."""
-    if dtype.is_int():
-        if dtype.is_int_unsigned():
-            return None
-        name = f"i{dtype.primitive_bitwidth}"
-    else:
-        name = str(dtype)
-    scalar = dtypes.by_triton(name)
-    if scalar is None or scalar.mlir not in ELEMENTS + ("i1",):
+    scalar = dtypes.of_triton_dtype(dtype)
+    if scalar is None or scalar.unsigned or scalar.mlir not in ELEMENTS + ("i1",):
         return None
     return scalar.mlir
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import llvm
 
-from ..codegen.semantic import memory_space
+from ..dpu.abi import memory_space
 from .dialect import collect
 
 _FIELD = {"edsl.extract_allocated_ptr": 0, "edsl.extract_aligned_ptr": 1, "edsl.extract_offset": 2,

@@ -275,3 +275,64 @@ def soft_floats(module_op: ir.Operation, _pass=None) -> None:
         saturate = SATURATE_ATTR in op.attributes
         _replace(op, lambda op=op, tz=toward_zero, sat=saturate: convert_float(
             op.operands[0], op.results[0].type, tz, sat))
+
+
+# ---- storage -------------------------------------------------------------------------
+
+def _storage_type(t: ir.Type) -> ir.Type | None:
+    """`t` with every soft float in it replaced by the integer of its width, or
+    None if it has none."""
+    text = str(t)
+    new = _SOFT_NAME.sub(lambda m: f"i{dtypes.by_mlir(m.group(0)).width}", text)
+    return None if new == text else ir.Type.parse(new)
+
+
+_SOFT_NAME = __import__("re").compile(
+    r"\b(" + "|".join(sorted((s.mlir for s in dtypes.SCALARS if s.is_float and s.mlir not in dtypes.NATIVE_FLOATS),
+                             key=len, reverse=True)) + r")\b")
+_TYPE_ATTRS = ("function_type", "elem_type", "global_type", "var_callee_type")
+
+
+def soft_float_storage(module_op: ir.Operation) -> None:
+    """In an LLVM-dialect module for the host, soft floats become integers of
+    their width: their values only move (loads, stores, selects, arguments)
+    once `edsl-soft-floats` has run, and as integers LLVM never promotes them
+    (x86 code generation widens a bare `bfloat` to f32 and back through
+    `__truncsfbf2`). Run on host programs only: the `.llvm` of a function keeps
+    its types, for the kernels it is injected into and for other targets."""
+    with module_op.context:
+        _to_storage(module_op)
+
+
+def _to_storage(module_op: ir.Operation) -> None:
+    values, retyped = [], []
+
+    def visit(op):
+        values.extend(op.results)
+        for region in op.regions:
+            for block in region.blocks:
+                values.extend(block.arguments)
+        for name in _TYPE_ATTRS:
+            if name in op.attributes:
+                new = _storage_type(ir.TypeAttr(op.attributes[name]).value)
+                if new is not None:
+                    op.attributes[name] = ir.TypeAttr.get(new)
+        retyped.append(op)
+        return ir.WalkResult.ADVANCE
+    module_op.walk(visit)
+    for v in values:
+        new = _storage_type(v.type)
+        if new is not None:
+            v.set_type(new)
+    for op in retyped:
+        if op.name == "llvm.bitcast" and op.operands[0].type == op.results[0].type:
+            op.results[0].replace_all_uses_with(op.operands[0])
+            op.erase()
+        elif op.name == "llvm.mlir.constant" and isinstance(op.attributes["value"], ir.FloatAttr):
+            attr = ir.FloatAttr(op.attributes["value"])
+            s = dtypes.by_mlir(str(attr.type))
+            if s is not None and s.mlir not in dtypes.NATIVE_FLOATS:
+                bits = int(dtypes.value_bits(s, attr.value).value)
+                op.attributes["value"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(s.width), bits)
+        elif op.name == "llvm.mlir.constant" and _storage_type(op.attributes["value"].type) is not None:
+            raise LoweringError(f"a constant of {op.attributes['value'].type} is not supported on the host")

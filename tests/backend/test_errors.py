@@ -79,8 +79,21 @@ def test_out_of_bounds_pointer_is_a_dpu_error():
     x = np.zeros(4, np.float32)
     oob_kernel[(1,)](x, 3)
     assert x[3] == 1.0
-    with pytest.raises(DpuError, match="outside the launch's arrays"):
+    with pytest.raises(DpuError, match="outside the launch's arrays") as err:
         oob_kernel[(1,)](x, 100000)
+    assert err.value.loc.lineno == _line_of(oob_kernel, "tl.store")        # the kernel's line
+
+
+@triton.jit
+def oob_load_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs + 1000000))
+
+
+def test_unmasked_out_of_bounds_load_names_its_line():
+    with pytest.raises(DpuError, match="mram_read of .* outside the launch's arrays") as err:
+        oob_load_kernel[(1,)](np.zeros(16, np.float32), np.zeros(16, np.float32), BLOCK=16)
+    assert err.value.loc.lineno == _line_of(oob_load_kernel, "tl.load")
 
 
 @triton.jit

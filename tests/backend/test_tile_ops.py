@@ -82,13 +82,38 @@ def test_scans(n, dtype, seed, tasklets):
 
 
 @triton.jit
+def scan2d_kernel(x_ptr, cumsum_ptr, cummax_ptr, R, C, AXIS: tl.constexpr, BR: tl.constexpr,
+                  BC: tl.constexpr):
+    r = tl.arange(0, BR)[:, None]
+    c = tl.arange(0, BC)[None, :]
+    m = (r < R) & (c < C)
+    x = tl.load(x_ptr + r * C + c, mask=m, other=0)
+    tl.store(cumsum_ptr + r * C + c, tl.cumsum(x, axis=AXIS), mask=m)
+    tl.store(cummax_ptr + r * C + c, tl.associative_scan(x, AXIS, _max_fn, reverse=True), mask=m)
+
+
+@settings(max_examples=10, deadline=None)
+@given(rows=st.integers(1, 8), cols=st.integers(1, 8), axis=st.sampled_from([0, 1]),
+       seed=st.integers(0, 2**16), tasklets=st.sampled_from([1, 2, 5, 16]))
+def test_scans_along_either_axis_of_a_2d_tile(rows, cols, axis, seed, tasklets):
+    x = np.random.default_rng(seed).integers(-20, 20, (rows, cols)).astype(np.int32)
+    cumsum, cummax = np.zeros_like(x), np.zeros_like(x)
+    scan2d_kernel[(1,)](x, cumsum, cummax, rows, cols, AXIS=axis, BR=8, BC=8, num_tasklets=tasklets)
+    pad = np.zeros((8, 8), np.int32)
+    pad[:rows, :cols] = x
+    np.testing.assert_array_equal(cumsum, np.cumsum(pad, axis=axis)[:rows, :cols])
+    flip = np.flip(pad, axis=axis)
+    np.testing.assert_array_equal(cummax, np.flip(np.maximum.accumulate(flip, axis=axis), axis=axis)[:rows, :cols])
+
+
+@triton.jit
 def dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
     rm = tl.arange(0, M)
     rn = tl.arange(0, N)
     rk = tl.arange(0, K)
     a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
     b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
-    c = tl.dot(a, b)
+    c = tl.dot(a, b, out_dtype=c_ptr.dtype.element_ty)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
 
 
@@ -103,6 +128,18 @@ def test_dot(m, n, k, dtype, seed, tasklets):
     c = np.zeros((m, n), np.float32)
     dot_kernel[(1,)](a, b, c, M=m, N=n, K=k, num_tasklets=tasklets)
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-4, atol=1e-4)
+
+
+def test_dot_with_an_fp16_result_accumulates_in_fp32():
+    """As on GPUs: products summed in fp32, rounded once to fp16 (summed in fp16,
+    errors reach several fp16 ulps)."""
+    rng = np.random.default_rng(17)
+    a = rng.standard_normal((32, 32)).astype(np.float16)
+    b = rng.standard_normal((32, 32)).astype(np.float16)
+    c = np.zeros((32, 32), np.float16)
+    dot_kernel[(1,)](a, b, c, M=32, N=32, K=32)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(c.astype(np.float64), exact, rtol=2.0 ** -11, atol=1e-4)
 
 
 @triton.jit
@@ -156,3 +193,32 @@ def test_loops_with_carried_tensors(rows, seed, dpus, tasklets):
     best = x.max(axis=0) if rows else np.full(8, -1e30, np.float32)
     np.testing.assert_allclose(out, acc + best, rtol=1e-5, atol=1e-5)
     assert count[0] == int(np.ceil(np.sqrt(rows)))
+
+
+@triton.jit
+def pair_kernel(x_ptr, y_ptr, out_ptr, flag_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    a, b = tl.split(tl.join(x, y))
+    tl.store(out_ptr + offs, a - b)
+    tl.store(out_ptr + N + offs, tl.clamp(x, -1.0, 1.0))
+    tl.store(out_ptr + 2 * N + tl.arange(0, 1), tl.sum(tl.cat(a, b, can_reorder=True), axis=0)[None])
+    flag = tl.load(flag_ptr + tl.arange(0, 1)) > 0
+    if flag.item():
+        tl.store(out_ptr + 2 * N + 1 + tl.arange(0, 1), tl.full((1,), 1.0, tl.float32))
+
+
+@pytest.mark.parametrize("tasklets", [1, 4])
+@pytest.mark.parametrize("flag", [0, 1])
+def test_join_split_cat_and_item(tasklets, flag):
+    """`tl.split` (two named results in the TTIR), `tl.join`, `tl.cat` and the
+    `.item()` of a one-element tile (`tt.unsplat`)."""
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal(16).astype(np.float32), rng.standard_normal(16).astype(np.float32)
+    out = np.zeros(34, np.float32)
+    pair_kernel[(1,)](x, y, out, np.array([flag], np.int32), N=16, num_tasklets=tasklets)
+    np.testing.assert_array_equal(out[:16], x - y)
+    np.testing.assert_array_equal(out[16:32], np.clip(x, -1, 1))
+    np.testing.assert_allclose(out[32], x.sum() + y.sum(), rtol=1e-5)
+    assert out[33] == flag

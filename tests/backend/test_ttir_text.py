@@ -39,6 +39,13 @@ CASES = [
     ("tt.reduce.return %a, %b : f32, i32", '"tt.reduce.return"(%a, %b) : (f32, i32) -> ()'),
     ("%9:2 = tt.split %x : tensor<4x2xf32> -> tensor<4xf32>",
      '%9:2 = "tt.split"(%x) : (tensor<4x2xf32>) -> (tensor<4xf32>, tensor<4xf32>)'),
+    # As Triton 3.6 and 3.9 print them (`tl.split`, `.item()`, `tl.debug_barrier()`).
+    ("%outLHS, %outRHS = tt.split %6 : tensor<8x2xf32> -> tensor<8xf32>",
+     '%outLHS, %outRHS = "tt.split"(%6) : (tensor<8x2xf32>) -> (tensor<8xf32>, tensor<8xf32>)'),
+    ("%10 = tt.unsplat %9 : tensor<1xi1>", '%10 = "tt.unsplat"(%9) : (tensor<1xi1>) -> i1'),
+    ("%10 = tt.unsplat %9 : tensor<1x1xf32>", '%10 = "tt.unsplat"(%9) : (tensor<1x1xf32>) -> f32'),
+    ("ttg.barrier all", '"ttg.barrier"() {addrSpace = "all"} : () -> ()'),
+    ("ttg.barrier local|global_read", '"ttg.barrier"() {addrSpace = "local|global_read"} : () -> ()'),
 ]
 
 
@@ -85,3 +92,19 @@ def test_loc_aliases_resolve_through_names():
 def test_split_top_respects_brackets_and_strings():
     assert split_top('%a, tensor<2x!tt.ptr<f32>>, "x, y", {a = 1, b = 2}') == \
         ["%a", "tensor<2x!tt.ptr<f32>>", '"x, y"', "{a = 1, b = 2}"]
+
+
+def test_a_parse_error_names_the_kernel_line_not_the_rewritten_text():
+    from edsl.backend.ttir_text import read_ttir
+    text = """#loc = loc("k.py":1:1)
+#loc4 = loc("k.py":4:7)
+module {
+  tt.func public @k(%a: i32 loc(#loc)) {
+    %0 = arith.addi %a, %undefined : i32 loc(#loc4)
+    tt.return loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+"""
+    with pytest.raises(CompileError, match=r"TTIR line 5: %0 = arith.addi") as err:
+        read_ttir(text, new_context())
+    assert (err.value.loc.filename, err.value.loc.lineno) == ("k.py", 4)

@@ -1,6 +1,8 @@
 """The C printer against MLIR's own JIT: small LLVM-dialect functions are run
 through the ExecutionEngine and through the printed C (compiled with the host C
-compiler), on the same inputs; and ops the printer does not know are errors."""
+compiler), on the same inputs; the DPU runtime library printed from its IR
+(its DMA routine against edsl.dpu.abi); and ops the printer does not know are
+errors."""
 import ctypes
 import math
 import subprocess
@@ -10,6 +12,9 @@ import pytest
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
+from hypothesis import given, settings, strategies as st
+
+from edsl.dpu import abi, support
 from edsl.errors import CompileError
 from edsl.export.printer import print_module
 from export_helpers import needs_cc
@@ -280,4 +285,131 @@ def test_runtime_calls_map_to_the_sdk():
     prog = print_module(_module(body), ["k"])
     text = "\n".join(prog.functions)
     assert "me()" in text and "NR_TASKLETS" in text and "barrier_wait(&edsl_barrier)" in text
-    assert prog.uses_tasklets
+    assert "edsl_dpu_me" not in text and "edsl_dpu_barrier" not in text
+
+
+# -- the DPU runtime library, printed ----------------------------------------------------
+def _linked(body: str = ""):
+    """A module with the DPU runtime library linked in (as the export does)."""
+    module = _module(body)
+    with module.context:
+        support.link(module)
+    return module
+
+
+def test_the_runtime_library_prints_from_its_ir_with_only_the_machine_mapped():
+    prog = print_module(_linked(), [abi.DMA, abi.MRAM_READ, abi.MRAM_WRITE, abi.ASSERT_FAIL, abi.BOUNDS_FAIL])
+    text = "\n".join(prog.functions)
+    printed = {prog.names[s] for s in (abi.DMA, abi.FAIL, abi.MRAM_READ, abi.MRAM_WRITE, abi.ASSERT_FAIL,
+                                       abi.BOUNDS_FAIL)}
+    assert all(f"static void {name}(" in text for name in printed)
+    # the copies of a transfer are the SDK's, the running tasklet's context is edsl_ctx[me()]
+    assert "mram_read((const __mram_ptr void *)" in text and "mram_write(" in text
+    assert "(void *)edsl_ctx[me()]" in text
+    assert support.COPY_FROM_MRAM not in text and support.COPY_TO_MRAM not in text and abi.CTX not in text
+    assert "pthread" not in text and "syscall" not in text
+    # the flag that stops a DPU: volatile accesses (atomic in the IR)
+    assert "*(volatile uint64_t *)" in text
+
+
+def test_host_facilities_of_the_model_are_refused():
+    """The model's thread-local context and futex barrier have no DPU
+    equivalent: a function reaching them is an error naming the call."""
+    with pytest.raises(CompileError, match="'edsl_dpu_enter' calls 'pthread_setspecific'.*host facility"):
+        print_module(_linked(), [abi.ENTER])
+    body = """
+  llvm.func @syscall(i64, ...) -> i64
+  llvm.func @wait(%p: !llvm.ptr) {
+    %nr = llvm.mlir.constant(202 : i64) : i64
+    %r = llvm.call @syscall(%nr, %p) vararg(!llvm.func<i64 (i64, ...)>) : (i64, !llvm.ptr) -> i64
+    llvm.return
+  }"""
+    with pytest.raises(CompileError, match="'wait' calls 'syscall'"):
+        print_module(_module(body), ["wait"])
+
+
+def test_atomic_loads_and_stores_are_volatile_accesses():
+    body = """
+  llvm.func @flag(%p: !llvm.ptr, %v: i64) -> i64 {
+    llvm.store %v, %p atomic release {alignment = 8 : i64} : i64, !llvm.ptr
+    %r = llvm.load %p atomic acquire {alignment = 8 : i64} : !llvm.ptr -> i64
+    %s = llvm.load volatile %p : !llvm.ptr -> i64
+    %t = llvm.add %r, %s : i64
+    llvm.return %t : i64
+  }"""
+    text = "\n".join(print_module(_module(body), ["flag"]).functions)
+    assert text.count("*(volatile uint64_t *)") == 3
+
+
+DMA_HARNESS = r"""
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#define __mram_ptr
+#define __dma_aligned __attribute__((aligned(8)))
+#define NR_TASKLETS 1
+static unsigned me(void) { return 0; }
+static int64_t edsl_ctx[1][1];
+static void mram_read(const void *from, void *to, unsigned n) { memcpy(to, from, n); }
+static void mram_write(const void *from, void *to, unsigned n) { memcpy(to, from, n); }
+"""
+
+
+@pytest.fixture(scope="module")
+def printed_dma(tmp_path_factory):
+    """The runtime's DMA routine printed as C and built with stand-in copies."""
+    prog = print_module(_linked(), [abi.DMA])
+    d = tmp_path_factory.mktemp("dma")
+    src = "\n".join([DMA_HARNESS, *prog.types, *prog.globals, *prog.prototypes, *prog.functions,
+                     f"void dma(uint64_t m, uint64_t w, uint64_t n, uint64_t dir, uint64_t site, void *ctx)"
+                     f" {{ {prog.names[abi.DMA]}(m, w, n, dir, site, ctx); }}"])
+    (d / "dma.c").write_text(src)
+    r = subprocess.run(["cc", "-O1", "-std=gnu11", "-fPIC", "-shared", "-fno-strict-aliasing", "-o",
+                        str(d / "dma.so"), str(d / "dma.c")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lib = ctypes.CDLL(str(d / "dma.so"))
+    lib.dma.argtypes = [ctypes.c_uint64] * 5 + [ctypes.c_void_p]
+    return lib
+
+
+@needs_cc
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 3000), st.integers(0, 600), st.integers(-8, 2100), st.sampled_from([abi.READ, abi.WRITE]))
+def test_printed_dma_routine_checks_as_the_abi_says(printed_dma, mram_off, wram_off, n, direction):
+    """The printed `__dpu_dma` against edsl.dpu.abi: a transfer breaking the DMA
+    rules, or leaving the launch's MRAM regions, is recorded (code, site,
+    operands) and stops the DPU's later transfers; any other is counted and
+    copied."""
+    mram = np.arange(4096 + 8, dtype=np.int64).astype(np.uint8)
+    wram = np.zeros(4096 + 8, dtype=np.uint8)              # room for any offset + size drawn
+    mram_base = mram.ctypes.data + (-mram.ctypes.data % 8)     # 8-byte aligned
+    wram_base = wram.ctypes.data + (-wram.ctypes.data % 8)
+    regions = np.array([mram_base + 64, mram_base + 1088, mram_base + 2048, mram_base + 3072], dtype=np.int64)
+    state = np.zeros(abi.DPU_SLOTS, dtype=np.int64)
+    ctx = np.zeros(abi.CTX_SLOTS, dtype=np.int64)
+    ctx[abi.Ctx.REGIONS], ctx[abi.Ctx.NREGIONS] = regions.ctypes.data, 2
+    ctx[abi.Ctx.DPU] = state.ctypes.data
+    m, w = mram_base + mram_off, wram_base + wram_off
+    before_m, before_w = mram.copy(), wram.copy()
+    printed_dma.dma(m, w, n, direction, 99, ctx.ctypes.data)
+
+    inside = any(lo <= m and m + n <= hi for lo, hi in regions.reshape(2, 2))
+    want = abi.Err.DMA_RULE if abi.dma_violation(m, w, n) else 0 if inside else abi.Err.MRAM_BOUNDS
+    assert ctx[abi.Ctx.ERROR] == want
+    if want:
+        assert list(ctx[[abi.Ctx.ERR_SITE, abi.Ctx.ERR_MRAM, abi.Ctx.ERR_WRAM, abi.Ctx.ERR_BYTES,
+                         abi.Ctx.ERR_DIR]]) == [99, m, w, n, direction]
+        assert state[abi.Dpu.FAILED] == 1
+        printed_dma.dma(regions[0], wram_base, 8, abi.READ, 1, ctx.ctypes.data)   # the DPU has stopped
+        assert ctx[abi.Ctx.ERR_SITE] == 99 and ctx[abi.Ctx.READS] == 0
+        assert (mram == before_m).all() and (wram == before_w).all()
+        return
+    count, nbytes = (abi.Ctx.READS, abi.Ctx.READ_BYTES) if direction == abi.READ else \
+        (abi.Ctx.WRITES, abi.Ctx.WRITE_BYTES)
+    assert ctx[count] == 1 and ctx[nbytes] == n and state[abi.Dpu.FAILED] == 0
+    mo, wo = m - mram.ctypes.data, w - wram.ctypes.data
+    if direction == abi.READ:
+        assert (wram[wo:wo + n] == before_m[mo:mo + n]).all() and (mram == before_m).all()
+    else:
+        assert (mram[mo:mo + n] == before_w[wo:wo + n]).all() and (wram == before_w).all()

@@ -2,6 +2,7 @@
 errors the program records (against the DPU model's), signature-only exports,
 clear errors for bad input with nothing half-written, and the `edsl` command."""
 import os
+import re
 import subprocess
 import tomllib
 from pathlib import Path
@@ -11,7 +12,10 @@ import pytest
 import triton
 import triton.language as tl
 
+import edsl
 import triton_vector_add
+from edsl import Input, fl
+from edsl.dpu import abi
 from edsl.errors import ArgumentError, CompileError, DpuError
 from edsl.export import export
 from edsl.export import project as project_mod
@@ -98,6 +102,8 @@ int main(void) {
   if (mode == 2 && me() == 0)
     for (int i = 0; i < 100; i++)
       mem_alloc(4096);
+  if (mode == 3 && me() == 1)        /* tasklet 1 finishes while the others wait */
+    return 0;
   barrier_wait(&b);
   if (me() == 0) {
     mram_read((__mram_ptr uint8_t *)DPU_MRAM_HEAP_POINTER + offset, buf, (unsigned)nbytes);
@@ -143,9 +149,10 @@ def faulty(tmp_path_factory):
     d = tmp_path_factory.mktemp("faulty")
     (d / "faulty.c").write_text(FAULTY)
     (d / "host.c").write_text(FAULTY_HOST)
-    for cmd in (["cc", "-O1", "-std=gnu11", "-fPIC", "-shared", "-Wl,-Bsymbolic", f"-I{SDK}",
+    (d / "dpu_abi.h").write_text(project_mod.abi_header())       # the stand-ins' limits
+    for cmd in (["cc", "-O1", "-std=gnu11", "-fPIC", "-shared", "-Wl,-Bsymbolic", "-I.", f"-I{SDK}",
                  "-DNR_TASKLETS=3", "-o", "faulty.so", "faulty.c", str(SDK / "dpu_sim_rt.c"), "-lpthread"],
-                ["cc", "-O1", "-std=gnu11", f"-I{SDK}", "-o", "host", "host.c", str(SDK / "dpu_sim_host.c"),
+                ["cc", "-O1", "-std=gnu11", "-I.", f"-I{SDK}", "-o", "host", "host.c", str(SDK / "dpu_sim_host.c"),
                  "-ldl", "-lpthread"]):
         r = subprocess.run(cmd, cwd=d, capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
@@ -161,6 +168,7 @@ def faulty(tmp_path_factory):
     (64 << 20, 16, 0, "outside the DPU's 64 MiB MRAM"),
     (4, 16, 1, "tasklet 1: mram_read: MRAM address 0x4"),        # the others wait at a barrier
     (8, 16, 2, "mem_alloc(4096): the WRAM heap is exhausted"),
+    (8, 16, 3, "deadlock at a barrier"),                           # where hardware would hang
 ])
 def test_sdk_stand_ins_check_the_rules_and_fail_cleanly(faulty, offset, nbytes, mode, message):
     r = subprocess.run(["./host", str(offset), str(nbytes), str(mode)], cwd=faulty, capture_output=True,
@@ -191,9 +199,75 @@ def test_signature_only_export_and_out_of_bounds_pointer(tmp_path):
     assert r.returncode == 0, r.stderr
     np.testing.assert_array_equal(output(folder, "out_ptr", np.zeros(n, np.float32)), x[5:n + 5])
     r = run(folder, f"n={n}", "shift=100000")
-    assert r.returncode == 4 and "outside the kernel's arrays" in r.stderr
-    with pytest.raises(DpuError, match="outside"):
-        shifted_copy[(8,)](x, np.zeros(n, np.float32), n, 100000, BLOCK=128)
+    assert r.returncode == 4 and "outside the launch's arrays" in r.stderr
+    with pytest.raises(DpuError, match="outside") as err:
+        shifted_copy[(8,)](x, np.zeros(n, np.float32), n, 100000, BLOCK=128, num_dpus=3)
+    assert _first_error(r) == _as_runner(err.value)
+    # One MRAM region per array, as on the model: reading past the end of x_ptr
+    # (into out_ptr, next in the MRAM image) is out of bounds too.
+    r = run(folder, f"n={n}", "shift=100")
+    assert r.returncode == 4 and "outside the launch's arrays" in r.stderr
+    with pytest.raises(DpuError, match="outside") as err:
+        shifted_copy[(8,)](x, np.zeros(n, np.float32), n, 100, BLOCK=128, num_dpus=3)
+    assert _first_error(r) == _as_runner(err.value)
+
+
+def _masked(text: str) -> str:
+    return re.sub(r"0x[0-9a-f]+", "0x...", text)     # MRAM addresses: the host's, or the DPU's
+
+
+def _first_error(r) -> str:
+    return _masked(r.stderr.splitlines()[0])
+
+
+def _as_runner(err: DpuError) -> str:
+    """The runner's line for a DpuError of the model: its position (the file's
+    base name), then the same message."""
+    loc = f"{Path(err.loc.filename).name}:{err.loc.lineno}:{err.loc.col + 1}: " if err.loc else ""
+    return _masked(f"error: {loc}{err.message}")
+
+
+@edsl.dialect(bounds_check=True)
+def faults(x: Input["memref<?xf32, MRAM>"], mode: Input["i32"], k: Input["i32"]):
+    buf = edsl.wram_alloc((16,), "f32")
+    if mode == 1:
+        edsl.mram_read(x, buf, k)                  # k bytes: the DMA rules
+    if mode == 2:
+        edsl.mram_read(x, buf, 8, k)               # from element k: an odd k is 4 bytes off
+    if mode == 3:
+        edsl.mram_write(buf, x, k)                 # k bytes from a 64-byte buffer
+    if mode == 4:
+        edsl.mram_read(x, buf, 8, k)               # from element k: past the MRAM
+    if mode == 5:
+        assert k < 0
+    if mode == 6:
+        buf[k] = 1.0
+
+
+@triton.jit
+def fault_kernel(x_ptr, mode, k):
+    fl.call(faults, [], [x_ptr, mode, k])
+
+
+@needs_cc
+def test_runner_reports_the_errors_as_the_model_raises_them(tmp_path):
+    """Each error an EDSL function can record (DMA rule, MRAM and WRAM overrun,
+    assertion, index): the runner's message is the model's, at the same line."""
+    folder = tmp_path / "faults"
+    export(fault_kernel, folder, signature={"x_ptr": "*fp32", "mode": "i32", "k": "i32"}, grid=(1,))
+    x = np.arange(64, dtype=np.float32)
+    (folder / "data" / "x_ptr.bin").write_bytes(x.tobytes())
+    build(folder)
+    r = run(folder, "mode=0", "k=0")
+    assert r.returncode == 0, r.stderr
+    for mode, k, what in [(1, 12, "DMA size 12 bytes"), (2, 1, "is not 8-byte aligned"),
+                          (3, 128, "overrun the WRAM source"), (4, 1000, "overrun the MRAM source"),
+                          (5, 3, "assertion failed"), (6, 16, "index out of bounds")]:
+        r = run(folder, f"mode={mode}", f"k={k}")
+        assert r.returncode == 4 and what in r.stderr, (mode, r.stdout + r.stderr)
+        with pytest.raises(DpuError, match=what) as err:
+            fault_kernel[(1,)](x.copy(), mode, k)
+        assert _first_error(r) == _as_runner(err.value), mode
 
 
 @needs_cc
@@ -311,3 +385,72 @@ def test_cli_export(tmp_path, capsys):
 def test_console_script_is_declared():
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts["edsl"] == "edsl.export.cli:main"
+
+
+@triton.jit
+def checked_copy(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=0.0)
+    tl.device_assert(x >= 0, "x must be non-negative")
+    tl.store(out_ptr + offs, x, mask=m)
+
+
+@needs_cc
+def test_device_assertion_with_debug(tmp_path):
+    """export(debug=True) compiles tl.device_assert, as kernel[grid](..., debug=True):
+    the runner names the assertion, its program and its line, as the model does."""
+    folder = tmp_path / "checked"
+    x = np.arange(500, dtype=np.float32)
+    export(checked_copy, folder, sample_args=(x, np.zeros_like(x), 500), constants={"BLOCK": 128},
+           grid=(4,), num_dpus=2, debug=True)
+    build(folder)
+    assert run(folder).returncode == 0
+    x[300] = -1.0
+    (folder / "data" / "x_ptr.bin").write_bytes(x.tobytes())
+    r = run(folder)
+    assert r.returncode == 4 and "device assertion failed (program 2): x must be non-negative" in r.stderr
+    with pytest.raises(DpuError, match="device assertion failed") as err:
+        checked_copy[(4,)](x, np.zeros_like(x), 500, BLOCK=128, num_dpus=2, debug=True)
+    assert _first_error(r) == _as_runner(err.value)
+
+
+# -- one DPU ABI -------------------------------------------------------------------------
+TEMPLATES = ROOT / "edsl" / "export" / "templates"
+
+
+def test_abi_header_is_the_abi_module():
+    """dpu_abi.h (used by the DPU program, the runner and the SDK stand-ins)
+    says what edsl.dpu.abi says, and nothing else defines those facts in C."""
+    defines = dict(re.findall(r"#define EDSL_(\w+) (-?\d+)", project_mod.abi_header()))
+    want = {name: getattr(abi, name) for name in ("WRAM_BYTES", "MRAM_BYTES", "MAX_TASKLETS", "DMA_ALIGN",
+                                                  "DMA_MIN_BYTES", "DMA_MAX_BYTES", "READ", "WRITE",
+                                                  "CTX_SLOTS", "DPU_SLOTS")}
+    want |= {f"CTX_{s.name}": s.value for s in abi.Ctx} | {f"DPU_{s.name}": s.value for s in abi.Dpu}
+    want |= {f"ERR_{e.name}": e.value for e in abi.Err}
+    assert {k: int(v) for k, v in defines.items()} == want
+    # No size, limit, slot or code of the ABI written again by hand in the C around it.
+    numbers = {str(v) for v in (abi.WRAM_BYTES, abi.MRAM_BYTES, abi.DMA_MAX_BYTES, abi.MAX_TASKLETS)}
+    for path in [*SDK.iterdir(), *TEMPLATES.iterdir()]:
+        if path.name == "README.md":
+            continue
+        code = re.sub(r"/\*.*?\*/|//[^\n]*", "", path.read_text(), flags=re.S)
+        code = re.sub(r"STACK_SIZE \?= \d+", "", code)           # (the tasklets' stack, a choice)
+        found = set(re.findall(r"\b(\d+)[uUlL]*\b", code)) & numbers
+        found |= set(re.findall(r"\d+u?\s*(?:<<\s*20|\*\s*1024)", code))
+        assert not found, (path.name, found)
+        assert not re.search(r"\b(?:status|ctx)\w*\[\s*\d+\s*\]", code), path.name   # slots by name
+
+
+def test_templates_are_package_data():
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert "templates/*" in package_data["edsl.export"] and "sdk/*" in package_data["edsl.export"]
+    assert {p.name for p in TEMPLATES.iterdir()} >= {"dpu_program.c", "dpu_abi.h", "kernel_args.h",
+                                                     "host_runner.c", "launch_config.h", "Makefile", "README.md"}
+
+
+def test_printed_names_cannot_clash_with_the_program_around_them():
+    """Every name the DPU program's template defines is reserved in the printer."""
+    from edsl.export.printer import PROGRAM_NAMES
+    defined = set(re.findall(r"\bedsl_\w+", (TEMPLATES / "dpu_program.c").read_text()))
+    assert defined and defined <= set(PROGRAM_NAMES), defined - set(PROGRAM_NAMES)

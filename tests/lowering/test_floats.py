@@ -332,3 +332,27 @@ def test_arith_and_math_on_soft_floats_run_in_f32():
         line = next(ln for ln in out.splitlines() if op in ln)
         assert line.rstrip().endswith("f32"), line
     assert "extf" not in out and "truncf" not in out
+
+
+def test_host_programs_store_soft_floats_as_integers():
+    """x86 code generation widens a bare `bfloat` value to f32 and narrows it
+    back through `__truncsfbf2` even for a copy: host programs carry soft floats
+    as integers of their width, constants included."""
+    from edsl.lowering.floats import soft_float_storage
+    text = """
+    llvm.func @copy(%p: !llvm.ptr, %q: !llvm.ptr, %h: f16) -> bf16 {
+      %x = llvm.load %p : !llvm.ptr -> bf16
+      %c = llvm.mlir.constant(1.5 : bf16) : bf16
+      %e = llvm.getelementptr %q[1] : (!llvm.ptr) -> !llvm.ptr, bf16
+      llvm.store %x, %e : bf16, !llvm.ptr
+      %i = llvm.bitcast %h : f16 to i16
+      llvm.return %c : bf16
+    }"""
+    with ir.Context():
+        module = ir.Module.parse(text)
+        soft_float_storage(module.operation)
+        module.operation.verify()
+        out = str(module)
+        llir = to_llvm_ir(module)
+    assert "bf16" not in out and "f16" not in out and "bfloat" not in llir and "half" not in llir
+    assert "llvm.mlir.constant(16320 : i16)" in out            # 1.5 in bf16 is 0x3FC0

@@ -1,10 +1,15 @@
 """TTIR -> upstream MLIR (func/arith/math/scf/memref + a few llvm ops).
 
-`convert_ttir(text)` reads a TTIR module's text (see `ttir_text`), lowers its
-kernel function op by op (one family per module: `elementwise`, `shape`,
-`memory`, `reduce`, `control`, `debug`), adds the DPU support functions and
-the program-instance loop `__dpu_main`, and returns the new module with a
-`KernelInfo` (WRAM buffers, print formats).
+`convert_ttir(text)` runs the steps of the conversion, each a unit of its own:
+reading the TTIR (`ttir_text`, checked against Triton's view of it),
+structuring its control flow (`control.structure_control_flow`, upstream
+`lift-cf-to-scf`), lowering the kernel function op by op (one family per
+module: `elementwise`, `shape`, `memory`, `reduce`, `control`, `calls`,
+`debug`), with the barriers of a kernel shared among tasklets placed from
+the access record (`barriers`), then the WRAM layout and its budget check
+(`wram`). It adds the DPU support functions and the program-instance loop
+`__dpu_main`, and returns the new module with a `KernelInfo` (WRAM buffers,
+print formats).
 
 Converted kernel signature: the TTIR parameters (a `!tt.ptr<T>` as an i64
 MRAM address), then program ids x, y, z and grid sizes x, y, z (i32), then
@@ -17,33 +22,22 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import func, llvm
 
-from ...errors import CompileError, DpuError
+from ...errors import CompileError
 from ...lowering.pipeline import location_of, verify
 from ..stores import stored_params
-from ..ttir_text import LocTable, rewrite_ttir
-from . import calls, control, elementwise, memory, reduce, shape  # noqa: F401  (register lowerings)
+from ..ttir_text import OpView, read_ttir
+from . import calls, control, elementwise, memory, reduce, shape, wram  # noqa: F401  (register lowerings)
 from . import debug as debug_ops
-from .core import _ACTIVE, Converter, KernelInfo, is_ptr, scalar_type
+from .core import Converter, KernelInfo, scalar_type
 from .runtime_text import DECLARATIONS, main_text
 
-__all__ = ["convert_ttir", "parse_ttir", "KernelInfo"]
+__all__ = ["convert_ttir", "KernelInfo"]
 
 
 def new_context() -> ir.Context:
     ctx = ir.Context()
     ctx.allow_unregistered_dialects = True
     return ctx
-
-
-def parse_ttir(text: str, ctx: ir.Context) -> ir.Module:
-    """Parse TTIR text (after `rewrite_ttir`) with the upstream bindings."""
-    generic = rewrite_ttir(text)
-    try:
-        return ir.Module.parse(generic, ctx)
-    except ir.MLIRError as err:
-        diags = getattr(err, "error_diagnostics", None) or []
-        loc = location_of(diags[0].location) if diags else None
-        raise CompileError(f"cannot read the kernel's TTIR: {err}", loc) from None
 
 
 def _kernel_func(module: ir.Module):
@@ -59,13 +53,17 @@ def _kernel_func(module: ir.Module):
 
 
 def convert_ttir(text: str, ctx: ir.Context | None = None, *, debug: bool = False,
-                 wram_limit: int | None = None, tasklets: int = 1) -> tuple[ir.Module, KernelInfo]:
+                 wram_limit: int | None = None, tasklets: int = 1,
+                 triton_ops: list[OpView] | None = None) -> tuple[ir.Module, KernelInfo]:
     """Convert a TTIR module text to an upstream-MLIR module for the DPU model,
-    its tile code shared out among `tasklets` tasklets per DPU."""
+    its tile code shared out among `tasklets` tasklets per DPU. `triton_ops`:
+    Triton's view of the module the text was printed from, checked against
+    what was read (`ttir_text.triton_view`)."""
     ctx = ctx or new_context()
-    src = parse_ttir(text, ctx)
+    src = read_ttir(text, ctx, triton_ops)
     with ctx, ir.Location.unknown():
         kernel = _kernel_func(src)
+        control.structure_control_flow(kernel)
         name = ir.StringAttr(kernel.attributes["sym_name"]).value
         info = KernelInfo(name=name, regions="@__edsl_" in text, stored=stored_params(kernel))
         ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
@@ -85,18 +83,14 @@ def convert_ttir(text: str, ctx: ir.Context | None = None, *, debug: bool = Fals
         conv.count_uses(kernel)
         for arg, new in zip(body.arguments, args):
             conv.values[arg] = new
-        _ACTIVE.conv = conv
-        try:
-            with ir.InsertionPoint(entry):
-                cycle = conv.cycle_begin(entry)
-                for op in list(body.operations)[:-1]:
-                    conv.lower_op(op)
-                conv.cycle_end(cycle, mram=False)   # the next program reuses the buffers
-                func.ReturnOp([])
-        finally:
-            _ACTIVE.conv = None
+        with ir.InsertionPoint(entry):
+            cycle = conv.barriers.cycle_begin(entry)
+            for op in list(body.operations)[:-1]:
+                conv.lower_op(op)
+            conv.barriers.cycle_end(cycle, mram=False)   # the next program reuses the buffers
+            func.ReturnOp([])
         conv.finish()
-        check_wram(info, wram_limit)
+        wram.check(name, info.wram, wram_limit)
         # The support text declares the kernel so that it verifies on its own;
         # declarations `out` already holds are dropped when the support moves in.
         param_types = [str(t) for t in params]
@@ -112,21 +106,3 @@ def convert_ttir(text: str, ctx: ir.Context | None = None, *, debug: bool = Fals
             out.body.append(op)
     verify(out)
     return out, info
-
-
-def check_wram(info: KernelInfo, limit: int | None) -> None:
-    """A kernel whose WRAM buffers exceed the DPU's WRAM fails at compile time."""
-    from ...dpu.abi import WRAM_BYTES
-    limit = WRAM_BYTES if limit is None else limit
-    total = info.wram_bytes
-    if total <= limit:
-        return
-    largest = sorted(info.wram, key=lambda b: -b.nbytes)[:3]
-    parts = ", ".join(f"{b.nbytes} bytes for the {b.what}"
-                      + (f" at line {b.loc.lineno}" if b.loc else "") for b in largest)
-    raise DpuError(f"kernel '{info.name}' needs {total} bytes of WRAM, more than the "
-                   f"{limit} bytes of a DPU; largest buffers: {parts}",
-                   next((b.loc for b in largest if b.loc), None))
-
-
-del is_ptr, LocTable

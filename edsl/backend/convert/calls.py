@@ -12,12 +12,10 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, llvm, memref
 
-from ...codegen.semantic import is_mram
-from ...fl import PREFIX, callee
-from ...dpu.abi import MRAM_ADDRSPACE
+from ...dpu.abi import MRAM_ADDRSPACE, Ctx, is_mram
 from ...inject import ParamKind, build_region, descriptor_type, stage_operands
+from ...inject.callees import PREFIX, callee
 from .core import Tile, byte_size, lowers
-from ...dpu.abi import Ctx
 
 
 
@@ -55,12 +53,12 @@ def lower_call(conv, op) -> None:
             operands.append(conv.get(v))
     # All tasklets run the region, as all threads of a CTA run a TLE-Raw
     # region; barriers keep it apart from the tile code around it.
-    conv.sync()
+    conv.barriers.sync()
     packs = build_region(fn.llvm, fn.__name__, kinds, operands,
                          [k for k, p in enumerate(params) if p.param.is_inout])
-    conv.sync()
+    conv.barriers.sync()
     for result, value, (_, tile) in zip(op.results, packs, outs):
-        conv.set(result, Tile(tile.shape, tile.elem, buf=value))
+        conv.set(result, Tile(tile.shape, tile.elem, buf=value, barriers=conv.barriers))
 
 
 def _mram_memref(conv, address: ir.Value, t: ir.MemRefType) -> ir.Value:

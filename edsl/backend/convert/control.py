@@ -1,10 +1,13 @@
-"""Control flow: scf.for, scf.if, scf.while with scalar and tensor values.
+"""Control flow: scf.for, scf.if, scf.index_switch, scf.while with scalar and
+tensor values, and the step that structures a kernel's branches between
+blocks (`structure_control_flow`) before the conversion walks it.
 
 Scalars stay SSA values carried by the new loop. A loop-carried tensor gets
 its own WRAM buffer for the loop's life: the initial value is copied in, the
 body reads it, and the values the body yields are copied back at its end
 (through a temporary when the yielded value still reads the carried buffers).
-An `scf.if` returning tensors writes each branch's result into one buffer.
+An `scf.if` (or `scf.index_switch`) returning tensors writes each branch's
+result into one buffer.
 """
 from __future__ import annotations
 
@@ -43,7 +46,7 @@ def copy_into_carries(conv, yielded, carries, op):
         else:                                        # may read a carried buffer
             tmp = conv.alloca(y.shape, y.elem, "loop-carried tensor (next value)", op)
             conv.fill(tmp, y)
-            staged.append(Tile(y.shape, y.elem, buf=tmp))
+            staged.append(Tile(y.shape, y.elem, buf=tmp, barriers=conv.barriers))
     for s, buf in zip(staged, carries):
         if s is not None:
             conv.fill(buf, s)
@@ -63,7 +66,7 @@ def _carries(conv, op, inits, what):
     return carries, scalar_inits
 
 
-def _bind(carries, types, scalars):
+def _bind(conv, carries, types, scalars):
     out, k = [], 0
     for buf, t in zip(carries, types):
         if buf is None:
@@ -71,7 +74,7 @@ def _bind(carries, types, scalars):
             k += 1
         else:
             shape, elem = _tile_type(t)
-            out.append(Tile(shape, elem, buf=buf))
+            out.append(Tile(shape, elem, buf=buf, barriers=conv.barriers))
     return out
 
 
@@ -82,57 +85,101 @@ def lower_for(conv, op):
     body = op.regions[0].blocks[0]
     carries, scalar_inits = _carries(conv, op, inits, "loop-carried tensor")
     types = [a.type for a in list(body.arguments)[1:]]
-    conv.sync_if_dirty()                # each iteration starts with nothing pending
+    conv.barriers.sync_if_dirty()                # each iteration starts with nothing pending
     loop = scf.ForOp(lb, ub, step, scalar_inits)
-    with ir.InsertionPoint(loop.body), conv.branch():
-        cycle = conv.cycle_begin(loop.body)
-        mapping = [loop.induction_variable] + _bind(carries, types, list(loop.inner_iter_args))
+    with ir.InsertionPoint(loop.body), conv.barriers.branch():
+        cycle = conv.barriers.cycle_begin(loop.body)
+        mapping = [loop.induction_variable] + _bind(conv, carries, types, list(loop.inner_iter_args))
         yielded = lower_body(conv, body, mapping)
         copy_into_carries(conv, yielded, carries, op)
-        conv.cycle_end(cycle)                # against the next iteration's first accesses
+        conv.barriers.cycle_end(cycle)                # against the next iteration's first accesses
         scf.yield_([y for y, c in zip(yielded, carries) if c is None])
-    for result, v in zip(op.results, _bind(carries, [r.type for r in op.results], list(loop.results))):
+    for result, v in zip(op.results, _bind(conv, carries, [r.type for r in op.results], list(loop.results))):
         conv.set(result, v)
 
 
-@lowers("scf.if")
-def lower_if(conv, op):
-    cond = conv.get(op.operands[0])
+def _lower_branches(conv, op, make) -> None:
+    """An op running one of its regions (`scf.if`, `scf.index_switch`): `make`
+    (scalar result types) builds the new op and returns it with the pairs
+    (source block, new block) of its branches; a tensor result is one buffer
+    that each branch writes."""
     bufs, scalar_types = [], []
     for r in op.results:
         if is_tensor(r.type):
             shape, elem = _tile_type(r.type)
-            bufs.append(conv.alloca(shape, elem, "scf.if result", op))
+            bufs.append(conv.alloca(shape, elem, f"{op.name} result", op))
         else:
             bufs.append(None)
             scalar_types.append(scalar_type(r.type))
-    has_else = len(op.regions[1].blocks) > 0
-    new = scf.IfOp(cond, scalar_types, has_else=has_else)
-    branches = [(op.regions[0].blocks[0], new.then_block)]
-    if has_else:
-        branches.append((op.regions[1].blocks[0], new.else_block))
-    before = conv.state()                   # (the condition is the same on every tasklet)
+    new, branches = make(scalar_types)
+    before = conv.barriers.state()                   # (the condition is the same on every tasklet)
     after = before
     for src, dst in branches:
-        conv.set_state(before)
-        with ir.InsertionPoint(dst), conv.branch():
+        conv.barriers.set_state(before)
+        with ir.InsertionPoint(dst), conv.barriers.branch():
             yielded = lower_body(conv, src, [])
             for y, buf in zip(yielded, bufs):
                 if buf is not None and not (y.buf is not None and y.buf == buf):
                     conv.fill(buf, y)
             scf.yield_([y for y, b in zip(yielded, bufs) if b is None])
-        after = conv.merge_state(after, conv.state())
-    conv.set_state(after)
-    scalars = list(new.results)
-    for result, v in zip(op.results, _bind(bufs, [r.type for r in op.results], scalars)):
+        after = conv.barriers.merge_state(after, conv.barriers.state())
+    conv.barriers.set_state(after)
+    for result, v in zip(op.results, _bind(conv, bufs, [r.type for r in op.results], list(new.results))):
         conv.set(result, v)
+
+
+@lowers("scf.if")
+def lower_if(conv, op):
+    def make(types):
+        has_else = len(op.regions[1].blocks) > 0
+        new = scf.IfOp(conv.get(op.operands[0]), types, has_else=has_else)
+        branches = [(op.regions[0].blocks[0], new.then_block)]
+        if has_else:
+            branches.append((op.regions[1].blocks[0], new.else_block))
+        return new, branches
+    _lower_branches(conv, op, make)
+
+
+@lowers("scf.index_switch")
+def lower_index_switch(conv, op):
+    """From `structure_control_flow`: the code after a point some paths return from."""
+    def make(types):
+        cases = list(ir.DenseI64ArrayAttr(op.attributes["cases"]))
+        new = scf.IndexSwitchOp(types, conv.get(op.operands[0]), cases)
+        default, *regions = list(op.regions)
+        branches = [(r.blocks[0], new.case_block(k)) for k, r in enumerate(regions)]
+        branches.append((default.blocks[0], new.default_block))
+        return new, branches
+    _lower_branches(conv, op, make)
+
+
+@lowers("scf.execute_region")
+def lower_execute_region(conv, op):
+    region = op.regions[0]
+    if len(region.blocks) != 1:
+        raise conv.error(op, "control flow that Triton leaves unstructured is not supported "
+                             "by the DPU backend")
+    for result, v in zip(op.results, lower_body(conv, region.blocks[0], [])):
+        conv.set(result, v)
+
+
+def structure_control_flow(kernel) -> None:
+    """A kernel whose TTIR branches between blocks (`cf.cond_br`, as a `return`
+    inside an `if` makes it) in structured form: upstream `lift-cf-to-scf`
+    turns it into `scf.if` / `scf.while` / `scf.index_switch` (the rest of the
+    conversion walks one block)."""
+    if len(kernel.regions[0].blocks) == 1:
+        return
+    from mlir.passmanager import PassManager
+    pm = PassManager.parse("func.func(lift-cf-to-scf)", kernel.context)
+    pm.run(kernel.operation)
 
 
 @lowers("scf.while")
 def lower_while(conv, op):
     before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
     carries, scalar_inits = _carries(conv, op, list(op.operands), "while-carried tensor")
-    conv.sync_if_dirty()
+    conv.barriers.sync_if_dirty()
     cond_op = list(before.operations)[-1]
     forwarded = list(cond_op.operands)[1:]
     if any(is_tensor(v.type) for v in forwarded):
@@ -143,23 +190,24 @@ def lower_while(conv, op):
     before_types = [scalar_type(a.type) for a in before.arguments if not is_tensor(a.type)]
     new_before = new.before.blocks.append(*before_types)
     new_after = new.after.blocks.append(*result_types)
-    with ir.InsertionPoint(new_before), conv.branch():
-        cycle = conv.cycle_begin(new_before)
-        mapping = _bind(carries, [a.type for a in before.arguments], list(new_before.arguments))
+    with ir.InsertionPoint(new_before), conv.barriers.branch():
+        cycle = conv.barriers.cycle_begin(new_before)
+        mapping = _bind(conv, carries, [a.type for a in before.arguments], list(new_before.arguments))
         cond_vals = lower_body(conv, before, mapping)
         scf.condition(cond_vals[0], cond_vals[1:])
-    leaving = conv.state()                  # what is pending when the loop ends
-    with ir.InsertionPoint(new_after), conv.branch():
+    leaving = conv.barriers.state()                  # what is pending when the loop ends
+    with ir.InsertionPoint(new_after), conv.barriers.branch():
         yielded = lower_body(conv, after, list(new_after.arguments))
         copy_into_carries(conv, yielded, carries, op)
-        conv.cycle_end(cycle)
+        conv.barriers.cycle_end(cycle)
         scf.yield_([y for y, c in zip(yielded, carries) if c is None])
-    conv.set_state(conv.merge_state(leaving, conv.state()))
+    conv.barriers.set_state(conv.barriers.merge_state(leaving, conv.barriers.state()))
     for result, v in zip(op.results, new.results):
         conv.set(result, v)
 
 
-@lowers("gpu.barrier")
+@lowers("gpu.barrier", "ttg.barrier")
 def lower_barrier(conv, op):
-    """`tl.debug_barrier()`: a barrier of the DPU's tasklets (none with one tasklet)."""
-    conv.sync()
+    """`tl.debug_barrier()` (`gpu.barrier` up to Triton 3.6, then `ttg.barrier`): a
+    barrier of the DPU's tasklets (none with one tasklet)."""
+    conv.barriers.sync()

@@ -242,7 +242,6 @@ def lower_constant(conv, op):
         return
     # A non-uniform constant: written once into a WRAM buffer.
     buf = conv.alloca(shape, elem, "constant tensor", op)
-    from mlir.dialects import memref
     n = len(dense)
     if n > 4096:
         raise conv.error(op, f"constant tensor of {n} elements is too large for the DPU backend")
@@ -252,8 +251,8 @@ def lower_constant(conv, op):
     with conv.single():
         for flat in range(n):
             ivs = [conv.index((flat // strides[d]) % shape[d]) for d in range(len(shape))]
-            store_elem(arith.constant(elem, dense[flat]), buf, ivs)
-    conv.set(result, Tile(shape, elem, buf=buf), op)
+            store_elem(conv.barriers, arith.constant(elem, dense[flat]), buf, ivs)
+    conv.set(result, Tile(shape, elem, buf=buf, barriers=conv.barriers), op)
 
 
 @lowers("ub.poison")

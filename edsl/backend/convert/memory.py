@@ -27,6 +27,8 @@ the closed form shows there are none).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
@@ -161,45 +163,82 @@ def _lane(mask, ivs):
     return mask.at(ivs) if isinstance(mask, Tile) else mask
 
 
-def _active_span(conv, mask, rivs, j0, j1, mine=False):
-    """(first, last, count) of the active lanes j0 <= j < j1 of one row, as i64
+@dataclass
+class RowSegment:
+    """Lanes j0 <= j < j1 of one row of a tile load or store: what moving it
+    between MRAM and WRAM needs."""
+    ptrs: Tile                 # the MRAM addresses (i64) of the whole tile
+    mask: object               # an i1 Tile, an i1 value, or None (every lane)
+    rivs: list                 # the row's indices (all but the last dimension)
+    j0: ir.Value               # index bounds of the segment
+    j1: ir.Value
+    t: ir.Type                 # element type
+    es: int                    # bytes per element in MRAM
+    mine: bool                 # lane indices run over this tasklet's chunk (rank 1)
+    stg: ir.Value              # this tasklet's WRAM staging buffer (i64 address)
+
+    def ivs(self, j) -> list:
+        return self.rivs + [j]
+
+    def active(self, j) -> ir.Value:
+        """i1: lane j is active."""
+        return _lane(self.mask, self.ivs(j))
+
+    def lanes(self, conv, lo, hi, body) -> None:
+        """body(j) for the lanes lo <= j < hi."""
+        def run(j):
+            if self.mine:
+                conv.barriers.mine(j)
+            body(j)
+        _for(lo, hi, run)
+
+    def note(self, conv, buf, write: bool) -> None:
+        """Record a direct (DMA) access of this segment of WRAM buffer `buf`."""
+        if conv.tasklets == 1:
+            return
+        if self.mine:
+            conv.barriers.note_buffer(buf, [self.j0], write, who=conv.owner(tuple(ir.MemRefType(buf.type).shape)))
+        else:
+            conv.barriers.note_buffer(buf, self.ivs(self.j0), write)
+
+
+def _active_span(conv, seg: RowSegment):
+    """(first, last, count) of the active lanes of a row segment, as i64
     (-1, -1, 0: none)."""
-    if mask is None:
-        lo, hi = arith.index_cast(_i64(), j0), arith.index_cast(_i64(), j1)
+    if seg.mask is None:
+        lo, hi = arith.index_cast(_i64(), seg.j0), arith.index_cast(_i64(), seg.j1)
         some = arith.cmpi(arith.CmpIPredicate.slt, lo, hi)
         return (arith.select(some, lo, _c(-1)), arith.select(some, arith.subi(hi, _c(1)), _c(-1)),
                 arith.subi(hi, lo))
 
     def body(j, first, last, count):
-        if mine:
-            conv.mine(j)
-        m = _lane(mask, rivs + [j])
+        if seg.mine:
+            conv.barriers.mine(j)
+        m = seg.active(j)
         j64 = arith.index_cast(_i64(), j)
         unset = arith.cmpi(arith.CmpIPredicate.slt, first, _c(0))
         first = arith.select(arith.andi(m, unset), j64, first)
         last = arith.select(m, j64, last)
         return [first, last, arith.addi(count, arith.extui(_i64(), m))]
-    res = _for(j0, j1, body, [_c(-1), _c(-1), _c(0)])
+    res = _for(seg.j0, seg.j1, body, [_c(-1), _c(-1), _c(0)])
     return res[0], res[1], res[2]
 
 
-def _contiguous(conv, ptrs, rivs, first, last, any_active, es):
-    """Whether lanes first..last of a row address consecutive elements."""
+def _contiguous(seg: RowSegment, first, last, any_active):
+    """Whether lanes first..last of a row address consecutive elements, and the
+    address of the first."""
     idx = ir.IndexType.get()
     lo = arith.index_cast(idx, arith.select(any_active, first, _c(0)))
     hi = arith.index_cast(idx, arith.select(any_active, arith.addi(last, _c(1)), _c(0)))
-    p0 = _first_addr(conv, ptrs, rivs, lo)
+    p0 = seg.ptrs.at(seg.ivs(lo))
     true = arith.constant(ir.IntegerType.get_signless(1), 1)
 
     def body(j, ok):
-        delta = arith.muli(arith.subi(arith.index_cast(_i64(), j), arith.index_cast(_i64(), lo)), _c(es))
-        same = arith.cmpi(arith.CmpIPredicate.eq, ptrs.at(rivs + [j]), arith.addi(p0, delta))
+        delta = arith.muli(arith.subi(arith.index_cast(_i64(), j), arith.index_cast(_i64(), lo)),
+                           _c(seg.es))
+        same = arith.cmpi(arith.CmpIPredicate.eq, seg.ptrs.at(seg.ivs(j)), arith.addi(p0, delta))
         return [arith.andi(ok, same)]
     return _for(lo, hi, body, [true])[0], p0
-
-
-def _first_addr(conv, ptrs, rivs, lo):
-    return ptrs.at(rivs + [lo])
 
 
 def _span(p_first, p_last, es):
@@ -260,20 +299,23 @@ def _affine(conv, ptrs, mask, es: int, length: int):
     return at
 
 
-def _segments(conv, shape, body, es: int):
-    """Call body(rivs, j0, j1, mine) for each row segment of this tasklet:
-    rank 1, its chunk of the lanes (`mine`: lane indices run over the
-    tasklet's chunk); else its rows. With several tasklets a segment is at
-    most one DMA transfer long, so that each tasklet's staging buffer is small."""
+def _segments(conv, shape, body, ptrs, mask, t, es: int):
+    """Call body(RowSegment) for each row segment of this tasklet: rank 1, its
+    chunk of the lanes (lane indices run over the tasklet's chunk); else its
+    rows. With several tasklets a segment is at most one DMA transfer long, so
+    that each tasklet's staging buffer is small."""
     length = shape[-1]
+    lanes = _seg_chunk(conv, shape, es)
+
+    def segment(rivs, j0, j1, mine):
+        body(RowSegment(ptrs, mask, rivs, j0, j1, t, es, mine, conv.staging(lanes * es + 16)))
     if conv.tasklets > 1 and len(shape) == 1:
         lo, hi = conv.my_range(shape)
-        with conv.divergent(conv.owner(shape)):
-            _split(conv, lo, hi, _seg_chunk(conv, shape, es), lambda j0, j1: body([], j0, j1, True))
+        with conv.barriers.divergent(conv.owner(shape)):
+            _split(conv, lo, hi, lanes, lambda j0, j1: segment([], j0, j1, True))
         return
-    conv.par_nest(shape[:-1], lambda rivs: _split(conv, conv.index(0), conv.index(length),
-                                                  _seg_chunk(conv, shape, es),
-                                                  lambda j0, j1: body(rivs, j0, j1, False)), shape)
+    conv.par_nest(shape[:-1], lambda rivs: _split(conv, conv.index(0), conv.index(length), lanes,
+                                                  lambda j0, j1: segment(rivs, j0, j1, False)), shape)
 
 
 def _split(conv, lo, hi, seg: int, fn) -> None:
@@ -298,19 +340,15 @@ def _seg_chunk(conv, shape, es: int) -> int:
     return min(shape[-1], cap)
 
 
-def _lane_loop(conv, lo, hi, body, mine: bool):
-    def run(j):
-        if mine:
-            conv.mine(j)
-        body(j)
-    _for(lo, hi, run)
-
-
-def _lane_range(affine, rivs, j0, j1):
-    """The row's MRAM base and its active lanes [lo, hi) clamped to [j0, j1)."""
-    base, lo, hi, valid = affine(rivs)
-    lo = _clamp(lo, arith.index_cast(_i64(), j0), arith.index_cast(_i64(), j1))
-    hi = _clamp(hi, lo, arith.index_cast(_i64(), j1))
+def _closed_form(conv, seg: RowSegment, length: int):
+    """A row segment in closed form, or None: the row's MRAM base, its active
+    lanes [lo, hi) clamped to [j0, j1), and the run-time check of the form."""
+    affine = _affine(conv, seg.ptrs, seg.mask, seg.es, length)
+    if affine is None:
+        return None
+    base, lo, hi, valid = affine(seg.rivs)
+    lo = _clamp(lo, arith.index_cast(_i64(), seg.j0), arith.index_cast(_i64(), seg.j1))
+    hi = _clamp(hi, lo, arith.index_cast(_i64(), seg.j1))
     return base, lo, hi, valid
 
 
@@ -324,68 +362,58 @@ def _bytes_of(base, lo, hi, es: int):
     return n, p0, nb, a0, a1, span
 
 
-def _load_row(conv, ptrs, mask, other, out, rivs, j0, j1, seg: int, t, es, mine: bool):
+def _load_row(conv, seg: RowSegment, other, out):
+    """Load a row segment into WRAM buffer `out` (`other`, or 0, on inactive lanes)."""
+    t, es, rivs = seg.t, seg.es, seg.rivs
+
     def other_at(ivs):
         return other.at(ivs) if isinstance(other, Tile) else (other if other is not None else _zero(t))
 
     def fill_other(lo, hi):
-        _lane_loop(conv, lo, hi, lambda j: store_elem(other_at(rivs + [j]), out, rivs + [j]), mine)
+        seg.lanes(conv, lo, hi, lambda j: store_elem(conv.barriers, other_at(seg.ivs(j)), out, seg.ivs(j)))
 
-    length = ir.MemRefType(out.type).shape[-1]
-    affine = _affine(conv, ptrs, mask, es, length)
-    stg = conv.staging(seg * es + 16)
-    if affine is not None:
-        base, lo, hi, valid = _lane_range(affine, rivs, j0, j1)
+    def fast(lo, hi, n, p0, nb, a0, a1, span):
+        dst = arith.addi(_row_addr(conv, out, rivs, es), arith.muli(lo, _c(es)))
+        aligned = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, p0, a0),
+                             arith.cmpi(arith.CmpIPredicate.eq, arith.andi(arith.ori(nb, dst), _c(7)), _c(0)))
+        some = arith.cmpi(arith.CmpIPredicate.sgt, n, _c(0))
+        seg.note(conv, out, True)
 
-        def fast():
-            n, p0, nb, a0, a1, span = _bytes_of(base, lo, hi, es)
-            dst = arith.addi(_row_addr(conv, out, rivs, es), arith.muli(lo, _c(es)))
-            aligned = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, p0, a0),
-                                 arith.cmpi(arith.CmpIPredicate.eq, arith.andi(arith.ori(nb, dst), _c(7)), _c(0)))
-            some = arith.cmpi(arith.CmpIPredicate.sgt, n, _c(0))
-            _note_row_write(conv, out, rivs, j0, mine)
+        def direct():
+            dma_span(conv, a0, dst, nb, READ)
 
-            def direct():
-                dma_span(conv, a0, dst, nb, READ)
+        def staged():
+            dma_span(conv, a0, seg.stg, span, READ)
+            # Lane j is element j - lo after p0 (p0 - a0 bytes into the staging buffer).
+            src = lane_base(arith.subi(arith.addi(seg.stg, arith.subi(p0, a0)), arith.muli(lo, _c(es))))
 
-            def staged():
-                dma_span(conv, a0, stg, span, READ)
-                # Lane j is element j - lo after p0 (p0 - a0 bytes into the staging buffer).
-                src = lane_base(arith.subi(arith.addi(stg, arith.subi(p0, a0)), arith.muli(lo, _c(es))))
+            def lane(j):
+                v = lane_read(src, arith.index_cast(_i64(), j), t)
+                store_elem(conv.barriers, v, out, seg.ivs(j))
+            seg.lanes(conv, _idx(lo), _idx(hi), lane)
+        _if(some, lambda: _if_else_none(aligned, direct, staged))
+        fill_other(seg.j0, _idx(lo))
+        fill_other(_idx(hi), seg.j1)
+    _row_access(conv, seg, ir.MemRefType(out.type).shape[-1], fast,
+                lambda: _load_row_general(conv, seg, other_at, out))
 
-                def lane(j):
-                    v = lane_read(src, arith.index_cast(_i64(), j), t)
-                    store_elem(v, out, rivs + [j])
-                _lane_loop(conv, _idx(lo), _idx(hi), lane, mine)
-            _if(some, lambda: _if_else_none(aligned, direct, staged))
-            fill_other(j0, _idx(lo))
-            fill_other(_idx(hi), j1)
-        if valid is None:
-            fast()
-            return
-        _if_else_none(valid, fast, lambda: _load_row_general(conv, ptrs, mask, other_at, out, rivs,
-                                                              j0, j1, stg, t, es, mine))
+
+def _row_access(conv, seg: RowSegment, length: int, fast, general) -> None:
+    """`fast(lo, hi, *_bytes_of(...))` on the active lanes [lo, hi) of a row
+    segment in closed form, guarded by the form's run-time check; else (or
+    where the check fails) `general()`."""
+    form = _closed_form(conv, seg, length)
+    if form is None:
+        general()
         return
-    _load_row_general(conv, ptrs, mask, other_at, out, rivs, j0, j1, stg, t, es, mine)
+    base, lo, hi, valid = form
 
-
-def _note_row_write(conv, buf, rivs, j0, mine: bool) -> None:
-    """Record the direct (DMA) write of a row segment of `buf`."""
-    if conv.tasklets == 1:
-        return
-    if mine:
-        conv.note_buffer(buf, [j0], True, who=conv.owner(tuple(ir.MemRefType(buf.type).shape)))
+    def closed():
+        fast(lo, hi, *_bytes_of(base, lo, hi, seg.es))
+    if valid is None:
+        closed()
     else:
-        conv.note_buffer(buf, list(rivs) + [j0], True)
-
-
-def _note_row_read(conv, buf, rivs, j0, mine: bool) -> None:
-    if conv.tasklets == 1:
-        return
-    if mine:
-        conv.note_buffer(buf, [j0], False, who=conv.owner(tuple(ir.MemRefType(buf.type).shape)))
-    else:
-        conv.note_buffer(buf, list(rivs) + [j0], False)
+        _if_else_none(valid, closed, general)
 
 
 def _if_else_none(cond, then_fn, else_fn):
@@ -398,96 +426,88 @@ def _if_else_none(cond, then_fn, else_fn):
         scf.yield_([])
 
 
-def _load_row_general(conv, ptrs, mask, other_at, out, rivs, j0, j1, stg, t, es, mine):
-    first, last, _ = _active_span(conv, mask, rivs, j0, j1, mine)
+def _load_row_general(conv, seg: RowSegment, other_at, out):
+    """A row segment with no closed form: its contiguous active lanes by one
+    DMA span, else each active element by itself."""
+    t, es = seg.t, seg.es
+    first, last, _ = _active_span(conv, seg)
     any_active = arith.cmpi(arith.CmpIPredicate.sge, first, _c(0))
-    contiguous, p0 = _contiguous(conv, ptrs, rivs, first, last, any_active, es)
+    contiguous, p0 = _contiguous(seg, first, last, any_active)
     fast = arith.andi(any_active, contiguous)
 
     def dma_path():
         p_last = arith.addi(p0, arith.muli(arith.subi(last, first), _c(es)))
         a0, _, n = _span(p0, p_last, es)
-        dma_span(conv, a0, stg, n, READ)
+        dma_span(conv, a0, seg.stg, n, READ)
 
         def lane(j):
-            ivs = rivs + [j]
-            v = _if_else(_lane(mask, ivs), t,
-                         lambda: mem_read(arith.addi(stg, arith.subi(ptrs.at(ivs), a0)), t),
+            ivs = seg.ivs(j)
+            v = _if_else(seg.active(j), t,
+                         lambda: mem_read(arith.addi(seg.stg, arith.subi(seg.ptrs.at(ivs), a0)), t),
                          lambda: other_at(ivs))
-            store_elem(v, out, ivs)
-        _lane_loop(conv, j0, j1, lane, mine)
+            store_elem(conv.barriers, v, out, ivs)
+        seg.lanes(conv, seg.j0, seg.j1, lane)
 
     def element_path():
         def lane(j):
-            ivs = rivs + [j]
-            v = _if_else(_lane(mask, ivs), t,
-                         lambda: element_read(conv, ptrs.at(ivs), t, stg),
+            ivs = seg.ivs(j)
+            v = _if_else(seg.active(j), t,
+                         lambda: element_read(conv, seg.ptrs.at(ivs), t, seg.stg),
                          lambda: other_at(ivs))
-            store_elem(v, out, ivs)
-        _lane_loop(conv, j0, j1, lane, mine)
+            store_elem(conv.barriers, v, out, ivs)
+        seg.lanes(conv, seg.j0, seg.j1, lane)
     _if_else_none(fast, dma_path, element_path)
 
 
-def _store_row(conv, ptrs, value, mask, rivs, j0, j1, seg: int, t, es, mine: bool, mode: str):
+def _store_row(conv, seg: RowSegment, value, mode: str):
     """Store one row segment. `mode`: "all" (one tasklet), "clean" (only when
     the active lanes are whole 8-byte words: no read-modify-write, so tasklets
     may store neighbouring segments at once) or "rest" (the others)."""
-    length = ptrs.shape[-1]
-    affine = _affine(conv, ptrs, mask, es, length)
-    stg = conv.staging(seg * es + 16)
-    if affine is not None:
-        base, lo, hi, valid = _lane_range(affine, rivs, j0, j1)
+    t, es, rivs = seg.t, seg.es, seg.rivs
+    def fast(lo, hi, n, p0, nb, a0, a1, span):
+        clean = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, p0, a0),
+                           arith.cmpi(arith.CmpIPredicate.eq, arith.andi(nb, _c(7)), _c(0)))
+        some = arith.cmpi(arith.CmpIPredicate.sgt, n, _c(0))
+        whole = value.buf is not None and ir.MemRefType(value.buf.type).element_type == _store_t(t)
 
-        def fast():
-            n, p0, nb, a0, a1, span = _bytes_of(base, lo, hi, es)
-            clean = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, p0, a0),
-                               arith.cmpi(arith.CmpIPredicate.eq, arith.andi(nb, _c(7)), _c(0)))
-            some = arith.cmpi(arith.CmpIPredicate.sgt, n, _c(0))
-            whole = value.buf is not None and ir.MemRefType(value.buf.type).element_type == _store_t(t)
-
-            def write_clean():
-                if whole:
-                    src = arith.addi(_row_addr(conv, value.buf, rivs, es), arith.muli(lo, _c(es)))
-                    aligned = arith.cmpi(arith.CmpIPredicate.eq, arith.andi(src, _c(7)), _c(0))
-                    _note_row_read(conv, value.buf, rivs, j0, mine)
-                    _if_else_none(aligned, lambda: dma_span(conv, a0, src, nb, WRITE),
-                                  lambda: write_staged(False))
-                else:
-                    write_staged(False)
-
-            def write_staged(rmw: bool):
-                if rmw:
-                    dma_span(conv, a0, stg, span, READ)
-                dst = lane_base(arith.subi(arith.addi(stg, arith.subi(p0, a0)), arith.muli(lo, _c(es))))
-
-                def lane(j):
-                    lane_write(dst, arith.index_cast(_i64(), j), value.at(rivs + [j]))
-                _lane_loop(conv, _idx(lo), _idx(hi), lane, mine)
-                dma_span(conv, a0, stg, span, WRITE)
-
-            if mode == "all":
-                _if(some, lambda: _if_else_none(clean, write_clean, lambda: write_staged(True)))
-            elif mode == "clean":
-                _if(arith.andi(some, clean), write_clean)
+        def write_clean():
+            if whole:
+                src = arith.addi(_row_addr(conv, value.buf, rivs, es), arith.muli(lo, _c(es)))
+                aligned = arith.cmpi(arith.CmpIPredicate.eq, arith.andi(src, _c(7)), _c(0))
+                seg.note(conv, value.buf, False)
+                _if_else_none(aligned, lambda: dma_span(conv, a0, src, nb, WRITE),
+                              lambda: write_staged(False))
             else:
-                _if(arith.andi(some, arith.xori(clean, _true())), lambda: write_staged(True))
-        if valid is None:
-            fast()
-            return
-        _if_else_none(valid, fast, lambda: _store_row_general(conv, ptrs, value, mask, rivs, j0, j1,
-                                                               stg, t, es, mine, mode))
-        return
-    _store_row_general(conv, ptrs, value, mask, rivs, j0, j1, stg, t, es, mine, mode)
+                write_staged(False)
+
+        def write_staged(rmw: bool):
+            if rmw:
+                dma_span(conv, a0, seg.stg, span, READ)
+            dst = lane_base(arith.subi(arith.addi(seg.stg, arith.subi(p0, a0)), arith.muli(lo, _c(es))))
+
+            def lane(j):
+                lane_write(dst, arith.index_cast(_i64(), j), value.at(seg.ivs(j)))
+            seg.lanes(conv, _idx(lo), _idx(hi), lane)
+            dma_span(conv, a0, seg.stg, span, WRITE)
+
+        if mode == "all":
+            _if(some, lambda: _if_else_none(clean, write_clean, lambda: write_staged(True)))
+        elif mode == "clean":
+            _if(arith.andi(some, clean), write_clean)
+        else:
+            _if(arith.andi(some, arith.xori(clean, _true())), lambda: write_staged(True))
+    _row_access(conv, seg, seg.ptrs.shape[-1], fast, lambda: _store_row_general(conv, seg, value, mode))
 
 
 def _true():
     return arith.constant(ir.IntegerType.get_signless(1), 1)
 
 
-def _store_row_general(conv, ptrs, value, mask, rivs, j0, j1, stg, t, es, mine, mode):
-    first, last, count = _active_span(conv, mask, rivs, j0, j1, mine)
+def _store_row_general(conv, seg: RowSegment, value, mode):
+    es = seg.es
+    first, last, count = _active_span(conv, seg)
     any_active = arith.cmpi(arith.CmpIPredicate.sge, first, _c(0))
-    contiguous, p0 = _contiguous(conv, ptrs, rivs, first, last, any_active, es)
+    contiguous, p0 = _contiguous(seg, first, last, any_active)
     fast = arith.andi(any_active, contiguous)
     p_last = arith.addi(p0, arith.muli(arith.subi(last, first), _c(es)))
     a0, a1, n = _span(p0, p_last, es)
@@ -498,22 +518,22 @@ def _store_row_general(conv, ptrs, value, mask, rivs, j0, j1, stg, t, es, mine, 
 
     def dma_path():
         if mode == "all":
-            _if(rmw, lambda: dma_span(conv, a0, stg, n, READ))
+            _if(rmw, lambda: dma_span(conv, a0, seg.stg, n, READ))
         elif mode == "rest":
-            dma_span(conv, a0, stg, n, READ)
+            dma_span(conv, a0, seg.stg, n, READ)
 
         def lane(j):
-            ivs = rivs + [j]
-            _if(_lane(mask, ivs), lambda: mem_write(arith.addi(stg, arith.subi(ptrs.at(ivs), a0)),
-                                                     value.at(ivs)))
-        _lane_loop(conv, j0, j1, lane, mine)
-        dma_span(conv, a0, stg, n, WRITE)
+            ivs = seg.ivs(j)
+            _if(seg.active(j), lambda: mem_write(arith.addi(seg.stg, arith.subi(seg.ptrs.at(ivs), a0)),
+                                                 value.at(ivs)))
+        seg.lanes(conv, seg.j0, seg.j1, lane)
+        dma_span(conv, a0, seg.stg, n, WRITE)
 
     def element_path():
         def lane(j):
-            ivs = rivs + [j]
-            _if(_lane(mask, ivs), lambda: element_write(conv, ptrs.at(ivs), value.at(ivs), stg))
-        _lane_loop(conv, j0, j1, lane, mine)
+            ivs = seg.ivs(j)
+            _if(seg.active(j), lambda: element_write(conv, seg.ptrs.at(ivs), value.at(ivs), seg.stg))
+        seg.lanes(conv, seg.j0, seg.j1, lane)
 
     if mode == "all":
         _if_else_none(fast, dma_path, element_path)
@@ -533,7 +553,7 @@ def lower_load(conv, op):
     ptr_t = op.operands[0].type
     rt = op.results[0].type
     mask, other = _operand(conv, op, 1), _operand(conv, op, 2)
-    conv.note_mram(False)
+    conv.barriers.note_mram(False)
     if not is_tensor(rt):
         t = scalar_type(rt)
         addr = conv.get(op.operands[0])
@@ -549,10 +569,8 @@ def lower_load(conv, op):
     es = byte_size(pointee(ir.RankedTensorType(ptr_t).element_type))
     shape = ptrs.shape
     out = conv.alloca(shape, t, "tt.load result", op)
-    seg = _seg_chunk(conv, shape, es)
-    _segments(conv, shape, lambda rivs, j0, j1, mine: _load_row(
-        conv, ptrs, mask, other, out, rivs, j0, j1, seg, t, es, mine), es)
-    conv.set(op.results[0], Tile(shape, t, buf=out))
+    _segments(conv, shape, lambda seg: _load_row(conv, seg, other, out), ptrs, mask, t, es)
+    conv.set(op.results[0], Tile(shape, t, buf=out, barriers=conv.barriers))
 
 
 @lowers("tt.store")
@@ -561,7 +579,7 @@ def lower_store(conv, op):
     value = conv.get(op.operands[1])
     mask = _operand(conv, op, 2)
     if not is_tensor(ptr_t):
-        conv.note_mram(True, "one")
+        conv.barriers.note_mram(True, "one")
         addr = conv.get(op.operands[0])
         stg = conv.staging(8)
         with conv.single():
@@ -577,22 +595,24 @@ def lower_store(conv, op):
     seg = _seg_chunk(conv, shape, es)
 
     def rows(mode):
-        return lambda rivs, j0, j1, mine: _store_row(conv, ptrs, value, mask, rivs, j0, j1, seg, t,
-                                                     es, mine, mode)
+        return lambda segment: _store_row(conv, segment, value, mode)
+
+    def segment(rivs, j0, j1):
+        return RowSegment(ptrs, mask, rivs, j0, j1, t, es, False, conv.staging(seg * es + 16))
     if conv.tasklets == 1:
-        conv.loop_nest(shape[:-1], lambda rivs: rows("all")(rivs, conv.index(0),
-                                                             conv.index(shape[-1]), False))
+        conv.loop_nest(shape[:-1], lambda rivs: rows("all")(segment(rivs, conv.index(0),
+                                                                     conv.index(shape[-1]))))
         return
     # Tasklets store the segments that are whole 8-byte words at once; the
     # others (read-modify-write of words two segments may share) follow on
     # tasklet 0, after a barrier, in order.
-    conv.note_mram(True)
-    _segments(conv, shape, rows("clean"), es)
-    before = conv.state()
+    conv.barriers.note_mram(True)
+    _segments(conv, shape, rows("clean"), ptrs, mask, t, es)
+    before = conv.barriers.state()
     rest = scf.IfOp(_needs_rest(conv, ptrs, mask, es, shape), [], has_else=False)
-    with ir.InsertionPoint(rest.then_block), conv.branch():
-        conv.sync()
-        conv.note_mram(True, "one")
+    with ir.InsertionPoint(rest.then_block), conv.barriers.branch():
+        conv.barriers.sync()
+        conv.barriers.note_mram(True, "one")
         with conv.single():
             if len(shape) == 1:
                 c = conv.chunk(shape)
@@ -600,15 +620,15 @@ def lower_store(conv, op):
                 with ir.InsertionPoint(chunks.body):
                     j0 = chunks.induction_variable
                     j1 = arith.minsi(arith.addi(j0, conv.index(c)), conv.index(shape[0]))
-                    _split(conv, j0, j1, seg, lambda a, b: rows("rest")([], a, b, False))
+                    _split(conv, j0, j1, seg, lambda a, b: rows("rest")(segment([], a, b)))
                     scf.yield_([])
             else:
                 conv.loop_nest(shape[:-1], lambda rivs: _split(
                     conv, conv.index(0), conv.index(shape[-1]), seg,
-                    lambda a, b: rows("rest")(rivs, a, b, False)))
-        conv.sync()                             # (the slow path leaves nothing pending)
+                    lambda a, b: rows("rest")(segment(rivs, a, b))))
+        conv.barriers.sync()                             # (the slow path leaves nothing pending)
         scf.yield_([])
-    conv.set_state(conv.merge_state(before, conv.state()))
+    conv.barriers.set_state(conv.barriers.merge_state(before, conv.barriers.state()))
 
 
 def _needs_rest(conv, ptrs, mask, es: int, shape) -> ir.Value:
@@ -668,7 +688,7 @@ def _atomic(conv, op, update):
     reaches the other tasklets through a WRAM cell."""
     rt = op.results[0].type if len(op.results) else None
     stg = conv.staging(8)
-    conv.note_mram(True, "one")
+    conv.barriers.note_mram(True, "one")
     n_vals = len(op.operands) - 1
     ptr = conv.get(op.operands[0])
     vals = [conv.get(v) for v in op.operands[1:]]
@@ -695,9 +715,9 @@ def _atomic(conv, op, update):
         cell = conv.alloca((1,), t, f"{op.name} result", op)
         zero = conv.index(0)
         with conv.single():
-            store_elem(run(), cell, [zero])
+            store_elem(conv.barriers, run(), cell, [zero])
         if rt is not None:
-            conv.set(op.results[0], load_elem(cell, [zero], t))
+            conv.set(op.results[0], load_elem(conv.barriers, cell, [zero], t))
         return
     t = scalar_type(pointee(ir.RankedTensorType(op.operands[0].type).element_type))
     has_mask = op.name == "tt.atomic_rmw" and n_vals == 2
@@ -707,10 +727,10 @@ def _atomic(conv, op, update):
     def body(ivs):
         lane_vals = [a.at(ivs) if isinstance(a, Tile) else a for a in args]
         old = _if_else(_lane(mask, ivs), t, lambda: one(ptr.at(ivs), lane_vals, t), lambda: _zero(t))
-        store_elem(old, out, ivs)
+        store_elem(conv.barriers, old, out, ivs)
     with conv.single():
         conv.loop_nest(ptr.shape, body)
-    conv.set(op.results[0], Tile(ptr.shape, t, buf=out))
+    conv.set(op.results[0], Tile(ptr.shape, t, buf=out, barriers=conv.barriers))
 
 
 @lowers("tt.atomic_rmw")

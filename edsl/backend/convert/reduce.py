@@ -86,7 +86,7 @@ def lower_reduce(conv, op):
             if bufs is None:
                 scalars.append(v)
             else:
-                store_elem(v, bufs[0], oivs)
+                store_elem(conv.barriers, v, bufs[0], oivs)
             return
         init = [t.at(at(conv.index(0))) for t in inputs]
         loop = scf.ForOp(conv.index(1), conv.index(n), conv.index(1), init)
@@ -97,7 +97,7 @@ def lower_reduce(conv, op):
             scalars.extend(loop.results)
         else:
             for v, buf in zip(loop.results, bufs):
-                store_elem(v, buf, oivs)
+                store_elem(conv.barriers, v, buf, oivs)
     if out_shape:
         conv.par_nest(out_shape, body)      # rows are independent: shared out
     else:
@@ -106,7 +106,7 @@ def lower_reduce(conv, op):
         if bufs is None:
             conv.set(result, scalars[k])
         else:
-            conv.set(result, Tile(out_shape, elems[k], buf=bufs[k]))
+            conv.set(result, Tile(out_shape, elems[k], buf=bufs[k], barriers=conv.barriers))
 
 
 @lowers("tt.scan")
@@ -129,22 +129,28 @@ def lower_scan(conv, op):
         first = at(pos(conv.index(0)))
         init = [t.at(first) for t in inputs]
         for v, buf in zip(init, bufs):
-            store_elem(v, buf, first)
+            store_elem(conv.barriers, v, buf, first)
         loop = scf.ForOp(conv.index(1), conv.index(n), conv.index(1), init)
         with ir.InsertionPoint(loop.body):
             where = at(pos(loop.induction_variable))
             nexts = [t.at(where) for t in inputs]
             new = _combine(conv, block, loop.inner_iter_args, nexts)
             for v, buf in zip(new, bufs):
-                store_elem(v, buf, where)
+                store_elem(conv.barriers, v, buf, where)
             scf.yield_(new)
-    conv.par_nest(line_shape, body)         # lines are independent (one line: tasklet 0)
+    if axis == 0:
+        # Lines across the first dimension: tasklets own chunks of that dimension
+        # only, so one tasklet scans them all.
+        with conv.single():
+            conv.loop_nest(line_shape, body)
+    else:                                   # rows are independent: shared out
+        conv.par_nest(line_shape, body, shape)
     for result, buf, t in zip(op.results, bufs, inputs):
-        conv.set(result, Tile(shape, t.elem, buf=buf))
+        conv.set(result, Tile(shape, t.elem, buf=buf, barriers=conv.barriers))
 
 
 def _widen(v, acc_t):
-    """An operand of tl.dot promoted to the accumulator's type."""
+    """A value of tl.dot converted to the type it is summed in (or back)."""
     t = v.type
     if t == acc_t:
         return v
@@ -171,19 +177,21 @@ def lower_dot(conv, op):
     k_dim = a.shape[-1]
     out = conv.alloca(shape, acc_t, "tl.dot result", op)
     flt = is_float(acc_t)
+    # 16-bit float results are summed in fp32 and rounded once, as GPUs do.
+    sum_t = ir.F32Type.get() if isinstance(acc_t, (ir.F16Type, ir.BF16Type)) else acc_t
 
     def body(ivs):
         batch, i, j = ivs[:-2], ivs[-2], ivs[-1]
-        loop = scf.ForOp(conv.index(0), conv.index(k_dim), conv.index(1), [c.at(ivs)])
+        loop = scf.ForOp(conv.index(0), conv.index(k_dim), conv.index(1), [_widen(c.at(ivs), sum_t)])
         with ir.InsertionPoint(loop.body):
             k = loop.induction_variable
-            x = _widen(a.at(batch + [i, k]), acc_t)
-            y = _widen(b.at(batch + [k, j]), acc_t)
+            x = _widen(a.at(batch + [i, k]), sum_t)
+            y = _widen(b.at(batch + [k, j]), sum_t)
             acc = loop.inner_iter_args[0]
             scf.yield_([arith.addf(acc, arith.mulf(x, y)) if flt else arith.addi(acc, arith.muli(x, y))])
-        store_elem(loop.results[0], out, ivs)
+        store_elem(conv.barriers, _widen(loop.results[0], acc_t), out, ivs)
     conv.par_nest(shape, body)
-    conv.set(op.results[0], Tile(shape, acc_t, buf=out))
+    conv.set(op.results[0], Tile(shape, acc_t, buf=out, barriers=conv.barriers))
 
 
 del is_tensor, scalar_type

@@ -6,9 +6,9 @@
  * dpu_copy_from, dpu_launch, DPU_FOREACH, DPU_ASSERT, dpu_error_to_string.
  * `dpu_load` takes the DPU program built as a shared object with the
  * stand-in DPU headers; every DPU gets a private copy of it (its own WRAM
- * globals) and 64 MiB of MRAM. DPUs run one after another at dpu_launch,
+ * globals) and its MRAM (EDSL_MRAM_BYTES, dpu_abi.h). DPUs run one after another at dpu_launch,
  * each on NR_TASKLETS threads. Transfers check the host library's rules
- * (MRAM: 8-byte aligned offset and size; WRAM symbols: 4-byte aligned, in
+ * (MRAM: DMA-aligned offset and size; WRAM symbols: 4-byte aligned, in
  * bounds of the symbol). */
 #ifndef EDSL_SIM_DPU_H
 #define EDSL_SIM_DPU_H

@@ -10,8 +10,7 @@
 #include <unistd.h>
 
 #include "dpu.h"
-
-#define EDSL_MRAM_BYTES ((size_t)64 << 20)
+#include "dpu_abi.h"
 
 typedef int (*edsl_sim_run_fn)(int (*)(void), uint8_t *, size_t, size_t, char *, size_t);
 
@@ -66,7 +65,7 @@ dpu_error_t dpu_alloc(uint32_t nr_dpus, const char *profile, struct dpu_set_t *d
         return DPU_ERR_ALLOCATION;
     }
     for (uint32_t i = 0; i < nr_dpus; i++) {
-        sys->dpus[i].mram = calloc(1, EDSL_MRAM_BYTES);   /* pages are taken on first touch */
+        sys->dpus[i].mram = calloc(1, (size_t)EDSL_MRAM_BYTES);   /* pages are taken on first touch */
         if (!sys->dpus[i].mram)
             return DPU_ERR_ALLOCATION;
     }
@@ -148,9 +147,9 @@ static dpu_error_t locate(struct edsl_sim_dpu *dpu, const char *symbol, uint32_t
     if (!dpu->handle)
         return DPU_ERR_NO_PROGRAM_LOADED;
     if (strcmp(symbol, DPU_MRAM_HEAP_POINTER_NAME) == 0) {
-        if (offset % 8 || length % 8)
+        if (offset % EDSL_DMA_ALIGN || length % EDSL_DMA_ALIGN)
             return DPU_ERR_INVALID_MRAM_ACCESS;
-        if ((size_t)offset + length > EDSL_MRAM_BYTES)
+        if ((size_t)offset + length > (size_t)EDSL_MRAM_BYTES)
             return DPU_ERR_INVALID_MRAM_ACCESS;
         *where = dpu->mram + offset;
         return DPU_OK;
@@ -233,7 +232,7 @@ dpu_error_t dpu_launch(struct dpu_set_t set, dpu_launch_policy_t policy) {
         if (!dpu->handle)
             return DPU_ERR_NO_PROGRAM_LOADED;
         char message[512] = "";
-        if (dpu->run(dpu->entry, dpu->mram, EDSL_MRAM_BYTES, 0, message, sizeof message)) {
+        if (dpu->run(dpu->entry, dpu->mram, (size_t)EDSL_MRAM_BYTES, 0, message, sizeof message)) {
             fprintf(stderr, "[dpu sim] DPU %u fault: %s\n", (unsigned)index, message);
             dpu->faulted = 1;
             result = DPU_ERR_DPU_FAULT;

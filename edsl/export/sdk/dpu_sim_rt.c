@@ -4,7 +4,9 @@
  * stand-in headers defs.h, mram.h, barrier.h, alloc.h) into one shared
  * object. The host library (dpu_sim_host.c) loads one private copy of that
  * object per simulated DPU, so every DPU has its own WRAM globals, and runs
- * `main` on NR_TASKLETS threads through edsl_sim_run. */
+ * `main` on NR_TASKLETS threads through edsl_sim_run. A barrier that can never
+ * complete (a tasklet waits while all the others have finished) is a fault,
+ * where hardware would hang. The limits are the DPU ABI's (dpu_abi.h). */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,21 +16,23 @@
 #include "alloc.h"
 #include "barrier.h"
 #include "defs.h"
+#include "dpu_abi.h"
 #include "mram.h"
-
-#define EDSL_WRAM_BYTES (64u * 1024u)
-#define EDSL_DMA_MAX 2048u
 
 uint8_t *edsl_sim_mram_heap;
 static uint8_t *mram_lo, *mram_hi;
 static __thread sysname_t tasklet_id;
 static volatile int faulted;
+static volatile unsigned int finished;   /* tasklets that returned from main or halted */
 static char fault_message[512];
 static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
 
 sysname_t me(void) { return tasklet_id; }
 
-void halt(void) { pthread_exit(NULL); }
+void halt(void) {
+    __atomic_add_fetch(&finished, 1, __ATOMIC_SEQ_CST);
+    pthread_exit(NULL);
+}
 
 static void stop_if_faulted(void) {
     if (faulted)
@@ -54,15 +58,17 @@ static void fault(const char *fmt, ...) {
 static void check_dma(const char *what, const void *mram, const void *wram, unsigned int n) {
     uintptr_t m = (uintptr_t)mram, w = (uintptr_t)wram;
     stop_if_faulted();
-    if (n % 8u || n < 8u || n > EDSL_DMA_MAX)
-        fault("%s: DMA size %u bytes: must be a multiple of 8 between 8 and %u", what, n, EDSL_DMA_MAX);
-    if (m % 8u)
-        fault("%s: MRAM address %#lx is not 8-byte aligned", what, (unsigned long)(m - (uintptr_t)mram_lo));
-    if (w % 8u)
-        fault("%s: WRAM address %p is not 8-byte aligned", what, wram);
+    if (n % EDSL_DMA_ALIGN || n < EDSL_DMA_MIN_BYTES || n > EDSL_DMA_MAX_BYTES)
+        fault("%s: DMA size %u bytes: must be a multiple of %d between %d and %d", what, n, EDSL_DMA_ALIGN,
+              EDSL_DMA_MIN_BYTES, EDSL_DMA_MAX_BYTES);
+    if (m % EDSL_DMA_ALIGN)
+        fault("%s: MRAM address %#lx is not %d-byte aligned", what, (unsigned long)(m - (uintptr_t)mram_lo),
+              EDSL_DMA_ALIGN);
+    if (w % EDSL_DMA_ALIGN)
+        fault("%s: WRAM address %p is not %d-byte aligned", what, wram, EDSL_DMA_ALIGN);
     if ((const uint8_t *)mram < mram_lo || (const uint8_t *)mram + n > mram_hi)
-        fault("%s: %u bytes at MRAM address %#lx are outside the DPU's 64 MiB MRAM", what, n,
-              (unsigned long)(m - (uintptr_t)mram_lo));
+        fault("%s: %u bytes at MRAM address %#lx are outside the DPU's %d MiB MRAM", what, n,
+              (unsigned long)(m - (uintptr_t)mram_lo), EDSL_MRAM_BYTES >> 20);
 }
 
 void mram_read(const __mram_ptr void *from, void *to, unsigned int nb_of_bytes) {
@@ -96,27 +102,35 @@ void barrier_wait(barrier_t *b) {
                 t.tv_nsec -= 1000000000L;
             }
             pthread_cond_timedwait(&b->cond, &b->lock, &t);
-            if (faulted && generation == b->generation) {   /* another tasklet stopped the DPU */
+            if (generation != b->generation)
+                break;
+            if (faulted) {                  /* another tasklet stopped the DPU */
                 b->waiting--;
                 pthread_mutex_unlock(&b->lock);
                 pthread_exit(NULL);
+            }
+            if (b->waiting + __atomic_load_n(&finished, __ATOMIC_SEQ_CST) >= b->count) {
+                b->waiting--;
+                pthread_mutex_unlock(&b->lock);
+                fault("deadlock at a barrier: %u tasklet(s) finished and will never reach it "
+                      "(every tasklet must reach every barrier)", finished);
             }
         }
     }
     pthread_mutex_unlock(&b->lock);
 }
 
-static uint8_t wram_heap[EDSL_WRAM_BYTES] __attribute__((aligned(8)));
+static uint8_t wram_heap[EDSL_WRAM_BYTES] __attribute__((aligned(EDSL_DMA_ALIGN)));
 static size_t wram_heap_used;
 static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void *mem_alloc(size_t size) {
     stop_if_faulted();
     pthread_mutex_lock(&heap_lock);
-    size_t start = (wram_heap_used + 7u) & ~(size_t)7u;
+    size_t start = (wram_heap_used + EDSL_DMA_ALIGN - 1) / EDSL_DMA_ALIGN * EDSL_DMA_ALIGN;
     if (size > EDSL_WRAM_BYTES || start + size > EDSL_WRAM_BYTES) {
         pthread_mutex_unlock(&heap_lock);
-        fault("mem_alloc(%zu): the WRAM heap is exhausted (%zu of %u bytes used)", size, start,
+        fault("mem_alloc(%zu): the WRAM heap is exhausted (%zu of %d bytes used)", size, start,
               EDSL_WRAM_BYTES);
     }
     wram_heap_used = start + size;
@@ -139,6 +153,7 @@ static void *tasklet_main(void *arg) {
     struct tasklet_start *start = arg;
     tasklet_id = start->id;
     start->entry();
+    __atomic_add_fetch(&finished, 1, __ATOMIC_SEQ_CST);
     return NULL;
 }
 
@@ -153,6 +168,7 @@ int edsl_sim_run(int (*entry)(void), uint8_t *mram, size_t mram_bytes, size_t he
     mram_hi = mram + mram_bytes;
     edsl_sim_mram_heap = mram + heap_offset;
     faulted = 0;
+    finished = 0;
     fault_message[0] = 0;
     wram_heap_used = 0;
     int started = 0;

@@ -1,14 +1,13 @@
 /* mram.h -- this project's stand-in for the UPMEM SDK header of the same name.
- * mram_read / mram_write check the DMA rules of the DPU: MRAM and WRAM
- * addresses 8-byte aligned, size a multiple of 8 from 8 to 2048 bytes, MRAM
- * range inside the DPU's 64 MiB. A broken rule is recorded and stops the DPU
- * (dpu_launch then fails with DPU_ERR_DPU_FAULT and the reason is printed). */
+ * mram_read / mram_write (dpu_sim_rt.c) check the DMA rules of the DPU
+ * (dpu_abi.h: aligned MRAM and WRAM addresses, a size from the minimum to the
+ * maximum and a multiple of the alignment) and that the MRAM range is inside
+ * the DPU's MRAM. A broken rule is recorded and stops the DPU (dpu_launch then
+ * fails with DPU_ERR_DPU_FAULT and the reason is printed). */
 #ifndef EDSL_SIM_MRAM_H
 #define EDSL_SIM_MRAM_H
 
 #include "defs.h"
-
-#define MRAM_SIZE (64u << 20)
 
 /* Start of the MRAM the program does not use itself (the host's heap). */
 extern uint8_t *edsl_sim_mram_heap;

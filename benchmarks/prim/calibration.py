@@ -1,0 +1,122 @@
+"""Calibration points: PrIM's microbenchmarks run here, estimated, against the published figures.
+
+Each point is (benchmark, configuration, published, estimated, unit, note).
+Every kernel runs through the ordinary launch path with counting on
+(`f.run(..., tasklets=t, timing=True)`); its `LaunchReport.timing` is the
+estimate. The arithmetic and WRAM figures are PrIM's measured throughputs of
+the compute loop alone (the kernels' DMA is outside PrIM's timers), so they
+are compared with the estimate's instruction-issue part; the MRAM figures
+with the DMA part.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from edsl.dpu import timing
+from edsl.dpu.timing import FIGURES
+
+from . import micro
+
+TYPES = {"i32": ("int32", np.int32), "i64": ("int64", np.int64), "f32": ("float", np.float32),
+         "f64": ("double", np.float64)}
+OPS = ("add", "sub", "mul", "div")
+TASKLETS = (1, 2, 4, 8, 11, 16)
+MRAM_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
+# PrIM ran its microbenchmarks on DPUs at 350 MHz (the `clock_v1a` figure).
+PRIM_CLOCK_HZ = timing.DEFAULT_CLOCK_HZ
+
+
+@dataclass(frozen=True)
+class Point:
+    benchmark: str
+    config: str
+    published: float
+    estimated: float
+    unit: str
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return self.estimated / self.published
+
+
+def arithmetic_throughput(ty: str, op: str, tasklets: int) -> float:
+    """Estimated operations per second of the arithmetic loop."""
+    fn = micro.arithmetic(ty, op)
+    dtype = TYPES[ty][1]
+    n = 16 * micro.BLOCK // dtype().itemsize * 2          # two blocks per tasklet at 16 tasklets
+    a = np.arange(1, n + 1).astype(dtype)
+    est = fn.run(a, n, 3, tasklets=tasklets, timing=True).timing.at(PRIM_CLOCK_HZ)
+    return n / est.issue_seconds
+
+
+def published_throughput(ty: str, op: str, tasklets: int) -> tuple[float, str]:
+    """PrIM's figure at saturation; below 11 tasklets, the linear growth the
+    paper states (Key Observation 1), which is how Fig. 4's curves rise."""
+    fig = FIGURES[f"{TYPES[ty][0]}_{op}"].value
+    if tasklets >= timing.REVOLVER:
+        return fig, "Fig. 4 label"
+    return fig * tasklets / timing.REVOLVER, "Fig. 4 label x t/11"
+
+
+def wram_bandwidth(op: str, tasklets: int = 16) -> float:
+    """Estimated WRAM bytes accessed per second by the STREAM loop."""
+    fn = micro.stream(op)
+    n = 16 * micro.BLOCK // 8 * 2
+    a = np.arange(n, dtype=np.int64)
+    b = np.arange(n, dtype=np.int64)
+    c = np.zeros(n, dtype=np.int64)
+    est = fn.run(a, b, c, n, 3, tasklets=tasklets, timing=True).timing.at(PRIM_CLOCK_HZ)
+    per_element = {"copy": 16, "add": 24, "scale": 16, "triad": 24}[op]
+    return n * per_element / est.issue_seconds
+
+
+def mram_transfer(size: int, direction: str) -> tuple[float, float]:
+    """Estimated (latency in cycles, bandwidth in B/s) of one `size`-byte transfer, 1 tasklet."""
+    fn = micro.mram(size)
+    count = 4
+    a = np.zeros(count * size // 8, dtype=np.int64)
+    report = fn.run(a, count, tasklets=1, timing=True)
+    n = report.dma_reads if direction == "read" else report.dma_writes
+    nbytes = report.dma_read_bytes if direction == "read" else report.dma_write_bytes
+    alpha = timing.ALPHA_READ if direction == "read" else timing.ALPHA_WRITE
+    # One tasklet: its DMA cycles are the sum of its transfers' latencies.
+    reads, writes = report.dma_reads, report.dma_writes
+    total = reads * timing.ALPHA_READ + writes * timing.ALPHA_WRITE + timing.BETA * report.dma_bytes
+    assert abs(report.timing.dma_cycles - total) < 1e-6, (report.timing.dma_cycles, total)
+    latency = (n * alpha + timing.BETA * nbytes) / n
+    return latency, size / latency * PRIM_CLOCK_HZ
+
+
+def points(tasklets=TASKLETS) -> list[Point]:
+    out = []
+    for ty in TYPES:
+        for op in OPS:
+            for t in tasklets:
+                pub, note = published_throughput(ty, op, t)
+                out.append(Point("arithmetic", f"{TYPES[ty][0].upper()} {op.upper()}, {t} tasklets", pub,
+                                 arithmetic_throughput(ty, op, t), "MOPS", note))
+    for op in ("copy", "add", "scale", "triad"):
+        out.append(Point("WRAM STREAM", f"{op.upper()}, 16 tasklets", FIGURES[f"wram_{op}"].value,
+                         wram_bandwidth(op), "MB/s", "Fig. 5 label"))
+    for direction in ("read", "write"):
+        alpha = FIGURES[f"mram_{direction}_alpha"].value
+        for size in MRAM_SIZES:
+            latency, bandwidth = mram_transfer(size, direction)
+            out.append(Point("MRAM latency", f"mram_{direction} {size} B", alpha + FIGURES["mram_beta"].value * size,
+                             latency, "cycles", "Fig. 7 fit"))
+        _, bandwidth = mram_transfer(2048, direction)
+        out.append(Point("MRAM bandwidth", f"mram_{direction} 2048 B", FIGURES[f"mram_{direction}_bw_2048"].value,
+                         bandwidth, "MB/s", "Fig. 7 label"))
+    for direction, key in (("to_dpu", "cpu_dpu"), ("from_dpu", "dpu_cpu")):
+        for kind, dpus, fig in (("serial", 1, f"{key}_serial"), ("parallel", 64, f"{key}_parallel_rank")):
+            out.append(Point("host transfer", f"{direction} {kind}, {dpus} DPUs", FIGURES[fig].value,
+                             timing.host_bandwidth(kind, direction, dpus), "GB/s", "Fig. 10 label (model input)"))
+    out.append(Point("host transfer", "to_dpu broadcast, 64 DPUs", FIGURES["cpu_dpu_broadcast_rank"].value,
+                     timing.host_bandwidth("broadcast", "to_dpu", 64), "GB/s", "Fig. 10 label (model input)"))
+    return out
+
+
+SCALE = {"MOPS": 1e6, "MB/s": 1e6, "GB/s": 1e9, "cycles": 1}

@@ -1,0 +1,23 @@
+/* The DPU ABI of edsl, generated from edsl/dpu/abi.py (its one definition):
+ * the hardware's limits, the slots of a tasklet's launch context (Ctx) and of
+ * the state a DPU's tasklets share (Dpu), and the error codes (Err). Shared by
+ * the DPU program, the host runner and the SDK stand-ins in sim/. */
+#ifndef EDSL_DPU_ABI_H
+#define EDSL_DPU_ABI_H
+
+/* The hardware: memory sizes, tasklets, the rules of MRAM<->WRAM transfers. */
+${limits}
+
+/* Transfer directions (a context's ERR_DIR slot). */
+${directions}
+
+/* Slots (int64_t) of a tasklet's launch context. */
+${ctx}
+
+/* Slots (int64_t) of the state the tasklets of one DPU share. */
+${dpu}
+
+/* Error codes of a context's ERROR slot. */
+${errors}
+
+#endif

@@ -1,0 +1,193 @@
+"""The DPU model's runtime: compiled intrinsics, deadlocked barriers, Ctrl-C,
+programs that need a host symbol, object code reused by a new process."""
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+from mlir import ir
+
+import edsl
+from edsl import InOut, Input
+from edsl.dpu import runtime
+from edsl.errors import LoweringError
+
+with open(__file__) as _f:
+    _SOURCE_LINES = _f.read().splitlines()
+
+
+def line_of(marker: str) -> int:
+    hits = [n for n, text in enumerate(_SOURCE_LINES, 1) if text.rstrip().endswith(f"# <{marker}>")]
+    assert len(hits) == 1, marker
+    return hits[0]
+
+
+@edsl.dialect
+def some_reach_the_barrier(y: InOut["memref<?xi32>"]):
+    if edsl.tasklet_id() == 0:
+        edsl.barrier()  # <half-barrier>
+    y[edsl.tasklet_id()] = 1
+
+
+@pytest.mark.parametrize("tasklets", [2, 4, 16])
+def test_barrier_only_some_tasklets_reach_is_a_deadlock_at_its_line(tasklets):
+    y = np.zeros(16, np.int32)
+    with pytest.raises(edsl.DpuError, match="deadlock") as err:
+        some_reach_the_barrier.run(y, tasklets=tasklets)
+    assert err.value.loc.lineno == line_of("half-barrier")
+
+
+@edsl.dialect
+def all_but_one_wait(y: InOut["memref<?xi32>"]):
+    if edsl.tasklet_id() != 0:
+        edsl.barrier()  # <all-but-one>
+    y[edsl.tasklet_id()] = 1
+
+
+def test_deadlock_found_when_the_last_tasklet_finishes():
+    """The finishing tasklet, not a waiting one, sees that the barrier can never complete."""
+    y = np.zeros(8, np.int32)
+    with pytest.raises(edsl.DpuError, match="deadlock") as err:
+        all_but_one_wait.run(y, tasklets=8)
+    assert err.value.loc.lineno == line_of("all-but-one")
+
+
+@edsl.dialect
+def every_tasklet_meets(y: InOut["memref<?xi32>"]):
+    t = edsl.tasklet_id()
+    for k in range(3):
+        y[t] = y[t] + 1
+        edsl.barrier()
+    if t == 0:
+        for u in range(edsl.num_tasklets()):
+            y[16] = y[16] + y[u]
+
+
+def test_barriers_every_tasklet_reaches_are_no_deadlock():
+    y = np.zeros(17, np.int32)
+    every_tasklet_meets.run(y, tasklets=16)
+    assert (y[:16] == 3).all() and y[16] == 48
+
+
+SPIN = textwrap.dedent('''
+    import sys, numpy as np, edsl
+    from edsl import InOut, Input
+
+    @edsl.dialect
+    def spin(y: InOut["memref<?xi32>"], x: Input["memref<?xi32>"]):
+        while x[0] == 0:
+            y[0] = y[0] + 1
+
+    @edsl.dialect
+    def wait_forever(y: InOut["memref<?xi32>"]):
+        if edsl.tasklet_id() == 0:
+            while y[0] == 0:
+                edsl.barrier()
+
+    which = sys.argv[1]
+    y, x = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    spin.program(); wait_forever.program()
+    print("started", flush=True)
+    try:
+        spin.run(y, x) if which == "spin" else wait_forever.run(y, tasklets=1)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        sys.exit(3)
+''')
+
+
+@pytest.mark.parametrize("which", ["spin", "wait_forever"])
+def test_ctrl_c_interrupts_a_launch(tmp_path, which):
+    script = tmp_path / "spin.py"
+    script.write_text(SPIN)
+    env = dict(os.environ, EDSL_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.Popen([sys.executable, str(script), which], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout.readline().strip() == "started"
+        time.sleep(2)                                   # (the launch starts right after the print)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)        # (a hang guard, not a speed bound)
+    finally:
+        proc.kill()
+    assert proc.returncode == 3 and "interrupted" in out, err[-2000:]
+
+
+def test_a_symbol_the_host_libraries_lack_is_an_error_naming_it_and_the_line():
+    text = """
+    llvm.func @__truncsfbf2(f32) -> bf16
+    llvm.func @f(%x: f32) -> bf16 {
+      %r = llvm.call @__truncsfbf2(%x) : (f32) -> bf16 loc("user.py":7:5)
+      llvm.return %r : bf16
+    }"""
+    with ir.Context():
+        module = ir.Module.parse(text)
+        with pytest.raises(LoweringError, match=r"__truncsfbf2.*C library and libm") as err:
+            runtime.build(module, ["f"], "f()")
+    assert (err.value.loc.filename, err.value.loc.lineno) == ("user.py", 7)
+
+
+@edsl.dialect
+def doubled(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"]):
+    for i in range(y.shape[0]):
+        y[i] = 2.0 * x[i]
+
+
+def test_libm_and_libc_symbols_link():
+    @edsl.dialect
+    def with_libm(y: InOut["memref<?xf32>"]):
+        y[0] = edsl.tanh(y[0]) + edsl.erf(y[0])
+    y = np.float32([0.5])
+    with_libm(y)
+    np.testing.assert_allclose(y, np.tanh(0.5) + 0.5204998778130465, rtol=1e-6)
+
+
+NEW_PROCESS = textwrap.dedent('''
+    import numpy as np, edsl
+    from edsl import InOut, Input
+    from edsl.dpu import jit
+
+    if __import__("sys").argv[1] == "cached":
+        def refuse(*a, **k):
+            raise AssertionError("compiled again")
+        jit.compile_object = refuse
+
+    @edsl.dialect
+    def doubled(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"]):
+        for i in range(y.shape[0]):
+            y[i] = 2.0 * x[i]
+
+    x = np.arange(5, dtype=np.float32); y = np.zeros(5, np.float32)
+    doubled(y, x)
+    assert (y == 2 * x).all()
+''')
+
+
+def test_a_new_process_loads_the_object_code_without_compiling(tmp_path):
+    script = tmp_path / "run.py"
+    script.write_text(NEW_PROCESS)
+    env = dict(os.environ, EDSL_CACHE_DIR=str(tmp_path / "cache"))
+    for mode in ("first", "cached"):
+        done = subprocess.run([sys.executable, str(script), mode], capture_output=True, text=True,
+                              env=env, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+    assert list((tmp_path / "cache").glob("*.o"))
+
+
+def test_edsl_dma_counts_in_the_launch_record():
+    @edsl.dialect
+    def copy_mram(dst: InOut["memref<?xi64, MRAM>"], src: Input["memref<?xi64, MRAM>"]):
+        buf = edsl.wram_alloc((32,), edsl.i64)
+        for k in range(0, src.shape[0], 32):
+            edsl.mram_read(src, buf, 256, k, 0)
+            edsl.mram_write(buf, dst, 256, 0, k)
+    src = np.arange(128, dtype=np.int64)
+    dst = np.zeros(128, np.int64)
+    report = copy_mram.run(dst, src)
+    assert (dst == src).all()
+    assert (report.dma_reads, report.dma_writes, report.dma_bytes) == (4, 4, 2048)
+    assert report.per_tasklet_dma == [8]
