@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import CompileError, SourceLoc
+from ..lowering.pipeline import file_locations
 
 _LOC_ALIAS = re.compile(r"^(#loc\d*)\s*=\s*(loc\(.*\))\s*$")
 _FILE_LOC = re.compile(r'"(?P<file>[^"]+)":(?P<line>\d+):(?P<col>\d+)')
@@ -102,8 +103,7 @@ def _balanced(text: str) -> bool:
 def user_location(loc) -> SourceLoc | None:
     """The kernel's line in an MLIR location: the first file position outside
     Triton's own library (a call site into `triton.language` names the caller)."""
-    found = [SourceLoc(m["file"], int(m["line"]), max(int(m["col"]) - 1, 0))
-             for m in _FILE_LOC.finditer(str(loc))]
+    found = file_locations(loc)
     for sl in found:
         if "/triton/language/" not in sl.filename.replace("\\", "/"):
             return sl
