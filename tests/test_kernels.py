@@ -918,3 +918,24 @@ def test_captured_constants_and_calls(data, a):
     want = np.float32(3.0) * (y + 2 * a * x) + np.float32(2)
     twice_saxpy(y, x, a)
     np.testing.assert_array_equal(y, want)
+
+
+@edsl.dialect
+def copy_forward(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"]):
+    for i in range(y.shape[0]):
+        y[i] = x[i]
+
+
+@edsl.dialect
+def copy_at(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"], k: Input["i64"]):
+    y[k] = x[k]
+
+
+def test_indices_known_non_negative_need_no_wrap():
+    """A loop index counting up from 0 is never negative: no Python-style wrap
+    (a compare and a select) is emitted for it; an argument may be negative."""
+    assert "arith.select" not in copy_forward.mlir
+    assert "arith.select" in copy_at.mlir
+    y, x = np.zeros(4, np.float32), np.arange(4, dtype=np.float32)
+    copy_at(y, x, -1)
+    assert y[3] == 3

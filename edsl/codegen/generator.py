@@ -753,7 +753,7 @@ class CodeGenerator(ast.NodeVisitor):
                 with self._at(call.args[2]):
                     op = scf.IfOp(stopped)
                     with ir.InsertionPoint(op.then_block):
-                        self.report_failure(abi.ASSERT_FAIL, "range() step must not be zero")
+                        self.report_failure(abi.STEP_FAIL, abi.MESSAGES[abi.Err.ZERO_STEP])
                         scf.yield_([])
                 up = arith.cmpi(arith.CmpIPredicate.sgt, st, zero)
                 span = arith.select(up, arith.subi(hi, lo), arith.subi(lo, hi))
@@ -876,7 +876,8 @@ class CodeGenerator(ast.NodeVisitor):
                     v = S.binary(ast.Add, S.dims(base)[axis], v)
             elif not S.is_integral(v.type):
                 raise TypeMismatchError(f"index of type {v.type} is not an integer")
-            elif v.type != S.i1():  # Python's meaning of a negative index, at run time
+            elif v.type != S.i1() and not S.known_non_negative(v):
+                # Python's meaning of a negative index, at run time
                 i = S.convert(v, ir.IndexType.get())
                 negative = arith.cmpi(arith.CmpIPredicate.slt, i, S.constant(0, i.type))
                 v = arith.select(negative, arith.addi(i, S.convert(S.dims(base)[axis], i.type)), i)

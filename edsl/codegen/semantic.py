@@ -36,6 +36,7 @@ from mlir import ir
 from mlir.dialects import arith, math, memref, scf
 
 from .. import dtypes
+from ..dpu import abi
 from ..errors import TypeMismatchError
 
 Static = (bool, int, float, np.bool_, np.number)
@@ -462,3 +463,46 @@ def if_value(cond: ir.Value, then_fn, else_fn) -> ir.Value:
             ir.InsertionPoint(dst).insert(op)
     draft.operation.erase()
     return final.result
+
+
+# Ops whose results are never negative, and those that keep their operands' sign.
+_NON_NEGATIVE_OPS = {"memref.dim", "nvvm.read.ptx.sreg.tid.x", "nvvm.read.ptx.sreg.ntid.x"}
+_SIGN_KEEPING_OPS = {"arith.index_cast", "arith.extsi", "arith.extui", "arith.addi", "arith.muli",
+                     "arith.maxsi"}
+
+
+def known_non_negative(v: ir.Value, depth: int = 8) -> bool:
+    """Whether integer `v` is never negative, as far as its definition shows: a
+    constant >= 0, a dimension, a thread id, a loop index counting up from such
+    a value, or sums and products of those (an index that overflows is out of
+    range either way). Such an index needs no Python-style wrap."""
+    if depth == 0:
+        return False
+    if isinstance(v, ir.BlockArgument):
+        loop = v.owner.owner
+        if loop.name == "scf.for" and v.arg_number == 0:
+            step = _constant_int(loop.operands[2])
+            return step is not None and step > 0 and known_non_negative(loop.operands[0], depth - 1)
+        return False
+    op = v.owner
+    name = op.name
+    if name == "arith.constant":
+        value = _constant_int(v)
+        return value is not None and value >= 0
+    if name in _NON_NEGATIVE_OPS:
+        return True
+    if name == "func.call":               # the runtime's tasklet id and count
+        return ir.FlatSymbolRefAttr(op.attributes["callee"]).value in (abi.ME, abi.NR_TASKLETS)
+    if name in _SIGN_KEEPING_OPS:
+        return all(known_non_negative(x, depth - 1) for x in op.operands)
+    return False
+
+
+def _constant_int(v: ir.Value) -> int | None:
+    owner = v.owner if not isinstance(v, ir.BlockArgument) else None
+    if owner is None or owner.name != "arith.constant":
+        return None
+    try:
+        return ir.IntegerAttr(owner.attributes["value"]).value
+    except ValueError:
+        return None
