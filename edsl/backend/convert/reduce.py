@@ -177,8 +177,8 @@ def lower_dot(conv, op):
     k_dim = a.shape[-1]
     out = conv.alloca(shape, acc_t, "tl.dot result", op)
     flt = is_float(acc_t)
-    # 16-bit float results are summed in fp32 and rounded once, as GPUs do.
-    sum_t = ir.F32Type.get() if isinstance(acc_t, (ir.F16Type, ir.BF16Type)) else acc_t
+    # Narrower float results (16-bit, fp8) are summed in fp32 and rounded once, as GPUs do.
+    sum_t = ir.F32Type.get() if flt and ir.FloatType(acc_t).width < 32 else acc_t
 
     def body(ivs):
         batch, i, j = ivs[:-2], ivs[-2], ivs[-1]
