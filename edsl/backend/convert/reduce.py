@@ -16,6 +16,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from .control import lower_body
+from .elementwise import convert_float
 from .core import store_elem, Tile, is_float, is_tensor, lowers, scalar_type
 
 
@@ -166,8 +167,9 @@ def _widen(v, acc_t):
 
 
 @lowers("tt.dot")
-def lower_dot(conv, op):
-    a, b, c = (conv.tile(v) for v in op.operands)
+def lower_dot(conv, op, operands=None):
+    """`c + a @ b`; `operands`: the tiles (a, b, c) when not the op's own (dot_scaled)."""
+    a, b, c = operands or (conv.tile(v) for v in op.operands)
     if len(a.shape) not in (2, 3):
         raise conv.error(op, "tl.dot on tensors of rank other than 2 or 3 is not supported")
     a = conv.materialize(a, "tl.dot operand", op)
@@ -192,6 +194,72 @@ def lower_dot(conv, op):
         store_elem(conv.barriers, _widen(loop.results[0], acc_t), out, ivs)
     conv.par_nest(shape, body)
     conv.set(op.results[0], Tile(shape, acc_t, buf=out, barriers=conv.barriers))
+
+
+@lowers("tt.dot_scaled")
+def lower_dot_scaled(conv, op):
+    """`tl.dot_scaled` as Triton's GPU backends decompose it
+    (TritonGPU's DecomposeScaledBlocked): each operand is decoded into the
+    compute type (f16 if either operand is fp16, else bf16: e2m1 unpacked two
+    values a byte, low nibble first, along K or, without k-packing, the other
+    dimension; fp8, bf16 and fp16 converted), multiplied by its e8m0 scale
+    (2**(s - 127), as that type: one per `K / scale columns` values of K; 255
+    gives NaN unless fastMath), then an ordinary dot into the f32 accumulator."""
+    sizes = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+    a, b, c, *scales = op.operands
+    a_scale = scales[0] if sizes[3] else None
+    b_scale = scales[-1] if sizes[4] else None
+    fmt = [ir.StringAttr(op.attributes[k]).value for k in ("lhs", "rhs")]
+    compute = ir.F16Type.get() if "fp16" in fmt else ir.BF16Type.get()
+    fast = "fastMath" in op.attributes and ir.BoolAttr(op.attributes["fastMath"]).value
+    k_pack = [ir.BoolAttr(op.attributes[k]).value if k in op.attributes else True
+              for k in ("lhs_k_pack", "rhs_k_pack")]
+    shape = conv.tile(c).shape
+    k_dim = conv.tile(a).shape[-1] * (2 if fmt[0] == "e2m1" and k_pack[0] else 1)
+    tiles = [_scaled_operand(conv, conv.tile(v), s and conv.tile(s), f, kp, compute, side, fast,
+                             shape[:-2] + ((shape[-2], k_dim) if side == 0 else (k_dim, shape[-1])))
+             for side, (v, s, f, kp) in enumerate(zip((a, b), (a_scale, b_scale), fmt, k_pack))]
+    lower_dot(conv, op, (*tiles, conv.tile(c)))
+
+
+def _scaled_operand(conv, src, scale, fmt, k_pack, compute, side, fast, shape):
+    """Operand `side` (0: lhs, 1: rhs) of a dot_scaled decoded and scaled, as a
+    lazy `shape` tile of `compute` values."""
+    rank = len(shape)
+    k_axis = rank - 1 if side == 0 else rank - 2
+    packed = (k_axis if k_pack else (rank - 2 if side == 0 else rank - 1)) if fmt == "e2m1" else None
+    i8, i32 = ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(32)
+    factor = shape[k_axis] // scale.shape[-1] if scale is not None else 1
+
+    def value(ivs):
+        if packed is None:
+            return convert_float(src.at(ivs), compute)
+        two = conv.index(2)
+        byte = src.at(ivs[:packed] + [arith.divui(ivs[packed], two)] + ivs[packed + 1:])
+        shift = arith.muli(arith.index_cast(i8, arith.remui(ivs[packed], two)), arith.constant(i8, 4))
+        nibble = arith.trunci(ir.IntegerType.get_signless(4), arith.shrui(byte, shift))
+        return arith.extf(compute, arith.bitcast(ir.Type.parse("f4E2M1FN"), nibble))
+
+    def element(ivs):
+        v = value(ivs)
+        if scale is None:
+            return v
+        # The scale is indexed as if it were the lhs' (rows of N for the rhs).
+        other = ivs[-2] if side == 0 else ivs[-1]
+        s = scale.at(ivs[:-2] + [other, arith.divui(ivs[k_axis], conv.index(factor))])
+        if isinstance(compute, ir.BF16Type):
+            i16 = ir.IntegerType.get_signless(16)
+            s16 = arith.bitcast(compute, arith.shli(arith.extui(i16, s), arith.constant(i16, 7)))
+        else:
+            f32 = arith.bitcast(ir.F32Type.get(), arith.shli(arith.extui(i32, s), arith.constant(i32, 23)))
+            s16 = arith.truncf(compute, f32)
+        out = arith.mulf(v, s16)
+        if fast:
+            return out
+        nan = arith.constant(compute, float("nan"))
+        return arith.select(arith.cmpi(arith.CmpIPredicate.eq, s, arith.constant(i8, -1)), nan, out)
+    cost = 6 + src.cost + (scale.cost if scale is not None else 0)
+    return Tile(tuple(shape), compute, fn=element, cost=cost)
 
 
 del is_tensor, scalar_type
