@@ -21,7 +21,77 @@ from .core import store_elem, Tile, is_float, is_tensor, lowers, scalar_type
 
 
 def _combine(conv, block, accs, nexts):
+    index_combine = _index_combine(block)
+    if index_combine is not None:
+        return index_combine(*accs, *nexts)
     return lower_body(conv, block, list(accs) + list(nexts))
+
+
+def _index_combine(block):
+    """The combine of `tl.argmax` / `tl.argmin` (Triton's `_argmax_combine`,
+    `_argmin_combine`: `(v1, i1)` if `v1 > v2` (`<`), or, breaking ties to the
+    left, `v1 == v2 and i1 < i2`; else `(v2, i2)`), recognized by its ops, as
+    Triton means it: NaN is skipped, as `tl.max` skips it (the interpreter's
+    `nanargmax`; the region's comparisons alone would let a NaN win or lose
+    depending on the reduction order). A NaN wins only over NaN, by index.
+    Returns a function of (v1, i1, v2, i2), or None for another region."""
+    args = list(block.arguments)
+    ops = list(block.operations)
+    if len(args) != 4 or not isinstance(args[0].type, ir.FloatType) or len(ops[-1].operands) != 2:
+        return None
+    v1, i1, v2, i2 = args
+
+    def owner(v, name):
+        op = v.owner
+        return op if isinstance(op, ir.OpView) and op.operation.name == name else None
+
+    def pred(op):
+        return ir.IntegerAttr(op.attributes["predicate"]).value
+
+    def cmpf_of(v):
+        """The predicate of `arith.cmpf v1, v2` giving `v`, or None."""
+        op = owner(v, "arith.cmpf")
+        return pred(op) if op is not None and list(op.operands) == [v1, v2] else None
+    sel_v, sel_i = (owner(v, "arith.select") for v in ops[-1].operands)
+    if sel_v is None or sel_i is None or list(sel_v.operands)[1:] != [v1, v2] \
+            or list(sel_i.operands)[1:] != [i1, i2] or sel_v.operands[0] != sel_i.operands[0]:
+        return None
+    cond = sel_v.operands[0]
+    better, tie = cmpf_of(cond), False
+    if better is None:                                # `gt or tie`
+        either = owner(cond, "arith.ori")
+        parts = list(either.operands) if either is not None else []
+        cmp = [p for p in parts if cmpf_of(p) in (_OGT, _OLT)]
+        both = [a for a in (owner(p, "arith.andi") for p in parts) if a is not None]
+        if len(cmp) != 1 or len(both) != 1:
+            return None
+        inner = list(both[0].operands)
+        eq = [p for p in inner if cmpf_of(p) == _OEQ]
+        lt = [c for c in (owner(p, "arith.cmpi") for p in inner)
+              if c is not None and list(c.operands) == [i1, i2] and pred(c) == _SLT]
+        if len(eq) != 1 or len(lt) != 1:
+            return None
+        better, tie = cmpf_of(cmp[0]), True
+    if better not in (_OGT, _OLT) or len(ops) != (8 if tie else 4):
+        return None
+
+    def combine(a, ia, b, ib):
+        nan_a = arith.cmpf(arith.CmpFPredicate.UNO, a, a)
+        nan_b = arith.cmpf(arith.CmpFPredicate.UNO, b, b)
+        wins = arith.cmpf(arith.CmpFPredicate(better), a, b)
+        pick = arith.andi(arith.xori(nan_a, _true()), arith.ori(nan_b, wins))
+        if tie:
+            same = arith.ori(arith.cmpf(arith.CmpFPredicate.OEQ, a, b), arith.andi(nan_a, nan_b))
+            pick = arith.ori(pick, arith.andi(same, arith.cmpi(arith.CmpIPredicate.slt, ia, ib)))
+        return [arith.select(pick, a, b), arith.select(pick, ia, ib)]
+    return combine
+
+
+_OEQ, _OGT, _OLT, _SLT = 1, 2, 4, 2                  # arith.CmpFPredicate, arith.CmpIPredicate
+
+
+def _true():
+    return arith.constant(ir.IntegerType.get_signless(1), 1)
 
 
 LANES = 16
