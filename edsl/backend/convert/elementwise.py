@@ -87,7 +87,7 @@ def lower_elementwise(conv, op):
     result = op.results[0]
     operands = [conv.get(v) for v in op.operands]
     if not is_tensor(result.type):
-        out = emit_like(op, operands, [result.type])[0]
+        out = emit_like(op, operands, [_elem(result.type)])[0]     # (a pointer: its address)
         if op.name in ("arith.divsi", "arith.floordivsi", "arith.ceildivsi"):
             out = _fix_minus_one(op, operands, out)
         conv.set(result, out, op)
@@ -266,6 +266,16 @@ def lower_poison(conv, op):
         conv.set(op.results[0], Tile(tuple(ir.RankedTensorType(t).shape), elem, fn=lambda ivs: zero(), cost=0))
     else:
         conv.set(op.results[0], zero())
+
+
+@lowers("llvm.intr.assume")
+def lower_assume(conv, op):
+    """`tl.assume(c)`: kept for LLVM (UB when false, as on GPUs)."""
+    from mlir.dialects import llvm
+    cond = conv.get(op.operands[0])
+    if isinstance(cond, Tile):
+        raise conv.error(op, "tl.assume of a tensor is not supported by the DPU backend")
+    llvm.intr_assume(cond, [], [])
 
 
 @lowers("tt.get_program_id")
