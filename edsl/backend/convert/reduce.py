@@ -1,4 +1,5 @@
-"""Tile ops with a combine region or an inner product: tt.reduce, tt.scan, tt.dot.
+"""Tile ops with a combine region or an inner product: tt.reduce, tt.scan,
+tt.histogram, tt.dot, tt.dot_scaled.
 
 The combine region of a reduction or scan (`sum`, `max`, `argmax`, a user's
 combine function) is lowered once per step of an `scf.for` that carries the
@@ -17,7 +18,7 @@ from mlir.dialects import arith, scf
 
 from .control import lower_body
 from .elementwise import convert_float
-from .core import store_elem, Tile, is_float, is_tensor, lowers, scalar_type
+from .core import load_elem, store_elem, Tile, is_float, is_tensor, lowers, scalar_type
 
 
 def _combine(conv, block, accs, nexts):
@@ -218,6 +219,35 @@ def lower_scan(conv, op):
         conv.par_nest(line_shape, body, shape)
     for result, buf, t in zip(op.results, bufs, inputs):
         conv.set(result, Tile(shape, t.elem, buf=buf, barriers=conv.barriers))
+
+
+@lowers("tt.histogram")
+def lower_histogram(conv, op):
+    """`tl.histogram(x, bins, mask)`: out[b] counts the elements equal to b
+    where the mask is true; values outside [0, bins) are not counted. One
+    tasklet counts (the bins are shared by every element)."""
+    src = conv.tile(op.operands[0])
+    mask = conv.tile(op.operands[1]) if len(op.operands) > 1 else None
+    shape = tuple(ir.RankedTensorType(op.results[0].type).shape)
+    elem = ir.RankedTensorType(op.results[0].type).element_type
+    out = conv.alloca(shape, elem, "tt.histogram result", op)
+
+    def count(ivs):
+        v = src.at(ivs)
+        ok = arith.andi(arith.cmpi(arith.CmpIPredicate.sge, v, arith.constant(v.type, 0)),
+                        arith.cmpi(arith.CmpIPredicate.slt, v, arith.constant(v.type, shape[0])))
+        if mask is not None:
+            ok = arith.andi(ok, mask.at(ivs))
+        branch = scf.IfOp(ok, [], has_else=False)
+        with ir.InsertionPoint(branch.then_block):
+            at = [arith.index_cast(ir.IndexType.get(), v)]
+            old = load_elem(conv.barriers, out, at, elem)
+            store_elem(conv.barriers, arith.addi(old, arith.constant(elem, 1)), out, at)
+            scf.yield_([])
+    with conv.single():
+        conv.loop_nest(shape, lambda ivs: store_elem(conv.barriers, arith.constant(elem, 0), out, ivs))
+        conv.loop_nest(src.shape, count)
+    conv.set(op.results[0], Tile(shape, elem, buf=out, barriers=conv.barriers))
 
 
 def _widen(v, acc_t):
