@@ -319,6 +319,17 @@ def _atomic_cas(rest):            # acq_rel, gpu, %p, %c, %v : (P, C, V) -> R
     return r
 
 
+def _atomic_poll(rest):           # acquire, gpu, %p, %v (timeout %t)? : P, V -> R   (the timeout: i64)
+    head, types = rest.rsplit(" : ", 1)
+    head, attrs = _strip_attr_dict(head)
+    sem, scope, ptr, value = _operands(head)
+    value, *timeout = value.split()[::2]
+    ins, res_t = split_top(types, "->")
+    p_t, v_t = _operands(ins)
+    return _Rewrite([ptr, value, *timeout], [p_t, v_t] + ["i64"] * len(timeout), [res_t.strip()],
+                    [attrs, f'sem = "{sem}"', f'scope = "{scope}"'])
+
+
 def _print(rest):                 # "prefix" {attrs} (: %a, %b : A, B)?
     rest = rest.strip()
     m = re.match(r'("(?:[^"\\]|\\.)*")', rest)
@@ -410,6 +421,7 @@ _FORMS = {
     "tt.dot_scaled": _dot_scaled,
     "tt.atomic_rmw": _atomic_rmw,
     "tt.atomic_cas": _atomic_cas,
+    "tt.atomic_poll": _atomic_poll,
     "tt.print": _print,
     "tt.assert": _assert,
     "tt.reduce.return": _terminator,

@@ -133,3 +133,4 @@ class Err(IntEnum):
     DEVICE_ASSERT = 6    # a failed `tl.device_assert`: site = its number, ERR_MRAM = program id
     INDEX = 7            # an index out of bounds (bounds_check)
     DEADLOCK = 8         # a barrier that can never complete
+    POLL = 9             # a `tl.atomic_poll` that can never match: ERR_MRAM = the value, ERR_WRAM = expected

@@ -332,6 +332,9 @@ class Launch:
             loc = SourceLoc(filename, int(line), 0) if place else None
         elif code == Err.INDEX:
             message = "index out of bounds"
+        elif code == Err.POLL:
+            message = (f"tl.atomic_poll waits forever: the value is {mram}, not {wram}, and the DPU "
+                       "model runs one program at a time, so nothing can change it (timeout_ns= gives up)")
         elif code == Err.DEADLOCK:
             message = ("deadlock at a barrier: tasklets that finished will never reach it "
                        "(every tasklet must reach every barrier)")
