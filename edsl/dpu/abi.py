@@ -135,6 +135,7 @@ class Err(IntEnum):
     INDEX = 7            # an index out of bounds (bounds_check)
     DEADLOCK = 8         # a barrier that can never complete
     ZERO_STEP = 9        # a range() step of zero
+    POLL = 10            # a `tl.atomic_poll` that can never match: ERR_MRAM = the value, ERR_WRAM = expected
 
 
 # What an error means, for the codes whose message has no operands: the model

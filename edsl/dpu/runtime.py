@@ -331,6 +331,9 @@ class Launch:
             message = f"device assertion failed (program {mram}): {text}"
             filename, _, line = place.rpartition(":")
             loc = SourceLoc(filename, int(line), 0) if place else None
+        elif code == Err.POLL:
+            message = (f"tl.atomic_poll waits forever: the value is {mram}, not {wram}, and the DPU "
+                       "model runs one program at a time, so nothing can change it (timeout_ns= gives up)")
         else:
             message = f"error code {code}"
         where = f"{what} on DPU {dpu}" if self.dpus > 1 else what

@@ -229,6 +229,10 @@ static void report(uint32_t dpu, uint32_t dpus_used, const int64_t *status) {
     case EDSL_ERR_DEADLOCK:
       snprintf(message, sizeof message, "%s", EDSL_MESSAGE_DEADLOCK);
       break;
+    case EDSL_ERR_POLL:
+      snprintf(message, sizeof message, "tl.atomic_poll waits forever: the value is %lld, not %lld",
+               (long long)mram, (long long)wram);
+      break;
     default:
       snprintf(message, sizeof message, "error code %lld", (long long)code);
   }
