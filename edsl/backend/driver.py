@@ -156,8 +156,7 @@ class DpuLauncher:
         from .model import launch
         if launch_enter_hook is not None:
             launch_enter_hook(launch_metadata)
-        runtime = [(n, t) for n, t in self.signature if t != "constexpr"]
-        values = [v for (n, t), v in zip(self.signature, args) if t != "constexpr"]
+        runtime, values = _runtime_arguments(self.signature, args)
         try:
             self.report = launch(function, function.meta, (gridX, gridY, gridZ), runtime, values,
                                  self.num_dpus, self.num_tasklets)
@@ -168,6 +167,31 @@ class DpuLauncher:
             raise type(err)(err.message, _caller()) from None
         if launch_exit_hook is not None:
             launch_exit_hook(launch_metadata)
+
+
+def _runtime_arguments(signature, args) -> tuple[list, list]:
+    """The (name, type) and value of each argument the program takes: no
+    constexprs, and a host-side tensor descriptor (`TensorDescriptor`) as the
+    arguments Triton's descriptor-to-pointer rewrite gave the kernel, which
+    Triton's own `expand_signature` / `decompose_descriptor` name."""
+    runtime, values = [], []
+    for (name, ty), value in zip(signature, args):
+        if ty == "constexpr":
+            continue
+        if isinstance(ty, str) and ty.startswith("tensordesc"):
+            try:
+                from triton.backends.driver import decompose_descriptor, expand_signature
+            except ImportError:      # Triton before 3.7 has no host-side decomposition
+                raise ArgumentError(f"argument '{name}' of type {ty}: host-side tensor descriptors "
+                                    "need triton 3.7 or later on the DPU backend") from None
+            types = expand_signature([ty], None, "tensordesc")
+            parts = decompose_descriptor(value)
+            runtime += [(f"{name}[{k}]", t) for k, t in enumerate(types)]
+            values += parts
+            continue
+        runtime.append((name, ty))
+        values.append(value)
+    return runtime, values
 
 
 def _bench(kernel_call, quantiles=None, warmup=1, rep=5, **kwargs):
