@@ -169,13 +169,15 @@ def _operands(text: str) -> list[str]:
 
 
 def _ptr_pointee(ptr_type: str) -> str:
-    """`tensor<4x!tt.ptr<f32>>` -> `tensor<4xf32>`; `!tt.ptr<f32>` -> `f32`."""
+    """`tensor<4x!tt.ptr<f32>>` -> `tensor<4xf32>`; `!tt.ptr<f32>` -> `f32`. What
+    follows the pointee (`!tt.ptr<f32, 1>`, a `tl.const` pointer's
+    `!tt.ptr<f32, "constant">`) says where it points, not what."""
     m = re.fullmatch(r"tensor<(?P<shape>(?:\d+x)*)!tt\.ptr<(?P<elt>.+)>>", ptr_type)
     if m:
-        return f"tensor<{m['shape']}{m['elt']}>"
+        return f"tensor<{m['shape']}{split_top(m['elt'])[0]}>"
     m = re.fullmatch(r"!tt\.ptr<(?P<elt>.+)>", ptr_type)
     if m:
-        return m["elt"]
+        return split_top(m["elt"])[0]
     raise ValueError(ptr_type)
 
 

@@ -15,6 +15,20 @@ DPUS, TASKLETS = strategies()
 
 
 @triton.jit
+def const_copy_kernel(x_ptr: tl.const, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, x + tl.load(x_ptr), mask=offs < n)
+
+
+def test_const_pointer_arguments_are_read():
+    x = np.arange(1, 41, dtype=np.float32)
+    out = np.zeros_like(x)
+    const_copy_kernel[(3,)](x, out, 40, BLOCK=16)
+    np.testing.assert_array_equal(out, x + 1)
+
+
+@triton.jit
 def copy_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n

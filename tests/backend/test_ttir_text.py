@@ -16,6 +16,9 @@ CASES = [
      '%2 = "tt.addptr"(%1, %0) : (' + T + ", tensor<8xi32>) -> " + T),
     ("%3 = tt.load %2, %m, %o : " + T,
      '%3 = "tt.load"(%2, %m, %o) : (' + T + ", tensor<8xi1>, tensor<8xf32>) -> tensor<8xf32>"),
+    # A `tl.const` pointer: what it points to is f32, whatever the qualifier.
+    ('%3 = tt.load %2 : tensor<8x!tt.ptr<f32, "constant">>',
+     '%3 = "tt.load"(%2) : (tensor<8x!tt.ptr<f32, "constant">>) -> tensor<8xf32>'),
     ("%3 = tt.load %2 evictionPolicy = evict_last : " + T,
      '%3 = "tt.load"(%2) {evictionPolicy = "evict_last"} : (' + T + ") -> tensor<8xf32>"),
     ("tt.store %2, %3, %m : " + T,

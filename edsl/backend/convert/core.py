@@ -33,7 +33,7 @@ from mlir.dialects import arith, memref, scf
 
 from ... import dtypes
 from ...errors import CompileError
-from ..ttir_text import user_location
+from ..ttir_text import split_top, user_location
 from .barriers import Barriers, chunk, owner
 from .wram import WramBuffer, WramLayout
 
@@ -57,8 +57,9 @@ def is_ptr(t: ir.Type) -> bool:
 
 
 def pointee(t: ir.Type) -> ir.Type:
-    """`!tt.ptr<f32>` -> f32 (a pointer to pointers gives `!tt.ptr<..>`)."""
-    return ir.Type.parse(ir.OpaqueType(t).data[4:-1])
+    """`!tt.ptr<f32>` -> f32 (a pointer to pointers gives `!tt.ptr<..>`; a
+    qualifier after the pointee, as `tl.const`'s `"constant"`, is dropped)."""
+    return ir.Type.parse(split_top(ir.OpaqueType(t).data[4:-1])[0])
 
 
 def is_tensor(t: ir.Type) -> bool:
