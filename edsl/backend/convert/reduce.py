@@ -3,7 +3,9 @@
 The combine region of a reduction or scan (`sum`, `max`, `argmax`, a user's
 combine function) is lowered once per step of an `scf.for` that carries the
 accumulators, with its block arguments bound to the accumulators and the
-next elements. A reduction whose combine is one commutative op (`sum`,
+next elements. `tl.dot` sums each result element over k in order; with an
+operand or the result kept in MRAM it runs blocked over WRAM panels
+(`_blocked_dot`), in the same order. A reduction whose combine is one commutative op (`sum`,
 `max`, `min`, `and`, ...) over a long axis keeps `LANES` accumulators
 (element i goes to accumulator i mod LANES; they are combined pairwise at
 the end): a fixed order, the same whatever the number of tasklets, that the
@@ -13,10 +15,13 @@ as on GPUs.
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, scf
+from mlir.dialects import arith, memref, scf
 
+from ..ttir_text import user_location
 from .control import lower_body
-from .core import store_elem, Tile, is_float, is_tensor, lowers, scalar_type
+from .core import Tile, byte_size, is_float, is_tensor, load_elem, lowers, prod, scalar_type, store_elem
+from .spill import DotNeed
+from .wram import aligned
 
 
 def _combine(conv, block, accs, nexts):
@@ -168,8 +173,8 @@ def _widen(v, acc_t):
 @lowers("tt.dot")
 def lower_dot(conv, op):
     a, b, c = (conv.tile(v) for v in op.operands)
-    if len(a.shape) not in (2, 3):
-        raise conv.error(op, "tl.dot on tensors of rank other than 2 or 3 is not supported")
+    if len(a.shape) < 2:
+        raise conv.error(op, "tl.dot on tensors of rank below 2 is not supported")
     a = conv.materialize(a, "tl.dot operand", op)
     b = conv.materialize(b, "tl.dot operand", op)
     acc_t = c.elem
@@ -179,6 +184,13 @@ def lower_dot(conv, op):
     flt = is_float(acc_t)
     # 16-bit float results are summed in fp32 and rounded once, as GPUs do.
     sum_t = ir.F32Type.get() if isinstance(acc_t, (ir.F16Type, ir.BF16Type)) else acc_t
+    panels = conv.dot_panels(DotNeed(conv.tile_key(a.buf), conv.tile_key(b.buf), conv.tile_key(out), k_dim,
+                                     shape[-1], byte_size(a.elem), byte_size(b.elem), byte_size(sum_t),
+                                     byte_size(acc_t), sum_t != acc_t))
+    if panels is not None:
+        _blocked_dot(conv, op, a, b, c, out, sum_t, *panels)
+        conv.set(op.results[0], Tile(shape, acc_t, buf=out, barriers=conv.barriers))
+        return
 
     def body(ivs):
         batch, i, j = ivs[:-2], ivs[-2], ivs[-1]
@@ -187,11 +199,194 @@ def lower_dot(conv, op):
             k = loop.induction_variable
             x = _widen(a.at(batch + [i, k]), sum_t)
             y = _widen(b.at(batch + [k, j]), sum_t)
-            acc = loop.inner_iter_args[0]
-            scf.yield_([arith.addf(acc, arith.mulf(x, y)) if flt else arith.addi(acc, arith.muli(x, y))])
+            scf.yield_([_fma(loop.inner_iter_args[0], x, y, flt)])
         store_elem(conv.barriers, _widen(loop.results[0], acc_t), out, ivs)
     conv.par_nest(shape, body)
     conv.set(op.results[0], Tile(shape, acc_t, buf=out, barriers=conv.barriers))
+
+
+def _fma(acc, x, y, flt: bool):
+    """acc + x * y, rounded after each op (both paths of tl.dot: the same bits)."""
+    return arith.addf(acc, arith.mulf(x, y)) if flt else arith.addi(acc, arith.muli(x, y))
+
+
+def _blocked_dot(conv, op, a, b, c, out, sum_t, kb: int, nb: int) -> None:
+    """tl.dot when an operand or the result is kept in MRAM: a blocked loop
+    over panels of N columns (nb) and K (kb) that fit in WRAM. B's panel
+    (kb x nb) is read once into WRAM shared by the tasklets, each of which
+    then takes its rows of M: it reads the row's K segment of A, sums into a
+    WRAM row of nb accumulators and writes the row's result segment. Every
+    element is summed in the same order as by the unblocked loop (C, then
+    k = 0, 1, ...; the accumulators carried across K panels), so results
+    are bit-identical. With kb < K each tasklet keeps one row's accumulators
+    across the K panels (a panel is then read once per row of a tasklet)."""
+    from .spill import SpillBuffer, _unflatten
+    shape = c.shape
+    batch, (m_dim, n_dim), k_dim = shape[:-2], shape[-2:], a.shape[-1]
+    acc_t = c.elem
+    flt = is_float(acc_t)
+    wram, loc = conv.wram, user_location(op.location)
+    a_mram, b_mram, o_mram = (isinstance(x, SpillBuffer) for x in (a.buf, b.buf, out))
+    es_a, es_b, es_sum, es_acc = (byte_size(t) for t in (a.elem, b.elem, sum_t, acc_t))
+    idx = ir.IndexType.get()
+    i64 = ir.IntegerType.get_signless(64)
+
+    def c64(v):
+        return arith.constant(i64, v)
+
+    def bytes_of(count, es):                   # (count elements: an index) rounded up to 8 bytes
+        n = arith.muli(arith.index_cast(i64, count), c64(es))
+        return arith.andi(arith.addi(n, c64(7)), c64(-8))
+
+    def addr(view):
+        return arith.index_cast(i64, memref.extract_aligned_pointer_as_index(view))
+
+    # WRAM: B's panel (shared), and each tasklet's rows.
+    panel_w = aligned(nb * es_b) // es_b
+    panel = (wram.buffer((kb, panel_w), b.buf.stored, kb * panel_w * es_b, "tl.dot panel of B", loc)
+             if b_mram else None)
+    sizes = [("acc", nb, es_sum, sum_t)]
+    if a_mram:
+        sizes.append(("a", kb, es_a, a.buf.stored))
+    if o_mram and sum_t != acc_t:
+        sizes.append(("out", nb, es_acc, out.stored))
+    block = wram.private(sum(aligned(n * es) for _, n, es, _ in sizes), "tl.dot rows")
+    views, at = {}, 0
+    for name, n, es, t in sizes:
+        views[name] = wram.view(block, at, [aligned(n * es) // es], t)
+        at += aligned(n * es)
+    acc = views["acc"]
+    with conv._alloca_ip, ir.Location.unknown():
+        row_addrs = {name: addr(v) for name, v in views.items()}
+
+    def widen_at(tile, ivs):
+        return _widen(tile.at(ivs), sum_t)
+
+    def lanes(count, body):
+        loop = scf.ForOp(conv.index(0), count, conv.index(1))
+        with ir.InsertionPoint(loop.body):
+            body(loop.induction_variable)
+            scf.yield_([])
+
+    def load_panel(bivs, k0, rows, n0, nw):
+        """B[bivs, k0:k0+rows, n0:n0+nw] into the panel, rows shared out."""
+        def row(kvs):
+            kk = kvs[0]
+            guard = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, kk, rows), [], has_else=False)
+            with ir.InsertionPoint(guard.then_block):
+                k = arith.addi(k0, kk)
+                conv.barriers.note_buffer(b.buf, bivs + [k, n0], False)
+                conv.barriers.note_buffer(panel, [kk], True)
+                dst = arith.addi(addr(panel), arith.muli(arith.index_cast(i64, kk), c64(panel_w * es_b)))
+                b.buf.read_row(bivs + [k], n0, bytes_of(nw, es_b), dst)
+                scf.yield_([])
+        conv.par_nest((kb,), row, (kb, panel_w))
+
+    def step(bivs, i, k0, rows, n0, nw, first: bool):
+        """Row i: acc (+)= A[i, k0:k0+rows] @ panel (C first when `first`)."""
+        if first:
+            lanes(nw, lambda jj: memref.store(widen_at(c, bivs + [i, arith.addi(n0, jj)]), acc, [jj]))
+        if a_mram:
+            conv.barriers.note_buffer(a.buf, bivs + [i, k0], False)
+            a.buf.read_row(bivs + [i], k0, bytes_of(rows, es_a), row_addrs["a"])
+
+        def kstep(kk):
+            k = arith.addi(k0, kk)
+            x = _widen(memref.load(views["a"], [kk]), sum_t) if a_mram else widen_at(a, bivs + [i, k])
+
+            def lane(jj):
+                y = (_widen(load_elem(conv.barriers, panel, [kk, jj], b.elem), sum_t) if b_mram
+                     else widen_at(b, bivs + [k, arith.addi(n0, jj)]))
+                memref.store(_fma(memref.load(acc, [jj]), x, y, flt), acc, [jj])
+            lanes(nw, lane)
+        lanes(rows, kstep)
+
+    def finish(bivs, i, n0, nw):
+        """Row i's result segment: rounded to the result type, stored."""
+        def result(jj):
+            return _widen(memref.load(acc, [jj]), acc_t)
+        if not o_mram:
+            lanes(nw, lambda jj: store_elem(conv.barriers, result(jj), out, bivs + [i, arith.addi(n0, jj)]))
+            return
+        src = row_addrs["acc"]
+        if sum_t != acc_t:
+            lanes(nw, lambda jj: memref.store(result(jj), views["out"], [jj]))
+            src = row_addrs["out"]
+        conv.barriers.note_buffer(out, bivs + [i, n0], True)
+        out.write_row(bivs + [i], n0, bytes_of(nw, es_acc), src)
+
+    def per_columns(bivs):
+        def panel_columns(n0):
+            nw = arith.minsi(conv.index(nb), arith.subi(conv.index(n_dim), n0))
+            if kb == k_dim:
+                if b_mram:
+                    load_panel(bivs, conv.index(0), conv.index(k_dim), n0, nw)
+
+                def row(ivs):
+                    step(bivs, ivs[0], conv.index(0), conv.index(k_dim), n0, nw, True)
+                    finish(bivs, ivs[0], n0, nw)
+                conv.par_nest((m_dim,), row, (m_dim, n_dim))
+                return
+            # K in panels: each tasklet carries one row's accumulators across them.
+            lo, hi = conv.my_range((m_dim, n_dim)) if conv.tasklets > 1 else (conv.index(0), conv.index(m_dim))
+            owner = conv.owner((m_dim, n_dim))
+
+            def mine(body):
+                def run(i):
+                    live = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, i, hi), [], has_else=False)
+                    with ir.InsertionPoint(live.then_block):
+                        conv.barriers.mine(i)
+                        body(i)
+                        scf.yield_([])
+                if conv.tasklets == 1:
+                    return run
+                return lambda i: _divergent(conv, owner, lambda: run(i))
+
+            def one_row(rb):
+                i = arith.addi(lo, rb)
+
+                def kpanel(k0):
+                    rows = arith.minsi(conv.index(kb), arith.subi(conv.index(k_dim), k0))
+                    if b_mram:
+                        load_panel(bivs, k0, rows, n0, nw)
+                    first = arith.cmpi(arith.CmpIPredicate.eq, k0, conv.index(0))
+
+                    def compute(i):
+                        init = scf.IfOp(first, [], has_else=False)
+                        with ir.InsertionPoint(init.then_block):
+                            lanes(nw, lambda jj: memref.store(
+                                widen_at(c, bivs + [i, arith.addi(n0, jj)]), acc, [jj]))
+                            scf.yield_([])
+                        step(bivs, i, k0, rows, n0, nw, False)
+                    mine(compute)(i)
+                _uniform_loop(conv, 0, k_dim, kb, kpanel)
+                mine(lambda i: finish(bivs, i, n0, nw))(i)
+            rows_each = -(-m_dim // conv.tasklets) if conv.tasklets > 1 else m_dim
+            _uniform_loop(conv, 0, rows_each, 1, one_row)
+        _uniform_loop(conv, 0, n_dim, nb, panel_columns)
+
+    if batch:
+        _uniform_loop(conv, 0, prod(batch), 1, lambda bi: per_columns(_unflatten(bi, batch)))
+    else:
+        per_columns([])
+
+
+def _divergent(conv, owner, body) -> None:
+    with conv.barriers.divergent(owner):
+        body()
+
+
+def _uniform_loop(conv, lo: int, hi: int, step: int, body) -> None:
+    """An scf.for every tasklet runs alike (as control.lower_for: nothing
+    pending when it starts, a barrier at the end of its body if the next
+    iteration's first accesses need one)."""
+    conv.barriers.sync_if_dirty()
+    loop = scf.ForOp(conv.index(lo), conv.index(hi), conv.index(step))
+    with ir.InsertionPoint(loop.body), conv.barriers.branch():
+        cycle = conv.barriers.cycle_begin(loop.body)
+        body(loop.induction_variable)
+        conv.barriers.cycle_end(cycle)
+        scf.yield_([])
 
 
 del is_tensor, scalar_type
