@@ -346,8 +346,8 @@ class Converter:
         return self.wram.buffer(shape, buffer_type(elem), es * _prod(shape), what, loc, key=key,
                                 spillable=not self._wram_only, es=es)
 
-    def dot_panels(self, need: DotNeed) -> tuple[int, int] | None:
-        """Record a tl.dot for spill plans; its (kb, nb) panels when the plan
+    def dot_panels(self, need: DotNeed):
+        """Record a tl.dot for spill plans; its `spill.Panels` when the plan
         keeps an operand or its result in MRAM (None: it runs unblocked)."""
         number = len(self.dots)
         self.dots.append(need)
@@ -377,9 +377,17 @@ class Converter:
     def materialize(self, t: Tile, what: str, op=None) -> Tile:
         """`t` as a buffer (a no-op when it already is one; in WRAM for an
         EDSL region)."""
+        if t.buf is not None and in_wram(t.buf) and self._wram_only:
+            record = self.wram.by_view.get(t.buf)
+            if record is not None:         # (kept in MRAM, it would need a WRAM copy anyway)
+                record.spillable = False
         if t.buf is not None and (in_wram(t.buf) or not self._wram_only):
             return t
-        buf = self.alloca(t.shape, t.elem, what, op)
+        if t.buf is not None:          # a spilled tile's WRAM copy (not a tile a plan names)
+            buf = self.wram.buffer(t.shape, buffer_type(t.elem), byte_size(t.elem) * _prod(t.shape), what,
+                                   user_location(op.location) if op is not None else None)
+        else:
+            buf = self.alloca(t.shape, t.elem, what, op)
         self.fill(buf, t)
         if self.barriers.in_region:
             self.barriers.sync()

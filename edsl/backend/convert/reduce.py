@@ -20,7 +20,7 @@ from mlir.dialects import arith, memref, scf
 from ..ttir_text import user_location
 from .control import lower_body
 from .core import Tile, byte_size, is_float, is_tensor, load_elem, lowers, prod, scalar_type, store_elem
-from .spill import DotNeed
+from .spill import DotNeed, SpillBuffer, unflatten
 from .wram import aligned
 
 
@@ -184,11 +184,11 @@ def lower_dot(conv, op):
     flt = is_float(acc_t)
     # 16-bit float results are summed in fp32 and rounded once, as GPUs do.
     sum_t = ir.F32Type.get() if isinstance(acc_t, (ir.F16Type, ir.BF16Type)) else acc_t
-    panels = conv.dot_panels(DotNeed(conv.tile_key(a.buf), conv.tile_key(b.buf), conv.tile_key(out), k_dim,
-                                     shape[-1], byte_size(a.elem), byte_size(b.elem), byte_size(sum_t),
-                                     byte_size(acc_t), sum_t != acc_t))
+    panels = conv.dot_panels(DotNeed(conv.tile_key(a.buf), conv.tile_key(b.buf), conv.tile_key(out),
+                                     shape[-2], shape[-1], k_dim, byte_size(a.elem), byte_size(b.elem),
+                                     byte_size(sum_t), byte_size(acc_t), sum_t != acc_t))
     if panels is not None:
-        _blocked_dot(conv, op, a, b, c, out, sum_t, *panels)
+        _blocked_dot(conv, op, a, b, c, out, sum_t, panels)
         conv.set(op.results[0], Tile(shape, acc_t, buf=out, barriers=conv.barriers))
         return
 
@@ -210,17 +210,18 @@ def _fma(acc, x, y, flt: bool):
     return arith.addf(acc, arith.mulf(x, y)) if flt else arith.addi(acc, arith.muli(x, y))
 
 
-def _blocked_dot(conv, op, a, b, c, out, sum_t, kb: int, nb: int) -> None:
+def _blocked_dot(conv, op, a, b, c, out, sum_t, panels) -> None:
     """tl.dot when an operand or the result is kept in MRAM: a blocked loop
     over panels of N columns (nb) and K (kb) that fit in WRAM. B's panel
-    (kb x nb) is read once into WRAM shared by the tasklets, each of which
-    then takes its rows of M: it reads the row's K segment of A, sums into a
-    WRAM row of nb accumulators and writes the row's result segment. Every
-    element is summed in the same order as by the unblocked loop (C, then
-    k = 0, 1, ...; the accumulators carried across K panels), so results
-    are bit-identical. With kb < K each tasklet keeps one row's accumulators
-    across the K panels (a panel is then read once per row of a tasklet)."""
-    from .spill import SpillBuffer, _unflatten
+    (kb x nb) is read into WRAM once for all tasklets, each of which then
+    takes its rows of M: it reads the row's K segment of A, sums into a WRAM
+    row of nb accumulators, and writes the row's result segment. With K in
+    one panel a row is done in one visit; with K split, each tasklet carries
+    `rb` rows' accumulators across the K panels (B's panels are read once
+    per pass over rb rows). Every element is summed in the same order as by
+    the unblocked loop (C, then k = 0, 1, ...), so results are
+    bit-identical."""
+    kb, nb, rb = panels.kb, panels.nb, panels.rb
     shape = c.shape
     batch, (m_dim, n_dim), k_dim = shape[:-2], shape[-2:], a.shape[-1]
     acc_t = c.elem
@@ -228,7 +229,6 @@ def _blocked_dot(conv, op, a, b, c, out, sum_t, kb: int, nb: int) -> None:
     wram, loc = conv.wram, user_location(op.location)
     a_mram, b_mram, o_mram = (isinstance(x, SpillBuffer) for x in (a.buf, b.buf, out))
     es_a, es_b, es_sum, es_acc = (byte_size(t) for t in (a.elem, b.elem, sum_t, acc_t))
-    idx = ir.IndexType.get()
     i64 = ir.IntegerType.get_signless(64)
 
     def c64(v):
@@ -245,16 +245,17 @@ def _blocked_dot(conv, op, a, b, c, out, sum_t, kb: int, nb: int) -> None:
     panel_w = aligned(nb * es_b) // es_b
     panel = (wram.buffer((kb, panel_w), b.buf.stored, kb * panel_w * es_b, "tl.dot panel of B", loc)
              if b_mram else None)
-    sizes = [("acc", nb, es_sum, sum_t)]
+    acc_w = aligned(nb * es_sum) // es_sum
+    sizes = [("acc", (rb, acc_w), es_sum, sum_t)]
     if a_mram:
-        sizes.append(("a", kb, es_a, a.buf.stored))
+        sizes.append(("a", (aligned(kb * es_a) // es_a,), es_a, a.buf.stored))
     if o_mram and sum_t != acc_t:
-        sizes.append(("out", nb, es_acc, out.stored))
-    block = wram.private(sum(aligned(n * es) for _, n, es, _ in sizes), "tl.dot rows")
+        sizes.append(("out", (aligned(nb * es_acc) // es_acc,), es_acc, out.stored))
+    block = wram.private(sum(prod(n) * es for _, n, es, _ in sizes), "tl.dot rows", loc)
     views, at = {}, 0
     for name, n, es, t in sizes:
-        views[name] = wram.view(block, at, [aligned(n * es) // es], t)
-        at += aligned(n * es)
+        views[name] = wram.view(block, at, list(n), t)
+        at += prod(n) * es
     acc = views["acc"]
     with conv._alloca_ip, ir.Location.unknown():
         row_addrs = {name: addr(v) for name, v in views.items()}
@@ -282,10 +283,12 @@ def _blocked_dot(conv, op, a, b, c, out, sum_t, kb: int, nb: int) -> None:
                 scf.yield_([])
         conv.par_nest((kb,), row, (kb, panel_w))
 
-    def step(bivs, i, k0, rows, n0, nw, first: bool):
-        """Row i: acc (+)= A[i, k0:k0+rows] @ panel (C first when `first`)."""
-        if first:
-            lanes(nw, lambda jj: memref.store(widen_at(c, bivs + [i, arith.addi(n0, jj)]), acc, [jj]))
+    def start(bivs, i, r, n0, nw):
+        """Accumulator row r of result row i: C's values."""
+        lanes(nw, lambda jj: memref.store(widen_at(c, bivs + [i, arith.addi(n0, jj)]), acc, [r, jj]))
+
+    def step(bivs, i, r, k0, rows, n0, nw):
+        """Accumulator row r += A[i, k0:k0+rows] @ B's panel."""
         if a_mram:
             conv.barriers.note_buffer(a.buf, bivs + [i, k0], False)
             a.buf.read_row(bivs + [i], k0, bytes_of(rows, es_a), row_addrs["a"])
@@ -297,83 +300,84 @@ def _blocked_dot(conv, op, a, b, c, out, sum_t, kb: int, nb: int) -> None:
             def lane(jj):
                 y = (_widen(load_elem(conv.barriers, panel, [kk, jj], b.elem), sum_t) if b_mram
                      else widen_at(b, bivs + [k, arith.addi(n0, jj)]))
-                memref.store(_fma(memref.load(acc, [jj]), x, y, flt), acc, [jj])
+                memref.store(_fma(memref.load(acc, [r, jj]), x, y, flt), acc, [r, jj])
             lanes(nw, lane)
         lanes(rows, kstep)
 
-    def finish(bivs, i, n0, nw):
-        """Row i's result segment: rounded to the result type, stored."""
+    def finish(bivs, i, r, n0, nw):
+        """Result row i's segment from accumulator row r, rounded to the result type."""
         def result(jj):
-            return _widen(memref.load(acc, [jj]), acc_t)
+            return _widen(memref.load(acc, [r, jj]), acc_t)
         if not o_mram:
             lanes(nw, lambda jj: store_elem(conv.barriers, result(jj), out, bivs + [i, arith.addi(n0, jj)]))
             return
-        src = row_addrs["acc"]
+        src = arith.addi(row_addrs["acc"], arith.muli(arith.index_cast(i64, r), c64(acc_w * es_sum)))
         if sum_t != acc_t:
             lanes(nw, lambda jj: memref.store(result(jj), views["out"], [jj]))
             src = row_addrs["out"]
         conv.barriers.note_buffer(out, bivs + [i, n0], True)
         out.write_row(bivs + [i], n0, bytes_of(nw, es_acc), src)
 
+    zero = conv.index(0)
+
     def per_columns(bivs):
         def panel_columns(n0):
             nw = arith.minsi(conv.index(nb), arith.subi(conv.index(n_dim), n0))
-            if kb == k_dim:
+            if kb == k_dim:                    # a row in one visit
                 if b_mram:
-                    load_panel(bivs, conv.index(0), conv.index(k_dim), n0, nw)
+                    load_panel(bivs, zero, conv.index(k_dim), n0, nw)
 
                 def row(ivs):
-                    step(bivs, ivs[0], conv.index(0), conv.index(k_dim), n0, nw, True)
-                    finish(bivs, ivs[0], n0, nw)
+                    start(bivs, ivs[0], zero, n0, nw)
+                    step(bivs, ivs[0], zero, zero, conv.index(k_dim), n0, nw)
+                    finish(bivs, ivs[0], zero, n0, nw)
                 conv.par_nest((m_dim,), row, (m_dim, n_dim))
                 return
-            # K in panels: each tasklet carries one row's accumulators across them.
-            lo, hi = conv.my_range((m_dim, n_dim)) if conv.tasklets > 1 else (conv.index(0), conv.index(m_dim))
-            owner = conv.owner((m_dim, n_dim))
+            # K split: passes over rb of this tasklet's rows, their accumulators
+            # carried across the K panels.
+            lo, hi = conv.my_range((m_dim, n_dim)) if conv.tasklets > 1 else (zero, conv.index(m_dim))
 
-            def mine(body):
-                def run(i):
-                    live = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, i, hi), [], has_else=False)
-                    with ir.InsertionPoint(live.then_block):
-                        conv.barriers.mine(i)
-                        body(i)
-                        scf.yield_([])
+            def my_rows(p, body):
+                """body(i, r) for row r < rb of pass p of this tasklet's rows."""
+                def rows():
+                    def each(r):
+                        i = arith.addi(lo, arith.addi(arith.muli(p, conv.index(rb)), r))
+                        live = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, i, hi), [], has_else=False)
+                        with ir.InsertionPoint(live.then_block):
+                            conv.barriers.mine(i)
+                            body(i, r)
+                            scf.yield_([])
+                    lanes(conv.index(rb), each)
                 if conv.tasklets == 1:
-                    return run
-                return lambda i: _divergent(conv, owner, lambda: run(i))
+                    rows()
+                else:
+                    with conv.barriers.divergent(conv.owner((m_dim, n_dim))):
+                        rows()
 
-            def one_row(rb):
-                i = arith.addi(lo, rb)
-
+            def one_pass(p):
                 def kpanel(k0):
-                    rows = arith.minsi(conv.index(kb), arith.subi(conv.index(k_dim), k0))
+                    depth = arith.minsi(conv.index(kb), arith.subi(conv.index(k_dim), k0))
                     if b_mram:
-                        load_panel(bivs, k0, rows, n0, nw)
-                    first = arith.cmpi(arith.CmpIPredicate.eq, k0, conv.index(0))
+                        load_panel(bivs, k0, depth, n0, nw)
+                    first = arith.cmpi(arith.CmpIPredicate.eq, k0, zero)
 
-                    def compute(i):
+                    def compute(i, r):
                         init = scf.IfOp(first, [], has_else=False)
                         with ir.InsertionPoint(init.then_block):
-                            lanes(nw, lambda jj: memref.store(
-                                widen_at(c, bivs + [i, arith.addi(n0, jj)]), acc, [jj]))
+                            start(bivs, i, r, n0, nw)
                             scf.yield_([])
-                        step(bivs, i, k0, rows, n0, nw, False)
-                    mine(compute)(i)
+                        step(bivs, i, r, k0, depth, n0, nw)
+                    my_rows(p, compute)
                 _uniform_loop(conv, 0, k_dim, kb, kpanel)
-                mine(lambda i: finish(bivs, i, n0, nw))(i)
-            rows_each = -(-m_dim // conv.tasklets) if conv.tasklets > 1 else m_dim
-            _uniform_loop(conv, 0, rows_each, 1, one_row)
+                my_rows(p, lambda i, r: finish(bivs, i, r, n0, nw))
+            rows_each = -(-m_dim // conv.tasklets)
+            _uniform_loop(conv, 0, -(-rows_each // rb), 1, one_pass)
         _uniform_loop(conv, 0, n_dim, nb, panel_columns)
 
     if batch:
-        _uniform_loop(conv, 0, prod(batch), 1, lambda bi: per_columns(_unflatten(bi, batch)))
+        _uniform_loop(conv, 0, prod(batch), 1, lambda bi: per_columns(unflatten(bi, batch)))
     else:
         per_columns([])
-
-
-def _divergent(conv, owner, body) -> None:
-    with conv.barriers.divergent(owner):
-        body()
 
 
 def _uniform_loop(conv, lo: int, hi: int, step: int, body) -> None:

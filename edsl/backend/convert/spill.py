@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, func, llvm, memref, scf
 
-from ...dpu.abi import DMA, DMA_MAX_BYTES, MRAM_ADDRSPACE, MRAM_BYTES, READ, WRITE, Ctx
+from ...dpu.abi import DMA, DMA_MAX_BYTES, DMA_MIN_BYTES, MRAM_ADDRSPACE, MRAM_BYTES, READ, WRITE, Ctx
 from ...errors import DpuError
 from .barriers import chunk
 from .wram import WramBuffer, aligned, largest
@@ -57,7 +57,9 @@ from .wram import WramBuffer, aligned, largest
 SWAP = "__dpu_spill_swap"        # (base, state, data, line, segs, unit, seg, total, site, ctx)
 FLUSH = "__dpu_spill_flush"      # (base, state, data, segs, unit, seg, total, site, ctx)
 SPILL_DMA = "__dpu_spill_dma"    # (mram, wram, nbytes, direction, site, ctx): a counted transfer
-LINE_CAPS = (2048, 1024, 512, 256, 128, 64, 32, 16, 8)
+# Line sizes tried, largest first: the legal DMA sizes that are powers of two.
+LINE_CAPS = tuple(DMA_MAX_BYTES >> i for i in range(DMA_MAX_BYTES.bit_length())
+                  if DMA_MAX_BYTES >> i >= DMA_MIN_BYTES)
 STATE_BYTES = 16                 # a window's line tag (line + 1; 0: none) and changed flag
 
 
@@ -139,8 +141,9 @@ class DotNeed:
     a: int | None
     b: int | None
     out: int | None
-    k: int
+    m: int
     n: int
+    k: int
     es_a: int
     es_b: int
     es_sum: int          # the accumulator's element (fp32 for 16-bit float results)
@@ -152,32 +155,83 @@ class DotNeed:
 class SpillPlan:
     tiles: frozenset     # keys of the tile buffers kept in MRAM
     line_cap: int        # bytes of a line (window) at most
-    dots: tuple          # per tl.dot in lowering order: (kb, nb) panels, or None
+    dots: tuple          # per tl.dot in lowering order: its `Panels`, or None
 
 
-def dot_panels(need: DotNeed, spilled, kb: int, nb: int, tasklets: int) -> int:
+@dataclass(frozen=True)
+class Panels:
+    """A blocked `tl.dot`'s WRAM panels: kb x nb of B, rb accumulator rows
+    of nb per tasklet (rb > 1 only when K is split: kb < K)."""
+    kb: int
+    nb: int
+    rb: int
+
+
+def dot_panels(need: DotNeed, spilled, p: Panels, tasklets: int) -> int:
     """WRAM bytes of a blocked `tl.dot`: a shared panel of B (kb x nb) when B
-    is in MRAM; per tasklet an accumulator row (nb), a row segment of A (kb)
+    is in MRAM; per tasklet rb accumulator rows (nb), a row segment of A (kb)
     when A is in MRAM, and a rounded result row when the result is."""
-    shared = kb * aligned(nb * need.es_b) if need.b in spilled else 0
-    each = aligned(nb * need.es_sum)
+    shared = p.kb * aligned(p.nb * need.es_b) if need.b in spilled else 0
+    each = p.rb * aligned(p.nb * need.es_sum)
     if need.a in spilled:
-        each += aligned(kb * need.es_a)
+        each += aligned(p.kb * need.es_a)
     if need.out in spilled and need.narrow:
-        each += aligned(nb * need.es_acc)
+        each += aligned(p.nb * need.es_acc)
     return shared + tasklets * each
 
 
-def _dot_choices(need: DotNeed):
-    """(kb, nb) panel sizes, best first: all of K (each B panel read once),
-    then the widest panels."""
+def _transfers(count: int, nbytes: int) -> float:
+    """The DMA time (cycles, the timing model's figures) of `count` transfers
+    of `nbytes` each, each cut at 2048 bytes."""
+    from ...dpu.timing import ALPHA_READ, BETA
+    return count * (_ceil_div(nbytes, DMA_MAX_BYTES) * ALPHA_READ + BETA * nbytes)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def dot_cost(need: DotNeed, spilled, p: Panels, tasklets: int) -> float:
+    """The DMA time of a blocked `tl.dot` (per matrix of the batch): B's
+    panels, A's row segments, the result's rows."""
+    n_panels = _ceil_div(need.n, p.nb)
+    passes = 1 if p.kb == need.k else _ceil_div(_ceil_div(need.m, tasklets), p.rb)
+    cost = 0.0
+    if need.b in spilled:
+        cost += _transfers(n_panels * passes * need.k, p.nb * need.es_b)
+    if need.a in spilled:
+        cost += _transfers(n_panels * need.m * _ceil_div(need.k, p.kb), p.kb * need.es_a)
+    if need.out in spilled:
+        cost += _transfers(n_panels * need.m, p.nb * need.es_acc)
+    return cost
+
+
+def _dot_fit(need: DotNeed, spilled, room: int, tasklets: int) -> Panels | None:
+    """The panels within `room` bytes whose DMA costs least: per (kb, nb),
+    with K split as many accumulator rows as fit."""
     ks = [need.k] + [x for x in (1024, 512, 256, 128, 64, 32, 16, 8) if x < need.k]
     ns = [need.n] + [x for x in (512, 256, 128, 64, 32, 16, 8) if x < need.n]
-    return [(kb, nb) for kb in ks for nb in ns]
+    rows = _ceil_div(need.m, tasklets)
+    best = None
+    for kb in ks:
+        for nb in ns:
+            p = Panels(kb, nb, 1)
+            if dot_panels(need, spilled, p, tasklets) > room:
+                continue
+            if kb < need.k:
+                spare = room - dot_panels(need, spilled, p, tasklets)
+                p = Panels(kb, nb, min(rows, 1 + spare // (tasklets * aligned(nb * need.es_sum))))
+            if best is None or dot_cost(need, spilled, p, tasklets) < dot_cost(need, spilled, best, tasklets):
+                best = p
+    return best
+
+
+def line_bytes(record: WramBuffer, cap: int, tasklets: int) -> int:
+    return geometry(record.shape, record.es, cap, tasklets).seg
 
 
 def window_bytes(record: WramBuffer, cap: int, tasklets: int) -> int:
-    return tasklets * aligned(STATE_BYTES + geometry(record.shape, record.es, cap, tasklets).seg)
+    return tasklets * aligned(STATE_BYTES + line_bytes(record, cap, tasklets))
 
 
 def scratch_bytes(record: WramBuffer) -> int:
@@ -196,31 +250,41 @@ def plan(name: str, records: list[WramBuffer], dots: list[DotNeed], limit: int, 
                    key=lambda r: (-r.nbytes, r.uses, r.key))
     resident = sum(r.nbytes for r in tiles)
     spilled: list[WramBuffer] = []
+    chosen = None                            # (estimated DMA time, plan, WRAM total, tiles)
     for r in order:
         spilled.append(r)
         resident -= r.nbytes
         keys = frozenset(s.key for s in spilled)
         for cap in LINE_CAPS:
             total = other + resident + sum(window_bytes(s, cap, tasklets) for s in spilled)
+            # Each spilled tile is written and read once in lines, at least.
+            cost = sum(_transfers(2 * _ceil_div(scratch_bytes(s), line_bytes(s, cap, tasklets)),
+                                  line_bytes(s, cap, tasklets)) for s in spilled)
             choice = []
             for need in dots:
                 if not keys & {need.a, need.b, need.out}:
                     choice.append(None)
                     continue
-                fit = next(((kb, nb) for kb, nb in _dot_choices(need)
-                            if total + dot_panels(need, keys, kb, nb, tasklets) <= limit), None)
+                fit = _dot_fit(need, keys, limit - total, tasklets)
                 if fit is None:
                     break
-                total += dot_panels(need, keys, *fit, tasklets)
+                total += dot_panels(need, keys, fit, tasklets)
+                cost += dot_cost(need, keys, fit, tasklets)
                 choice.append(fit)
             else:
-                if total <= limit:
-                    scratch = sum(scratch_bytes(s) for s in spilled)
-                    if scratch > MRAM_BYTES:
-                        raise DpuError(f"kernel '{name}' keeps {scratch} bytes of tiles in MRAM, more "
-                                       f"than the {MRAM_BYTES} bytes of a DPU's MRAM; largest: "
-                                       f"{largest(spilled)}", spilled[0].loc)
-                    return SpillPlan(keys, cap, tuple(choice)), total
+                if total <= limit and (chosen is None or cost < chosen[0]):
+                    chosen = (cost, SpillPlan(keys, cap, tuple(choice)), total, list(spilled))
+        # Once a plan fits, keeping more tiles in MRAM can only pay by the
+        # wider tl.dot panels the WRAM they free allows.
+        if chosen is not None and not any(c is not None for c in chosen[1].dots):
+            break
+    if chosen is not None:
+        scratch = sum(scratch_bytes(s) for s in chosen[3])
+        if scratch > MRAM_BYTES:
+            raise DpuError(f"kernel '{name}' keeps {scratch} bytes of tiles in MRAM, more "
+                           f"than the {MRAM_BYTES} bytes of a DPU's MRAM; largest: "
+                           f"{largest(chosen[3])}", chosen[3][0].loc)
+        return chosen[1], chosen[2]
     raise _cannot_stream(name, records, spilled, dots, limit, tasklets)
 
 
@@ -327,7 +391,7 @@ class SpillBuffer:
         self.type = ir.MemRefType.get(list(shape), stored,
                                       memory_space=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), MRAM_ADDRSPACE))
         conv = space.conv
-        block = conv.wram.private(STATE_BYTES + geo.seg, f"window of the {what} kept in MRAM")
+        block = conv.wram.private(STATE_BYTES + geo.seg, f"window of the {what} kept in MRAM", loc)
         self.state = conv.wram.view(block, 0, [2], _i64())
         self.data = conv.wram.view(block, STATE_BYTES, [geo.seg // es], stored)
         with conv._alloca_ip, ir.Location.unknown():
@@ -457,10 +521,10 @@ class SpillBuffer:
                     rows = scf.ForOp(_idx(0), _idx(g.rows), _idx(1))
                     with ir.InsertionPoint(rows.body):
                         u = rows.induction_variable
-                        rivs = outer + _unflatten(arith.addi(arith.muli(q, _idx(g.rows)), u), inner)
+                        rivs = outer + unflatten(arith.addi(arith.muli(q, _idx(g.rows)), u), inner)
                         body(rivs, _idx(0), _idx(n), LineTarget(self, u, _idx(0)), False)
                         scf.yield_([])
-                    first = outer + _unflatten(arith.muli(q, _idx(g.rows)), inner)
+                    first = outer + unflatten(arith.muli(q, _idx(g.rows)), inner)
                     out(self.row_mram(first, None), _c(g.unit))
                     scf.yield_([])
             if conv.tasklets > 1:
@@ -494,7 +558,7 @@ class SpillBuffer:
         self.space.dma_span(self.row_mram(rivs, j0), wram, nbytes, WRITE)
 
 
-def _unflatten(flat: ir.Value, shape) -> list:
+def unflatten(flat: ir.Value, shape) -> list:
     """Indices over `shape` of row-major position `flat` (an index)."""
     out = []
     for d in range(len(shape) - 1, -1, -1):

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, memref
 
+from ...dpu.abi import DMA_ALIGN
 from ...errors import DpuError, SourceLoc
 
 
@@ -37,7 +38,8 @@ class WramBuffer:
 
 
 def aligned(n: int) -> int:
-    return (n + 7) // 8 * 8
+    """`n` bytes rounded up to the DMA alignment (buffers, rows and lines start aligned)."""
+    return -(-n // DMA_ALIGN) * DMA_ALIGN
 
 
 class WramLayout:
@@ -65,7 +67,7 @@ class WramLayout:
         self.by_view[view] = record
         return view
 
-    def private(self, nbytes: int, what: str) -> ir.Value:
+    def private(self, nbytes: int, what: str, loc: SourceLoc | None = None) -> ir.Value:
         """`nbytes` of which each tasklet has its own copy: this tasklet's, as
         a memref<nbytes x i8> (`view` cuts typed buffers from it)."""
         each = aligned(nbytes)
@@ -76,7 +78,7 @@ class WramLayout:
             if self.me is not None:
                 at = arith.addi(offset, arith.muli(self.me, arith.constant(index, each)))
             view = memref.view(ir.MemRefType.get([each], ir.IntegerType.get_signless(8)), self.wram, at, [])
-        self.private_buffers.append((WramBuffer(each * self.tasklets, what, None), offset.owner, each))
+        self.private_buffers.append((WramBuffer(each * self.tasklets, what, loc), offset.owner, each))
         return view
 
     def view(self, block: ir.Value, at: int, shape, stored: ir.Type) -> ir.Value:
