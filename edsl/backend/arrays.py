@@ -16,6 +16,15 @@ class DpuArray(np.ndarray):
     def data_ptr(self) -> int:
         return self.__array_interface__["data"][0]
 
+    # As torch tensors have them, for Triton's `TensorWrapper` (`triton.reinterpret`).
+    def element_size(self) -> int:
+        return self.itemsize
+
+    def stride(self, dim: int | None = None):
+        """Strides in elements."""
+        strides = tuple(s // self.itemsize for s in self.strides)
+        return strides if dim is None else strides[dim]
+
 
 def array(a) -> DpuArray:
     """A zero-copy view of `a` (a NumPy array, or anything `np.asarray` takes

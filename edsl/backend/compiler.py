@@ -53,7 +53,7 @@ class DpuOptions:
     sanitize_overflow: bool = False
     arch: str = "upmem"
     backend_name: str = "dpu"
-    supported_fp8_dtypes: Tuple[str, ...] = ()
+    supported_fp8_dtypes: Tuple[str, ...] = ("fp8e5", "fp8e5b16", "fp8e4nv", "fp8e4b8", "fp8e4b15")
     deprecated_fp8_dot_operand_dtypes: Tuple[str, ...] = ()
     default_dot_input_precision: str = "ieee"
     allowed_dot_input_precisions: Tuple[str, ...] = ("ieee", "tf32", "tf32x3", "bf16x3", "bf16x6")
@@ -112,7 +112,8 @@ class DpuBackend(BaseBackend):
         return (metadata.num_warps, metadata.num_ctas, metadata.shared)
 
     def get_codegen_implementation(self, options):
-        return {"min_dot_size": _min_dot_size}
+        from .fp8e4b15 import convert_custom_types
+        return {"min_dot_size": _min_dot_size, "convert_custom_types": convert_custom_types}
 
     def get_module_map(self) -> Dict[str, Any]:
         return {}

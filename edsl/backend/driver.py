@@ -11,7 +11,10 @@ driver is active, the argument specializer Triton's launcher binds
 (`triton.runtime.jit.native_specialize_impl`, looked up when a kernel's binder
 is first built) is wrapped so that a bare array is typed as a zero-copy
 `edsl.backend.array(a)` view and a NumPy scalar as the Python number it holds.
-Everything else goes to Triton's own specializer unchanged.
+An array of an 8-bit float of ml_dtypes is typed by its Triton name (Triton's
+specializer types every such dtype it does not know as fp8e4nv); one with no
+Triton type is refused. Everything else goes to Triton's own specializer
+unchanged.
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
 from ..dpu.abi import MAX_TASKLETS, MRAM_BYTES
-from ..errors import EdslError
+from ..errors import ArgumentError, EdslError
 
 _state = threading.local()
 _programs: dict = {}
@@ -65,11 +68,30 @@ def install_array_specialization() -> None:
             arg = arg.view(DpuArray)
         elif isinstance(arg, np.generic):
             arg = arg.item()
+        if isinstance(arg, np.ndarray) and arg.dtype.kind == "V" and arg.dtype.itemsize == 1:
+            arg = _typed_fp8(arg)
         return native(backend, arg, is_const, specialize_value, align)
 
     specialize._edsl_dpu = True
     specialize.native = native
     jit.native_specialize_impl = specialize
+
+
+def _typed_fp8(a):
+    """An array of 8-bit floats (ml_dtypes) as Triton's typed view of its bytes."""
+    import numpy as np
+    import triton
+    import triton.language as tl
+
+    from .. import dtypes
+    from .arrays import DpuArray
+    s = dtypes.of_numpy(a.dtype)
+    if s is None or s.triton is None or s.mlir == "f8E4M3B11FNUZ":
+        # (Triton's fp8e4b15 has exponent bias 15, ml_dtypes' float8_e4m3b11fnuz 11)
+        raise ArgumentError(f"an array of {a.dtype} has no Triton element type; Triton's 8-bit "
+                            "floats are float8_e4m3fn, float8_e5m2, float8_e4m3fnuz and "
+                            "float8_e5m2fnuz, or uint8 data through triton.reinterpret(x, tl.float8e4b15)")
+    return triton.reinterpret(a.view(np.uint8).view(DpuArray), tl.dtype(s.triton))
 
 
 class DpuUtils:

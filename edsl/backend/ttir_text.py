@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import CompileError, SourceLoc
+from ..lowering.pipeline import file_locations
 
 _LOC_ALIAS = re.compile(r"^(#loc\d*)\s*=\s*(loc\(.*\))\s*$")
 _FILE_LOC = re.compile(r'"(?P<file>[^"]+)":(?P<line>\d+):(?P<col>\d+)')
@@ -102,8 +103,7 @@ def _balanced(text: str) -> bool:
 def user_location(loc) -> SourceLoc | None:
     """The kernel's line in an MLIR location: the first file position outside
     Triton's own library (a call site into `triton.language` names the caller)."""
-    found = [SourceLoc(m["file"], int(m["line"]), max(int(m["col"]) - 1, 0))
-             for m in _FILE_LOC.finditer(str(loc))]
+    found = file_locations(loc)
     for sl in found:
         if "/triton/language/" not in sl.filename.replace("\\", "/"):
             return sl
@@ -284,6 +284,19 @@ def _dot(rest):                   # %a, %b, %c (, inputPrecision = tf32)? {attrs
     return _Rewrite(operands, [a_t, b_t, c_t.strip()], [c_t.strip()], [attrs, *extra])
 
 
+def _dot_scaled(rest):            # %a (scale %as)?, %b (scale %bs)?, %c lhs = F rhs = G {attrs}? : A(, AS)? * B(, BS)? -> C
+    body, attrs = _strip_attr_dict(rest)
+    ops, types = body.rsplit(" : ", 1)
+    m = re.fullmatch(r"(?P<ops>.*?)\s+lhs\s*=\s*(?P<lhs>\w+)\s+rhs\s*=\s*(?P<rhs>\w+)\s*", ops)
+    (a, b, c), (ab_t, c_t) = _operands(m["ops"]), split_top(types, "->")
+    (a_t, *as_t), (b_t, *bs_t) = [_operands(t) for t in split_top(ab_t, " * ")]
+    # The op's operands: a, b, c, then the scales given (`%x scale %s`).
+    scales = [p.split()[2] for p in (a, b) if len(p.split()) == 3]
+    sizes = f"operandSegmentSizes = array<i32: 1, 1, 1, {len(as_t)}, {len(bs_t)}>"
+    return _Rewrite([a.split()[0], b.split()[0], c, *scales], [a_t, b_t, c_t.strip(), *as_t, *bs_t],
+                    [c_t.strip()], [attrs, f'lhs = "{m["lhs"]}"', f'rhs = "{m["rhs"]}"', sizes])
+
+
 def _atomic_rmw(rest):            # fadd, acq_rel, gpu, %p, %v (, %m)? : (P, V, M) -> R
     head, types = rest.rsplit(" : ", 1)
     head, attrs = _strip_attr_dict(head)
@@ -304,6 +317,17 @@ def _atomic_cas(rest):            # acq_rel, gpu, %p, %c, %v : (P, C, V) -> R
     r.attrs += [attrs, f'sem = "{sem}"', f'scope = "{scope}"']
     r.attrs = [a for a in r.attrs if a]
     return r
+
+
+def _atomic_poll(rest):           # acquire, gpu, %p, %v (timeout %t)? : P, V -> R   (the timeout: i64)
+    head, types = rest.rsplit(" : ", 1)
+    head, attrs = _strip_attr_dict(head)
+    sem, scope, ptr, value = _operands(head)
+    value, *timeout = value.split()[::2]
+    ins, res_t = split_top(types, "->")
+    p_t, v_t = _operands(ins)
+    return _Rewrite([ptr, value, *timeout], [p_t, v_t] + ["i64"] * len(timeout), [res_t.strip()],
+                    [attrs, f'sem = "{sem}"', f'scope = "{scope}"'])
 
 
 def _print(rest):                 # "prefix" {attrs} (: %a, %b : A, B)?
@@ -394,8 +418,10 @@ _FORMS = {
     "tt.load": _load,
     "tt.store": _store,
     "tt.dot": _dot,
+    "tt.dot_scaled": _dot_scaled,
     "tt.atomic_rmw": _atomic_rmw,
     "tt.atomic_cas": _atomic_cas,
+    "tt.atomic_poll": _atomic_poll,
     "tt.print": _print,
     "tt.assert": _assert,
     "tt.reduce.return": _terminator,

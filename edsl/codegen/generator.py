@@ -63,6 +63,7 @@ class ModuleState:
     bounds_check: bool = False                          # check every subscript at run time
     target: Target = DPU
     strings: dict = field(default_factory=dict)         # text -> symbol of a constant string
+    generating: list = field(default_factory=list)      # (key, name) of the functions being compiled
 
     def unique(self, name: str) -> str:
         n, k = name, 0
@@ -76,6 +77,7 @@ class ModuleState:
 class _LoopCtx:
     def __init__(self, broke: Slot | None, continued: Slot | None):
         self.broke, self.continued = broke, continued
+        self.exits: list[set] = []  # the unassigned variables at each `break`
 
 
 class _StaticLoop:
@@ -151,6 +153,9 @@ class CodeGenerator(ast.NodeVisitor):
         self.loops: list = []
         self.observed: dict | None = None
         self.dry_slots: list | None = None
+        # Variables with a slot that some path to here has not assigned: reading
+        # one is a compile error (its slot would hold garbage), as in Triton.
+        self.unset: set[str] = set()
         self._locs: list[SourceLoc] = []
         # names read at each source position, for "is this variable used later?"
         self._reads = [((n.lineno, n.col_offset), n.id) for n in ast.walk(info.tree)
@@ -159,6 +164,13 @@ class CodeGenerator(ast.NodeVisitor):
     # --- entry ------------------------------------------------------------------------
 
     def generate(self) -> func.FuncOp:
+        self.state.generating.append((self.info.key, self.info.name))
+        try:
+            return self._generate()
+        finally:
+            self.state.generating.pop()
+
+    def _generate(self) -> func.FuncOp:
         info = self.info
         fdef = info.tree
         with self._at(fdef):
@@ -301,6 +313,9 @@ class CodeGenerator(ast.NodeVisitor):
     def lookup(self, name: str, node):
         if name in self.env:
             v = self.env[name]
+            if name in self.unset:
+                raise CompileError(f"variable {name!r} is not assigned on every path to this use: "
+                                   f"give it a value before the `if` or loop that assigns it", self.loc(node))
             return v.load() if isinstance(v, Slot) else v
         info = self.info
         if name in info.closure:
@@ -309,12 +324,15 @@ class CodeGenerator(ast.NodeVisitor):
             return info.globals[name]
         if hasattr(builtins, name):
             return getattr(builtins, name)
+        if name == info.name:  # a nested function naming itself: its cell was empty when decorated
+            raise CompileError(f"recursion is not supported: {name}() calls itself", self.loc(node))
         raise CompileError(f"name {name!r} is not defined", self.loc(node))
 
     def assign(self, name: str, value) -> None:
         if self.observed is not None and name in self.observed:
             self.observed[name].append(value.type if isinstance(value, ir.Value) else value)
         cur = self.env.get(name)
+        self.unset.discard(name)
         if isinstance(cur, Slot):
             value = S.val(value)
             if not (S.is_static(value) or (isinstance(value, ir.Value) and S.is_scalar(value.type))):
@@ -376,12 +394,14 @@ class CodeGenerator(ast.NodeVisitor):
             slot = self._new_slot(S.common_type(kinds))
             if name in self.env:
                 slot.store(self.env[name])
+            else:
+                self.unset.add(name)
             self.env[name] = slot
 
     def _dry_run(self, emit, names) -> dict:
         """Compile `emit()` into a scratch region to see what it assigns to `names`."""
         saved = (dict(self.env), set(self.readonly), self.observed, self.dry_slots,
-                 dict(self.state.sites), self.state.wram_bytes, len(self.state.wram_buffers))
+                 dict(self.state.sites), self.state.wram_bytes, len(self.state.wram_buffers), set(self.unset))
         self.observed = {n: [] for n in names}
         if saved[2] is not None:  # nested dry run: the outer one watches its names too
             for n in saved[2]:
@@ -396,6 +416,7 @@ class CodeGenerator(ast.NodeVisitor):
         finally:
             created = self.dry_slots
             self.env, self.readonly, self.observed, self.dry_slots = saved[0], saved[1], saved[2], saved[3]
+            self.unset = saved[7]
             self.state.sites = saved[4]
             self.state.wram_bytes = saved[5]
             del self.state.wram_buffers[saved[6]:]
@@ -419,15 +440,19 @@ class CodeGenerator(ast.NodeVisitor):
                 self.state.symbols.discard(name)
                 return
 
-    def _scoped(self, emit_body):
-        """Run `emit_body` with the variable bindings restored afterwards, except slots."""
-        before = dict(self.env)
+    def _scoped(self, emit_body) -> set[str]:
+        """Run `emit_body` with the variable bindings restored afterwards, except
+        slots; as it may not run, the slots it assigns stay unassigned. Returns
+        the unassigned ones at its end."""
+        before, unset = dict(self.env), set(self.unset)
         emit_body()
         after = self.env
         self.env = before
         for name, v in after.items():
             if isinstance(v, Slot):
                 self.env[name] = v
+        left, self.unset = self.unset, unset
+        return left
 
     # --- statements --------------------------------------------------------------------
 
@@ -578,15 +603,18 @@ class CodeGenerator(ast.NodeVisitor):
         def emit():
             op = scf.IfOp(cond, [], has_else=bool(node.orelse))
             with ir.InsertionPoint(op.then_block):
-                self._scoped(lambda: self.compile_block(node.body))
+                unset = self._scoped(lambda: self.compile_block(node.body))
                 scf.yield_([])
             if node.orelse:
                 with ir.InsertionPoint(op.else_block):
-                    self._scoped(lambda: self.compile_block(node.orelse))
+                    unset |= self._scoped(lambda: self.compile_block(node.orelse))
                     scf.yield_([])
+            else:
+                unset |= self.unset
+            self.unset = unset  # assigned after the `if` if assigned on both branches
 
         self._slots_for(node, node.body + node.orelse, emit)
-        self._scoped(emit)
+        self.unset = self._scoped(emit)
 
     def visit_While(self, node):
         if node.orelse:
@@ -609,18 +637,22 @@ class CodeGenerator(ast.NodeVisitor):
             with ir.InsertionPoint(after):
                 self._loop_body(loop, node.body, cont)
                 scf.yield_([])
+            if forever:  # left by a `break` only
+                self.unset = set().union(*loop.exits)
 
         if isinstance(node.test, ast.Constant) and not node.test.value:
             return
+        forever = isinstance(node.test, ast.Constant) and bool(node.test.value)
         self._slots_for(node, node.body + [node.test], emit)
-        self._scoped(emit)
+        self.unset = self._scoped(emit)
 
     def _flag(self, value: bool) -> Slot:
         slot = self._new_slot(S.i1())
         slot.store(int(value))
         return slot
 
-    def _loop_body(self, loop: _LoopCtx, body, has_continue: bool, bind=None) -> None:
+    def _loop_body(self, loop: _LoopCtx, body, has_continue: bool, bind=None) -> set[str]:
+        """Compiles one pass of a loop; returns the variables unassigned at its end."""
         if has_continue:
             loop.continued = self._flag(False)
         self.loops.append(loop)
@@ -629,7 +661,7 @@ class CodeGenerator(ast.NodeVisitor):
                 if bind:
                     bind()
                 self.compile_block(body)
-            self._scoped(run)
+            return self._scoped(run)
         finally:
             self.loops.pop()
 
@@ -671,6 +703,8 @@ class CodeGenerator(ast.NodeVisitor):
         if isinstance(loop, _StaticLoop):
             raise signal()
         getattr(loop, flag).store(1)
+        if flag == "broke":
+            loop.exits.append(set(self.unset))
 
     def _range_loop(self, node):
         call = node.iter
@@ -692,6 +726,8 @@ class CodeGenerator(ast.NodeVisitor):
         target = node.target
         if not isinstance(target, ast.Name):
             raise CompileError("a range() loop variable must be a name", self.loc(target))
+        # With static bounds and a trip, what the body assigns is assigned after the loop.
+        runs = not dyn and len(range(start, stop, step)) > 0
 
         def emit():
             lo, hi, st = (S.convert(b, t) for b in bounds)
@@ -699,9 +735,10 @@ class CodeGenerator(ast.NodeVisitor):
                 op = scf.ForOp(lo, hi, st)
                 with ir.InsertionPoint(op.body):
                     iv = op.induction_variable
-                    self._loop_body(_LoopCtx(None, None), node.body, cont,
-                                    lambda: self.assign(target.id, iv))
+                    left = self._loop_body(_LoopCtx(None, None), node.body, cont,
+                                           lambda: self.assign(target.id, iv))
                     scf.yield_([])
+                self.unset = left if runs else self.unset
                 return
             # General case: iterate k over the trip count and set i = start + k*step,
             # which works for any sign of step; a `break` turns it into a while loop.
@@ -710,9 +747,19 @@ class CodeGenerator(ast.NodeVisitor):
                 span = arith.subi(hi, lo) if step > 0 else arith.subi(lo, hi)
                 trips = arith.ceildivsi(span, S.constant(abs(step), t))
             else:
+                # A zero step fails at run time at the step (Python raises ValueError);
+                # the loop then runs no trip, and the division below is by 1, not 0.
+                stopped = arith.cmpi(arith.CmpIPredicate.eq, st, zero)
+                with self._at(call.args[2]):
+                    op = scf.IfOp(stopped)
+                    with ir.InsertionPoint(op.then_block):
+                        self.report_failure(abi.STEP_FAIL, abi.MESSAGES[abi.Err.ZERO_STEP])
+                        scf.yield_([])
                 up = arith.cmpi(arith.CmpIPredicate.sgt, st, zero)
                 span = arith.select(up, arith.subi(hi, lo), arith.subi(lo, hi))
-                trips = arith.ceildivsi(span, arith.select(up, st, arith.subi(zero, st)))
+                size = arith.select(stopped, S.constant(1, t), arith.select(up, st, arith.subi(zero, st)))
+                span = arith.select(stopped, zero, span)
+                trips = arith.ceildivsi(span, size)
             trips = arith.maxsi(trips, zero)
 
             def bind(k):
@@ -721,8 +768,9 @@ class CodeGenerator(ast.NodeVisitor):
             if not brk:
                 op = scf.ForOp(zero, trips, S.constant(1, t))
                 with ir.InsertionPoint(op.body):
-                    self._loop_body(_LoopCtx(None, None), node.body, cont, bind(op.induction_variable))
+                    left = self._loop_body(_LoopCtx(None, None), node.body, cont, bind(op.induction_variable))
                     scf.yield_([])
+                self.unset = left if runs else self.unset
                 return
             loop = _LoopCtx(self._flag(False), None)
             op = scf.WhileOp([t], [zero])
@@ -734,11 +782,12 @@ class CodeGenerator(ast.NodeVisitor):
                 scf.condition(go, [k])
             with ir.InsertionPoint(after):
                 k = after.arguments[0]
-                self._loop_body(loop, node.body, cont, bind(k))
+                left = self._loop_body(loop, node.body, cont, bind(k))
                 scf.yield_([arith.addi(k, S.constant(1, t))])
+            self.unset = left.union(*loop.exits) if runs else self.unset
 
         self._slots_for(node, node.body, emit)
-        self._scoped(emit)
+        self.unset = self._scoped(emit)
         self.env.pop(target.id, None)  # the loop variable does not outlive a dynamic loop
 
     def visit_With(self, node):
@@ -827,6 +876,11 @@ class CodeGenerator(ast.NodeVisitor):
                     v = S.binary(ast.Add, S.dims(base)[axis], v)
             elif not S.is_integral(v.type):
                 raise TypeMismatchError(f"index of type {v.type} is not an integer")
+            elif v.type != S.i1() and not S.known_non_negative(v):
+                # Python's meaning of a negative index, at run time
+                i = S.convert(v, ir.IndexType.get())
+                negative = arith.cmpi(arith.CmpIPredicate.slt, i, S.constant(0, i.type))
+                v = arith.select(negative, arith.addi(i, S.convert(S.dims(base)[axis], i.type)), i)
             idx.append(S.convert(v, ir.IndexType.get()))
         return base, idx
 
@@ -926,6 +980,11 @@ class CodeGenerator(ast.NodeVisitor):
         if len(args) != len(info.params):
             raise CompileError(f"{info.name}() takes {len(info.params)} arguments, {len(args)} given",
                                self.loc(node))
+        keys = [key for key, _ in self.state.generating]
+        if info.key in keys:
+            through = [name for _, name in self.state.generating[keys.index(info.key) + 1:]]
+            via = f" through {', '.join(n + '()' for n in through)}" if through else ""
+            raise CompileError(f"recursion is not supported: {info.name}() calls itself{via}", self.loc(node))
         symbol = self.state.callees.get(info.key)
         if symbol is None:
             symbol = self.state.unique(info.name)

@@ -36,6 +36,7 @@ from mlir import ir
 from mlir.dialects import arith, math, memref, scf
 
 from .. import dtypes
+from ..dpu import abi
 from ..errors import TypeMismatchError
 
 Static = (bool, int, float, np.bool_, np.number)
@@ -297,7 +298,23 @@ def _int_div_safe(a, b, op):
     return select(b_zero, zero, select(b_m1, neg, q))
 
 
+def _non_negative_div(a, b, op):
+    """a op b (divui or remui) for operands known non-negative, where Python's
+    floor division and modulo are the truncating ones: 0 when b == 0."""
+    zero, one = constant(0, a.type), constant(1, a.type)
+    b_zero = _cmpi("eq", b, zero)
+    return select(b_zero, zero, op(a, select(b_zero, one, b)))
+
+
+def _py_floordiv_int(a, b):
+    if known_non_negative(a) and known_non_negative(b):
+        return _non_negative_div(a, b, arith.divui)
+    return _int_div_safe(a, b, arith.floordivsi)
+
+
 def _py_mod_int(a, b):
+    if known_non_negative(a) and known_non_negative(b):
+        return _non_negative_div(a, b, arith.remui)
     r = _int_div_safe(a, b, arith.remsi)
     zero = constant(0, a.type)
     fix = arith.andi(_cmpi("ne", r, zero), arith.xori(_cmpi("slt", r, zero), _cmpi("slt", b, zero)))
@@ -349,8 +366,7 @@ _BINARY = {
     ast.Add: (arith.addi, _fast(arith.addf)),
     ast.Sub: (arith.subi, _fast(arith.subf)),
     ast.Mult: (arith.muli, _fast(arith.mulf)),
-    ast.FloorDiv: (lambda a, b: _int_div_safe(a, b, arith.floordivsi),
-                   lambda a, b: _py_divmod_float(a, b)[0]),
+    ast.FloorDiv: (_py_floordiv_int, lambda a, b: _py_divmod_float(a, b)[0]),
     ast.Mod: (_py_mod_int, lambda a, b: _py_divmod_float(a, b)[1]),
     ast.Pow: (_pow, _pow),
     ast.LShift: (lambda a, b: _shift(a, b, arith.shli), None),
@@ -462,3 +478,48 @@ def if_value(cond: ir.Value, then_fn, else_fn) -> ir.Value:
             ir.InsertionPoint(dst).insert(op)
     draft.operation.erase()
     return final.result
+
+
+# Ops whose results are never negative, and those that keep their operands' sign.
+_NON_NEGATIVE_OPS = {"memref.dim", "nvvm.read.ptx.sreg.tid.x", "nvvm.read.ptx.sreg.ntid.x"}
+_SIGN_KEEPING_OPS = {"arith.index_cast", "arith.extsi", "arith.extui", "arith.addi", "arith.muli",
+                     "arith.maxsi", "arith.divui", "arith.remui"}
+
+
+def known_non_negative(v: ir.Value, depth: int = 8) -> bool:
+    """Whether integer `v` is never negative, as far as its definition shows: a
+    constant >= 0, a dimension, a thread id, a loop index counting up from such
+    a value, or sums and products of those (an index that overflows is out of
+    range either way). Such an index needs no Python-style wrap."""
+    if depth == 0:
+        return False
+    if isinstance(v, ir.BlockArgument):
+        loop = v.owner.owner
+        if loop.name == "scf.for" and v.arg_number == 0:
+            step = _constant_int(loop.operands[2])
+            return step is not None and step > 0 and known_non_negative(loop.operands[0], depth - 1)
+        return False
+    op = v.owner
+    name = op.name
+    if name == "arith.constant":
+        value = _constant_int(v)
+        return value is not None and value >= 0
+    if name in _NON_NEGATIVE_OPS:
+        return True
+    if name == "func.call":               # the runtime's tasklet id and count
+        return ir.FlatSymbolRefAttr(op.attributes["callee"]).value in (abi.ME, abi.NR_TASKLETS)
+    if name in _SIGN_KEEPING_OPS:
+        return all(known_non_negative(x, depth - 1) for x in op.operands)
+    if name == "arith.select":
+        return all(known_non_negative(x, depth - 1) for x in op.operands[1:])
+    return False
+
+
+def _constant_int(v: ir.Value) -> int | None:
+    owner = v.owner if not isinstance(v, ir.BlockArgument) else None
+    if owner is None or owner.name != "arith.constant":
+        return None
+    try:
+        return ir.IntegerAttr(owner.attributes["value"]).value
+    except ValueError:
+        return None

@@ -64,6 +64,7 @@ MRAM_READ = "edsl_dpu_mram_read"
 MRAM_WRITE = "edsl_dpu_mram_write"
 ASSERT_FAIL = "edsl_dpu_assert_fail"  # (site: i64) -> (): a failed `assert`
 BOUNDS_FAIL = "edsl_dpu_bounds_fail"  # (site: i64) -> (): an index out of bounds (bounds_check)
+STEP_FAIL = "edsl_dpu_step_fail"      # (site: i64) -> (): a range() step of zero at run time
 COUNTERS = "edsl_dpu_counters"        # () -> !llvm.ptr: this tasklet's i64 block counters
 # The one DMA routine, which kernels call directly:
 # (mram_addr, wram_addr, nbytes, direction, site: i64, ctx: !llvm.ptr) -> ()
@@ -138,3 +139,16 @@ class Err(IntEnum):
     DEVICE_ASSERT = 6    # a failed `tl.device_assert`: site = its number, ERR_MRAM = program id
     INDEX = 7            # an index out of bounds (bounds_check)
     DEADLOCK = 8         # a barrier that can never complete
+    ZERO_STEP = 9        # a range() step of zero
+    POLL = 10            # a `tl.atomic_poll` that can never match: ERR_MRAM = the value, ERR_WRAM = expected
+
+
+# What an error means, for the codes whose message has no operands: the model
+# and the exported host runner say the same.
+MESSAGES = {
+    Err.ASSERT: "assertion failed",
+    Err.INDEX: "index out of bounds",
+    Err.ZERO_STEP: "range() arg 3 must not be zero",
+    Err.DEADLOCK: ("deadlock at a barrier: tasklets that finished will never reach it "
+                   "(every tasklet must reach every barrier)"),
+}

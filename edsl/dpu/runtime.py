@@ -33,7 +33,8 @@ import numpy as np
 from .. import cache
 from ..errors import DpuError, LoweringError, SourceLoc
 from . import jit, support
-from .abi import CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, MAX_TASKLETS, READ, Ctx, Dpu, Err, dma_violation
+from .abi import (CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, MAX_TASKLETS, MESSAGES, READ, Ctx, Dpu, Err,
+                  dma_violation)
 from .timing import TimingEstimate
 
 if TYPE_CHECKING:
@@ -342,18 +343,16 @@ class Launch:
                     (Err.MRAM_OVERRUN, "mram_write"): "MRAM destination",
                     (Err.WRAM_OVERRUN, "mram_write"): "WRAM source"}[code, kind]
             message = f"{kind}: {n} bytes overrun the {side}"
-        elif code == Err.ASSERT:
-            message = "assertion failed"
+        elif code in MESSAGES:
+            message = MESSAGES[code]
         elif code == Err.DEVICE_ASSERT and 0 < site <= len(asserts):
             text, place = asserts[site - 1]
             message = f"device assertion failed (program {mram}): {text}"
             filename, _, line = place.rpartition(":")
             loc = SourceLoc(filename, int(line), 0) if place else None
-        elif code == Err.INDEX:
-            message = "index out of bounds"
-        elif code == Err.DEADLOCK:
-            message = ("deadlock at a barrier: tasklets that finished will never reach it "
-                       "(every tasklet must reach every barrier)")
+        elif code == Err.POLL:
+            message = (f"tl.atomic_poll waits forever: the value is {mram}, not {wram}, and the DPU "
+                       "model runs one program at a time, so nothing can change it (timeout_ns= gives up)")
         else:
             message = f"error code {code}"
         where = f"{what} on DPU {dpu}" if self.dpus > 1 else what

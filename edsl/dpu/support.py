@@ -33,7 +33,7 @@ import sys
 
 from .abi import (ASSERT_FAIL, BARRIER, BOUNDS_FAIL, COUNTERS, CTX, CTX_SLOTS, DMA, DMA_ALIGN,
                   DMA_MAX_BYTES, DMA_MIN_BYTES, ENTER, EXIT, FAIL, ME, MRAM_READ, MRAM_WRITE,
-                  NR_TASKLETS, Ctx, Dpu, Err)
+                  NR_TASKLETS, STEP_FAIL, Ctx, Dpu, Err)
 
 CTX_KEY = "__edsl_ctx_key"          # the thread-local key, written by the loader
 COPY_FROM_MRAM = "edsl_dpu_copy_from_mram"   # (wram, mram, nbytes) -> ()
@@ -224,6 +224,7 @@ module {{
 {_edsl_dma(MRAM_WRITE, 1)}
 {_fail(ASSERT_FAIL, Err.ASSERT)}
 {_fail(BOUNDS_FAIL, Err.INDEX)}
+{_fail(STEP_FAIL, Err.ZERO_STEP)}
 
   func.func @{ME}() -> i32 {{
     %ctx = func.call @{CTX}() : () -> !llvm.ptr

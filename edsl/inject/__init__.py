@@ -7,7 +7,8 @@ Steps, each a function with IR-text tests:
   c. `lower_placeholders` (placeholders.py)  placeholders -> descriptor fields
   d. `inline_regions` (inline.py)      the region inlined with branches
 """
-from .dialect import collect, load as load_dialect
+from ..lowering.walk import collect
+from .dialect import load as load_dialect
 from .inline import inline_regions
 from .placeholders import descriptor_type, lower_placeholders
 from .region import ParamKind, build_region

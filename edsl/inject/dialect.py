@@ -87,16 +87,3 @@ def load(context: ir.Context) -> None:
     with context:
         irdl.load_dialects(ir.Module.parse(_IRDL))
     _loaded.add(context)
-
-
-def collect(module: ir.Module, predicate) -> list[ir.Operation]:
-    """The operations of `module` for which `predicate(op)` holds, in walk order."""
-    found = []
-
-    def visit(op):
-        if predicate(op):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return found

@@ -10,7 +10,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import llvm
 
-from .dialect import collect
+from ..lowering.walk import collect
 
 
 def inline_regions(module: ir.Module) -> int:

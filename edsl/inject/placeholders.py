@@ -14,7 +14,7 @@ from mlir import ir
 from mlir.dialects import llvm
 
 from ..dpu.abi import memory_space
-from .dialect import collect
+from ..lowering.walk import collect
 
 _FIELD = {"edsl.extract_allocated_ptr": 0, "edsl.extract_aligned_ptr": 1, "edsl.extract_offset": 2,
           "edsl.extract_sizes": 3, "edsl.extract_strides": 4}

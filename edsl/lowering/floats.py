@@ -28,6 +28,7 @@ from mlir.dialects import arith, math
 
 from .. import dtypes
 from ..errors import LoweringError
+from .walk import collect
 
 # A truncf carrying this unit attribute clamps overflow to the largest finite
 # value (as NVIDIA's `cvt.satfinite` does for fp8) instead of giving inf/NaN.
@@ -218,17 +219,6 @@ def _rounding(op: ir.Operation) -> bool:
     return mode == _TOWARD_ZERO
 
 
-def _collect(module_op: ir.Operation, want) -> list[ir.Operation]:
-    found = []
-
-    def visit(op):
-        if want(op):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-    module_op.walk(visit)
-    return found
-
-
 def _replace(op: ir.Operation, build) -> None:
     with op.location, ir.InsertionPoint(op):
         new = build()
@@ -264,13 +254,13 @@ def _is_soft_cast(op: ir.Operation) -> bool:
 
 def soft_floats(module_op: ir.Operation, _pass=None) -> None:
     """Pass `edsl-soft-floats` (see the module docstring)."""
-    for op in _collect(module_op, _computes_on_soft):
+    for op in collect(module_op, _computes_on_soft):
         if op.name in ("arith.sitofp", "arith.uitofp"):
             _replace(op, lambda op=op: convert_int(op.operands[0], op.results[0].type,
                                                     op.name == "arith.sitofp"))
         else:
             _replace(op, lambda op=op: _in_f32(op))
-    for op in _collect(module_op, _is_soft_cast):
+    for op in collect(module_op, _is_soft_cast):
         toward_zero = op.name == "arith.truncf" and _rounding(op)
         saturate = SATURATE_ATTR in op.attributes
         _replace(op, lambda op=op, tz=toward_zero, sat=saturate: convert_float(

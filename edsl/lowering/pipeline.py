@@ -2,7 +2,6 @@
 to the user's Python lines (every op edsl builds carries a file:line:col location)."""
 from __future__ import annotations
 
-import re
 from typing import Sequence
 
 from mlir import ir
@@ -29,6 +28,18 @@ PYTHON_PASSES = {
     "edsl-soft-floats": floats.soft_floats,
 }
 
+# The conversions to the LLVM dialect and the tidying after them, shared by
+# the pipelines below.
+_TO_LLVM = (
+    "finalize-memref-to-llvm",
+    "convert-arith-to-llvm",
+    "convert-index-to-llvm",
+    "convert-cf-to-llvm",
+    "convert-ub-to-llvm",
+    "convert-func-to-llvm",
+)
+_TIDY = ("reconcile-unrealized-casts", "canonicalize", "cse")
+
 # Builder level (func/arith/math/scf/cf/memref/index) -> LLVM dialect.
 DEFAULT_PIPELINE = (
     # f16, bf16 and the 8-bit floats: computed in f32, converted exactly by
@@ -44,15 +55,8 @@ DEFAULT_PIPELINE = (
     "convert-math-to-funcs",
     "convert-math-to-llvm",
     "convert-math-to-libm",
-    "finalize-memref-to-llvm",
-    "convert-arith-to-llvm",
-    "convert-index-to-llvm",
-    "convert-cf-to-llvm",
-    "convert-ub-to-llvm",
-    "convert-func-to-llvm",
-    "reconcile-unrealized-casts",
-    "canonicalize",
-    "cse",
+    *_TO_LLVM,
+    *_TIDY,
 )
 
 # Builder level -> LLVM dialect for NVIDIA GPUs (nvptx64). As DEFAULT_PIPELINE,
@@ -69,29 +73,31 @@ NVPTX_PIPELINE = (
     "convert-math-to-funcs",
     "convert-math-to-libm",
     "convert-math-to-llvm",
-    "finalize-memref-to-llvm",
-    "convert-arith-to-llvm",
-    "convert-index-to-llvm",
-    "convert-cf-to-llvm",
-    "convert-ub-to-llvm",
-    "convert-func-to-llvm",
+    *_TO_LLVM,
     "convert-nvvm-to-llvm",
-    "reconcile-unrealized-casts",
-    "canonicalize",
-    "cse",
+    *_TIDY,
 )
 
 PIPELINES = {"upmem-dpu": DEFAULT_PIPELINE, "nvptx64": NVPTX_PIPELINE}  # by target name
 
-_LOC = re.compile(r'loc\("(?P<file>[^"]+)":(?P<line>\d+):(?P<col>\d+)')
+def file_locations(loc: ir.Location) -> list[SourceLoc]:
+    """Every file:line:col inside an MLIR location, innermost first (a call
+    site's callee before its caller), through the bindings' Location API."""
+    if loc.is_a_file():
+        return [SourceLoc(loc.filename, loc.start_line, max(loc.start_col - 1, 0))]
+    if loc.is_a_callsite():
+        return file_locations(loc.callee) + file_locations(loc.caller)
+    if loc.is_a_fused():
+        return [s for inner in loc.locations for s in file_locations(inner)]
+    if loc.is_a_name():
+        return file_locations(loc.child_loc)
+    return []
 
 
-def location_of(loc: ir.Location | str) -> SourceLoc | None:
-    """The user's file:line:col inside an MLIR location (first one found), if any."""
-    m = _LOC.search(str(loc))
-    if m is None:
-        return None
-    return SourceLoc(m["file"], int(m["line"]), max(int(m["col"]) - 1, 0))
+def location_of(loc: ir.Location) -> SourceLoc | None:
+    """The user's file:line:col inside an MLIR location (the first one), if any."""
+    found = file_locations(loc)
+    return found[0] if found else None
 
 
 def _diagnostics(err: ir.MLIRError) -> tuple[str, SourceLoc | None]:

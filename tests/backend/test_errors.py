@@ -57,20 +57,6 @@ def test_unsupported_op_names_op_and_line():
 
 
 @triton.jit
-def histogram_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
-    offs = tl.arange(0, BLOCK)
-    h = tl.histogram(tl.load(x_ptr + offs), 8)
-    tl.store(out_ptr + tl.arange(0, 8), h)
-
-
-def test_op_without_lowering_is_a_compile_error():
-    with pytest.raises(CompileError) as err:
-        histogram_kernel[(1,)](np.zeros(16, np.int32), np.zeros(8, np.int32), BLOCK=16)
-    assert "'tt.histogram' is not supported" in str(err.value)
-    assert err.value.loc.lineno == _line_of(histogram_kernel, "tl.histogram")
-
-
-@triton.jit
 def oob_kernel(x_ptr, offset):
     tl.store(x_ptr + offset, 1.0)
 

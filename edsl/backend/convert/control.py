@@ -1,6 +1,7 @@
 """Control flow: scf.for, scf.if, scf.index_switch, scf.while with scalar and
-tensor values, and the step that structures a kernel's branches between
-blocks (`structure_control_flow`) before the conversion walks it.
+tensor values, the step that structures a kernel's branches between
+blocks (`structure_control_flow`) before the conversion walks it, and the
+waits: barriers and `tl.atomic_poll`.
 
 Scalars stay SSA values carried by the new loop. A loop-carried tensor gets
 its own WRAM buffer for the loop's life: the initial value is copied in, the
@@ -12,9 +13,10 @@ result into one buffer.
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import scf
+from mlir.dialects import arith, llvm, scf
 
-from .core import Tile, is_tensor, lowers, scalar_type
+from ...dpu.abi import FAIL, Err
+from .core import Tile, is_tensor, load_elem, lowers, pointee, scalar_type, store_elem
 
 
 def _tile_type(t):
@@ -211,3 +213,48 @@ def lower_barrier(conv, op):
     """`tl.debug_barrier()` (`gpu.barrier` up to Triton 3.6, then `ttg.barrier`): a
     barrier of the DPU's tasklets (none with one tasklet)."""
     conv.barriers.sync()
+
+
+@lowers("tt.atomic_poll")
+def lower_atomic_poll(conv, op):
+    """`tl.atomic_poll(p, v, timeout_ns=t)`: wait until *p == v, true if it did.
+    The model runs one program at a time and the other tasklets of this one
+    wait with it, so nothing can change *p while it waits: the poll reads it
+    once (tasklet 0, as the atomics do). With a timeout an unmatched poll
+    gives false; without one it would wait forever, which is an error at its
+    line (a run-time `DpuError`, as a deadlocked barrier is)."""
+    from .memory import element_read
+    ptr, expected = conv.get(op.operands[0]), conv.get(op.operands[1])
+    timeout = len(op.operands) > 2
+    t = scalar_type(pointee(ir.RankedTensorType(op.operands[0].type).element_type
+                            if is_tensor(op.operands[0].type) else op.operands[0].type))
+    i1, i64 = ir.IntegerType.get_signless(1), ir.IntegerType.get_signless(64)
+    stg = conv.staging(8)
+    conv.barriers.note_mram(False, "one")
+    site = conv.site()
+
+    def poll(addr, want):
+        value = element_read(conv, addr, t, stg)
+        matched = arith.cmpi(arith.CmpIPredicate.eq, value, want)
+        if not timeout:
+            never = scf.IfOp(arith.xori(matched, arith.constant(i1, 1)), [], has_else=False)
+            with ir.InsertionPoint(never.then_block):
+                zero = arith.constant(i64, 0)
+                llvm.call(None, [conv.ctx_arg, arith.constant(i64, Err.POLL), site, conv.cast_int(value, i64),
+                                 conv.cast_int(want, i64), zero, zero], [], [],
+                          callee=ir.FlatSymbolRefAttr.get(FAIL))
+                scf.yield_([])
+        return matched
+    shape = tuple(ptr.shape) if isinstance(ptr, Tile) else (1,)
+    out = conv.alloca(shape, i1, "tt.atomic_poll result", op)
+
+    def one(ivs):
+        at = list(ivs) if isinstance(ptr, Tile) else []
+        want = expected.at(at) if isinstance(expected, Tile) else expected
+        store_elem(conv.barriers, poll(ptr.at(at) if isinstance(ptr, Tile) else ptr, want), out, ivs)
+    with conv.single():
+        conv.loop_nest(shape, one)
+    if isinstance(ptr, Tile):
+        conv.set(op.results[0], Tile(shape, i1, buf=out, barriers=conv.barriers))
+    else:
+        conv.set(op.results[0], load_elem(conv.barriers, out, [conv.index(0)], i1))

@@ -86,7 +86,7 @@ def scalar_type(t: ir.Type) -> ir.Type:
 
 
 def is_float(t: ir.Type) -> bool:
-    return isinstance(t, (ir.F16Type, ir.BF16Type, ir.F32Type, ir.F64Type))
+    return isinstance(t, ir.FloatType)
 
 
 # ---- tiles -----------------------------------------------------------------
@@ -167,8 +167,27 @@ def and_valid(*preds):
 
 
 def buffer_type(elem: ir.Type) -> ir.Type:
-    """The element type of a WRAM buffer holding `elem` values (i1 is kept as i8)."""
-    return ir.IntegerType.get_signless(8) if elem == _i1() else elem
+    """The type an `elem` value is kept as in memory (WRAM buffers, MRAM
+    words): i1 as i8, and the 8-bit floats, which LLVM has no type for, as i8."""
+    if elem == _i1() or (isinstance(elem, ir.FloatType) and ir.FloatType(elem).width == 8):
+        return ir.IntegerType.get_signless(8)
+    return elem
+
+
+def to_stored(v: ir.Value, stored: ir.Type) -> ir.Value:
+    """`v` as its in-memory type (`buffer_type`)."""
+    if v.type == stored:
+        return v
+    return arith.bitcast(stored, v) if is_float(v.type) else arith.extui(stored, v)
+
+
+def from_stored(v: ir.Value, elem: ir.Type) -> ir.Value:
+    """An in-memory value (`buffer_type`) as an `elem` again (a byte is true when not 0)."""
+    if v.type == elem:
+        return v
+    if is_float(elem):
+        return arith.bitcast(elem, v)
+    return arith.cmpi(arith.CmpIPredicate.ne, v, arith.constant(v.type, 0))
 
 
 def in_wram(buf) -> bool:
@@ -179,19 +198,17 @@ def in_wram(buf) -> bool:
 def load_elem(barriers: Barriers, buf, ivs, elem: ir.Type) -> ir.Value:
     """Element `ivs` of buffer `buf` (the read recorded in `barriers`)."""
     if isinstance(buf, SpillBuffer):
-        return buf.load(barriers, ivs, elem)
+        return from_stored(buf.load(barriers, ivs), elem)
     barriers.note_buffer(buf, list(ivs), False)
-    v = memref.load(buf, list(ivs))
-    return arith.trunci(elem, v) if v.type != elem else v
+    return from_stored(memref.load(buf, list(ivs)), elem)
 
 
 def store_elem(barriers: Barriers, v: ir.Value, buf, ivs) -> None:
     if isinstance(buf, SpillBuffer):
-        buf.store(barriers, v, ivs)
+        buf.store(barriers, to_stored(v, buf.stored), ivs)
         return
     barriers.note_buffer(buf, list(ivs), True)
-    stored = ir.MemRefType(buf.type).element_type
-    memref.store(arith.extui(stored, v) if v.type != stored else v, buf, list(ivs))
+    memref.store(to_stored(v, ir.MemRefType(buf.type).element_type), buf, list(ivs))
 
 
 @dataclass

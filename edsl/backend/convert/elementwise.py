@@ -10,7 +10,9 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, math
 
-from .core import (LaneRange, RowForm, Tile, and_valid, const_int, is_ptr, is_tensor, lowers,
+from ... import dtypes
+from ...lowering.floats import SATURATE_ATTR
+from .core import (LaneRange, RowForm, Tile, and_valid, const_int, is_float, is_ptr, is_tensor, lowers,
                    scalar_type, store_elem)
 
 _DIVISIONS = {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui",
@@ -85,7 +87,7 @@ def lower_elementwise(conv, op):
     result = op.results[0]
     operands = [conv.get(v) for v in op.operands]
     if not is_tensor(result.type):
-        out = emit_like(op, operands, [result.type])[0]
+        out = emit_like(op, operands, [_elem(result.type)])[0]     # (a pointer: its address)
         if op.name in ("arith.divsi", "arith.floordivsi", "arith.ceildivsi"):
             out = _fix_minus_one(op, operands, out)
         conv.set(result, out, op)
@@ -259,12 +261,21 @@ def lower_constant(conv, op):
 def lower_poison(conv, op):
     t = op.results[0].type
     elem = _elem(t)
-    zero = (lambda: arith.constant(elem, 0.0)) if isinstance(elem, (ir.F16Type, ir.BF16Type, ir.F32Type, ir.F64Type)) \
-        else (lambda: arith.constant(elem, 0))
+    zero = (lambda: arith.constant(elem, 0.0)) if is_float(elem) else (lambda: arith.constant(elem, 0))
     if is_tensor(t):
         conv.set(op.results[0], Tile(tuple(ir.RankedTensorType(t).shape), elem, fn=lambda ivs: zero(), cost=0))
     else:
         conv.set(op.results[0], zero())
+
+
+@lowers("llvm.intr.assume")
+def lower_assume(conv, op):
+    """`tl.assume(c)`: kept for LLVM (UB when false, as on GPUs)."""
+    from mlir.dialects import llvm
+    cond = conv.get(op.operands[0])
+    if isinstance(cond, Tile):
+        raise conv.error(op, "tl.assume of a tensor is not supported by the DPU backend")
+    llvm.intr_assume(cond, [], [])
 
 
 @lowers("tt.get_program_id")
@@ -306,21 +317,37 @@ def lower_ptr_int(conv, op):
 
 @lowers("tt.fp_to_fp")
 def lower_fp_to_fp(conv, op):
-    src_t, dst_t = _elem(op.operands[0].type), _elem(op.results[0].type)
-    known = (ir.F16Type, ir.BF16Type, ir.F32Type, ir.F64Type)
-    if not (isinstance(src_t, known) and isinstance(dst_t, known)):
-        raise conv.error(op, f"conversion {src_t} -> {dst_t} (fp8) is not supported by the DPU backend")
-    _map_unary(conv, op, lambda v: convert_float(v, dst_t))
+    """`tl.cast` between float formats (fp8 included), rounded as the op's
+    `rounding` attribute says (rtne when absent)."""
+    dst_t = _elem(op.results[0].type)
+    rounding = ir.StringAttr(op.attributes["rounding"]).value if "rounding" in op.attributes else "rtne"
+    if rounding not in ("rtne", "rtz"):
+        raise conv.error(op, f"rounding mode '{rounding}' of tl.cast is not supported by the DPU backend")
+    _map_unary(conv, op, lambda v: convert_float(v, dst_t, rounding == "rtz"))
 
 
-def convert_float(v: ir.Value, dst_t: ir.Type) -> ir.Value:
-    """Float `v` as `dst_t` (f16 <-> bf16 goes through f32)."""
+def convert_float(v: ir.Value, dst_t: ir.Type, toward_zero: bool = False) -> ir.Value:
+    """Float `v` as `dst_t`: exact when widening, else rounded to nearest even
+    (or toward zero). Into a format of 8 bits or fewer, overflow and
+    infinities saturate to the largest finite value and NaN stays NaN, as
+    Triton's GPU backends convert (NVIDIA's `cvt.rn.satfinite`, AMD's
+    saturating fp8 conversions); rounding toward zero keeps the infinities of
+    a format that has them (NVIDIA truncates an f16 into e5m2). The integer
+    code is the lowering's (`edsl.lowering.floats`, `edsl.saturate`); two
+    formats of one width convert through f32 (exact)."""
     src_w, dst_w = ir.FloatType(v.type).width, ir.FloatType(dst_t).width
     if v.type == dst_t:
         return v
+    if dst_w > src_w:
+        return arith.extf(dst_t, v)
     if src_w == dst_w:
-        return arith.truncf(dst_t, arith.extf(ir.F32Type.get(), v))
-    return arith.extf(dst_t, v) if dst_w > src_w else arith.truncf(dst_t, v)
+        v = arith.extf(ir.F32Type.get(), v)
+    mode = arith.RoundingMode.toward_zero if toward_zero else None
+    out = arith.truncf(dst_t, v, roundingmode=mode)
+    fmt = dtypes.float_format(str(dst_t))
+    if dst_w <= 8 and not (toward_zero and fmt.kind == "ieee"):
+        out.owner.attributes[SATURATE_ATTR] = ir.UnitAttr.get()
+    return out
 
 
 @lowers("tt.precise_sqrt")

@@ -39,8 +39,8 @@ from mlir.dialects import arith, llvm, scf
 
 from ...dpu.abi import DMA as DMA_FN, DMA_MAX_BYTES, READ, WRITE
 
-from .core import (Tile, and_valid, byte_size, in_wram, is_float, is_tensor, load_elem, lowers,
-                   pointee, scalar_type, store_elem)
+from .core import (Tile, and_valid, buffer_type, byte_size, from_stored, in_wram, is_float, is_tensor,
+                   load_elem, lowers, pointee, scalar_type, store_elem, to_stored)
 from .spill import SpillBuffer
 
 
@@ -54,24 +54,17 @@ def _c(v: int) -> ir.Value:
 
 
 def mem_read(addr: ir.Value, t: ir.Type) -> ir.Value:
-    """Load a `t` from host address `addr` (an i1 is stored as one byte)."""
-    store_t = ir.IntegerType.get_signless(8) if t == ir.IntegerType.get_signless(1) else t
+    """Load a `t` from host address `addr` (an i1 or an fp8 is stored as one byte)."""
     p = llvm.inttoptr(llvm.PointerType.get(), addr)
-    v = llvm.load(store_t, p)
-    if store_t != t:
-        v = arith.cmpi(arith.CmpIPredicate.ne, v, arith.constant(store_t, 0))
-    return v
+    return from_stored(llvm.load(_store_t(t), p), t)
 
 
 def mem_write(addr: ir.Value, v: ir.Value) -> None:
-    if v.type == ir.IntegerType.get_signless(1):
-        v = arith.extui(ir.IntegerType.get_signless(8), v)
     p = llvm.inttoptr(llvm.PointerType.get(), addr)
-    llvm.store(v, p)
+    llvm.store(to_stored(v, _store_t(v.type)), p)
 
 
-def _store_t(t: ir.Type) -> ir.Type:
-    return ir.IntegerType.get_signless(8) if t == ir.IntegerType.get_signless(1) else t
+_store_t = buffer_type
 
 
 def lane_base(addr: ir.Value) -> ir.Value:
@@ -84,15 +77,11 @@ def lane_read(base: ir.Value, k: ir.Value, t: ir.Type) -> ir.Value:
     """Element k (i64) of type `t` from pointer `base`."""
     st = _store_t(t)
     p = llvm.getelementptr(llvm.PointerType.get(), base, [k], [-2147483648], st, 0)
-    v = llvm.load(st, p)
-    if st != t:
-        v = arith.cmpi(arith.CmpIPredicate.ne, v, arith.constant(st, 0))
-    return v
+    return from_stored(llvm.load(st, p), t)
 
 
 def lane_write(base: ir.Value, k: ir.Value, v: ir.Value) -> None:
-    if v.type == ir.IntegerType.get_signless(1):
-        v = arith.extui(ir.IntegerType.get_signless(8), v)
+    v = to_stored(v, _store_t(v.type))
     p = llvm.getelementptr(llvm.PointerType.get(), base, [k], [-2147483648], v.type, 0)
     llvm.store(v, p)
 

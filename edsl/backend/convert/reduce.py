@@ -1,4 +1,5 @@
-"""Tile ops with a combine region or an inner product: tt.reduce, tt.scan, tt.dot.
+"""Tile ops with a combine region or an inner product: tt.reduce, tt.scan,
+tt.histogram, tt.dot, tt.dot_scaled.
 
 The combine region of a reduction or scan (`sum`, `max`, `argmax`, a user's
 combine function) is lowered once per step of an `scf.for` that carries the
@@ -19,13 +20,85 @@ from mlir.dialects import arith, memref, scf
 
 from ..ttir_text import user_location
 from .control import lower_body
-from .core import Tile, byte_size, is_float, is_tensor, load_elem, lowers, prod, scalar_type, store_elem
+from .core import (Tile, byte_size, from_stored, is_float, is_tensor, load_elem, lowers, prod,
+                   scalar_type, store_elem, to_stored)
+from .elementwise import convert_float
 from .spill import DotNeed, SpillBuffer, unflatten
 from .wram import aligned
 
 
 def _combine(conv, block, accs, nexts):
+    index_combine = _index_combine(block)
+    if index_combine is not None:
+        return index_combine(*accs, *nexts)
     return lower_body(conv, block, list(accs) + list(nexts))
+
+
+def _index_combine(block):
+    """The combine of `tl.argmax` / `tl.argmin` (Triton's `_argmax_combine`,
+    `_argmin_combine`: `(v1, i1)` if `v1 > v2` (`<`), or, breaking ties to the
+    left, `v1 == v2 and i1 < i2`; else `(v2, i2)`), recognized by its ops, as
+    Triton means it: NaN is skipped, as `tl.max` skips it (the interpreter's
+    `nanargmax`; the region's comparisons alone would let a NaN win or lose
+    depending on the reduction order). A NaN wins only over NaN, by index.
+    Returns a function of (v1, i1, v2, i2), or None for another region."""
+    args = list(block.arguments)
+    ops = list(block.operations)
+    if len(args) != 4 or not isinstance(args[0].type, ir.FloatType) or len(ops[-1].operands) != 2:
+        return None
+    v1, i1, v2, i2 = args
+
+    def owner(v, name):
+        op = v.owner
+        return op if isinstance(op, ir.OpView) and op.operation.name == name else None
+
+    def pred(op):
+        return ir.IntegerAttr(op.attributes["predicate"]).value
+
+    def cmpf_of(v):
+        """The predicate of `arith.cmpf v1, v2` giving `v`, or None."""
+        op = owner(v, "arith.cmpf")
+        return pred(op) if op is not None and list(op.operands) == [v1, v2] else None
+    sel_v, sel_i = (owner(v, "arith.select") for v in ops[-1].operands)
+    if sel_v is None or sel_i is None or list(sel_v.operands)[1:] != [v1, v2] \
+            or list(sel_i.operands)[1:] != [i1, i2] or sel_v.operands[0] != sel_i.operands[0]:
+        return None
+    cond = sel_v.operands[0]
+    better, tie = cmpf_of(cond), False
+    if better is None:                                # `gt or tie`
+        either = owner(cond, "arith.ori")
+        parts = list(either.operands) if either is not None else []
+        cmp = [p for p in parts if cmpf_of(p) in (_OGT, _OLT)]
+        both = [a for a in (owner(p, "arith.andi") for p in parts) if a is not None]
+        if len(cmp) != 1 or len(both) != 1:
+            return None
+        inner = list(both[0].operands)
+        eq = [p for p in inner if cmpf_of(p) == _OEQ]
+        lt = [c for c in (owner(p, "arith.cmpi") for p in inner)
+              if c is not None and list(c.operands) == [i1, i2] and pred(c) == _SLT]
+        if len(eq) != 1 or len(lt) != 1:
+            return None
+        better, tie = cmpf_of(cmp[0]), True
+    if better not in (_OGT, _OLT) or len(ops) != (8 if tie else 4):
+        return None
+
+    def combine(a, ia, b, ib):
+        nan_a = arith.cmpf(arith.CmpFPredicate.UNO, a, a)
+        nan_b = arith.cmpf(arith.CmpFPredicate.UNO, b, b)
+        wins = arith.cmpf(arith.CmpFPredicate(better), a, b)
+        pick = arith.andi(arith.xori(nan_a, _true()), arith.ori(nan_b, wins))
+        if tie:
+            same = arith.ori(arith.cmpf(arith.CmpFPredicate.OEQ, a, b), arith.andi(nan_a, nan_b))
+            pick = arith.ori(pick, arith.andi(same, arith.cmpi(arith.CmpIPredicate.slt, ia, ib)))
+        return [arith.select(pick, a, b), arith.select(pick, ia, ib)]
+    return combine
+
+
+_OEQ, _OGT, _OLT, _SLT = 1, 2, 4, 2                  # arith.CmpFPredicate, arith.CmpIPredicate
+
+
+def _true():
+    return arith.constant(ir.IntegerType.get_signless(1), 1)
 
 
 LANES = 16
@@ -154,6 +227,35 @@ def lower_scan(conv, op):
         conv.set(result, Tile(shape, t.elem, buf=buf, barriers=conv.barriers))
 
 
+@lowers("tt.histogram")
+def lower_histogram(conv, op):
+    """`tl.histogram(x, bins, mask)`: out[b] counts the elements equal to b
+    where the mask is true; values outside [0, bins) are not counted. One
+    tasklet counts (the bins are shared by every element)."""
+    src = conv.tile(op.operands[0])
+    mask = conv.tile(op.operands[1]) if len(op.operands) > 1 else None
+    shape = tuple(ir.RankedTensorType(op.results[0].type).shape)
+    elem = ir.RankedTensorType(op.results[0].type).element_type
+    out = conv.alloca(shape, elem, "tt.histogram result", op)
+
+    def count(ivs):
+        v = src.at(ivs)
+        ok = arith.andi(arith.cmpi(arith.CmpIPredicate.sge, v, arith.constant(v.type, 0)),
+                        arith.cmpi(arith.CmpIPredicate.slt, v, arith.constant(v.type, shape[0])))
+        if mask is not None:
+            ok = arith.andi(ok, mask.at(ivs))
+        branch = scf.IfOp(ok, [], has_else=False)
+        with ir.InsertionPoint(branch.then_block):
+            at = [arith.index_cast(ir.IndexType.get(), v)]
+            old = load_elem(conv.barriers, out, at, elem)
+            store_elem(conv.barriers, arith.addi(old, arith.constant(elem, 1)), out, at)
+            scf.yield_([])
+    with conv.single():
+        conv.loop_nest(shape, lambda ivs: store_elem(conv.barriers, arith.constant(elem, 0), out, ivs))
+        conv.loop_nest(src.shape, count)
+    conv.set(op.results[0], Tile(shape, elem, buf=out, barriers=conv.barriers))
+
+
 def _widen(v, acc_t):
     """A value of tl.dot converted to the type it is summed in (or back)."""
     t = v.type
@@ -171,10 +273,11 @@ def _widen(v, acc_t):
 
 
 @lowers("tt.dot")
-def lower_dot(conv, op):
-    a, b, c = (conv.tile(v) for v in op.operands)
-    if len(a.shape) < 2:
-        raise conv.error(op, "tl.dot on tensors of rank below 2 is not supported")
+def lower_dot(conv, op, operands=None):
+    """`c + a @ b`; `operands`: the tiles (a, b, c) when not the op's own (dot_scaled)."""
+    a, b, c = operands or (conv.tile(v) for v in op.operands)
+    if len(a.shape) not in (2, 3):
+        raise conv.error(op, "tl.dot on tensors of rank other than 2 or 3 is not supported")
     a = conv.materialize(a, "tl.dot operand", op)
     b = conv.materialize(b, "tl.dot operand", op)
     acc_t = c.elem
@@ -182,8 +285,8 @@ def lower_dot(conv, op):
     k_dim = a.shape[-1]
     out = conv.alloca(shape, acc_t, "tl.dot result", op)
     flt = is_float(acc_t)
-    # 16-bit float results are summed in fp32 and rounded once, as GPUs do.
-    sum_t = ir.F32Type.get() if isinstance(acc_t, (ir.F16Type, ir.BF16Type)) else acc_t
+    # Narrower float results (16-bit, fp8) are summed in fp32 and rounded once, as GPUs do.
+    sum_t = ir.F32Type.get() if flt and ir.FloatType(acc_t).width < 32 else acc_t
     panels = conv.dot_panels(DotNeed(conv.tile_key(a.buf), conv.tile_key(b.buf), conv.tile_key(out),
                                      shape[-2], shape[-1], k_dim, byte_size(a.elem), byte_size(b.elem),
                                      byte_size(sum_t), byte_size(acc_t), sum_t != acc_t))
@@ -295,7 +398,8 @@ def _blocked_dot(conv, op, a, b, c, out, sum_t, panels) -> None:
 
         def kstep(kk):
             k = arith.addi(k0, kk)
-            x = _widen(memref.load(views["a"], [kk]), sum_t) if a_mram else widen_at(a, bivs + [i, k])
+            x = (_widen(from_stored(memref.load(views["a"], [kk]), a.elem), sum_t) if a_mram
+                 else widen_at(a, bivs + [i, k]))
 
             def lane(jj):
                 y = (_widen(load_elem(conv.barriers, panel, [kk, jj], b.elem), sum_t) if b_mram
@@ -313,7 +417,7 @@ def _blocked_dot(conv, op, a, b, c, out, sum_t, panels) -> None:
             return
         src = arith.addi(row_addrs["acc"], arith.muli(arith.index_cast(i64, r), c64(acc_w * es_sum)))
         if sum_t != acc_t:
-            lanes(nw, lambda jj: memref.store(result(jj), views["out"], [jj]))
+            lanes(nw, lambda jj: memref.store(to_stored(result(jj), out.stored), views["out"], [jj]))
             src = row_addrs["out"]
         conv.barriers.note_buffer(out, bivs + [i, n0], True)
         out.write_row(bivs + [i], n0, bytes_of(nw, es_acc), src)
@@ -391,6 +495,72 @@ def _uniform_loop(conv, lo: int, hi: int, step: int, body) -> None:
         body(loop.induction_variable)
         conv.barriers.cycle_end(cycle)
         scf.yield_([])
+
+
+@lowers("tt.dot_scaled")
+def lower_dot_scaled(conv, op):
+    """`tl.dot_scaled` as Triton's GPU backends decompose it
+    (TritonGPU's DecomposeScaledBlocked): each operand is decoded into the
+    compute type (f16 if either operand is fp16, else bf16: e2m1 unpacked two
+    values a byte, low nibble first, along K or, without k-packing, the other
+    dimension; fp8, bf16 and fp16 converted), multiplied by its e8m0 scale
+    (2**(s - 127), as that type: one per `K / scale columns` values of K; 255
+    gives NaN unless fastMath), then an ordinary dot into the f32 accumulator."""
+    sizes = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+    a, b, c, *scales = op.operands
+    a_scale = scales[0] if sizes[3] else None
+    b_scale = scales[-1] if sizes[4] else None
+    fmt = [ir.StringAttr(op.attributes[k]).value for k in ("lhs", "rhs")]
+    compute = ir.F16Type.get() if "fp16" in fmt else ir.BF16Type.get()
+    fast = "fastMath" in op.attributes and ir.BoolAttr(op.attributes["fastMath"]).value
+    k_pack = [ir.BoolAttr(op.attributes[k]).value if k in op.attributes else True
+              for k in ("lhs_k_pack", "rhs_k_pack")]
+    shape = conv.tile(c).shape
+    k_dim = conv.tile(a).shape[-1] * (2 if fmt[0] == "e2m1" and k_pack[0] else 1)
+    tiles = [_scaled_operand(conv, conv.tile(v), s and conv.tile(s), f, kp, compute, side, fast,
+                             shape[:-2] + ((shape[-2], k_dim) if side == 0 else (k_dim, shape[-1])))
+             for side, (v, s, f, kp) in enumerate(zip((a, b), (a_scale, b_scale), fmt, k_pack))]
+    lower_dot(conv, op, (*tiles, conv.tile(c)))
+
+
+def _scaled_operand(conv, src, scale, fmt, k_pack, compute, side, fast, shape):
+    """Operand `side` (0: lhs, 1: rhs) of a dot_scaled decoded and scaled, as a
+    lazy `shape` tile of `compute` values."""
+    rank = len(shape)
+    k_axis = rank - 1 if side == 0 else rank - 2
+    packed = (k_axis if k_pack else (rank - 2 if side == 0 else rank - 1)) if fmt == "e2m1" else None
+    i8, i32 = ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(32)
+    factor = shape[k_axis] // scale.shape[-1] if scale is not None else 1
+
+    def value(ivs):
+        if packed is None:
+            return convert_float(src.at(ivs), compute)
+        two = conv.index(2)
+        byte = src.at(ivs[:packed] + [arith.divui(ivs[packed], two)] + ivs[packed + 1:])
+        shift = arith.muli(arith.index_cast(i8, arith.remui(ivs[packed], two)), arith.constant(i8, 4))
+        nibble = arith.trunci(ir.IntegerType.get_signless(4), arith.shrui(byte, shift))
+        return arith.extf(compute, arith.bitcast(ir.Type.parse("f4E2M1FN"), nibble))
+
+    def element(ivs):
+        v = value(ivs)
+        if scale is None:
+            return v
+        # The scale is indexed as if it were the lhs' (rows of N for the rhs).
+        other = ivs[-2] if side == 0 else ivs[-1]
+        s = scale.at(ivs[:-2] + [other, arith.divui(ivs[k_axis], conv.index(factor))])
+        if isinstance(compute, ir.BF16Type):
+            i16 = ir.IntegerType.get_signless(16)
+            s16 = arith.bitcast(compute, arith.shli(arith.extui(i16, s), arith.constant(i16, 7)))
+        else:
+            f32 = arith.bitcast(ir.F32Type.get(), arith.shli(arith.extui(i32, s), arith.constant(i32, 23)))
+            s16 = arith.truncf(compute, f32)
+        out = arith.mulf(v, s16)
+        if fast:
+            return out
+        nan = arith.constant(compute, float("nan"))
+        return arith.select(arith.cmpi(arith.CmpIPredicate.eq, s, arith.constant(i8, -1)), nan, out)
+    cost = 6 + src.cost + (scale.cost if scale is not None else 0)
+    return Tile(tuple(shape), compute, fn=element, cost=cost)
 
 
 del is_tensor, scalar_type

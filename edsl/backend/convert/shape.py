@@ -1,5 +1,5 @@
 """Shape ops: make_range, splat, broadcast, expand_dims, reshape, trans, join,
-split, cat, unsplat, and pointer arithmetic (`tt.addptr`).
+split, cat, unsplat, gather, and pointer arithmetic (`tt.addptr`).
 
 All of them are index remappings, so they stay lazy: the element function of
 the result reads the source at remapped indices.
@@ -168,6 +168,23 @@ def lower_cat(conv, op):
         i_a = arith.select(first, ivs[0], conv.index(0))
         return arith.select(first, a.at([i_a] + ivs[1:]), b.at([i_b] + ivs[1:]))
     conv.set(op.results[0], Tile(shape, a.elem, fn=element, cost=4), op)
+
+
+@lowers("tt.gather")
+def lower_gather(conv, op):
+    """`tl.gather(src, idx, axis)`: out[..., j, ...] = src[..., idx[..., j, ...], ...].
+    An index outside the source is undefined in Triton; here it is clamped
+    into it (the read stays inside the source's buffer)."""
+    src = conv.materialize(conv.tile(op.operands[0]), "tt.gather source", op)
+    idx = conv.tile(op.operands[1])
+    axis = ir.IntegerAttr(op.attributes["axis"]).value
+    n = src.shape[axis]
+
+    def element(ivs):
+        i = idx.at(ivs)
+        i = arith.minsi(arith.maxsi(i, arith.constant(i.type, 0)), arith.constant(i.type, n - 1))
+        return src.at(ivs[:axis] + [arith.index_cast(ir.IndexType.get(), i)] + ivs[axis + 1:])
+    conv.set(op.results[0], Tile(_shape(op.results[0].type), src.elem, fn=element, cost=idx.cost + 4), op)
 
 
 @lowers("tt.addptr")

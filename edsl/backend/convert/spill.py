@@ -372,8 +372,8 @@ class LineTarget:
         return arith.addi(self.buf.data_addr, off)
 
     def store(self, v, ivs) -> None:
-        stored = self.buf.stored
-        memref.store(arith.extui(stored, v) if v.type != stored else v, self.buf.data, [self._slot(ivs[-1])])
+        from .core import to_stored          # (core imports this module)
+        memref.store(to_stored(v, self.buf.stored), self.buf.data, [self._slot(ivs[-1])])
 
     def note(self, seg, write: bool) -> None:
         """(the stream records its writes once)"""
@@ -445,20 +445,21 @@ class SpillBuffer:
                          conv.site(), conv.ctx_arg])
             scf.yield_([])
 
-    def load(self, barriers, ivs, elem: ir.Type) -> ir.Value:
+    def load(self, barriers, ivs) -> ir.Value:
+        """Element `ivs` as stored (`core.load_elem` converts it)."""
         self.space.touch(self, False)
         barriers.note_buffer(self, list(ivs), False)
         line, slot = self._locate(list(ivs))
         self._ensure(line)
-        v = memref.load(self.data, [slot])
-        return arith.trunci(elem, v) if v.type != elem else v
+        return memref.load(self.data, [slot])
 
     def store(self, barriers, v: ir.Value, ivs) -> None:
+        """Store `v`, of the stored type, at element `ivs`."""
         self.space.touch(self, True)
         barriers.note_buffer(self, list(ivs), True)
         line, slot = self._locate(list(ivs))
         self._ensure(line)
-        memref.store(arith.extui(self.stored, v) if v.type != self.stored else v, self.data, [slot])
+        memref.store(v, self.data, [slot])
         memref.store(_c(1), self.state, [_idx(1)])
 
     def flush(self, changed: bool) -> None:

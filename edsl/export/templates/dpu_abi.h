@@ -20,4 +20,7 @@ ${dpu}
 /* Error codes of a context's ERROR slot. */
 ${errors}
 
+/* What the codes without operands mean (the model says the same). */
+${messages}
+
 #endif

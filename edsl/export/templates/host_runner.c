@@ -209,7 +209,10 @@ static void report(uint32_t dpu, uint32_t dpus_used, const int64_t *status) {
                                              : (write ? "WRAM source" : "WRAM buffer"));
       break;
     case EDSL_ERR_ASSERT:
-      snprintf(message, sizeof message, "assertion failed");
+      snprintf(message, sizeof message, "%s", EDSL_MESSAGE_ASSERT);
+      break;
+    case EDSL_ERR_ZERO_STEP:
+      snprintf(message, sizeof message, "%s", EDSL_MESSAGE_ZERO_STEP);
       break;
     case EDSL_ERR_DEVICE_ASSERT:
       if (site > 0 && site <= nasserts && assert_messages[site - 1][0]) {
@@ -221,11 +224,14 @@ static void report(uint32_t dpu, uint32_t dpus_used, const int64_t *status) {
       }
       break;
     case EDSL_ERR_INDEX:
-      snprintf(message, sizeof message, "index out of bounds");
+      snprintf(message, sizeof message, "%s", EDSL_MESSAGE_INDEX);
       break;
     case EDSL_ERR_DEADLOCK:
-      snprintf(message, sizeof message, "deadlock at a barrier: tasklets that finished will never reach it "
-               "(every tasklet must reach every barrier)");
+      snprintf(message, sizeof message, "%s", EDSL_MESSAGE_DEADLOCK);
+      break;
+    case EDSL_ERR_POLL:
+      snprintf(message, sizeof message, "tl.atomic_poll waits forever: the value is %lld, not %lld",
+               (long long)mram, (long long)wram);
       break;
     default:
       snprintf(message, sizeof message, "error code %lld", (long long)code);

@@ -25,7 +25,7 @@ import tempfile
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
-TESTS = ["tests/backend", "tests/test_fl.py", "tests/test_fl_interpreter.py", "tests/export"]
+TESTS = ["tests/backend", "tests/inject", "tests/export"]
 
 
 class Recorder:

@@ -232,10 +232,130 @@ def test_bounds_checks_turn_bad_indices_into_errors_at_their_line():
     y = np.zeros(3, np.float32)
     gather(y, x, np.array([3, 0, 1], np.int32))
     assert y.tolist() == [3.0, 0.0, 1.0]
-    for bad in ([0, 4, 1], [-1, 0, 0], [2**30, 0, 0]):
+    gather(y, x, np.array([-1, -4, 0], np.int32))  # negative indices count from the end
+    assert y.tolist() == [3.0, 0.0, 0.0]
+    for bad in ([0, 4, 1], [-5, 0, 0], [2**30, 0, 0], [-2**31, 0, 0]):
         with pytest.raises(edsl.DpuError) as err:
             gather(y, x, np.array(bad, np.int32))
         check(err, edsl.DpuError, "index out of bounds", "gather")
     with pytest.raises(edsl.DpuError) as err:
         scatter(np.zeros(2, np.float32), np.array([0, 5], np.int32))
     check(err, edsl.DpuError, "index out of bounds", "scatter")
+    with pytest.raises(edsl.DpuError) as err:
+        scatter(np.zeros(2, np.float32), np.array([0, -3], np.int32))
+    check(err, edsl.DpuError, "index out of bounds", "scatter")
+
+
+# --- a zero range() step, variables not assigned on every path, recursion ------------------
+
+@edsl.dialect
+def count_steps(y: InOut["memref<1xi32>"], step: Input["i32"]):
+    for i in range(0, 10, step):  # zero-step
+        y[0] += 1
+
+
+def test_zero_range_step_at_run_time_is_an_error_at_its_line():
+    y = np.zeros(1, np.int32)
+    count_steps(y, 3)
+    assert y[0] == 4
+    with pytest.raises(edsl.DpuError) as err:
+        count_steps(y, 0)  # Python: ValueError: range() arg 3 must not be zero
+    check(err, edsl.DpuError, "range() arg 3 must not be zero", "zero-step")
+    assert err.value.loc.col == line_text("zero-step").index("step)")  # the caret is under the step
+    assert y[0] == 4  # the loop did not run
+    count_steps(y, -1)  # the process goes on
+    assert y[0] == 4
+
+
+def line_text(marker: str) -> str:
+    return inspect.getsource(inspect.getmodule(line_of)).splitlines()[line_of(marker) - 1]
+
+
+def test_variable_assigned_in_one_branch_only():
+    @edsl.dialect
+    def f(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"], c: Input["i32"]):
+        if c > 0:
+            v = x[1]
+        y[0] = v  # one-branch
+    with pytest.raises(edsl.CompileError) as err:
+        f.mlir
+    check(err, edsl.CompileError, "variable 'v' is not assigned on every path to this use", "one-branch")
+
+
+def test_variable_assigned_only_in_a_loop():
+    @edsl.dialect
+    def f(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"]):
+        for i in range(x.shape[0]):
+            last = x[i]
+        y[0] = last  # loop-only
+    with pytest.raises(edsl.CompileError) as err:
+        f.mlir
+    check(err, edsl.CompileError, "variable 'last' is not assigned on every path to this use", "loop-only")
+
+
+def test_variable_assigned_before_a_break_only():
+    @edsl.dialect
+    def f(y: InOut["memref<?xi32>"], x: Input["memref<?xi32>"]):
+        i = 0
+        while True:
+            if x[i] > 0:
+                break
+            found = i
+            i += 1
+        y[0] = found  # before-break
+    with pytest.raises(edsl.CompileError) as err:
+        f.mlir
+    check(err, edsl.CompileError, "variable 'found' is not assigned on every path to this use", "before-break")
+
+
+def test_variable_assigned_in_one_branch_read_in_a_later_branch():
+    @edsl.dialect
+    def f(y: InOut["memref<?xi32>"], c: Input["i32"]):
+        if c > 0:
+            v = 1
+        if c > 1:
+            y[0] = v  # later-branch
+    with pytest.raises(edsl.CompileError) as err:
+        f.mlir
+    check(err, edsl.CompileError, "variable 'v' is not assigned on every path to this use", "later-branch")
+
+
+def test_recursion_is_reported_as_unsupported():
+    with pytest.raises(edsl.CompileError) as err:
+        fact.mlir
+    check(err, edsl.CompileError, "recursion is not supported: fact() calls itself", "recursive-call")
+
+    @edsl.dialect
+    def local_fact(y: InOut["memref<?xi64>"], n: Input["i64"]):
+        if n > 1:
+            local_fact(y, n - 1)  # local-recursive-call
+            y[0] = y[0] * n
+    with pytest.raises(edsl.CompileError) as err:
+        local_fact.mlir
+    check(err, edsl.CompileError, "recursion is not supported: local_fact() calls itself", "local-recursive-call")
+
+
+def test_mutual_recursion_is_reported_as_unsupported():
+    with pytest.raises(edsl.CompileError) as err:
+        ping.mlir
+    check(err, edsl.CompileError, "recursion is not supported: ping() calls itself through pong()",
+          "mutual-call")
+
+
+@edsl.dialect
+def fact(y: InOut["memref<?xi64>"], n: Input["i64"]):
+    if n > 1:
+        fact(y, n - 1)  # recursive-call
+        y[0] = y[0] * n
+
+
+@edsl.dialect
+def ping(y: InOut["memref<?xi64>"], n: Input["i64"]):
+    if n > 0:
+        pong(y, n - 1)
+
+
+@edsl.dialect
+def pong(y: InOut["memref<?xi64>"], n: Input["i64"]):
+    if n > 0:
+        ping(y, n - 1)  # mutual-call

@@ -11,7 +11,7 @@ import textwrap
 import numpy as np
 import pytest
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                                 reason="Triton's interpreter (TRITON_INTERPRET=1) needs torch, not installed here")

@@ -15,7 +15,7 @@ from triton.compiler.errors import CompilationError
 import edsl
 from edsl import InOut, Input, fl
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 
 def _example(name):

@@ -13,7 +13,7 @@ import edsl
 from edsl import InOut, Input
 from edsl.dpu.runtime import Program, build
 from edsl.errors import DpuError
-from edsl.inject.dialect import collect
+from edsl.lowering.walk import collect
 from edsl.inject import (ParamKind, build_region, inline_regions, load_dialect, lower_placeholders,
                          stage_operands)
 from edsl.lowering import DEFAULT_PIPELINE, run_pipeline
