@@ -125,6 +125,13 @@ class DpuBackend(BaseBackend):
     @staticmethod
     def make_ttir(mod, metadata, options):
         from triton._C.libtriton import ir, passes
+        # A DPU program is one function: `noinline` is a code-size hint the
+        # model has no use for, so every call is inlined.
+        names = []
+        mod.walk(lambda op: names.append(op.get_str_attr("sym_name")) if op.get_name() == "tt.func" else None)
+        false = ir.builder(mod.context).get_bool_attr(False)
+        for name in names:
+            mod.get_function(name).set_attr("noinline", false)
         pm = ir.pass_manager(mod.context)
         pm.enable_debug()
         passes.common.add_inliner(pm)

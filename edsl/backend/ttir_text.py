@@ -426,6 +426,7 @@ _FORMS = {
     "tt.assert": _assert,
     "tt.reduce.return": _terminator,
     "tt.scan.return": _terminator,
+    "tt.map_elementwise.return": _terminator,
     "tt.join": _binary_arrow,
     "tt.cat": _binary_arrow,
     "tt.split": _split,

@@ -118,7 +118,7 @@ def test_wram_budget_is_checked_against_the_limit():
 
 def test_unlowered_op_names_itself_and_line():
     body = """    %r = tt.make_range {end = 8 : i32, start = 0 : i32} : tensor<8xi32> loc(#loc5)
-    %h = tt.elementwise_inline_asm "mov.b32 $0, $1;" {constraints = "=r,r", packed_element = 1 : i32, pure = true} %r : tensor<8xi32> -> tensor<8xi32> loc(#loc5)
+    %h = tt.elementwise_inline_asm "mov $0, $1;" {constraints = "=r,r", packed_element = 1 : i32, pure = true} %r : tensor<8xi32> -> tensor<8xi32> loc(#loc5)
 """
     with pytest.raises(CompileError, match="'tt.elementwise_inline_asm' is not supported") as err:
         convert(body)

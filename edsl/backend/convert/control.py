@@ -167,14 +167,48 @@ def lower_execute_region(conv, op):
 
 def structure_control_flow(kernel) -> None:
     """A kernel whose TTIR branches between blocks (`cf.cond_br`, as a `return`
-    inside an `if` makes it) in structured form: upstream `lift-cf-to-scf`
+    inside an `if` makes it, in the kernel or a `tl.map_elementwise` body) in structured form: upstream `lift-cf-to-scf`
     turns it into `scf.if` / `scf.while` / `scf.index_switch` (the rest of the
     conversion walks one block)."""
-    if len(kernel.regions[0].blocks) == 1:
+    def branches(op) -> bool:
+        return any(len(r.blocks) > 1 or any(branches(o) for b in r.blocks for o in b.operations)
+                   for r in op.regions)
+    if not branches(kernel.operation):
         return
     from mlir.passmanager import PassManager
     pm = PassManager.parse("func.func(lift-cf-to-scf)", kernel.context)
     pm.run(kernel.operation)
+
+
+@lowers("tt.map_elementwise")
+def lower_map_elementwise(conv, op):
+    """`tl.map_elementwise`: its scalar body, lowered wherever an element is
+    used. With `pack` p the body takes p consecutive elements (along the last
+    dimension) of each operand and returns p of each result, in that order."""
+    p = ir.IntegerAttr(op.attributes["pack"]).value
+    body = op.regions[0].blocks[0]
+    operands = [conv.get(v) for v in op.operands]
+    shape = tuple(ir.RankedTensorType(op.results[0].type).shape)
+    cost = len(list(body.operations)) + sum(o.cost for o in operands if isinstance(o, Tile))
+
+    def element(ivs, k):
+        *outer, j = ivs
+        if p == 1:
+            lanes = [ivs]
+        else:
+            first = arith.muli(arith.divui(j, conv.index(p)), conv.index(p))
+            lanes = [outer + [arith.addi(first, conv.index(m))] for m in range(p)]
+        args = [o.at(lane) if isinstance(o, Tile) else o for o in operands for lane in lanes]
+        results = lower_body(conv, body, args)[k * p:(k + 1) * p]
+        out = results[0]
+        for m in range(1, p):
+            is_m = arith.cmpi(arith.CmpIPredicate.eq, arith.remui(j, conv.index(p)), conv.index(m))
+            out = arith.select(is_m, results[m], out)
+        return out
+
+    for k, result in enumerate(op.results):
+        elem = scalar_type(ir.RankedTensorType(result.type).element_type)
+        conv.set(result, Tile(shape, elem, fn=lambda ivs, k=k: element(ivs, k), cost=cost), op)
 
 
 @lowers("scf.while")
