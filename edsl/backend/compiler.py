@@ -5,8 +5,8 @@ Stages (each one's text is in `compiled.asm[name]`):
   mlir    this project's conversion to upstream MLIR (func/arith/math/scf/memref)
   llmlir  the LLVM dialect, through `edsl.lowering.run_pipeline(DEFAULT_PIPELINE)`
   llir    LLVM IR text (for reading; the program is built from `llmlir`)
-  dpubin  the program: a JSON header (kernel name, WRAM use, assertion texts,
-          check sites, tasklets) followed by the host object code of the
+  dpubin  the program: a JSON header (kernel name, WRAM use, MRAM scratch of
+          spilled tiles, assertion texts, check sites, tasklets) followed by the host object code of the
           kernel with the DPU runtime library linked in (edsl.dpu.runtime),
           which the driver links into the process at load: a kernel in
           Triton's cache costs a new process milliseconds
@@ -155,8 +155,11 @@ class DpuBackend(BaseBackend):
         metadata["name"] = info.name
         metadata["tasklets"] = info.tasklets
         metadata["regions"] = info.regions
-        metadata["shared"] = info.wram_bytes
+        # Tile memory: WRAM, and the MRAM scratch of tiles kept there.
+        metadata["shared"] = info.wram_bytes + info.scratch_bytes
         metadata["wram_bytes"] = info.wram_bytes
+        metadata["scratch_bytes"] = info.scratch_bytes
+        metadata["spills"] = [r.describe() for r in info.spills]
         metadata["asserts"] = info.asserts
         metadata["sites"] = info.sites
         metadata["stored"] = info.stored
@@ -191,7 +194,7 @@ class DpuBackend(BaseBackend):
         table = counter_table(state["module"])
         obj = build(state["module"], [LAUNCH], f"kernel '{metadata['name']}'")
         header = {key: metadata[key] for key in ("name", "wram_bytes", "asserts", "tasklets",
-                                                  "regions", "sites", "stored")}
+                                                  "regions", "sites", "stored", "scratch_bytes", "spills")}
         header["counters"] = table.to_json() if table is not None else None
         return json.dumps(header).encode() + b"\n" + obj
 

@@ -24,7 +24,7 @@ import threading
 from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
-from ..dpu.abi import MAX_TASKLETS, WRAM_BYTES
+from ..dpu.abi import MAX_TASKLETS, MRAM_BYTES
 from ..errors import ArgumentError, EdslError
 
 _state = threading.local()
@@ -122,7 +122,12 @@ class DpuUtils:
         pass
 
     def get_device_properties(self, device):
-        return {"max_shared_mem": WRAM_BYTES, "multiprocessor_count": 1,
+        # "Shared memory" is where a program's tiles live: WRAM, and for tiles
+        # that do not fit there the DPU's MRAM scratch (edsl.backend.convert.
+        # spill), so a kernel's tiles may take up to the MRAM bank the launch's
+        # arrays leave free. The bank is the figure a device property can give;
+        # the launch refuses arrays and scratch that do not fit together.
+        return {"max_shared_mem": MRAM_BYTES, "multiprocessor_count": 1,
                 "max_num_regs": 24, "warpSize": 1}
 
 

@@ -11,6 +11,11 @@
   is refused: see `stored_params`); a kernel with EDSL regions gets the
   whole image as one copied buffer (copied back after the launch). DMA may
   only touch the regions (rounded out to 8-byte words).
+- A kernel with tiles too large for WRAM keeps them in a per-DPU MRAM
+  scratch (edsl.backend.convert.spill) placed after the arrays in the image:
+  arrays and scratch together must fit the 64 MiB. The DPUs run in turn, so
+  one host buffer serves as every DPU's scratch (as for WRAM); DMA may
+  touch it as it may the arrays.
 - Program instances are spread over `num_dpus` DPUs round-robin (DPU d runs
   ids d, d + num_dpus, ...), one at a time per DPU; the model runs the DPUs
   in turn, each with its WRAM (the kernel's buffers, and a DMA staging buffer
@@ -35,7 +40,7 @@ import ctypes
 import numpy as np
 
 from .. import dtypes
-from ..dpu.abi import LAUNCH, MRAM_BYTES
+from ..dpu.abi import LAUNCH, MRAM_BYTES, Ctx
 from ..dpu.runtime import Launch, LaunchReport, Program
 from ..dpu.timing import clock_hz, estimate, launch_estimate
 from ..errors import ArgumentError, DpuError
@@ -118,7 +123,7 @@ class Mram:
 
     GUARD = 8
 
-    def __init__(self, memories: list[Memory], direct: bool = True):
+    def __init__(self, memories: list[Memory], direct: bool = True, scratch: int = 0):
         merged = []                        # [lo, hi) ranges, with their writability
         for m in sorted(memories, key=lambda m: m.lo):
             if merged and m.lo < merged[-1][1]:
@@ -136,6 +141,10 @@ class Mram:
         if self.size > MRAM_BYTES:
             raise DpuError(f"the launch's arrays need {self.size} bytes of MRAM, more than "
                            f"the {MRAM_BYTES} bytes of a DPU")
+        if self.size + scratch > MRAM_BYTES:
+            raise DpuError(f"the launch's arrays need {self.size} bytes of MRAM and the kernel's tiles "
+                           f"kept in MRAM {scratch} bytes of scratch: more than the {MRAM_BYTES} bytes "
+                           "of a DPU")
         self.data_bytes = sum(hi - lo for lo, hi, _, _ in layout)
         self.direct = direct
         # (host lo, host hi, MRAM address of lo, copied?, writable)
@@ -143,7 +152,9 @@ class Mram:
         self._buffers = []
         self.base = 0
         if not direct:
-            self.base = self._buffer(self.size)
+            self.base = self._buffer(self.size + scratch)
+        # The scratch of spilled tiles: after the arrays in the image.
+        self.scratch = (self.base + self.size if not direct else self._buffer(scratch)) if scratch else 0
         for lo, hi, off, writable in layout:
             if direct and writable:
                 self.regions.append((lo, hi, lo, False, True))
@@ -154,8 +165,10 @@ class Mram:
                 self.regions.append((lo, hi, self.base + off, True, writable))
         if direct:
             table = [((m // 8) * 8, (m + hi - lo + 7) // 8 * 8) for lo, hi, m, _, _ in self.regions]
+            if scratch:
+                table.append((self.scratch, self.scratch + scratch))
         else:
-            table = [(self.base, self.base + self.size)]
+            table = [(self.base, self.base + self.size + scratch)]
         self.table = np.array(table or [(0, 0)], dtype=np.int64).reshape(-1)
         self.n_table = len(table)
         self.lo = int(self.table[0::2].min()) if table else 0
@@ -192,14 +205,15 @@ class Mram:
 _MRAM_CACHE: dict = {}
 
 
-def _mram_for(memories: list[Memory], direct: bool) -> Mram:
+def _mram_for(memories: list[Memory], direct: bool, scratch: int) -> Mram:
     """The launch's `Mram`; a layout that copies nothing depends only on the
-    spans and their writability, so it is reused across launches."""
-    key = (direct,) + tuple((m.lo, m.hi, m.writable) for m in memories)
+    spans and their writability (and the scratch, which holds nothing from
+    one launch to the next), so it is reused across launches."""
+    key = (direct, scratch) + tuple((m.lo, m.hi, m.writable) for m in memories)
     mram = _MRAM_CACHE.get(key)
     if mram is None:
-        mram = Mram(memories, direct)
-        if direct and not mram._buffers:
+        mram = Mram(memories, direct, scratch)
+        if direct and len(mram._buffers) == (1 if scratch else 0):
             if len(_MRAM_CACHE) > 64:
                 _MRAM_CACHE.clear()
             _MRAM_CACHE[key] = mram
@@ -240,7 +254,8 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
         if not m.writable and stored is not None and i in stored:
             raise ArgumentError(f"argument '{m.name}' is a read-only array, and kernel "
                                 f"'{meta['name']}' stores through it: pass a writable array")
-    mram = _mram_for(list(memories.values()), not meta.get("regions", False))
+    scratch = int(meta.get("scratch_bytes", 0))
+    mram = _mram_for(list(memories.values()), not meta.get("regions", False), scratch)
     values = []
     for i, ((name, ty), v) in enumerate(zip(signature, args)):
         values.append(ctypes.c_int64(mram.address(memories[i].ptr)) if i in memories
@@ -249,7 +264,8 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
     report = LaunchReport(kernel=meta["name"], grid=(gx, gy, gz), num_dpus=num_dpus,
                           dpus_used=dpus_used, num_tasklets=num_tasklets,
                           tasklets_used=num_tasklets if total else 0,
-                          programs=total, wram_bytes=meta["wram_bytes"])
+                          programs=total, wram_bytes=meta["wram_bytes"],
+                          spilled_tiles=list(meta.get("spills", ())), spill_bytes=scratch)
     if total == 0:
         if program.counters is not None:
             report.timing = estimate([], (), clock_hz())
@@ -262,6 +278,7 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
     wram_addr = (wram.ctypes.data + 7) // 8 * 8
     table = program.counters
     run = Launch(dpus_used, tasklets, mram.table, counters=table.counters if table else 0)
+    run.ctx[..., Ctx.SCRATCH] = mram.scratch
     entry = program.entry(LAUNCH)
     common = values + [ctypes.c_int32(gx), ctypes.c_int32(gy), ctypes.c_int32(gz),
                        ctypes.c_int32(dpus_used), ctypes.c_int32(num_dpus)] \

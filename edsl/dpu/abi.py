@@ -107,9 +107,14 @@ class Ctx(IntEnum):
     DPU = 16             # pointer to the DPU's shared state (Dpu slots)
     COUNTERS = 17        # pointer to the tasklet's block counters (or 0)
     DPU_ID = 18          # the DPU this context belongs to
+    SCRATCH = 19         # input: the MRAM address of the DPU's scratch for spilled tiles
+    SPILL_READS = 20     # the DMA transfers and bytes of spilled tiles (also counted above)
+    SPILL_READ_BYTES = 21
+    SPILL_WRITES = 22
+    SPILL_WRITE_BYTES = 23
 
 
-CTX_SLOTS = 20
+CTX_SLOTS = 24
 
 
 class Dpu(IntEnum):

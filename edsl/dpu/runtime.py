@@ -65,6 +65,15 @@ class LaunchReport:
     mram_to_host_bytes: int = 0
     per_dpu_programs: list[int] = field(default_factory=list)
     per_tasklet_dma: list[int] = field(default_factory=list)   # transfers by tasklet id
+    # Tiles kept in MRAM (too large for WRAM): each in words, the MRAM scratch
+    # they take per DPU, and the DMA that streaming them cost (included in
+    # the dma_* figures above).
+    spilled_tiles: list[str] = field(default_factory=list)
+    spill_bytes: int = 0
+    spill_dma_reads: int = 0
+    spill_dma_read_bytes: int = 0
+    spill_dma_writes: int = 0
+    spill_dma_write_bytes: int = 0
     # The estimated time on UPMEM hardware (edsl.dpu.timing), for programs
     # built with executed-block counters; None otherwise.
     timing: TimingEstimate | None = None
@@ -80,6 +89,14 @@ class LaunchReport:
     @property
     def dma_bytes(self) -> int:
         return self.dma_read_bytes + self.dma_write_bytes
+
+    @property
+    def spill_dma_transfers(self) -> int:
+        return self.spill_dma_reads + self.spill_dma_writes
+
+    @property
+    def spill_dma_bytes(self) -> int:
+        return self.spill_dma_read_bytes + self.spill_dma_write_bytes
 
 
 # ---- programs ---------------------------------------------------------------------------
@@ -294,9 +311,11 @@ class Launch:
     # -- after the tasklets -------------------------------------------------
     def totals(self) -> dict[str, int]:
         flat = self.ctx.reshape(-1, CTX_SLOTS)
-        return {"dma_reads": int(flat[:, Ctx.READS].sum()), "dma_read_bytes": int(flat[:, Ctx.READ_BYTES].sum()),
-                "dma_writes": int(flat[:, Ctx.WRITES].sum()),
-                "dma_write_bytes": int(flat[:, Ctx.WRITE_BYTES].sum())}
+        slots = {"dma_reads": Ctx.READS, "dma_read_bytes": Ctx.READ_BYTES, "dma_writes": Ctx.WRITES,
+                 "dma_write_bytes": Ctx.WRITE_BYTES, "spill_dma_reads": Ctx.SPILL_READS,
+                 "spill_dma_read_bytes": Ctx.SPILL_READ_BYTES, "spill_dma_writes": Ctx.SPILL_WRITES,
+                 "spill_dma_write_bytes": Ctx.SPILL_WRITE_BYTES}
+        return {name: int(flat[:, slot].sum()) for name, slot in slots.items()}
 
     def per_tasklet_dma(self) -> list[int]:
         return (self.ctx[..., Ctx.READS] + self.ctx[..., Ctx.WRITES]).sum(axis=0).tolist()

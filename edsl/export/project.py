@@ -540,6 +540,10 @@ def export(kernel, out_dir, *, signature=None, constants=None, sample_args=None,
 
     meta, llvm_text = compile_for_export(fn, params, constexprs, num_dpus, num_tasklets, bool(debug))
     kernel_name = meta["name"]
+    if meta.get("scratch_bytes"):
+        raise DpuError(f"kernel '{kernel_name}' keeps tiles too large for WRAM in MRAM "
+                       f"({'; '.join(meta['spills'])}); the SDK export does not place that scratch "
+                       "yet: export it with smaller blocks")
     prog = translate(llvm_text, kernel_name, len(params))
     per_array = _per_array(params, meta)
     wram = _round_up(max(int(meta.get("wram_bytes", 0)), abi.DMA_ALIGN))

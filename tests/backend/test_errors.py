@@ -28,15 +28,15 @@ def big_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
 def test_wram_overflow_fails_at_compile_time():
     x = np.zeros(16384, np.float32)
     with pytest.raises(DpuError) as err:
-        big_kernel[(1,)](x, x, BLOCK=16384)
+        big_kernel[(1,)](x, x, BLOCK=16384, wram_bytes=2048)
     message = str(err.value)
-    assert "needs" in message and "bytes of WRAM, more than the 65536 bytes" in message
-    assert "65536 bytes for the tt.load result" in message
+    assert "needs" in message and "bytes of WRAM, more than the 2048 bytes" in message
+    assert "does not make it fit: in WRAM stay 2064 bytes for the DMA staging buffer" in message
     assert err.value.loc.lineno == _line_of(big_kernel, "x = tl.load")
-    # The same kernel with a tile that fits runs.
-    y = np.arange(1024, dtype=np.float32)
+    # With a DPU's WRAM, the 64 KiB tiles are kept in MRAM, and it runs.
+    y = np.arange(16384, dtype=np.float32) % 7
     out = np.zeros_like(y)
-    big_kernel[(1,)](y, out, BLOCK=1024)
+    big_kernel[(1,)](y, out, BLOCK=16384)
     np.testing.assert_allclose(out, np.cumsum(y))
 
 

@@ -7,7 +7,8 @@ structuring its control flow (`control.structure_control_flow`, upstream
 module: `elementwise`, `shape`, `memory`, `reduce`, `control`, `calls`,
 `debug`), with the barriers of a kernel shared among tasklets placed from
 the access record (`barriers`), then the WRAM layout and its budget check
-(`wram`). It adds the DPU support functions and the program-instance loop
+(`wram`); a kernel over the budget is converted again with its largest
+tiles kept in the DPU's MRAM (`spill`). It adds the DPU support functions and the program-instance loop
 `__dpu_main`, and returns the new module with a `KernelInfo` (WRAM buffers,
 print formats).
 
@@ -26,7 +27,7 @@ from ...errors import CompileError
 from ...lowering.pipeline import location_of, verify
 from ..stores import stored_params
 from ..ttir_text import OpView, read_ttir
-from . import calls, control, elementwise, memory, reduce, shape, wram  # noqa: F401  (register lowerings)
+from . import calls, control, elementwise, memory, reduce, shape, spill, wram  # noqa: F401  (register lowerings)
 from . import debug as debug_ops
 from .core import Converter, KernelInfo, scalar_type
 from .runtime_text import DECLARATIONS, main_text
@@ -58,51 +59,67 @@ def convert_ttir(text: str, ctx: ir.Context | None = None, *, debug: bool = Fals
     """Convert a TTIR module text to an upstream-MLIR module for the DPU model,
     its tile code shared out among `tasklets` tasklets per DPU. `triton_ops`:
     Triton's view of the module the text was printed from, checked against
-    what was read (`ttir_text.triton_view`)."""
+    what was read (`ttir_text.triton_view`). A kernel whose tiles do not fit
+    in WRAM is converted again with some kept in MRAM (`spill.plan`)."""
     ctx = ctx or new_context()
     src = read_ttir(text, ctx, triton_ops)
+    limit = wram.wram_limit(wram_limit)
     with ctx, ir.Location.unknown():
         kernel = _kernel_func(src)
         control.structure_control_flow(kernel)
-        name = ir.StringAttr(kernel.attributes["sym_name"]).value
-        info = KernelInfo(name=name, regions="@__edsl_" in text, stored=stored_params(kernel))
-        ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
-        params = [scalar_type(t) for t in ftype.inputs]
-        i32 = ir.IntegerType.get_signless(32)
-        ptr = llvm.PointerType.get()
-        wram_t = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8))
-        out = ir.Module.create()
-        with ir.InsertionPoint(out.body), kernel.location:
-            fn = func.FuncOp(name, ir.FunctionType.get(params + [i32] * 6 + [wram_t, ptr], []))
-            entry = fn.add_entry_block()
-        args = list(entry.arguments)
-        conv = Converter(info, entry, args[-1], args[len(params):len(params) + 3],
-                         args[len(params) + 3:len(params) + 6], debug, wram=args[-2],
-                         tasklets=tasklets, module_body=out.body)
-        body = kernel.regions[0].blocks[0]
-        conv.count_uses(kernel)
-        for arg, new in zip(body.arguments, args):
-            conv.values[arg] = new
-        with ir.InsertionPoint(entry):
-            cycle = conv.barriers.cycle_begin(entry)
-            for op in list(body.operations)[:-1]:
-                conv.lower_op(op)
-            conv.barriers.cycle_end(cycle, mram=False)   # the next program reuses the buffers
-            func.ReturnOp([])
-        conv.finish()
-        wram.check(name, info.wram, wram_limit)
-        # The support text declares the kernel so that it verifies on its own;
-        # declarations `out` already holds are dropped when the support moves in.
-        param_types = [str(t) for t in params]
-        decl = (f"func.func private @{name}({', '.join(param_types + ['i32'] * 6 + [str(wram_t), '!llvm.ptr'])})")
-        support = ir.Module.parse("module {" + decl + DECLARATIONS
-                                  + main_text(name, param_types, tasklets)
-                                  + debug_ops.SUPPORT_TEXT + "}")
-        table = ir.SymbolTable(out.operation)
-        for op in list(support.body.operations):
-            sym = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else None
-            if sym is not None and sym in table:
-                continue
-            out.body.append(op)
+        out, info, conv = _convert(kernel, text, debug, tasklets, None)
+        records, dots, extra = info.wram, conv.dots, 0
+        for _ in range(4):                    # (a plan's estimate may miss a few staging bytes)
+            if info.wram_bytes <= limit:
+                break
+            plan, predicted = spill.plan(info.name, records, dots, limit, tasklets, extra)
+            out, info, _ = _convert(kernel, text, debug, tasklets, plan)
+            extra += max(0, info.wram_bytes - predicted)
+        wram.check(info.name, info.wram, limit)
     verify(out)
     return out, info
+
+
+def _convert(kernel, text: str, debug: bool, tasklets: int, plan):
+    """One conversion of the kernel function (its tiles kept in MRAM as `plan` says)."""
+    name = ir.StringAttr(kernel.attributes["sym_name"]).value
+    info = KernelInfo(name=name, regions="@__edsl_" in text, stored=stored_params(kernel))
+    ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
+    params = [scalar_type(t) for t in ftype.inputs]
+    i32 = ir.IntegerType.get_signless(32)
+    ptr = llvm.PointerType.get()
+    wram_t = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8))
+    out = ir.Module.create()
+    with ir.InsertionPoint(out.body), kernel.location:
+        fn = func.FuncOp(name, ir.FunctionType.get(params + [i32] * 6 + [wram_t, ptr], []))
+        entry = fn.add_entry_block()
+    args = list(entry.arguments)
+    conv = Converter(info, entry, args[-1], args[len(params):len(params) + 3],
+                     args[len(params) + 3:len(params) + 6], debug, wram=args[-2],
+                     tasklets=tasklets, module_body=out.body, plan=plan)
+    body = kernel.regions[0].blocks[0]
+    conv.count_uses(kernel)
+    for arg, new in zip(body.arguments, args):
+        conv.values[arg] = new
+    with ir.InsertionPoint(entry):
+        cycle = conv.barriers.cycle_begin(entry)
+        for op in list(body.operations)[:-1]:
+            conv.lower_op(op)
+        conv.barriers.cycle_end(cycle, mram=False)   # the next program reuses the buffers
+        func.ReturnOp([])
+    conv.finish()
+    # The support text declares the kernel so that it verifies on its own;
+    # declarations `out` already holds are dropped when the support moves in.
+    param_types = [str(t) for t in params]
+    decl = (f"func.func private @{name}({', '.join(param_types + ['i32'] * 6 + [str(wram_t), '!llvm.ptr'])})")
+    support = ir.Module.parse("module {" + decl + DECLARATIONS
+                              + main_text(name, param_types, tasklets)
+                              + debug_ops.SUPPORT_TEXT
+                              + (spill.SUPPORT_TEXT if info.spills else "") + "}")
+    table = ir.SymbolTable(out.operation)
+    for op in list(support.body.operations):
+        sym = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else None
+        if sym is not None and sym in table:
+            continue
+        out.body.append(op)
+    return out, info, conv

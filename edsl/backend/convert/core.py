@@ -8,7 +8,11 @@ elementwise chains (offsets, masks, pointer arithmetic, `x + y`) stay lazy
 and are fused into the loop of the op that consumes them; tile ops that need
 random access (reductions, scans, `dot`, loop-carried values) read
 materialized buffers. A TTIR scalar stays an SSA value; a `!tt.ptr<T>`
-becomes an `i64` MRAM address.
+becomes an `i64` MRAM address. A buffer is a WRAM view, or a tile kept in
+the DPU's MRAM when the WRAM cannot hold every tile (`spill`: the
+conversion is then run again with the plan of which tile buffers spill);
+`load_elem` / `store_elem` reach either, and each op's window lines of
+spilled tiles end with the op (`SpillSpace.scope`).
 
 Tasklets. A kernel compiled for T > 1 tasklets is run by every tasklet of a
 DPU, as a DPU program is; `me()` (the runtime's `edsl_dpu_me`) selects each
@@ -35,6 +39,7 @@ from ... import dtypes
 from ...errors import CompileError
 from ..ttir_text import split_top, user_location
 from .barriers import Barriers, chunk, owner
+from .spill import DotNeed, SpillBuffer, SpillPlan, SpillRecord, SpillSpace
 from .wram import WramBuffer, WramLayout
 
 # op name -> function(conv, op) lowering it; filled by the family modules.
@@ -186,13 +191,23 @@ def from_stored(v: ir.Value, elem: ir.Type) -> ir.Value:
     return arith.cmpi(arith.CmpIPredicate.ne, v, arith.constant(v.type, 0))
 
 
-def load_elem(barriers: Barriers, buf: ir.Value, ivs, elem: ir.Type) -> ir.Value:
-    """Element `ivs` of WRAM buffer `buf` (the read recorded in `barriers`)."""
+def in_wram(buf) -> bool:
+    """Whether a tile buffer is a WRAM view (not a tile kept in MRAM)."""
+    return isinstance(buf, ir.Value)
+
+
+def load_elem(barriers: Barriers, buf, ivs, elem: ir.Type) -> ir.Value:
+    """Element `ivs` of buffer `buf` (the read recorded in `barriers`)."""
+    if isinstance(buf, SpillBuffer):
+        return from_stored(buf.load(barriers, ivs), elem)
     barriers.note_buffer(buf, list(ivs), False)
     return from_stored(memref.load(buf, list(ivs)), elem)
 
 
-def store_elem(barriers: Barriers, v: ir.Value, buf: ir.Value, ivs) -> None:
+def store_elem(barriers: Barriers, v: ir.Value, buf, ivs) -> None:
+    if isinstance(buf, SpillBuffer):
+        buf.store(barriers, to_stored(v, buf.stored), ivs)
+        return
     barriers.note_buffer(buf, list(ivs), True)
     memref.store(to_stored(v, ir.MemRefType(buf.type).element_type), buf, list(ivs))
 
@@ -210,6 +225,8 @@ class KernelInfo:
     # run-time check sites of the kernel and of those EDSL functions: [code, file, line, col]
     sites: list = field(default_factory=list)
     stored: list | None = None          # pointer parameters stores may go through (None: unknown)
+    spills: list[SpillRecord] = field(default_factory=list)   # tiles kept in MRAM
+    scratch_bytes: int = 0              # the DPU's MRAM scratch they take
 
     @property
     def wram_bytes(self) -> int:
@@ -226,7 +243,7 @@ class Converter:
 
     def __init__(self, info: KernelInfo, entry: ir.Block, ctx_arg: ir.Value,
                  program_ids: list[ir.Value], num_programs: list[ir.Value], debug: bool,
-                 wram: ir.Value, tasklets: int = 1, module_body=None):
+                 wram: ir.Value, tasklets: int = 1, module_body=None, plan: SpillPlan | None = None):
         self.info = info
         self.entry = entry
         self.ctx_arg = ctx_arg
@@ -258,6 +275,10 @@ class Converter:
                 slot = llvm.getelementptr(llvm.PointerType.get(), ctx_arg, [], [Ctx.TID], i64, 0)
                 self.me = arith.index_cast(ir.IndexType.get(), llvm.load(i64, slot))
         self.wram = WramLayout(wram, self._alloca_ip, tasklets, self.me)
+        self.spill = SpillSpace(self, plan)
+        self._tile_keys = 0                # tile buffers asked for so far (their plan keys)
+        self._wram_only = 0                # lowering an EDSL region call: its tiles stay in WRAM
+        self.dots: list[DotNeed] = []      # the tl.dot ops lowered, for a spill plan
 
     # -- errors --------------------------------------------------------------
     def error(self, op, message: str) -> CompileError:
@@ -289,6 +310,10 @@ class Converter:
         if isinstance(new, Tile) and new.buf is None and new.cost > self.RECOMPUTE_LIMIT \
                 and self.uses.get(value, 0) > 1:
             new = self.materialize(new, f"result of {op.name}" if op else "intermediate", op)
+        if isinstance(new, Tile) and new.buf is not None and in_wram(new.buf):
+            record = self.wram.by_view.get(new.buf)
+            if record is not None:                 # (how much it is used: the spill order)
+                record.uses += self.uses.get(value, 0)
         self.values[value] = new
 
     def count_uses(self, region_op) -> None:
@@ -327,10 +352,34 @@ class Converter:
         return arith.trunci(t, v)
 
     # -- buffers ---------------------------------------------------------------
-    def alloca(self, shape, elem: ir.Type, what: str, op=None) -> ir.Value:
-        """A WRAM buffer for a `shape` x `elem` tile (laid out by `finish`)."""
-        return self.wram.buffer(shape, buffer_type(elem), byte_size(elem) * _prod(shape), what,
-                                user_location(op.location) if op is not None else None)
+    def alloca(self, shape, elem: ir.Type, what: str, op=None):
+        """A buffer for a `shape` x `elem` tile: a WRAM view (laid out by
+        `finish`), or a tile kept in MRAM when the spill plan says so."""
+        key = self._tile_keys
+        self._tile_keys += 1
+        es = byte_size(elem)
+        loc = user_location(op.location) if op is not None else None
+        if self.spill.spills(key) and not self._wram_only:
+            return self.spill.buffer(key, shape, buffer_type(elem), es, what, loc)
+        return self.wram.buffer(shape, buffer_type(elem), es * _prod(shape), what, loc, key=key,
+                                spillable=not self._wram_only, es=es)
+
+    def dot_panels(self, need: DotNeed):
+        """Record a tl.dot for spill plans; its `spill.Panels` when the plan
+        keeps an operand or its result in MRAM (None: it runs unblocked)."""
+        number = len(self.dots)
+        self.dots.append(need)
+        panels = self.spill.plan.dots[number] if self.spill.plan is not None else None
+        assert panels is not None or not any(self.spill.spills(k) for k in (need.a, need.b, need.out)
+                                             if k is not None), "a spilled tl.dot without panels"
+        return panels
+
+    def tile_key(self, buf) -> int | None:
+        """The plan key of a tile buffer (None: not one a plan can name)."""
+        if isinstance(buf, SpillBuffer):
+            return buf.key
+        record = self.wram.by_view.get(buf)
+        return record.key if record is not None else None
 
     def staging(self, nbytes: int) -> ir.Value:
         """This tasklet's WRAM staging buffer for DMA transfers (an i64 address)."""
@@ -340,23 +389,40 @@ class Converter:
         """The steps after the walk: drop the barrier anchors, lay WRAM out."""
         self.barriers.finish()
         self.info.wram = self.wram.layout()
+        self.info.spills = self.spill.records
+        self.info.scratch_bytes = self.spill.bytes
 
     def materialize(self, t: Tile, what: str, op=None) -> Tile:
-        """`t` as a WRAM buffer (a no-op when it already is one)."""
-        if t.buf is not None:
+        """`t` as a buffer (a no-op when it already is one; in WRAM for an
+        EDSL region)."""
+        if t.buf is not None and in_wram(t.buf) and self._wram_only:
+            record = self.wram.by_view.get(t.buf)
+            if record is not None:         # (kept in MRAM, it would need a WRAM copy anyway)
+                record.spillable = False
+        if t.buf is not None and (in_wram(t.buf) or not self._wram_only):
             return t
-        buf = self.alloca(t.shape, t.elem, what, op)
+        if t.buf is not None:          # a spilled tile's WRAM copy (not a tile a plan names)
+            buf = self.wram.buffer(t.shape, buffer_type(t.elem), byte_size(t.elem) * _prod(t.shape), what,
+                                   user_location(op.location) if op is not None else None)
+        else:
+            buf = self.alloca(t.shape, t.elem, what, op)
         self.fill(buf, t)
         if self.barriers.in_region:
             self.barriers.sync()
         # (closed forms along the rows stay true of the buffer's values)
         return Tile(t.shape, t.elem, buf=buf, row=t.row, lanes=t.lanes, barriers=self.barriers)
 
-    def fill(self, buf: ir.Value, t: Tile) -> None:
-        """Store every element of `t` into `buf`."""
-        def body(ivs):
-            store_elem(self.barriers, t.at(ivs), buf, ivs)
-        self.par_nest(t.shape, body)
+    def fill(self, buf, t: Tile) -> None:
+        """Store every element of `t` into `buf` (the window lines it reads
+        end with the fill: it may run inside a loop of the op lowered)."""
+        with self.spill.scope():
+            if isinstance(buf, SpillBuffer):
+                buf.fill(t)
+                return
+
+            def body(ivs):
+                store_elem(self.barriers, t.at(ivs), buf, ivs)
+            self.par_nest(t.shape, body)
 
     def loop_nest(self, shape, body, outer=()) -> None:
         """Emit `body(outer + ivs)` inside a nest of `scf.for` loops over `shape`."""
@@ -433,12 +499,16 @@ class Converter:
             else:
                 raise self.error(op, f"operation '{name}' is not supported by the DPU backend")
         self._op_location = op.location
-        with op.location, self.barriers.op(region=name == "func.call"):
+        region = name == "func.call"
+        self._wram_only += region
+        with op.location, self.barriers.op(region=region), self.spill.scope():
             try:
                 fn(self, op.operation)
             except ValueError as err:       # e.g. an element type with no MRAM layout (fp8)
                 raise self.error(op, f"operation '{name}' is not supported by the DPU backend: "
                                      f"{err}") from None
+            finally:
+                self._wram_only -= region
 
 
 def _prod(shape) -> int:

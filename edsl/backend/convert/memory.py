@@ -24,6 +24,11 @@ segments that are whole words at once; segments needing a read-modify-write
 of a word another tasklet may write (ragged ends, holes, scattered elements)
 are stored afterwards by tasklet 0, in order, between barriers (skipped when
 the closed form shows there are none).
+
+A row segment is at most one 2048-byte transfer of lanes (so the staging
+buffers stay small). A load whose result is a tile kept in MRAM (`spill`)
+writes each line of it into the tile's WRAM window and from there to MRAM;
+a store of such a tile reads its lines through the window.
 """
 from __future__ import annotations
 
@@ -34,8 +39,9 @@ from mlir.dialects import arith, llvm, scf
 
 from ...dpu.abi import DMA as DMA_FN, DMA_MAX_BYTES, READ, WRITE
 
-from .core import (Tile, and_valid, buffer_type, byte_size, from_stored, is_float, is_tensor, load_elem,
-                   lowers, pointee, scalar_type, store_elem, to_stored)
+from .core import (Tile, and_valid, buffer_type, byte_size, from_stored, in_wram, is_float, is_tensor,
+                   load_elem, lowers, pointee, scalar_type, store_elem, to_stored)
+from .spill import SpillBuffer
 
 
 
@@ -191,6 +197,24 @@ class RowSegment:
             conv.barriers.note_buffer(buf, self.ivs(self.j0), write)
 
 
+class BufferRows:
+    """The rows of a WRAM buffer, as a load writes its row segments into them
+    (`spill.LineTarget` is the same for a line of a tile kept in MRAM)."""
+
+    def __init__(self, conv, buf, es: int):
+        self.conv, self.buf, self.es = conv, buf, es
+        self.length = ir.MemRefType(buf.type).shape[-1]
+
+    def row_addr(self, rivs) -> ir.Value:
+        return _row_addr(self.conv, self.buf, rivs, self.es)
+
+    def store(self, v, ivs) -> None:
+        store_elem(self.conv.barriers, v, self.buf, ivs)
+
+    def note(self, seg, write: bool) -> None:
+        seg.note(self.conv, self.buf, write)
+
+
 def _active_span(conv, seg: RowSegment):
     """(first, last, count) of the active lanes of a row segment, as i64
     (-1, -1, 0: none)."""
@@ -304,12 +328,13 @@ def _segments(conv, shape, body, ptrs, mask, t, es: int):
             _split(conv, lo, hi, lanes, lambda j0, j1: segment([], j0, j1, True))
         return
     conv.par_nest(shape[:-1], lambda rivs: _split(conv, conv.index(0), conv.index(length), lanes,
-                                                  lambda j0, j1: segment(rivs, j0, j1, False)), shape)
+                                                  lambda j0, j1: segment(rivs, j0, j1, False), length), shape)
 
 
-def _split(conv, lo, hi, seg: int, fn) -> None:
-    """fn(j0, j1) over [lo, hi) in pieces of at most `seg` lanes."""
-    if conv.tasklets == 1:
+def _split(conv, lo, hi, seg: int, fn, length: int | None = None) -> None:
+    """fn(j0, j1) over [lo, hi) in pieces of at most `seg` lanes (`length`:
+    hi - lo when known)."""
+    if length is not None and length <= seg:
         fn(lo, hi)
         return
     loop = scf.ForOp(lo, hi, conv.index(seg))
@@ -321,10 +346,8 @@ def _split(conv, lo, hi, seg: int, fn) -> None:
 
 def _seg_chunk(conv, shape, es: int) -> int:
     """Lanes of one row segment (the staging buffer holds one)."""
-    if conv.tasklets == 1:
-        return shape[-1]
     cap = max(8, DMA_MAX_BYTES // es // 8 * 8)
-    if len(shape) == 1:
+    if len(shape) == 1 and conv.tasklets > 1:
         return min(conv.chunk(shape), shape[0], cap)
     return min(shape[-1], cap)
 
@@ -352,21 +375,22 @@ def _bytes_of(base, lo, hi, es: int):
 
 
 def _load_row(conv, seg: RowSegment, other, out):
-    """Load a row segment into WRAM buffer `out` (`other`, or 0, on inactive lanes)."""
+    """Load a row segment into the rows `out` (`BufferRows` or a
+    `spill.LineTarget`; `other`, or 0, on inactive lanes)."""
     t, es, rivs = seg.t, seg.es, seg.rivs
 
     def other_at(ivs):
         return other.at(ivs) if isinstance(other, Tile) else (other if other is not None else _zero(t))
 
     def fill_other(lo, hi):
-        seg.lanes(conv, lo, hi, lambda j: store_elem(conv.barriers, other_at(seg.ivs(j)), out, seg.ivs(j)))
+        seg.lanes(conv, lo, hi, lambda j: out.store(other_at(seg.ivs(j)), seg.ivs(j)))
 
     def fast(lo, hi, n, p0, nb, a0, a1, span):
-        dst = arith.addi(_row_addr(conv, out, rivs, es), arith.muli(lo, _c(es)))
+        dst = arith.addi(out.row_addr(rivs), arith.muli(lo, _c(es)))
         aligned = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, p0, a0),
                              arith.cmpi(arith.CmpIPredicate.eq, arith.andi(arith.ori(nb, dst), _c(7)), _c(0)))
         some = arith.cmpi(arith.CmpIPredicate.sgt, n, _c(0))
-        seg.note(conv, out, True)
+        out.note(seg, True)
 
         def direct():
             dma_span(conv, a0, dst, nb, READ)
@@ -378,13 +402,12 @@ def _load_row(conv, seg: RowSegment, other, out):
 
             def lane(j):
                 v = lane_read(src, arith.index_cast(_i64(), j), t)
-                store_elem(conv.barriers, v, out, seg.ivs(j))
+                out.store(v, seg.ivs(j))
             seg.lanes(conv, _idx(lo), _idx(hi), lane)
         _if(some, lambda: _if_else_none(aligned, direct, staged))
         fill_other(seg.j0, _idx(lo))
         fill_other(_idx(hi), seg.j1)
-    _row_access(conv, seg, ir.MemRefType(out.type).shape[-1], fast,
-                lambda: _load_row_general(conv, seg, other_at, out))
+    _row_access(conv, seg, out.length, fast, lambda: _load_row_general(conv, seg, other_at, out))
 
 
 def _row_access(conv, seg: RowSegment, length: int, fast, general) -> None:
@@ -434,7 +457,7 @@ def _load_row_general(conv, seg: RowSegment, other_at, out):
             v = _if_else(seg.active(j), t,
                          lambda: mem_read(arith.addi(seg.stg, arith.subi(seg.ptrs.at(ivs), a0)), t),
                          lambda: other_at(ivs))
-            store_elem(conv.barriers, v, out, ivs)
+            out.store(v, ivs)
         seg.lanes(conv, seg.j0, seg.j1, lane)
 
     def element_path():
@@ -443,7 +466,7 @@ def _load_row_general(conv, seg: RowSegment, other_at, out):
             v = _if_else(seg.active(j), t,
                          lambda: element_read(conv, seg.ptrs.at(ivs), t, seg.stg),
                          lambda: other_at(ivs))
-            store_elem(conv.barriers, v, out, ivs)
+            out.store(v, ivs)
         seg.lanes(conv, seg.j0, seg.j1, lane)
     _if_else_none(fast, dma_path, element_path)
 
@@ -457,7 +480,7 @@ def _store_row(conv, seg: RowSegment, value, mode: str):
         clean = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, p0, a0),
                            arith.cmpi(arith.CmpIPredicate.eq, arith.andi(nb, _c(7)), _c(0)))
         some = arith.cmpi(arith.CmpIPredicate.sgt, n, _c(0))
-        whole = value.buf is not None and ir.MemRefType(value.buf.type).element_type == _store_t(t)
+        whole = in_wram(value.buf) and ir.MemRefType(value.buf.type).element_type == _store_t(t)
 
         def write_clean():
             if whole:
@@ -558,7 +581,13 @@ def lower_load(conv, op):
     es = byte_size(pointee(ir.RankedTensorType(ptr_t).element_type))
     shape = ptrs.shape
     out = conv.alloca(shape, t, "tt.load result", op)
-    _segments(conv, shape, lambda seg: _load_row(conv, seg, other, out), ptrs, mask, t, es)
+    if isinstance(out, SpillBuffer):
+        stg = conv.staging(out.geo.lanes * es + 16)
+        out.stream(lambda rivs, j0, j1, target, mine: _load_row(
+            conv, RowSegment(ptrs, mask, rivs, j0, j1, t, es, mine, stg), other, target))
+    else:
+        rows = BufferRows(conv, out, es)
+        _segments(conv, shape, lambda seg: _load_row(conv, seg, other, rows), ptrs, mask, t, es)
     conv.set(op.results[0], Tile(shape, t, buf=out, barriers=conv.barriers))
 
 
@@ -589,8 +618,8 @@ def lower_store(conv, op):
     def segment(rivs, j0, j1):
         return RowSegment(ptrs, mask, rivs, j0, j1, t, es, False, conv.staging(seg * es + 16))
     if conv.tasklets == 1:
-        conv.loop_nest(shape[:-1], lambda rivs: rows("all")(segment(rivs, conv.index(0),
-                                                                     conv.index(shape[-1]))))
+        conv.loop_nest(shape[:-1], lambda rivs: _split(conv, conv.index(0), conv.index(shape[-1]), seg,
+                                                       lambda a, b: rows("all")(segment(rivs, a, b)), shape[-1]))
         return
     # Tasklets store the segments that are whole 8-byte words at once; the
     # others (read-modify-write of words two segments may share) follow on
@@ -711,15 +740,18 @@ def _atomic(conv, op, update):
     t = scalar_type(pointee(ir.RankedTensorType(op.operands[0].type).element_type))
     has_mask = op.name == "tt.atomic_rmw" and n_vals == 2
     args, mask = (vals[:-1], vals[-1]) if has_mask else (vals, None)
-    out = conv.alloca(ptr.shape, t, f"{op.name} result", op)
+    used = conv.uses.get(op.results[0], 0) > 0          # (an unused result needs no buffer)
+    out = conv.alloca(ptr.shape, t, f"{op.name} result", op) if used else None
 
     def body(ivs):
         lane_vals = [a.at(ivs) if isinstance(a, Tile) else a for a in args]
         old = _if_else(_lane(mask, ivs), t, lambda: one(ptr.at(ivs), lane_vals, t), lambda: _zero(t))
-        store_elem(conv.barriers, old, out, ivs)
+        if used:
+            store_elem(conv.barriers, old, out, ivs)
     with conv.single():
         conv.loop_nest(ptr.shape, body)
-    conv.set(op.results[0], Tile(ptr.shape, t, buf=out, barriers=conv.barriers))
+    if used:
+        conv.set(op.results[0], Tile(ptr.shape, t, buf=out, barriers=conv.barriers))
 
 
 @lowers("tt.atomic_rmw")

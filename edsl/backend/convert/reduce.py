@@ -4,7 +4,9 @@ tt.histogram, tt.dot, tt.dot_scaled.
 The combine region of a reduction or scan (`sum`, `max`, `argmax`, a user's
 combine function) is lowered once per step of an `scf.for` that carries the
 accumulators, with its block arguments bound to the accumulators and the
-next elements. A reduction whose combine is one commutative op (`sum`,
+next elements. `tl.dot` sums each result element over k in order; with an
+operand or the result kept in MRAM it runs blocked over WRAM panels
+(`_blocked_dot`), in the same order. A reduction whose combine is one commutative op (`sum`,
 `max`, `min`, `and`, ...) over a long axis keeps `LANES` accumulators
 (element i goes to accumulator i mod LANES; they are combined pairwise at
 the end): a fixed order, the same whatever the number of tasklets, that the
@@ -14,11 +16,15 @@ as on GPUs.
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, scf
+from mlir.dialects import arith, memref, scf
 
+from ..ttir_text import user_location
 from .control import lower_body
+from .core import (Tile, byte_size, from_stored, is_float, is_tensor, load_elem, lowers, prod,
+                   scalar_type, store_elem, to_stored)
 from .elementwise import convert_float
-from .core import load_elem, store_elem, Tile, is_float, is_tensor, lowers, scalar_type
+from .spill import DotNeed, SpillBuffer, unflatten
+from .wram import aligned
 
 
 def _combine(conv, block, accs, nexts):
@@ -281,6 +287,13 @@ def lower_dot(conv, op, operands=None):
     flt = is_float(acc_t)
     # Narrower float results (16-bit, fp8) are summed in fp32 and rounded once, as GPUs do.
     sum_t = ir.F32Type.get() if flt and ir.FloatType(acc_t).width < 32 else acc_t
+    panels = conv.dot_panels(DotNeed(conv.tile_key(a.buf), conv.tile_key(b.buf), conv.tile_key(out),
+                                     shape[-2], shape[-1], k_dim, byte_size(a.elem), byte_size(b.elem),
+                                     byte_size(sum_t), byte_size(acc_t), sum_t != acc_t))
+    if panels is not None:
+        _blocked_dot(conv, op, a, b, c, out, sum_t, panels)
+        conv.set(op.results[0], Tile(shape, acc_t, buf=out, barriers=conv.barriers))
+        return
 
     def body(ivs):
         batch, i, j = ivs[:-2], ivs[-2], ivs[-1]
@@ -289,11 +302,199 @@ def lower_dot(conv, op, operands=None):
             k = loop.induction_variable
             x = _widen(a.at(batch + [i, k]), sum_t)
             y = _widen(b.at(batch + [k, j]), sum_t)
-            acc = loop.inner_iter_args[0]
-            scf.yield_([arith.addf(acc, arith.mulf(x, y)) if flt else arith.addi(acc, arith.muli(x, y))])
+            scf.yield_([_fma(loop.inner_iter_args[0], x, y, flt)])
         store_elem(conv.barriers, _widen(loop.results[0], acc_t), out, ivs)
     conv.par_nest(shape, body)
     conv.set(op.results[0], Tile(shape, acc_t, buf=out, barriers=conv.barriers))
+
+
+def _fma(acc, x, y, flt: bool):
+    """acc + x * y, rounded after each op (both paths of tl.dot: the same bits)."""
+    return arith.addf(acc, arith.mulf(x, y)) if flt else arith.addi(acc, arith.muli(x, y))
+
+
+def _blocked_dot(conv, op, a, b, c, out, sum_t, panels) -> None:
+    """tl.dot when an operand or the result is kept in MRAM: a blocked loop
+    over panels of N columns (nb) and K (kb) that fit in WRAM. B's panel
+    (kb x nb) is read into WRAM once for all tasklets, each of which then
+    takes its rows of M: it reads the row's K segment of A, sums into a WRAM
+    row of nb accumulators, and writes the row's result segment. With K in
+    one panel a row is done in one visit; with K split, each tasklet carries
+    `rb` rows' accumulators across the K panels (B's panels are read once
+    per pass over rb rows). Every element is summed in the same order as by
+    the unblocked loop (C, then k = 0, 1, ...), so results are
+    bit-identical."""
+    kb, nb, rb = panels.kb, panels.nb, panels.rb
+    shape = c.shape
+    batch, (m_dim, n_dim), k_dim = shape[:-2], shape[-2:], a.shape[-1]
+    acc_t = c.elem
+    flt = is_float(acc_t)
+    wram, loc = conv.wram, user_location(op.location)
+    a_mram, b_mram, o_mram = (isinstance(x, SpillBuffer) for x in (a.buf, b.buf, out))
+    es_a, es_b, es_sum, es_acc = (byte_size(t) for t in (a.elem, b.elem, sum_t, acc_t))
+    i64 = ir.IntegerType.get_signless(64)
+
+    def c64(v):
+        return arith.constant(i64, v)
+
+    def bytes_of(count, es):                   # (count elements: an index) rounded up to 8 bytes
+        n = arith.muli(arith.index_cast(i64, count), c64(es))
+        return arith.andi(arith.addi(n, c64(7)), c64(-8))
+
+    def addr(view):
+        return arith.index_cast(i64, memref.extract_aligned_pointer_as_index(view))
+
+    # WRAM: B's panel (shared), and each tasklet's rows.
+    panel_w = aligned(nb * es_b) // es_b
+    panel = (wram.buffer((kb, panel_w), b.buf.stored, kb * panel_w * es_b, "tl.dot panel of B", loc)
+             if b_mram else None)
+    acc_w = aligned(nb * es_sum) // es_sum
+    sizes = [("acc", (rb, acc_w), es_sum, sum_t)]
+    if a_mram:
+        sizes.append(("a", (aligned(kb * es_a) // es_a,), es_a, a.buf.stored))
+    if o_mram and sum_t != acc_t:
+        sizes.append(("out", (aligned(nb * es_acc) // es_acc,), es_acc, out.stored))
+    block = wram.private(sum(prod(n) * es for _, n, es, _ in sizes), "tl.dot rows", loc)
+    views, at = {}, 0
+    for name, n, es, t in sizes:
+        views[name] = wram.view(block, at, list(n), t)
+        at += prod(n) * es
+    acc = views["acc"]
+    with conv._alloca_ip, ir.Location.unknown():
+        row_addrs = {name: addr(v) for name, v in views.items()}
+
+    def widen_at(tile, ivs):
+        return _widen(tile.at(ivs), sum_t)
+
+    def lanes(count, body):
+        loop = scf.ForOp(conv.index(0), count, conv.index(1))
+        with ir.InsertionPoint(loop.body):
+            body(loop.induction_variable)
+            scf.yield_([])
+
+    def load_panel(bivs, k0, rows, n0, nw):
+        """B[bivs, k0:k0+rows, n0:n0+nw] into the panel, rows shared out."""
+        def row(kvs):
+            kk = kvs[0]
+            guard = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, kk, rows), [], has_else=False)
+            with ir.InsertionPoint(guard.then_block):
+                k = arith.addi(k0, kk)
+                conv.barriers.note_buffer(b.buf, bivs + [k, n0], False)
+                conv.barriers.note_buffer(panel, [kk], True)
+                dst = arith.addi(addr(panel), arith.muli(arith.index_cast(i64, kk), c64(panel_w * es_b)))
+                b.buf.read_row(bivs + [k], n0, bytes_of(nw, es_b), dst)
+                scf.yield_([])
+        conv.par_nest((kb,), row, (kb, panel_w))
+
+    def start(bivs, i, r, n0, nw):
+        """Accumulator row r of result row i: C's values."""
+        lanes(nw, lambda jj: memref.store(widen_at(c, bivs + [i, arith.addi(n0, jj)]), acc, [r, jj]))
+
+    def step(bivs, i, r, k0, rows, n0, nw):
+        """Accumulator row r += A[i, k0:k0+rows] @ B's panel."""
+        if a_mram:
+            conv.barriers.note_buffer(a.buf, bivs + [i, k0], False)
+            a.buf.read_row(bivs + [i], k0, bytes_of(rows, es_a), row_addrs["a"])
+
+        def kstep(kk):
+            k = arith.addi(k0, kk)
+            x = (_widen(from_stored(memref.load(views["a"], [kk]), a.elem), sum_t) if a_mram
+                 else widen_at(a, bivs + [i, k]))
+
+            def lane(jj):
+                y = (_widen(load_elem(conv.barriers, panel, [kk, jj], b.elem), sum_t) if b_mram
+                     else widen_at(b, bivs + [k, arith.addi(n0, jj)]))
+                memref.store(_fma(memref.load(acc, [r, jj]), x, y, flt), acc, [r, jj])
+            lanes(nw, lane)
+        lanes(rows, kstep)
+
+    def finish(bivs, i, r, n0, nw):
+        """Result row i's segment from accumulator row r, rounded to the result type."""
+        def result(jj):
+            return _widen(memref.load(acc, [r, jj]), acc_t)
+        if not o_mram:
+            lanes(nw, lambda jj: store_elem(conv.barriers, result(jj), out, bivs + [i, arith.addi(n0, jj)]))
+            return
+        src = arith.addi(row_addrs["acc"], arith.muli(arith.index_cast(i64, r), c64(acc_w * es_sum)))
+        if sum_t != acc_t:
+            lanes(nw, lambda jj: memref.store(to_stored(result(jj), out.stored), views["out"], [jj]))
+            src = row_addrs["out"]
+        conv.barriers.note_buffer(out, bivs + [i, n0], True)
+        out.write_row(bivs + [i], n0, bytes_of(nw, es_acc), src)
+
+    zero = conv.index(0)
+
+    def per_columns(bivs):
+        def panel_columns(n0):
+            nw = arith.minsi(conv.index(nb), arith.subi(conv.index(n_dim), n0))
+            if kb == k_dim:                    # a row in one visit
+                if b_mram:
+                    load_panel(bivs, zero, conv.index(k_dim), n0, nw)
+
+                def row(ivs):
+                    start(bivs, ivs[0], zero, n0, nw)
+                    step(bivs, ivs[0], zero, zero, conv.index(k_dim), n0, nw)
+                    finish(bivs, ivs[0], zero, n0, nw)
+                conv.par_nest((m_dim,), row, (m_dim, n_dim))
+                return
+            # K split: passes over rb of this tasklet's rows, their accumulators
+            # carried across the K panels.
+            lo, hi = conv.my_range((m_dim, n_dim)) if conv.tasklets > 1 else (zero, conv.index(m_dim))
+
+            def my_rows(p, body):
+                """body(i, r) for row r < rb of pass p of this tasklet's rows."""
+                def rows():
+                    def each(r):
+                        i = arith.addi(lo, arith.addi(arith.muli(p, conv.index(rb)), r))
+                        live = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, i, hi), [], has_else=False)
+                        with ir.InsertionPoint(live.then_block):
+                            conv.barriers.mine(i)
+                            body(i, r)
+                            scf.yield_([])
+                    lanes(conv.index(rb), each)
+                if conv.tasklets == 1:
+                    rows()
+                else:
+                    with conv.barriers.divergent(conv.owner((m_dim, n_dim))):
+                        rows()
+
+            def one_pass(p):
+                def kpanel(k0):
+                    depth = arith.minsi(conv.index(kb), arith.subi(conv.index(k_dim), k0))
+                    if b_mram:
+                        load_panel(bivs, k0, depth, n0, nw)
+                    first = arith.cmpi(arith.CmpIPredicate.eq, k0, zero)
+
+                    def compute(i, r):
+                        init = scf.IfOp(first, [], has_else=False)
+                        with ir.InsertionPoint(init.then_block):
+                            start(bivs, i, r, n0, nw)
+                            scf.yield_([])
+                        step(bivs, i, r, k0, depth, n0, nw)
+                    my_rows(p, compute)
+                _uniform_loop(conv, 0, k_dim, kb, kpanel)
+                my_rows(p, lambda i, r: finish(bivs, i, r, n0, nw))
+            rows_each = -(-m_dim // conv.tasklets)
+            _uniform_loop(conv, 0, -(-rows_each // rb), 1, one_pass)
+        _uniform_loop(conv, 0, n_dim, nb, panel_columns)
+
+    if batch:
+        _uniform_loop(conv, 0, prod(batch), 1, lambda bi: per_columns(unflatten(bi, batch)))
+    else:
+        per_columns([])
+
+
+def _uniform_loop(conv, lo: int, hi: int, step: int, body) -> None:
+    """An scf.for every tasklet runs alike (as control.lower_for: nothing
+    pending when it starts, a barrier at the end of its body if the next
+    iteration's first accesses need one)."""
+    conv.barriers.sync_if_dirty()
+    loop = scf.ForOp(conv.index(lo), conv.index(hi), conv.index(step))
+    with ir.InsertionPoint(loop.body), conv.barriers.branch():
+        cycle = conv.barriers.cycle_begin(loop.body)
+        body(loop.induction_variable)
+        conv.barriers.cycle_end(cycle)
+        scf.yield_([])
 
 
 @lowers("tt.dot_scaled")

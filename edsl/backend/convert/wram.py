@@ -2,12 +2,17 @@
 
 The converted kernel receives the DPU's WRAM (64 KiB, shared by its tasklets)
 as a `memref<?xi8>`; each buffer is a `memref.view` of it at a fixed offset,
-created at the kernel's entry (never inside a loop), and each tasklet has a
-DMA staging buffer of its own after the shared buffers. The conversion asks
-for buffers as it goes (`buffer`, `staging`: the views start at placeholder
-offsets); `layout`, a step after it, gives each its offset (8-byte aligned,
-in the order asked for), sizes the staging buffers for the largest transfer
-seen, and records the budget that `check` compares with the DPU's WRAM.
+created at the kernel's entry (never inside a loop). Shared buffers (tiles)
+come first, then the buffers each tasklet has a copy of (`private`: the
+windows and panels of tiles kept in MRAM, see `spill`), then each tasklet's
+DMA staging buffer. The conversion asks for buffers as it goes (`buffer`,
+`private`, `staging`: the views start at placeholder offsets); `layout`, a
+step after it, gives each its offset (8-byte aligned, in the order asked
+for), sizes the staging buffers for the largest transfer seen, and records
+the budget that `check` compares with the DPU's WRAM.
+
+A tile buffer carries its request number (`key`): the spill plan
+(`spill.plan`) names the tiles a second conversion keeps in MRAM by it.
 """
 from __future__ import annotations
 
@@ -16,18 +21,25 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, memref
 
+from ...dpu.abi import DMA_ALIGN
 from ...errors import DpuError, SourceLoc
 
 
 @dataclass
 class WramBuffer:
-    nbytes: int
+    nbytes: int                  # WRAM bytes, every tasklet's copy included
     what: str
     loc: SourceLoc | None
+    key: int | None = None       # a tile buffer's request number
+    spillable: bool = False      # may live in MRAM instead (not an EDSL region's operand)
+    uses: int = 0                # TTIR uses of the values it holds
+    shape: tuple = ()            # (tile buffers) elements
+    es: int = 0                  # ... and bytes per element
 
 
-def _aligned(n: int) -> int:
-    return (n + 7) // 8 * 8
+def aligned(n: int) -> int:
+    """`n` bytes rounded up to the DMA alignment (buffers, rows and lines start aligned)."""
+    return -(-n // DMA_ALIGN) * DMA_ALIGN
 
 
 class WramLayout:
@@ -38,17 +50,43 @@ class WramLayout:
     def __init__(self, wram: ir.Value, ip: ir.InsertionPoint, tasklets: int, me: ir.Value | None):
         self.wram, self.ip, self.tasklets, self.me = wram, ip, tasklets, me
         self.buffers: list[tuple[WramBuffer, ir.Operation]] = []   # (record, offset constant)
+        self.private_buffers: list[tuple[WramBuffer, ir.Operation, int]] = []  # (.., bytes each)
+        self.by_view: dict = {}                                     # view -> its record
         self.staging_bytes = 0
         self._staging: ir.Value | None = None
         self._staging_off = self._staging_size = None
 
-    def buffer(self, shape, stored: ir.Type, nbytes: int, what: str, loc: SourceLoc | None) -> ir.Value:
+    def buffer(self, shape, stored: ir.Type, nbytes: int, what: str, loc: SourceLoc | None,
+               key: int | None = None, spillable: bool = False, es: int = 0) -> ir.Value:
         """A buffer of `shape` x `stored` elements (`nbytes` in all) for `what`."""
         with self.ip, ir.Location.unknown():
             offset = arith.constant(ir.IndexType.get(), 0)
             view = memref.view(ir.MemRefType.get(list(shape), stored), self.wram, offset, [])
-        self.buffers.append((WramBuffer(_aligned(nbytes), what, loc), offset.owner))
+        record = WramBuffer(aligned(nbytes), what, loc, key, spillable, 0, tuple(shape), es)
+        self.buffers.append((record, offset.owner))
+        self.by_view[view] = record
         return view
+
+    def private(self, nbytes: int, what: str, loc: SourceLoc | None = None) -> ir.Value:
+        """`nbytes` of which each tasklet has its own copy: this tasklet's, as
+        a memref<nbytes x i8> (`view` cuts typed buffers from it)."""
+        each = aligned(nbytes)
+        index = ir.IndexType.get()
+        with self.ip, ir.Location.unknown():
+            offset = arith.constant(index, 0)
+            at = offset
+            if self.me is not None:
+                at = arith.addi(offset, arith.muli(self.me, arith.constant(index, each)))
+            view = memref.view(ir.MemRefType.get([each], ir.IntegerType.get_signless(8)), self.wram, at, [])
+        self.private_buffers.append((WramBuffer(each * self.tasklets, what, loc), offset.owner, each))
+        return view
+
+    def view(self, block: ir.Value, at: int, shape, stored: ir.Type) -> ir.Value:
+        """A typed buffer `at` bytes into `block` (a `private` block), made at
+        the kernel's entry."""
+        with self.ip, ir.Location.unknown():
+            return memref.view(ir.MemRefType.get(list(shape), stored), block,
+                               arith.constant(ir.IndexType.get(), at), [])
 
     def staging(self, nbytes: int) -> ir.Value:
         """This tasklet's staging buffer for DMA transfers of up to `nbytes`
@@ -70,14 +108,21 @@ class WramLayout:
     def layout(self) -> list[WramBuffer]:
         """Give every buffer its offset; the buffers, staging last."""
         offset, out = 0, []
+        index = ir.IndexType.get()
         for record, constant in self.buffers:
-            constant.attributes["value"] = ir.IntegerAttr.get(ir.IndexType.get(), offset)
+            constant.attributes["value"] = ir.IntegerAttr.get(index, offset)
             offset += record.nbytes
+            out.append(record)
+        for record, constant, each in self.private_buffers:
+            constant.attributes["value"] = ir.IntegerAttr.get(index, offset)
+            offset += record.nbytes
+            if self.tasklets > 1:
+                record.what += f" ({self.tasklets} tasklets x {each} bytes)"
             out.append(record)
         if self._staging is None:
             return out
         i64 = ir.IntegerType.get_signless(64)
-        nbytes = _aligned(self.staging_bytes)
+        nbytes = aligned(self.staging_bytes)
         self._staging_off.attributes["value"] = ir.IntegerAttr.get(i64, offset)
         what = "DMA staging buffer"
         if self._staging_size is not None:
@@ -87,16 +132,24 @@ class WramLayout:
         return out
 
 
+def wram_limit(limit: int | None) -> int:
+    from ...dpu.abi import WRAM_BYTES
+    return WRAM_BYTES if limit is None else limit
+
+
 def check(name: str, buffers: list[WramBuffer], limit: int | None) -> None:
     """A kernel whose WRAM buffers exceed the DPU's WRAM fails at compile time."""
-    from ...dpu.abi import WRAM_BYTES
-    limit = WRAM_BYTES if limit is None else limit
+    limit = wram_limit(limit)
     total = sum(b.nbytes for b in buffers)
     if total <= limit:
         return
-    largest = sorted(buffers, key=lambda b: -b.nbytes)[:3]
-    parts = ", ".join(f"{b.nbytes} bytes for the {b.what}"
-                      + (f" at line {b.loc.lineno}" if b.loc else "") for b in largest)
     raise DpuError(f"kernel '{name}' needs {total} bytes of WRAM, more than the "
-                   f"{limit} bytes of a DPU; largest buffers: {parts}",
-                   next((b.loc for b in largest if b.loc), None))
+                   f"{limit} bytes of a DPU; largest buffers: {largest(buffers)}",
+                   next((b.loc for b in sorted(buffers, key=lambda b: -b.nbytes)[:3] if b.loc), None))
+
+
+def largest(buffers: list[WramBuffer], count: int = 3) -> str:
+    """The `count` largest buffers, in words."""
+    top = sorted(buffers, key=lambda b: -b.nbytes)[:count]
+    return ", ".join(f"{b.nbytes} bytes for the {b.what}" + (f" at line {b.loc.lineno}" if b.loc else "")
+                     for b in top)

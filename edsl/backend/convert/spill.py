@@ -1,0 +1,719 @@
+"""Tiles kept in MRAM: a tile buffer that does not fit in WRAM lives in the
+DPU's MRAM scratch and is streamed through WRAM by DMA, as DPU programs keep
+big data in MRAM.
+
+Which tiles (`plan`). The conversion first keeps every tile in WRAM. When
+its buffers exceed the DPU's WRAM, `plan` picks tile buffers to keep in MRAM
+instead, the largest first (then those whose values are used least), never
+the DMA staging buffers or an EDSL region's operands (an EDSL function
+reads its tile operands in WRAM), until the rest fits together with what
+the spilled tiles need in WRAM: a window per tile and tasklet, and the
+panels of each `tl.dot` with a spilled operand or result. The conversion is
+then run again with that plan (`SpillPlan`: tile buffers named by their
+request number). What cannot fit that way is a compile error saying what
+stays in WRAM.
+
+Where. The scratch is per DPU, in its MRAM after the launch's arrays (the
+model places it in the launch's MRAM image: `edsl.backend.model`); the
+kernel finds it in its launch context (`Ctx.SCRATCH`). Tiles are laid out
+one after another, row-major, each row (the last dimension) padded to 8
+bytes, so that every row starts 8-byte aligned.
+
+Lines. A spilled tile is moved by *lines*: a segment of a row, or whole
+rows, of at most the plan's line size (<= 2048 bytes: one DMA transfer,
+8-byte aligned, a multiple of 8 bytes). A line never holds elements that
+two tasklets write (see `geometry`).
+
+Access.
+- Writes that produce a whole tile (a load's result, a materialized tile,
+  a `tl.dot` result) stream it: each line is computed in the tile's WRAM
+  window and written to MRAM by one transfer (`SpillBuffer.stream`).
+- Any other element access goes through the window as a one-line cache
+  (`SpillBuffer.load` / `store`): a miss writes the window's line back if
+  it was changed and reads the needed one (`__dpu_spill_swap`). A line is
+  valid only within the op (or fill) that brought it in: at its end the
+  window is written back if changed and forgotten (`SpillSpace.scope`), so
+  a tasklet never reads a line another tasklet has changed since, and the
+  barriers the access record places (it records spilled tiles as buffers)
+  come after the write-backs.
+- `tl.dot` reads rows of its spilled operands into its panels by DMA
+  (reduce.py).
+Every spill transfer goes through the one DMA routine and is also counted
+in the context's SPILL_* slots, which the launch report shows.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith, func, llvm, memref, scf
+
+from ...dpu.abi import DMA, DMA_MAX_BYTES, DMA_MIN_BYTES, MRAM_ADDRSPACE, MRAM_BYTES, READ, WRITE, Ctx
+from ...errors import DpuError
+from .barriers import chunk
+from .wram import WramBuffer, aligned, largest
+
+SWAP = "__dpu_spill_swap"        # (base, state, data, line, segs, unit, seg, total, site, ctx)
+FLUSH = "__dpu_spill_flush"      # (base, state, data, segs, unit, seg, total, site, ctx)
+SPILL_DMA = "__dpu_spill_dma"    # (mram, wram, nbytes, direction, site, ctx): a counted transfer
+# Line sizes tried, largest first: the legal DMA sizes that are powers of two.
+LINE_CAPS = tuple(DMA_MAX_BYTES >> i for i in range(DMA_MAX_BYTES.bit_length())
+                  if DMA_MAX_BYTES >> i >= DMA_MIN_BYTES)
+STATE_BYTES = 16                 # a window's line tag (line + 1; 0: none) and changed flag
+
+
+def _prod(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+# ---- geometry ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Geometry:
+    """The MRAM layout and lines of a spilled tile: rows of `pitch` bytes, a
+    line `lanes` elements of one row (segments) or `rows` whole rows."""
+    shape: tuple
+    es: int              # bytes per element
+    lanes: int
+    rows: int
+
+    @property
+    def n(self) -> int:
+        return self.shape[-1]
+
+    @property
+    def pitch(self) -> int:
+        return aligned(self.n * self.es)
+
+    @property
+    def row_count(self) -> int:
+        return _prod(self.shape[:-1])
+
+    @property
+    def total(self) -> int:
+        return self.row_count * self.pitch
+
+    @property
+    def segs(self) -> int:
+        return -(-self.n // self.lanes)
+
+    @property
+    def unit(self) -> int:
+        """Bytes between the starts of consecutive line groups."""
+        return self.rows * self.pitch
+
+    @property
+    def seg(self) -> int:
+        """Bytes of a full line."""
+        return self.lanes * self.es if self.segs > 1 else self.unit
+
+
+def geometry(shape, es: int, cap: int, tasklets: int) -> Geometry:
+    """Lines of at most `cap` bytes that never hold elements two tasklets
+    write: tasklets write chunks of the first dimension (`barriers.chunk`),
+    so with several tasklets a line of a rank-1 tile divides a chunk, and
+    whole rows are grouped only within one index of the first dimension."""
+    shape = tuple(shape)
+    n = shape[-1]
+    pitch = aligned(n * es)
+    if len(shape) == 1 and tasklets > 1:
+        c = chunk(shape, tasklets) // 8
+        cap = max(cap, 8 * es)
+        m = max(d for d in range(1, c + 1) if c % d == 0 and 8 * d * es <= cap)
+        return Geometry(shape, es, min(8 * m, n), 1)
+    if pitch <= cap:
+        pool = _prod(shape[:-1]) if tasklets == 1 else _prod(shape[1:-1])
+        g = max(d for d in range(1, min(pool, cap // pitch) + 1) if pool % d == 0)
+        return Geometry(shape, es, n, g)
+    return Geometry(shape, es, max(1, cap // es), 1)
+
+
+# ---- the plan ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DotNeed:
+    """A `tl.dot` as the plan sees it: its operand and result buffers (tile
+    keys, None: not a tile buffer) and what its panels hold."""
+    a: int | None
+    b: int | None
+    out: int | None
+    m: int
+    n: int
+    k: int
+    es_a: int
+    es_b: int
+    es_sum: int          # the accumulator's element (fp32 for 16-bit float results)
+    es_acc: int          # the result's element
+    narrow: bool         # the result is rounded from the accumulator
+
+
+@dataclass(frozen=True)
+class SpillPlan:
+    tiles: frozenset     # keys of the tile buffers kept in MRAM
+    line_cap: int        # bytes of a line (window) at most
+    dots: tuple          # per tl.dot in lowering order: its `Panels`, or None
+
+
+@dataclass(frozen=True)
+class Panels:
+    """A blocked `tl.dot`'s WRAM panels: kb x nb of B, rb accumulator rows
+    of nb per tasklet (rb > 1 only when K is split: kb < K)."""
+    kb: int
+    nb: int
+    rb: int
+
+
+def dot_panels(need: DotNeed, spilled, p: Panels, tasklets: int) -> int:
+    """WRAM bytes of a blocked `tl.dot`: a shared panel of B (kb x nb) when B
+    is in MRAM; per tasklet rb accumulator rows (nb), a row segment of A (kb)
+    when A is in MRAM, and a rounded result row when the result is."""
+    shared = p.kb * aligned(p.nb * need.es_b) if need.b in spilled else 0
+    each = p.rb * aligned(p.nb * need.es_sum)
+    if need.a in spilled:
+        each += aligned(p.kb * need.es_a)
+    if need.out in spilled and need.narrow:
+        each += aligned(p.nb * need.es_acc)
+    return shared + tasklets * each
+
+
+def _transfers(count: int, nbytes: int) -> float:
+    """The DMA time (cycles, the timing model's figures) of `count` transfers
+    of `nbytes` each, each cut at 2048 bytes."""
+    from ...dpu.timing import ALPHA_READ, BETA
+    return count * (_ceil_div(nbytes, DMA_MAX_BYTES) * ALPHA_READ + BETA * nbytes)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def dot_cost(need: DotNeed, spilled, p: Panels, tasklets: int) -> float:
+    """The DMA time of a blocked `tl.dot` (per matrix of the batch): B's
+    panels, A's row segments, the result's rows."""
+    n_panels = _ceil_div(need.n, p.nb)
+    passes = 1 if p.kb == need.k else _ceil_div(_ceil_div(need.m, tasklets), p.rb)
+    cost = 0.0
+    if need.b in spilled:
+        cost += _transfers(n_panels * passes * need.k, p.nb * need.es_b)
+    if need.a in spilled:
+        cost += _transfers(n_panels * need.m * _ceil_div(need.k, p.kb), p.kb * need.es_a)
+    if need.out in spilled:
+        cost += _transfers(n_panels * need.m, p.nb * need.es_acc)
+    return cost
+
+
+def _dot_fit(need: DotNeed, spilled, room: int, tasklets: int) -> Panels | None:
+    """The panels within `room` bytes whose DMA costs least: per (kb, nb),
+    with K split as many accumulator rows as fit."""
+    ks = [need.k] + [x for x in (1024, 512, 256, 128, 64, 32, 16, 8) if x < need.k]
+    ns = [need.n] + [x for x in (512, 256, 128, 64, 32, 16, 8) if x < need.n]
+    rows = _ceil_div(need.m, tasklets)
+    best = None
+    for kb in ks:
+        for nb in ns:
+            p = Panels(kb, nb, 1)
+            if dot_panels(need, spilled, p, tasklets) > room:
+                continue
+            if kb < need.k:
+                spare = room - dot_panels(need, spilled, p, tasklets)
+                p = Panels(kb, nb, min(rows, 1 + spare // (tasklets * aligned(nb * need.es_sum))))
+            if best is None or dot_cost(need, spilled, p, tasklets) < dot_cost(need, spilled, best, tasklets):
+                best = p
+    return best
+
+
+def line_bytes(record: WramBuffer, cap: int, tasklets: int) -> int:
+    return geometry(record.shape, record.es, cap, tasklets).seg
+
+
+def window_bytes(record: WramBuffer, cap: int, tasklets: int) -> int:
+    return tasklets * aligned(STATE_BYTES + line_bytes(record, cap, tasklets))
+
+
+def scratch_bytes(record: WramBuffer) -> int:
+    return aligned(record.es * record.shape[-1]) * _prod(record.shape[:-1])
+
+
+def plan(name: str, records: list[WramBuffer], dots: list[DotNeed], limit: int, tasklets: int,
+         extra: int = 0) -> tuple[SpillPlan, int]:
+    """The tiles to keep in MRAM (and the WRAM total predicted), given the
+    WRAM buffers of a conversion with every tile in WRAM and its `tl.dot`s
+    (`extra`: bytes a previous plan's estimate missed)."""
+    tiles = [r for r in records if r.key is not None]
+    other = sum(r.nbytes for r in records if r.key is None) + extra
+    # Spilling a tile no larger than its windows frees nothing.
+    order = sorted((r for r in tiles if r.spillable and r.nbytes > window_bytes(r, 8, tasklets)),
+                   key=lambda r: (-r.nbytes, r.uses, r.key))
+    resident = sum(r.nbytes for r in tiles)
+    spilled: list[WramBuffer] = []
+    chosen = None                            # (estimated DMA time, plan, WRAM total, tiles)
+    for r in order:
+        spilled.append(r)
+        resident -= r.nbytes
+        keys = frozenset(s.key for s in spilled)
+        for cap in LINE_CAPS:
+            total = other + resident + sum(window_bytes(s, cap, tasklets) for s in spilled)
+            # Each spilled tile is written and read once in lines, at least.
+            cost = sum(_transfers(2 * _ceil_div(scratch_bytes(s), line_bytes(s, cap, tasklets)),
+                                  line_bytes(s, cap, tasklets)) for s in spilled)
+            choice = []
+            for need in dots:
+                if not keys & {need.a, need.b, need.out}:
+                    choice.append(None)
+                    continue
+                fit = _dot_fit(need, keys, limit - total, tasklets)
+                if fit is None:
+                    break
+                total += dot_panels(need, keys, fit, tasklets)
+                cost += dot_cost(need, keys, fit, tasklets)
+                choice.append(fit)
+            else:
+                if total <= limit and (chosen is None or cost < chosen[0]):
+                    chosen = (cost, SpillPlan(keys, cap, tuple(choice)), total, list(spilled))
+        # Once a plan fits, keeping more tiles in MRAM can only pay by the
+        # wider tl.dot panels the WRAM they free allows.
+        if chosen is not None and not any(c is not None for c in chosen[1].dots):
+            break
+    if chosen is not None:
+        scratch = sum(scratch_bytes(s) for s in chosen[3])
+        if scratch > MRAM_BYTES:
+            raise DpuError(f"kernel '{name}' keeps {scratch} bytes of tiles in MRAM, more "
+                           f"than the {MRAM_BYTES} bytes of a DPU's MRAM; largest: "
+                           f"{largest(chosen[3])}", chosen[3][0].loc)
+        return chosen[1], chosen[2]
+    raise _cannot_stream(name, records, spilled, dots, limit, tasklets)
+
+
+def _cannot_stream(name, records, spilled, dots, limit, tasklets) -> DpuError:
+    """Why a kernel does not fit in WRAM even with its tiles kept in MRAM:
+    what stays in WRAM, and what the spilled tiles need there at least."""
+    def why(r):
+        if r.key is None:
+            return r
+        reason = ("an EDSL function's operand, read in WRAM" if not r.spillable
+                  else "no larger than the windows it would need")
+        return WramBuffer(r.nbytes, f"{r.what} ({reason})", r.loc)
+    stays = [why(r) for r in records if r not in spilled]
+    total = sum(r.nbytes for r in records)
+    parts = [f"in WRAM stay {largest(stays)}"]
+    if spilled:
+        windows = sum(window_bytes(s, 8, tasklets) for s in spilled)
+        parts.append(f"the {len(spilled)} tile(s) kept in MRAM need {windows} bytes of windows at "
+                     f"least ({tasklets} tasklet(s))")
+        keys = {s.key for s in spilled}
+        if any(keys & {d.a, d.b, d.out} for d in dots):
+            parts.append("and the tl.dot panels")
+    loc = next((r.loc for r in sorted(stays, key=lambda r: -r.nbytes) if r.loc), None)
+    return DpuError(f"kernel '{name}' needs {total} bytes of WRAM, more than the {limit} bytes of a "
+                    f"DPU, and keeping its large tiles in MRAM does not make it fit: " + "; ".join(parts),
+                    loc or next((r.loc for r in spilled if r.loc), None))
+
+
+# ---- the kernel's spilled tiles -------------------------------------------------------------
+
+def _i64() -> ir.Type:
+    return ir.IntegerType.get_signless(64)
+
+
+def _c(v: int) -> ir.Value:
+    return arith.constant(_i64(), v)
+
+
+def _idx(v: int) -> ir.Value:
+    return arith.constant(ir.IndexType.get(), v)
+
+
+def _i64_of(v: ir.Value) -> ir.Value:
+    return v if v.type == _i64() else arith.index_cast(_i64(), v)
+
+
+def _addr(view: ir.Value) -> ir.Value:
+    return arith.index_cast(_i64(), memref.extract_aligned_pointer_as_index(view))
+
+
+@dataclass
+class SpillRecord:
+    """A tile kept in MRAM, for the kernel's info and the launch report."""
+    what: str
+    loc: object
+    nbytes: int          # MRAM scratch bytes
+    line: int            # bytes of a line
+
+    def describe(self) -> str:
+        at = f" at line {self.loc.lineno}" if self.loc else ""
+        return f"{self.what}{at}: {self.nbytes} bytes, lines of {self.line} bytes"
+
+
+class LineTarget:
+    """Lanes [j0, ...) of row `r` of the line in a window: where a streamed
+    row segment is written (the interface memory.py writes rows through)."""
+
+    def __init__(self, buf: SpillBuffer, r, j0):
+        self.buf, self.r, self.j0 = buf, r, j0
+        self.length = buf.shape[-1]
+
+    def _slot(self, j):
+        g = self.buf.geo
+        base = arith.subi(j, self.j0)
+        if g.rows == 1:
+            return base
+        return arith.addi(arith.muli(self.r, _idx(g.pitch // g.es)), base)
+
+    def row_addr(self, rivs) -> ir.Value:
+        """The WRAM address (i64) lane 0 of the row would have."""
+        g = self.buf.geo
+        off = arith.subi(_c(0), arith.muli(_i64_of(self.j0), _c(g.es)))
+        if g.rows > 1:
+            off = arith.addi(off, arith.muli(_i64_of(self.r), _c(g.pitch)))
+        return arith.addi(self.buf.data_addr, off)
+
+    def store(self, v, ivs) -> None:
+        from .core import to_stored          # (core imports this module)
+        memref.store(to_stored(v, self.buf.stored), self.buf.data, [self._slot(ivs[-1])])
+
+    def note(self, seg, write: bool) -> None:
+        """(the stream records its writes once)"""
+
+
+class SpillBuffer:
+    """A tile buffer kept in the DPU's MRAM scratch (see the module
+    docstring). `type` is its MRAM memref type: the access record and the
+    row code read the tile's shape from it."""
+
+    def __init__(self, space: SpillSpace, key: int, shape, stored: ir.Type, es: int, offset: int,
+                 geo: Geometry, what: str, loc):
+        self.space, self.key, self.shape, self.stored, self.es = space, key, tuple(shape), stored, es
+        self.offset, self.geo, self.what, self.loc = offset, geo, what, loc
+        self.type = ir.MemRefType.get(list(shape), stored,
+                                      memory_space=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), MRAM_ADDRSPACE))
+        conv = space.conv
+        block = conv.wram.private(STATE_BYTES + geo.seg, f"window of the {what} kept in MRAM", loc)
+        self.state = conv.wram.view(block, 0, [2], _i64())
+        self.data = conv.wram.view(block, STATE_BYTES, [geo.seg // es], stored)
+        with conv._alloca_ip, ir.Location.unknown():
+            self.base = arith.addi(space.scratch(), _c(offset))
+            self.state_addr = _addr(self.state)
+            self.data_addr = _addr(self.data)
+
+    # -- addresses --------------------------------------------------------------------
+    def row_index(self, rivs) -> ir.Value:
+        """The flat row number (index) of rows indices `rivs`."""
+        r, stride = None, 1
+        for d in range(len(rivs) - 1, -1, -1):
+            term = rivs[d] if stride == 1 else arith.muli(rivs[d], _idx(stride))
+            r = term if r is None else arith.addi(r, term)
+            stride *= self.shape[d]
+        return r if r is not None else _idx(0)
+
+    def row_mram(self, rivs, j0) -> ir.Value:
+        """The MRAM address (i64) of element rivs + [j0]."""
+        off = arith.muli(_i64_of(self.row_index(rivs)), _c(self.geo.pitch))
+        if j0 is not None:
+            off = arith.addi(off, arith.muli(_i64_of(j0), _c(self.es)))
+        return arith.addi(self.base, off)
+
+    def _geometry_args(self):
+        g = self.geo
+        return [_c(g.segs), _c(g.unit), _c(g.seg), _c(g.total)]
+
+    # -- element access through the window ----------------------------------------------
+    def _locate(self, ivs):
+        g = self.geo
+        r, j = self.row_index(ivs[:-1]), ivs[-1]
+        if g.segs > 1:
+            line = arith.addi(arith.muli(r, _idx(g.segs)), arith.divui(j, _idx(g.lanes)))
+            return line, arith.remui(j, _idx(g.lanes))
+        if g.rows == 1:
+            return r, j
+        line = arith.divui(r, _idx(g.rows))
+        slot = arith.addi(arith.muli(arith.remui(r, _idx(g.rows)), _idx(g.pitch // g.es)), j)
+        return line, slot
+
+    def _ensure(self, line) -> None:
+        conv = self.space.conv
+        want = arith.addi(_i64_of(line), _c(1))
+        tag = memref.load(self.state, [_idx(0)])
+        miss = arith.cmpi(arith.CmpIPredicate.ne, tag, want)
+        op = scf.IfOp(miss, [], has_else=False)
+        with ir.InsertionPoint(op.then_block):
+            func.CallOp([], ir.FlatSymbolRefAttr.get(SWAP),
+                        [self.base, self.state_addr, self.data_addr, _i64_of(line), *self._geometry_args(),
+                         conv.site(), conv.ctx_arg])
+            scf.yield_([])
+
+    def load(self, barriers, ivs) -> ir.Value:
+        """Element `ivs` as stored (`core.load_elem` converts it)."""
+        self.space.touch(self, False)
+        barriers.note_buffer(self, list(ivs), False)
+        line, slot = self._locate(list(ivs))
+        self._ensure(line)
+        return memref.load(self.data, [slot])
+
+    def store(self, barriers, v: ir.Value, ivs) -> None:
+        """Store `v`, of the stored type, at element `ivs`."""
+        self.space.touch(self, True)
+        barriers.note_buffer(self, list(ivs), True)
+        line, slot = self._locate(list(ivs))
+        self._ensure(line)
+        memref.store(v, self.data, [slot])
+        memref.store(_c(1), self.state, [_idx(1)])
+
+    def flush(self, changed: bool) -> None:
+        """End of a scope: write the window's line back if `changed`, forget it."""
+        conv = self.space.conv
+        if changed:
+            func.CallOp([], ir.FlatSymbolRefAttr.get(FLUSH),
+                        [self.base, self.state_addr, self.data_addr, *self._geometry_args(), conv.site(),
+                         conv.ctx_arg])
+        else:
+            memref.store(_c(0), self.state, [_idx(0)])
+
+    # -- streamed writes ---------------------------------------------------------------
+    def stream(self, body) -> None:
+        """Write the whole tile line by line: `body(rivs, j0, j1, target, mine)`
+        fills lanes [j0, j1) of row `rivs` into `target` (a `LineTarget`;
+        `mine`: the lanes run over this tasklet's chunk), then the line goes to
+        MRAM. Tasklets share the lines out as they share the tile's rows."""
+        conv, g = self.space.conv, self.geo
+        self.space.begin_stream(self)
+        shape, n = self.shape, g.n
+
+        def out(mram, nbytes):
+            self.space.dma(mram, self.data_addr, nbytes, WRITE)
+
+        def seg_bytes(j0, j1):
+            return arith.andi(arith.addi(arith.muli(_i64_of(arith.subi(j1, j0)), _c(g.es)), _c(7)), _c(-8))
+
+        def row_segments(rivs, lo, hi, mine):
+            loop = scf.ForOp(lo, hi, _idx(g.lanes))
+            with ir.InsertionPoint(loop.body):
+                j0 = loop.induction_variable
+                j1 = arith.minsi(arith.addi(j0, _idx(g.lanes)), hi)
+                body(rivs, j0, j1, LineTarget(self, _idx(0), j0), mine)
+                out(self.row_mram(rivs, j0), seg_bytes(j0, j1))
+                scf.yield_([])
+
+        if len(shape) == 1:
+            if conv.tasklets > 1:
+                lo, hi = conv.my_range(shape)
+                with conv.barriers.divergent(conv.owner(shape)):
+                    conv.barriers.note_buffer(self, [], True, who=conv.owner(shape))
+                    row_segments([], lo, hi, True)
+            else:
+                row_segments([], _idx(0), _idx(n), False)
+        elif g.rows == 1:
+            def row(rivs):
+                conv.barriers.note_buffer(self, rivs, True)
+                row_segments(rivs, _idx(0), _idx(n), False)
+            conv.par_nest(shape[:-1], row, shape)
+        else:
+            inner = shape[1:-1] if conv.tasklets > 1 else shape[:-1]
+
+            def group(outer):
+                if outer:
+                    conv.barriers.note_buffer(self, outer, True)
+                loop = scf.ForOp(_idx(0), _idx(_prod(inner) // g.rows), _idx(1))
+                with ir.InsertionPoint(loop.body):
+                    q = loop.induction_variable
+                    rows = scf.ForOp(_idx(0), _idx(g.rows), _idx(1))
+                    with ir.InsertionPoint(rows.body):
+                        u = rows.induction_variable
+                        rivs = outer + unflatten(arith.addi(arith.muli(q, _idx(g.rows)), u), inner)
+                        body(rivs, _idx(0), _idx(n), LineTarget(self, u, _idx(0)), False)
+                        scf.yield_([])
+                    first = outer + unflatten(arith.muli(q, _idx(g.rows)), inner)
+                    out(self.row_mram(first, None), _c(g.unit))
+                    scf.yield_([])
+            if conv.tasklets > 1:
+                conv.par_nest(shape[:1], group, shape)
+            else:
+                group([])
+        # The window now holds the last line written: nothing valid, nothing changed.
+        memref.store(_c(0), self.state, [_idx(0)])
+        memref.store(_c(0), self.state, [_idx(1)])
+        self.space.end_stream(self)
+
+    def fill(self, tile) -> None:
+        """Stream the elements of `tile` into this buffer."""
+        def body(rivs, j0, j1, target, mine):
+            loop = scf.ForOp(j0, j1, _idx(1))
+            with ir.InsertionPoint(loop.body):
+                j = loop.induction_variable
+                if mine:
+                    self.space.conv.barriers.mine(j)
+                target.store(tile.at(rivs + [j]), rivs + [j])
+                scf.yield_([])
+        self.stream(body)
+
+    # -- rows by DMA (tl.dot panels) ---------------------------------------------------------
+    def read_row(self, rivs, j0, nbytes: ir.Value, wram: ir.Value) -> None:
+        """DMA `nbytes` (a multiple of 8) of the row from element rivs + [j0] to
+        WRAM address `wram`, in transfers of at most 2048 bytes."""
+        self.space.dma_span(self.row_mram(rivs, j0), wram, nbytes, READ)
+
+    def write_row(self, rivs, j0, nbytes: ir.Value, wram: ir.Value) -> None:
+        self.space.dma_span(self.row_mram(rivs, j0), wram, nbytes, WRITE)
+
+
+def unflatten(flat: ir.Value, shape) -> list:
+    """Indices over `shape` of row-major position `flat` (an index)."""
+    out = []
+    for d in range(len(shape) - 1, -1, -1):
+        if d == 0:
+            out.append(flat)
+        else:
+            out.append(arith.remui(flat, _idx(shape[d])))
+            flat = arith.divui(flat, _idx(shape[d]))
+    return out[::-1]
+
+
+class SpillSpace:
+    """The spilled tiles of one kernel's conversion, their scratch, and the
+    scopes that bound their windows' lines."""
+
+    def __init__(self, conv, plan: SpillPlan | None):
+        self.conv = conv
+        self.plan = plan
+        self.records: list[SpillRecord] = []
+        self.bytes = 0
+        self._scratch: ir.Value | None = None
+        self._scopes: list[dict] = []
+        self._streaming: set = set()
+
+    def spills(self, key: int) -> bool:
+        return self.plan is not None and key in self.plan.tiles
+
+    def scratch(self) -> ir.Value:
+        """The MRAM address (i64) of the DPU's scratch, read at the kernel's entry."""
+        if self._scratch is None:
+            with self.conv._alloca_ip, ir.Location.unknown():
+                slot = llvm.getelementptr(llvm.PointerType.get(), self.conv.ctx_arg, [], [Ctx.SCRATCH], _i64(), 0)
+                self._scratch = llvm.load(_i64(), slot)
+        return self._scratch
+
+    def buffer(self, key: int, shape, stored: ir.Type, es: int, what: str, loc) -> SpillBuffer:
+        geo = geometry(shape, es, self.plan.line_cap, self.conv.tasklets)
+        buf = SpillBuffer(self, key, shape, stored, es, self.bytes, geo, what, loc)
+        self.bytes += geo.total
+        self.records.append(SpillRecord(what, loc, geo.total, geo.seg))
+        return buf
+
+    # -- scopes ------------------------------------------------------------------------------
+    @contextmanager
+    def scope(self):
+        """Code whose window lines end with it (an op, a fill)."""
+        self._scopes.append({})
+        try:
+            yield
+        finally:
+            used = self._scopes.pop()
+        for buf, changed in used.items():
+            buf.flush(changed)
+
+    def touch(self, buf: SpillBuffer, write: bool) -> None:
+        assert self._scopes, "a spilled tile accessed outside any op"
+        assert buf not in self._streaming, f"the {buf.what} read while it is being written"
+        top = self._scopes[-1]
+        top[buf] = top.get(buf, False) or write
+
+    def begin_stream(self, buf: SpillBuffer) -> None:
+        assert not any(buf in s for s in self._scopes), f"the {buf.what} streamed while its window is in use"
+        self._streaming.add(buf)
+
+    def end_stream(self, buf: SpillBuffer) -> None:
+        self._streaming.discard(buf)
+
+    # -- transfers ---------------------------------------------------------------------------
+    def dma(self, mram, wram, nbytes, direction: int) -> None:
+        conv = self.conv
+        func.CallOp([], ir.FlatSymbolRefAttr.get(SPILL_DMA),
+                    [mram, wram, nbytes, _c(direction), conv.site(), conv.ctx_arg])
+
+    def dma_span(self, mram, wram, nbytes, direction: int) -> None:
+        """Move `nbytes` (a multiple of 8) in transfers of at most 2048 bytes."""
+        loop = scf.ForOp(_c(0), nbytes, _c(DMA_MAX_BYTES))
+        with ir.InsertionPoint(loop.body):
+            off = loop.induction_variable
+            size = arith.minsi(_c(DMA_MAX_BYTES), arith.subi(nbytes, off))
+            self.dma(arith.addi(mram, off), arith.addi(wram, off), size, direction)
+            scf.yield_([])
+
+
+# The runtime of spilled tiles, added to modules that have some: a counted
+# transfer, a window's line swap and its write-back.
+SUPPORT_TEXT = f"""
+  func.func private @{SPILL_DMA}(%mram: i64, %wram: i64, %n: i64, %dir: i64, %site: i64, %ctx: !llvm.ptr) {{
+    llvm.call @{DMA}(%mram, %wram, %n, %dir, %site, %ctx) : (i64, i64, i64, i64, i64, !llvm.ptr) -> ()
+    %c1 = arith.constant 1 : i64
+    %c2 = arith.constant 2 : i64
+    %first = arith.constant {int(Ctx.SPILL_READS)} : i64
+    %k = arith.muli %dir, %c2 : i64
+    %slot = arith.addi %first, %k : i64
+    %pc = llvm.getelementptr %ctx[%slot] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+    %count = llvm.load %pc : !llvm.ptr -> i64
+    %count1 = arith.addi %count, %c1 : i64
+    llvm.store %count1, %pc : i64, !llvm.ptr
+    %pb = llvm.getelementptr %pc[1] : (!llvm.ptr) -> !llvm.ptr, i64
+    %bytes = llvm.load %pb : !llvm.ptr -> i64
+    %bytes1 = arith.addi %bytes, %n : i64
+    llvm.store %bytes1, %pb : i64, !llvm.ptr
+    return
+  }}
+
+  func.func private @__dpu_spill_line(%base: i64, %line: i64, %segs: i64, %unit: i64, %seg: i64,
+                                      %total: i64) -> (i64, i64) {{
+    %u = arith.divui %line, %segs : i64
+    %s = arith.remui %line, %segs : i64
+    %ustart = arith.muli %u, %unit : i64
+    %soff = arith.muli %s, %seg : i64
+    %start = arith.addi %ustart, %soff : i64
+    %uend0 = arith.addi %ustart, %unit : i64
+    %uend = arith.minui %uend0, %total : i64
+    %left = arith.subi %uend, %start : i64
+    %n = arith.minui %seg, %left : i64
+    %addr = arith.addi %base, %start : i64
+    return %addr, %n : i64, i64
+  }}
+
+  func.func private @{SWAP}(%base: i64, %state: i64, %data: i64, %line: i64, %segs: i64, %unit: i64,
+                              %seg: i64, %total: i64, %site: i64, %ctx: !llvm.ptr) {{
+    %c1 = arith.constant 1 : i64
+    %rd = arith.constant {READ} : i64
+    %sp = llvm.inttoptr %state : i64 to !llvm.ptr
+    func.call @{FLUSH}(%base, %state, %data, %segs, %unit, %seg, %total, %site, %ctx)
+        : (i64, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr) -> ()
+    %a, %n = func.call @__dpu_spill_line(%base, %line, %segs, %unit, %seg, %total)
+        : (i64, i64, i64, i64, i64, i64) -> (i64, i64)
+    func.call @{SPILL_DMA}(%a, %data, %n, %rd, %site, %ctx) : (i64, i64, i64, i64, i64, !llvm.ptr) -> ()
+    %want = arith.addi %line, %c1 : i64
+    llvm.store %want, %sp : i64, !llvm.ptr
+    return
+  }}
+
+  func.func private @{FLUSH}(%base: i64, %state: i64, %data: i64, %segs: i64, %unit: i64, %seg: i64,
+                               %total: i64, %site: i64, %ctx: !llvm.ptr) {{
+    %c0 = arith.constant 0 : i64
+    %c1 = arith.constant 1 : i64
+    %wr = arith.constant {WRITE} : i64
+    %sp = llvm.inttoptr %state : i64 to !llvm.ptr
+    %tag = llvm.load %sp : !llvm.ptr -> i64
+    %dp = llvm.getelementptr %sp[1] : (!llvm.ptr) -> !llvm.ptr, i64
+    %dirty = llvm.load %dp : !llvm.ptr -> i64
+    %has = arith.cmpi ne, %tag, %c0 : i64
+    %changed = arith.cmpi ne, %dirty, %c0 : i64
+    %back = arith.andi %has, %changed : i1
+    scf.if %back {{
+      %old = arith.subi %tag, %c1 : i64
+      %a, %n = func.call @__dpu_spill_line(%base, %old, %segs, %unit, %seg, %total)
+          : (i64, i64, i64, i64, i64, i64) -> (i64, i64)
+      func.call @{SPILL_DMA}(%a, %data, %n, %wr, %site, %ctx) : (i64, i64, i64, i64, i64, !llvm.ptr) -> ()
+    }}
+    llvm.store %c0, %sp : i64, !llvm.ptr
+    llvm.store %c0, %dp : i64, !llvm.ptr
+    return
+  }}
+"""
