@@ -15,6 +15,8 @@ from edsl.errors import DpuError
 from launch_strategies import strategies
 
 DPUS, TASKLETS = strategies()
+needs_atomic_poll = pytest.mark.skipif(not hasattr(tl, "atomic_poll"),
+                                       reason=f"tl.atomic_poll is not in triton {triton.__version__} (3.7 on)")
 
 
 @triton.jit
@@ -36,6 +38,7 @@ def poll_tile_kernel(flag_ptr, out_ptr, expected_ptr, timeout_ns, N: tl.constexp
 @settings(max_examples=12)
 @given(dtype=st.sampled_from([np.int16, np.int32, np.int64]), value=st.integers(-3, 3), expected=st.integers(-3, 3),
        dpus=DPUS, tasklets=TASKLETS)
+@needs_atomic_poll
 def test_poll_with_timeout_tells_whether_the_value_matched(dtype, value, expected, dpus, tasklets):
     flag = np.array([value], dtype)
     out = np.zeros(1, np.bool_)
@@ -43,6 +46,7 @@ def test_poll_with_timeout_tells_whether_the_value_matched(dtype, value, expecte
     assert out[0] == (value == expected)
 
 
+@needs_atomic_poll
 @settings(max_examples=8)
 @given(seed=st.integers(0, 2 ** 16), tasklets=TASKLETS)
 def test_poll_of_a_tile_of_pointers(seed, tasklets):
@@ -54,6 +58,7 @@ def test_poll_of_a_tile_of_pointers(seed, tasklets):
     np.testing.assert_array_equal(out, flags == expected)
 
 
+@needs_atomic_poll
 @pytest.mark.parametrize("tasklets", [1, 16])
 def test_poll_without_timeout_matching_returns_true(tasklets):
     out = np.zeros(1, np.bool_)
@@ -61,6 +66,7 @@ def test_poll_without_timeout_matching_returns_true(tasklets):
     assert out[0]
 
 
+@needs_atomic_poll
 def test_poll_that_can_never_match_is_an_error_at_its_line():
     out = np.zeros(1, np.bool_)
     with pytest.raises(DpuError, match="atomic_poll waits forever: the value is 0, not 1") as err:
