@@ -180,28 +180,14 @@ def run_cases(tests: Path, mode: str, ids: list[str], timeout: float, stall_s: f
         with open(scratch / f"pytest-{attempt}.out", "w") as out:
             proc = subprocess.Popen(cmd, cwd=folder, env=env, stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True)
-            offset, last_change, saved = 0, time.monotonic(), time.monotonic()
-            while True:
-                try:
-                    proc.wait(timeout=2)
-                    stalled = False
-                except subprocess.TimeoutExpired:
-                    stalled = stall_s is not None and time.monotonic() - last_change > stall_s
-                new, offset = read_log(log, offset, results)
-                if checkpoint and time.monotonic() - saved > 60:
-                    checkpoint(results)
-                    saved = time.monotonic()
-                if new:
-                    last_change = time.monotonic()
-                    if progress:
-                        done = sum(results.finished(i) for i in ids)
-                        print(f"\r{done}/{len(ids)} cases", end="", file=sys.stderr, flush=True)
-                if proc.returncode is not None:
-                    break
-                if stalled:
+            try:
+                stalled = _watch(proc, log, results, ids, stall_s, checkpoint, progress)
+            finally:
+                # Stopped (Ctrl-C, SIGTERM) or done: pytest runs in its own
+                # session, so it must not outlive this run.
+                if proc.poll() is None:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
-                    break
         if progress:
             print(file=sys.stderr)
         unfinished = [i for i in remaining if not results.finished(i)]
@@ -221,6 +207,33 @@ def run_cases(tests: Path, mode: str, ids: list[str], timeout: float, stall_s: f
         results.phases[culprit].add("teardown")
         remaining = unfinished[1:]
     return results
+
+
+def _watch(proc, log, results, ids, stall_s, checkpoint, progress) -> bool:
+    """Follow one pytest process's report log until it ends, or until
+    `stall_s` pass without a report (then kill it); True if it stalled."""
+    offset, last_change, saved = 0, time.monotonic(), time.monotonic()
+    while True:
+        try:
+            proc.wait(timeout=2)
+            stalled = False
+        except subprocess.TimeoutExpired:
+            stalled = stall_s is not None and time.monotonic() - last_change > stall_s
+        new, offset = read_log(log, offset, results)
+        if checkpoint and time.monotonic() - saved > 60:
+            checkpoint(results)
+            saved = time.monotonic()
+        if new:
+            last_change = time.monotonic()
+            if progress:
+                done = sum(results.finished(i) for i in ids)
+                print(f"\r{done}/{len(ids)} cases", end="", file=sys.stderr, flush=True)
+        if proc.returncode is not None:
+            return stalled
+        if stalled:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return stalled
 
 
 def read_log(log: Path, offset: int, results: CaseResults):
@@ -465,6 +478,8 @@ def spread_order(n: int) -> list[int]:
 
 
 def main(argv=None) -> int:
+    # SIGTERM ends the run as Ctrl-C does: through `finally`, so pytest goes too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)

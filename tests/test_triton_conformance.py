@@ -4,7 +4,12 @@ one stuck where pytest-timeout's signal does not reach."""
 from __future__ import annotations
 
 import importlib.util
+import os
+import signal
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -125,3 +130,35 @@ def test_spread_over_functions_samples_every_function_first():
     assert conformance.spread_over_functions(ids) == [
         "t.py::test_a[0]", "t.py::test_b[0]", "t.py::test_c",
         "t.py::test_a[2]", "t.py::test_b[1]", "t.py::test_a[1]", "t.py::test_a[3]"]
+
+
+def test_a_stopped_run_leaves_no_pytest_behind(folder, tmp_path):
+    """SIGTERM to the runner ends the pytest process it started in its own session."""
+    marker = tmp_path / "pid"
+    stuck = folder.parent / "stuck-tests"
+    stuck.mkdir(exist_ok=True)
+    (stuck / "conftest.py").write_text(CONFTEST)
+    (stuck / "test_core.py").write_text(textwrap.dedent(f"""
+        import os, time
+        def test_wait():
+            open({str(marker)!r}, "w").write(str(os.getpid()))
+            time.sleep(600)
+    """))
+    runner = subprocess.Popen([sys.executable, str(SCRIPT), "run", str(stuck), "--mode", "dpu", "--timeout", "0"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert marker.exists(), "pytest never started the case"
+    pid = int(marker.read_text())
+    runner.send_signal(signal.SIGTERM)
+    runner.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    os.kill(pid, signal.SIGKILL)
+    pytest.fail("the pytest process outlived its runner")
