@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import triton
 
+import fl_vector_add
 import triton_layernorm
 import triton_matmul
 import triton_softmax
@@ -109,7 +110,6 @@ def test_topk(tmp_path):
 def test_fl_call_vector_add(tmp_path, tasklets):
     """A kernel whose EDSL region works on MRAM pointers (DMA intrinsics, tasklet
     ids, barriers, WRAM globals) exports and matches the JIT."""
-    fl_vector_add = pytest.importorskip("fl_vector_add")
     n = 10_000
     rng = np.random.default_rng(5)
     x = rng.standard_normal(n).astype(np.float32)
