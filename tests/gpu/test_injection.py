@@ -22,24 +22,7 @@ from edsl.errors import CompileError
 from edsl.gpu import library, stages
 from edsl.gpu.library import Operand, RunPlan, TileSlot
 from gpu_helpers import barriers, compile_sm90, example, static_shared
-
-
-@edsl.dialect
-def reverse(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"]):
-    t = edsl.thread_id()
-    n = y.shape[0]
-    for i in range(t, n, edsl.num_threads()):
-        y[i] = x[n - 1 - i]
-
-
-@edsl.dialect
-def prefix_sum(y: InOut["memref<?x?xf32>"], x: Input["memref<?x?xf32>"]):
-    if edsl.thread_id() == 0:
-        s = 0.0
-        for i in range(y.shape[0]):
-            for j in range(y.shape[1]):
-                s += x[i, j]
-                y[i, j] = s
+from gpu_kernels import prefix_sum, reverse, reverse_2d
 
 
 @triton.jit
@@ -58,13 +41,6 @@ def chain_kernel(x_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr, TILES: tl.const
         y = fl.call(reverse_2d, [tl.zeros_like(x)], [x])
         z = fl.call(prefix_sum, [tl.zeros_like(x)], [y])
         tl.store(o_ptr + t * M * N + offs, z)
-
-
-@edsl.dialect
-def reverse_2d(y: InOut["memref<?x?xf32>"], x: Input["memref<?x?xf32>"]):
-    rows, cols = y.shape[0], y.shape[1]
-    for e in range(edsl.thread_id(), rows * cols, edsl.num_threads()):
-        y[e // cols, e % cols] = x[rows - 1 - e // cols, cols - 1 - e % cols]
 
 
 @triton.jit

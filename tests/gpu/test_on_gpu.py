@@ -16,6 +16,7 @@ from hypothesis import given, settings, strategies as st
 import edsl
 from edsl import InOut, Input, fl
 from gpu_helpers import EXAMPLES
+from gpu_kernels import prefix_sum, reverse, reverse_2d
 
 pytestmark = pytest.mark.gpu
 FEW = settings(max_examples=8, deadline=None)
@@ -24,37 +25,6 @@ FEW = settings(max_examples=8, deadline=None)
 def _torch():
     import torch
     return torch
-
-
-@edsl.dialect
-def reverse(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"]):
-    n = y.shape[0]
-    for i in range(edsl.thread_id(), n, edsl.num_threads()):
-        y[i] = x[n - 1 - i]
-
-
-@edsl.dialect
-def reverse_2d(y: InOut["memref<?x?xf32>"], x: Input["memref<?x?xf32>"]):
-    rows, cols = y.shape[0], y.shape[1]
-    for e in range(edsl.thread_id(), rows * cols, edsl.num_threads()):
-        y[e // cols, e % cols] = x[rows - 1 - e // cols, cols - 1 - e % cols]
-
-
-@edsl.dialect
-def prefix_sum(y: InOut["memref<?x?xf32>"], x: Input["memref<?x?xf32>"]):
-    if edsl.thread_id() == 0:
-        s = 0.0
-        for i in range(y.shape[0]):
-            for j in range(y.shape[1]):
-                s += x[i, j]
-                y[i, j] = s
-
-
-@triton.jit
-def reverse_kernel(x_ptr, o_ptr, B: tl.constexpr):
-    offs = tl.program_id(0) * B + tl.arange(0, B)
-    x = tl.load(x_ptr + offs)
-    tl.store(o_ptr + offs, fl.call(reverse, [tl.zeros_like(x)], [x]))
 
 
 @triton.jit
@@ -73,6 +43,13 @@ def dot_kernel(a_ptr, b_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.cons
     acc = tl.dot(tl.load(a_ptr + rm[:, None] * K + rk[None, :]), tl.load(b_ptr + rk[:, None] * N + rn[None, :]))
     y = fl.call(reverse_2d, [tl.zeros_like(acc)], [acc])
     tl.store(o_ptr + rm[:, None] * N + rn[None, :], y + 1.0)
+
+
+@triton.jit
+def reverse_kernel(x_ptr, o_ptr, B: tl.constexpr):
+    offs = tl.program_id(0) * B + tl.arange(0, B)
+    x = tl.load(x_ptr + offs)
+    tl.store(o_ptr + offs, fl.call(reverse, [tl.zeros_like(x)], [x]))
 
 
 @FEW
