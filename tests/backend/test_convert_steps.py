@@ -66,13 +66,113 @@ def test_barriers_only_with_tasklets():
 def test_a_barrier_needed_inside_divergent_code_is_a_compile_error_at_the_line():
     """A gap of barrier placement is a clear error at the op's line, not an
     AssertionError (as a 2-D scan with tasklets once raised)."""
-    from edsl.backend.convert.barriers import Barriers
+    from edsl.backend.convert.barriers import AccessRecord, place_barriers
     from edsl.backend.convert.core import KernelInfo
     from edsl.errors import CompileError
     with new_context(), ir.Location.file("k.py", 7, 3):
         module = ir.Module.create()
-        barriers = Barriers(2, module.body, KernelInfo())
-        with ir.InsertionPoint(module.body), barriers.divergent("one"):
-            with pytest.raises(CompileError, match="cannot share this operation among tasklets") as err:
-                barriers.sync()
+        record = AccessRecord(2)
+        block = module.body
+        with ir.InsertionPoint(block):
+            with record.divergent("one"):
+                record.sync()
+            ir.Operation.create("test.end")
+        with pytest.raises(CompileError, match="cannot share this operation among tasklets") as err:
+            place_barriers(block, 2, module.body, KernelInfo())
     assert (err.value.loc.filename, err.value.loc.lineno) == ("k.py", 7)
+
+
+# ---- barrier placement, on kernels built from the markers the conversion writes ----
+
+def _place(build, tasklets=2):
+    """Build a kernel body with `build(record, buf, block)` (buf: a WRAM tile
+    buffer of 16 x 4), place its barriers; (kernel text, barrier count)."""
+    from mlir.dialects import func
+
+    from edsl.backend.convert.barriers import AccessRecord, place_barriers
+    from edsl.backend.convert.core import KernelInfo
+    with new_context(), ir.Location.unknown():
+        module = ir.Module.create()
+        with ir.InsertionPoint(module.body):
+            fn = func.FuncOp("k", ir.FunctionType.get([ir.MemRefType.get([16, 4], ir.F32Type.get())], []))
+            entry = fn.add_entry_block()
+        record, info = AccessRecord(tasklets), KernelInfo()
+        with ir.InsertionPoint(entry):
+            build(record, entry.arguments[0])
+            func.ReturnOp([])
+        place_barriers(entry, tasklets, module.body, info)
+        assert module.operation.verify()
+        text = str(module)
+    assert "edsl." not in text, "a marker was left in the kernel"
+    return text, info.barriers
+
+
+def _rows(record, buf, write, mine=True):
+    """A partitioned loop over the rows of `buf` (as `Converter.par_nest`)."""
+    from mlir.dialects import arith, scf
+    from edsl.backend.convert.barriers import owner
+    idx = ir.IndexType.get()
+    with record.op(region=False), record.divergent(owner((16, 4), record.tasklets)):
+        loop = scf.ForOp(arith.constant(idx, 0), arith.constant(idx, 8), arith.constant(idx, 1))
+        with ir.InsertionPoint(loop.body):
+            if mine:
+                record.mine(loop.induction_variable)
+            record.note_buffer(buf, [loop.induction_variable], write)
+            scf.yield_([])
+
+
+def test_no_barrier_between_ops_on_each_tasklets_own_rows():
+    _, n = _place(lambda r, buf: (_rows(r, buf, True), _rows(r, buf, False)))
+    assert n == 0                # (nor between program instances: each tasklet keeps its rows)
+
+
+def test_a_barrier_between_a_write_and_a_read_of_other_tasklets_rows():
+    text, n = _place(lambda r, buf: (_rows(r, buf, True), _rows(r, buf, False, mine=False)))
+    assert n == 2                # (and one ending the program instance)
+    loops = [m.start() for m in re.finditer(r"scf\.for", text)]
+    first_barrier = text.index("call @edsl_dpu_barrier")
+    assert loops[0] < first_barrier < loops[1], "the barrier goes between the two ops"
+
+
+def test_branches_run_one_region_and_are_merged():
+    from mlir.dialects import arith, scf
+
+    def build(record, buf, mark):
+        _rows(record, buf, True)
+        with record.op(region=False):
+            cond = arith.constant(ir.IntegerType.get_signless(1), 1)
+            branch = scf.IfOp(cond, [], has_else=True)
+            if mark:
+                record.branches(branch)
+            with ir.InsertionPoint(branch.then_block):
+                _rows(record, buf, True, mine=False)
+                scf.yield_([])
+            with ir.InsertionPoint(branch.else_block):
+                _rows(record, buf, False, mine=False)
+                scf.yield_([])
+    marked, linear = (_place(lambda r, buf: build(r, buf, m))[1] for m in (True, False))
+    # marked: one barrier before the `if` (a branch conflicts with the first
+    # op), one ending the program instance; read as straight code, the else
+    # branch would need another after the then branch's writes.
+    assert (marked, linear) == (2, 3)
+
+
+def test_a_loop_body_ends_with_a_barrier_when_its_next_run_needs_one():
+    from mlir.dialects import arith, scf
+
+    def build(record, buf, rows_read_mine):
+        idx = ir.IndexType.get()
+        with record.op(region=False):
+            loop = scf.ForOp(arith.constant(idx, 0), arith.constant(idx, 3), arith.constant(idx, 1))
+            record.cycle(loop)
+            with ir.InsertionPoint(loop.body):
+                _rows(record, buf, False, mine=rows_read_mine)
+                _rows(record, buf, True)
+                scf.yield_([])
+    text, n = _place(lambda r, buf: build(r, buf, False))
+    body = text[text.index("scf.for"):]
+    # writing rows other tasklets read, then (next iteration) reading rows
+    # they write: a barrier between the two ops and one ending the body
+    assert n == 2 and body.count("call @edsl_dpu_barrier") == 2
+    _, n_mine = _place(lambda r, buf: build(r, buf, True))
+    assert n_mine == 0

@@ -5,12 +5,13 @@ reading the TTIR (`ttir_text`, checked against Triton's view of it),
 structuring its control flow (`control.structure_control_flow`, upstream
 `lift-cf-to-scf`), lowering the kernel function op by op (one family per
 module: `elementwise`, `shape`, `memory`, `reduce`, `control`, `calls`,
-`debug`), with the barriers of a kernel shared among tasklets placed from
-the access record (`barriers`), then the WRAM layout and its budget check
-(`wram`); a kernel over the budget is converted again with its largest
-tiles kept in the DPU's MRAM (`spill`). It adds the DPU support functions and the program-instance loop
-`__dpu_main`, and returns the new module with a `KernelInfo` (WRAM buffers,
-print formats).
+`debug`; the accesses of a kernel shared among tasklets stated as markers),
+then barrier placement, a pass over the converted kernel that reads the
+markers (`barriers`), then the WRAM layout and its budget check (`wram`); a
+kernel over the budget is converted again with its largest tiles kept in
+the DPU's MRAM (`spill`). It adds the DPU support functions and the
+program-instance loop `__dpu_main`, and returns the new module with a
+`KernelInfo` (WRAM buffers, print formats).
 
 Converted kernel signature: the TTIR parameters (a `!tt.ptr<T>` as an i64
 MRAM address), then program ids x, y, z and grid sizes x, y, z (i32), then
@@ -29,6 +30,7 @@ from ..stores import stored_params
 from ..ttir_text import OpView, read_ttir
 from . import calls, control, elementwise, memory, reduce, shape, spill, wram  # noqa: F401  (register lowerings)
 from . import debug as debug_ops
+from .barriers import place_barriers
 from .core import Converter, KernelInfo, scalar_type
 from .runtime_text import DECLARATIONS, main_text
 
@@ -102,11 +104,10 @@ def _convert(kernel, text: str, debug: bool, tasklets: int, plan):
     for arg, new in zip(body.arguments, args):
         conv.values[arg] = new
     with ir.InsertionPoint(entry):
-        cycle = conv.barriers.cycle_begin(entry)
         for op in list(body.operations)[:-1]:
             conv.lower_op(op)
-        conv.barriers.cycle_end(cycle, mram=False)   # the next program reuses the buffers
         func.ReturnOp([])
+    place_barriers(entry, tasklets, out.body, info)
     conv.finish()
     # The support text declares the kernel so that it verifies on its own;
     # declarations `out` already holds are dropped when the support moves in.

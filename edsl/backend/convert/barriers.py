@@ -1,22 +1,30 @@
-"""Barrier placement for a kernel shared among tasklets: a record of the WRAM
-and MRAM accesses since the last barrier, and the barriers it puts where
-data written by one tasklet is read (or written) by another.
+"""Barrier placement for a kernel shared among tasklets, a pass over the
+converted kernel.
 
-Every WRAM buffer element access goes through `core.load_elem` /
-`core.store_elem`, which note the buffer and who touches it here: the tasklet
-owning the chunk (`owner`) when the first index is the partitioned loop's own
-index, tasklet 0 in `single` code ("one"), any tasklet in other divergent
-code ("any"), or all alike at uniform level ("all"). MRAM accesses are noted
-per op. An access that conflicts with a recorded one by another tasklet
-(write/read, read/write, write/write) puts a barrier before the innermost op
-(or divergent code) begun after it: each lowered op opens an *anchor*, a
-placeholder op where a barrier can go, removed by `finish`. Loops start and
-end their bodies with no pending access (a barrier when needed: `cycle_begin`
-/ `cycle_end` compare a body's first accesses with those pending at its end)
-and each program instance ends with one, so the next program's writes never
-race this one's reads. Branches are recorded from the same state and merged.
+The conversion states what the pass needs as marker ops in the code it
+emits (`AccessRecord`): each WRAM buffer element access (`edsl.access`, with
+the buffer, or the number of a tile kept in MRAM, and the first index), each
+op's MRAM accesses (`edsl.mram`), the start and end of each lowered op
+(`edsl.op`: a place where a barrier can go), code that some tasklets skip
+(`edsl.divergent`, with its owner), loop indices running over the owner's
+chunk (`edsl.mine`) and the barriers the conversion itself needs
+(`edsl.sync`); loops that repeat lowered code are marked `edsl.cycle` and
+ops running one of their regions on every tasklet alike `edsl.branches`.
 
-With one tasklet nothing is recorded and no barrier is placed.
+`place_barriers` walks the kernel in program order and keeps a record of the
+accesses since the last barrier. Who touches an element: the tasklet owning
+the chunk (`owner`) when the first index is the partitioned loop's own index,
+tasklet 0 in `single` code ("one"), any tasklet in other divergent code
+("any"), or all alike at uniform level ("all"). An access that conflicts
+with a recorded one by another tasklet (write/read, read/write, write/write)
+puts a barrier before the innermost op (or divergent code) begun after it.
+A cycle starts with no pending access (a barrier before it when needed) and
+ends with a barrier when its first accesses, on its next run, would conflict
+with those pending at its end; the kernel is a cycle too (the next program
+instance). Branches are walked from the same state and merged. The markers
+are erased.
+
+With one tasklet nothing is marked and no barrier is placed.
 """
 from __future__ import annotations
 
@@ -30,12 +38,17 @@ from ...errors import CompileError
 from ...inject.runtime_calls import runtime_call
 from ..ttir_text import user_location
 
+OP, OP_END = "edsl.op", "edsl.op_end"
+DIVERGENT, DIVERGENT_END = "edsl.divergent", "edsl.divergent_end"
+ACCESS, MRAM, MINE, SYNC = "edsl.access", "edsl.mram", "edsl.mine", "edsl.sync"
+CYCLE, BRANCHES = "edsl.cycle", "edsl.branches"
 
-def _unshareable(why: str) -> CompileError:
+
+def _unshareable(why: str, loc: ir.Location) -> CompileError:
     """An op this module cannot share among tasklets (a gap of the backend, at
     the line of the op being lowered)."""
     return CompileError(f"the DPU backend cannot share this operation among tasklets ({why}); "
-                        "num_tasklets=1 compiles it", user_location(ir.Location.current))
+                        "num_tasklets=1 compiles it", user_location(loc))
 
 
 def chunk(shape, tasklets: int) -> int:
@@ -51,25 +64,27 @@ def owner(shape, tasklets: int) -> tuple:
     return ("chunk", shape[0], chunk(shape, tasklets))
 
 
-class Barriers:
-    """The access record of one kernel's conversion, and its barriers."""
+def _who_attr(who) -> ir.StringAttr:
+    return ir.StringAttr.get(who if isinstance(who, str) else " ".join(map(str, who)))
 
-    def __init__(self, tasklets: int, module_body, info):
+
+def _who(attr) -> object:
+    words = ir.StringAttr(attr).value.split()
+    return words[0] if len(words) == 1 else (words[0], int(words[1]), int(words[2]))
+
+
+# ---- the conversion's side: the markers ---------------------------------------
+
+class AccessRecord:
+    """What the conversion of a kernel shared among `tasklets` tasklets states
+    for `place_barriers`, as markers at the current insertion point."""
+
+    def __init__(self, tasklets: int):
         self.tasklets = tasklets
-        self.module_body = module_body     # where the barrier's runtime declaration goes
-        self.info = info                   # counts the barrier sites
-        self._div: list = []               # open divergent regions: their owner
-        self._mine: list = []              # loop indices running over the owner's chunk
-        self._ops: list = []               # (anchor op, access number, uniform?) open anchors
-        self._anchors: list = []
-        self._seq = 0                      # accesses recorded so far
-        self._cycles: list = []            # [block, accesses logged, still logging?, regions]
-        self._log_paused = False
-        self.in_region = 0                 # lowering an EDSL region call
-        self._regions = 0                  # EDSL region calls lowered so far
-        self._w: dict = {}                 # buffer -> (owner, serial) of the last write
-        self._r: dict = {}                 # buffer -> [(owner, serial)] reads
-        self._mram: list = []              # (write?, owner, serial)
+        self._tiles: dict = {}            # id of a tile kept in MRAM -> its number
+
+    def _mark(self, name: str, operands=(), **attributes) -> None:
+        ir.Operation.create(name, operands=list(operands), attributes=attributes)
 
     @contextmanager
     def op(self, region: bool):
@@ -77,67 +92,236 @@ class Barriers:
         if self.tasklets == 1:
             yield
             return
-        self.open_anchor()
-        if region:
-            # An EDSL region runs on every tasklet and touches WRAM and MRAM
-            # unseen by the access record: it starts with every tile op before
-            # it complete, reads operands that are complete (`materialize`
-            # waits for them), and is followed by the region's closing
-            # barrier, so nothing is left pending.
-            self.sync_if_dirty()
-            self.in_region += 1
+        flag = ir.BoolAttr.get(region)
+        self._mark(OP, region=flag)
         try:
             yield
         finally:
-            self.close_anchor()
-            if region:
-                self.in_region -= 1
-                self._regions += 1
-                self._w, self._r, self._mram = {}, {}, []
-
-    def close_anchor(self) -> None:
-        self._ops.pop()
-
-    def finish(self) -> None:
-        """Drop the anchors."""
-        for anchor in self._anchors:
-            anchor.erase()
-        self._anchors = []
+            self._mark(OP_END, region=flag)
 
     @contextmanager
     def divergent(self, owner):
         """Code run by some tasklets only (no barrier may be placed inside); a
         barrier it needs goes before it."""
-        anchored = not self._div
-        if anchored:
-            self.open_anchor()
-        self._div.append(owner)
-        mine = len(self._mine)
+        if self.tasklets == 1:
+            yield
+            return
+        self._mark(DIVERGENT, owner=_who_attr(owner))
         try:
             yield
         finally:
-            self._div.pop()
-            del self._mine[mine:]
-            if anchored:
-                self.close_anchor()
-
-    def open_anchor(self) -> None:
-        """A place for a barrier, here (at uniform level)."""
-        with ir.Location.unknown():
-            anchor = arith.constant(ir.IndexType.get(), 0).owner
-        self._anchors.append(anchor)
-        self._ops.append((anchor, self._seq, not self._div))
+            self._mark(DIVERGENT_END)
 
     def mine(self, iv: ir.Value) -> None:
         """Declare loop index `iv` to run over the current owner's chunk."""
-        self._mine.append(iv)
+        if self.tasklets > 1:
+            self._mark(MINE, [iv])
 
-    def barrier(self) -> None:
-        with ir.Location.unknown():
+    def note_buffer(self, buf, ivs, write: bool, who=None) -> None:
+        """An element access of tile buffer `buf` (a WRAM view, or a tile kept
+        in MRAM) at indices `ivs` (`who`: its owner, when not the code's)."""
+        if self.tasklets == 1:
+            return
+        attributes = {"write": ir.BoolAttr.get(write)}
+        if who is not None:
+            attributes["who"] = _who_attr(who)
+        operands = []
+        if isinstance(buf, ir.Value):
+            operands.append(buf)
+        else:
+            number = self._tiles.setdefault(id(buf), len(self._tiles))
+            attributes["tile"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), number)
+            attributes["shape"] = ir.DenseI64ArrayAttr.get(list(ir.MemRefType(buf.type).shape))
+        self._mark(ACCESS, operands + list(ivs[:1]), **attributes)
+
+    def note_mram(self, write: bool, who="all") -> None:
+        """The MRAM accesses of the op being lowered (`who`: "all" tasklets, or
+        "one" for tasklet 0)."""
+        if self.tasklets > 1:
+            self._mark(MRAM, write=ir.BoolAttr.get(write), who=_who_attr(who))
+
+    def sync(self) -> None:
+        """A barrier here: every access so far complete on every tasklet."""
+        if self.tasklets > 1:
+            self._mark(SYNC)
+
+    def cycle(self, loop) -> None:
+        """`loop` (scf.for, scf.while) repeats code every tasklet runs alike."""
+        if self.tasklets > 1:
+            loop.operation.attributes[CYCLE] = ir.UnitAttr.get()
+
+    def branches(self, op) -> None:
+        """`op` (scf.if, scf.index_switch) runs one of its regions, the same on
+        every tasklet."""
+        if self.tasklets > 1:
+            op.operation.attributes[BRANCHES] = ir.UnitAttr.get()
+
+
+# ---- the pass ---------------------------------------------------------------
+
+def place_barriers(entry: ir.Block, tasklets: int, module_body: ir.Block, info) -> None:
+    """Place the barriers of the kernel whose body is `entry` (declaring the
+    runtime's barrier in `module_body`, counting them in `info.barriers`)."""
+    if tasklets == 1:
+        return
+    placement = _Placement(tasklets, module_body, info)
+    terminator = list(entry.operations)[-1]
+    log = placement.cycle_begin(entry)
+    placement.walk(entry)
+    placement.here = terminator
+    placement.cycle_end(log, mram=False)      # the next program reuses the buffers
+    for marker in placement.markers:
+        marker.erase()
+
+
+class _Placement:
+    def __init__(self, tasklets: int, module_body, info):
+        self.tasklets = tasklets
+        self.module_body = module_body     # where the barrier's runtime declaration goes
+        self.info = info                   # counts the barrier sites
+        self.markers: list = []
+        self.here = None                   # the op being walked (a barrier "here" goes before it)
+        self._div: list = []               # open divergent code: its owner
+        self._div_open: list = []          # ... whether it opened an anchor, _mine's length
+        self._mine: list = []              # loop indices running over the owner's chunk
+        self._ops: list = []               # (anchor op, access number, uniform?) open anchors
+        self._seq = 0                      # accesses recorded so far
+        self._cycles: list = []            # [block, accesses logged, still logging?, regions]
+        self._log_paused = False
+        self._regions = 0                  # EDSL region calls walked so far
+        self._w: dict = {}                 # buffer -> (owner, serial) of the last write
+        self._r: dict = {}                 # buffer -> [(owner, serial)] reads
+        self._mram: list = []              # (write?, owner, serial)
+        self._held: list = []              # the states `_branches` holds, with their access numbers
+
+    # -- the walk ------------------------------------------------------------------
+    def walk(self, block: ir.Block) -> None:
+        for op in list(block.operations):
+            marker = self._MARKERS.get(op.operation.name)
+            self.here = op
+            if marker is not None:
+                self.markers.append(op)
+                marker(self, op.operation)
+            elif CYCLE in op.operation.attributes:
+                del op.operation.attributes[CYCLE]
+                self._cycle(op.operation)
+            elif BRANCHES in op.operation.attributes:
+                del op.operation.attributes[BRANCHES]
+                self._branches(op.operation)
+            else:
+                for region in op.operation.regions:
+                    for inner in region.blocks:
+                        self.walk(inner)
+
+    def _op(self, marker) -> None:
+        self._open_anchor(marker)
+        if ir.BoolAttr(marker.attributes["region"]).value:
+            # An EDSL region runs on every tasklet and touches WRAM and MRAM
+            # unseen by the access record: it starts with every tile op before
+            # it complete, reads operands that are complete (the conversion
+            # syncs after filling them), and is followed by the region's
+            # closing barrier, so nothing is left pending.
+            self._sync_if_dirty()
+
+    def _op_end(self, marker) -> None:
+        self._ops.pop()
+        if ir.BoolAttr(marker.attributes["region"]).value:
+            self._regions += 1
+            self._w, self._r, self._mram = {}, {}, []
+
+    def _divergent(self, marker) -> None:
+        anchored = not self._div
+        if anchored:
+            self._open_anchor(marker)
+        self._div.append(_who(marker.attributes["owner"]))
+        self._div_open.append((anchored, len(self._mine)))
+
+    def _divergent_end(self, marker) -> None:
+        self._div.pop()
+        anchored, mine = self._div_open.pop()
+        del self._mine[mine:]
+        if anchored:
+            self._ops.pop()
+
+    def _mine_marker(self, marker) -> None:
+        self._mine.append(marker.operands[0])
+
+    def _access(self, marker) -> None:
+        operands = list(marker.operands)
+        attrs = marker.attributes
+        if "tile" in attrs:
+            key, shape = ("tile", ir.IntegerAttr(attrs["tile"]).value), tuple(ir.DenseI64ArrayAttr(attrs["shape"]))
+        else:
+            buf = operands.pop(0)
+            key, shape = buf, tuple(ir.MemRefType(buf.type).shape)
+        who = _who(attrs["who"]) if "who" in attrs else self._owner_of_access(shape, operands[:1])
+        self.note_buffer(key, who, ir.BoolAttr(attrs["write"]).value)
+
+    def _mram_marker(self, marker) -> None:
+        self.note_mram(ir.BoolAttr(marker.attributes["write"]).value, _who(marker.attributes["who"]))
+
+    def _sync(self, marker) -> None:
+        self.sync()
+
+    _MARKERS = {OP: _op, OP_END: _op_end, DIVERGENT: _divergent, DIVERGENT_END: _divergent_end,
+                MINE: _mine_marker, ACCESS: _access, MRAM: _mram_marker, SYNC: _sync}
+
+    def _cycle(self, loop) -> None:
+        """A loop every tasklet runs alike: nothing pending when it starts, a
+        barrier at the end of its body if the next iteration's first accesses
+        need one."""
+        self._sync_if_dirty()
+        if loop.name == "scf.for":
+            body = loop.regions[0].blocks[0]
+            with self._branch():
+                log = self.cycle_begin(body)
+                self.walk(body)
+                self.here = list(body.operations)[-1]
+                self.cycle_end(log)
+            return
+        assert loop.name == "scf.while", loop.name
+        before, after = loop.regions[0].blocks[0], loop.regions[1].blocks[0]
+        with self._branch():
+            log = self.cycle_begin(before)
+            self.walk(before)
+        leaving = self.state()                  # what is pending when the loop ends
+        with self._branch():
+            self.walk(after)
+            self.here = list(after.operations)[-1]
+            self.cycle_end(log)
+        self.set_state(self.merge_state(leaving, self.state()))
+
+    def _branches(self, op) -> None:
+        """Each region from the state before the op (its condition is the same
+        on every tasklet), the states after them merged."""
+        regions = list(op.regions)
+        if op.name == "scf.index_switch":        # (lowered as its cases, then the default)
+            regions = regions[1:] + regions[:1]
+        held = {"seq": self._seq, "before": self.state()}
+        held["after"] = held["before"]
+        self._held.append(held)
+        for region in regions:
+            if not region.blocks:
+                continue
+            self.set_state(held["before"])
+            with self._branch():
+                self.walk(region.blocks[0])
+            held["after"] = self.merge_state(held["after"], self.state())
+        self._held.pop()
+        self.set_state(held["after"])
+
+    # -- barriers --------------------------------------------------------------------
+    def _open_anchor(self, marker) -> None:
+        """A place for a barrier: before `marker` (at uniform level)."""
+        self._ops.append((marker, self._seq, not self._div))
+
+    def barrier(self, at) -> None:
+        """A barrier before op `at`."""
+        with ir.InsertionPoint(at), ir.Location.unknown():
             site = arith.constant(ir.IntegerType.get_signless(64), 0)
-        runtime_call(self.module_body, BARRIER, [site])
+            runtime_call(self.module_body, BARRIER, [site])
         self.info.barriers += 1
-        block = ir.InsertionPoint.current.block
+        block = at.operation.block
         for log in self._cycles:
             if log[0] == block:             # executed whenever the cycle's rest is
                 log[2] = False
@@ -145,8 +329,8 @@ class Barriers:
                 self._log_paused = True
 
     @contextmanager
-    def branch(self):
-        """Lower a nested block (a branch, a loop body) of uniform code."""
+    def _branch(self):
+        """Walk a nested block (a branch, a loop body) of uniform code."""
         paused = self._log_paused
         try:
             yield
@@ -155,18 +339,13 @@ class Barriers:
 
     def sync(self) -> None:
         """A barrier here: every access so far is complete on every tasklet."""
-        if self.tasklets == 1:
-            return
         if self._div:
-            raise _unshareable("a barrier inside code some tasklets skip")
-        self.barrier()
+            raise _unshareable("a barrier inside code some tasklets skip", self.here.location)
+        self.barrier(self.here)
         self._w, self._r, self._mram = {}, {}, []
 
-    def dirty(self) -> bool:
-        return bool(self._w or self._r or self._mram)
-
-    def sync_if_dirty(self) -> None:
-        if self.tasklets > 1 and self.dirty():
+    def _sync_if_dirty(self) -> None:
+        if self._w or self._r or self._mram:
             self.sync()
 
     def cycle_begin(self, block: ir.Block) -> list:
@@ -174,16 +353,13 @@ class Barriers:
         body, or the kernel: the next program instance); `cycle_end` then
         checks them against the state at its end."""
         log = [block, [], True, self._regions]
-        if self.tasklets > 1:
-            self._cycles.append(log)
+        self._cycles.append(log)
         return log
 
     def cycle_end(self, log: list, mram: bool = True) -> None:
         """A barrier here if the code's first accesses (up to its first barrier)
         would conflict, on its next run, with accesses pending now. `mram`:
         count MRAM (not across program instances, which Triton leaves unordered)."""
-        if self.tasklets == 1:
-            return
         self._cycles.remove(log)
         if self._regions != log[3]:          # a region's accesses are not on record
             self.sync()
@@ -201,9 +377,11 @@ class Barriers:
         return dict(self._w), {k: dict(v) for k, v in self._r.items()}, list(self._mram)
 
     def set_state(self, state) -> None:
-        self._w, self._r, self._mram = state[0], state[1], state[2]
+        """The record as `state` says (a copy: `state` stays as it is)."""
+        self._w, self._r, self._mram = dict(state[0]), {k: dict(v) for k, v in state[1].items()}, list(state[2])
 
-    def merge_state(self, a, b):
+    @staticmethod
+    def merge_state(a, b):
         w = dict(a[0])
         for k, v in b[0].items():
             if k not in w or w[k][1] < v[1]:
@@ -214,13 +392,12 @@ class Barriers:
                 r.setdefault(k, {})[o] = max(seq, r.get(k, {}).get(o, 0))
         return w, r, a[2] + [x for x in b[2] if x not in a[2]]
 
-    def _owner_of_access(self, buf: ir.Value, ivs) -> object:
+    def _owner_of_access(self, shape, ivs) -> object:
         if not self._div:
             return "all"
         top = self._div[-1]
         if top == "one":
             return "one"
-        shape = tuple(ir.MemRefType(buf.type).shape)
         if ivs and shape and any(ivs[0] == m for m in self._mine) and owner(shape, self.tasklets) == top:
             return top
         return "any"
@@ -247,13 +424,9 @@ class Barriers:
             if log[2]:
                 log[1].append(entry)
 
-    def note_buffer(self, buf: ir.Value, ivs, write: bool, who=None) -> None:
-        """Record an element access of WRAM buffer `buf` (a barrier first if it
-        conflicts with an access by another tasklet since the last barrier)."""
-        if self.tasklets == 1:
-            return
-        if who is None:
-            who = self._owner_of_access(buf, ivs)
+    def note_buffer(self, buf, who, write: bool) -> None:
+        """An element access of buffer `buf` (a barrier first if it conflicts
+        with an access by another tasklet since the last barrier)."""
         hits = self._buffer_hits(buf, who, write)
         if hits:
             self._resolve(max(hits))
@@ -264,13 +437,10 @@ class Barriers:
             self._r.setdefault(buf, {})[who] = self._seq
         self._log(("buf", buf, who, write))
 
-    def note_mram(self, write: bool, who="all") -> None:
-        """Record an MRAM access of the op being lowered (`who`: "all" tasklets,
-        or "one" for tasklet 0). A store orders the loads and stores after it
+    def note_mram(self, write: bool, who) -> None:
+        """An op's MRAM accesses. A store orders the loads and stores after it
         (as `tl.debug_barrier` would on a GPU, where a load is not ordered
         with a later store of another lane)."""
-        if self.tasklets == 1:
-            return
         hits = [s for w, o, s in self._mram if w and not (o == who == "one")]
         if hits:
             self._resolve(max(hits))
@@ -285,17 +455,25 @@ class Barriers:
             if seq < latest:
                 break
             if uniform:
-                with ir.InsertionPoint(anchor), ir.Location.unknown():
-                    self.barrier()
+                self.barrier(anchor)
                 self._drop_before(seq)
+                for held in self._held:       # (the barrier comes before the branches too)
+                    if held["seq"] >= seq:
+                        held["before"] = _completed(held["before"], seq)
+                        held["after"] = _completed(held["after"], seq)
                 return
         if not self._div:
             self.sync()
             return
-        raise _unshareable("a tasklet conflict inside one op's divergent code")
+        raise _unshareable("a tasklet conflict inside one op's divergent code", self.here.location)
 
     def _drop_before(self, seq: int) -> None:
-        self._w = {k: v for k, v in self._w.items() if v[1] > seq}
-        self._r = {k: {o: x for o, x in v.items() if x > seq} for k, v in self._r.items()}
-        self._r = {k: v for k, v in self._r.items() if v}
-        self._mram = [x for x in self._mram if x[2] > seq]
+        self.set_state(_completed(self.state(), seq))
+
+
+def _completed(state, seq: int):
+    """`state` less the accesses numbered up to `seq` (a barrier completed them)."""
+    w, r, mram = state
+    r = {k: {o: x for o, x in v.items() if x > seq} for k, v in r.items()}
+    return ({k: v for k, v in w.items() if v[1] > seq}, {k: v for k, v in r.items() if v},
+            [x for x in mram if x[2] > seq])

@@ -53,12 +53,12 @@ def lower_call(conv, op) -> None:
             operands.append(conv.get(v))
     # All tasklets run the region, as all threads of a CTA run a TLE-Raw
     # region; barriers keep it apart from the tile code around it.
-    conv.barriers.sync()
+    conv.accesses.sync()
     packs = build_region(fn.llvm, fn.__name__, kinds, operands,
                          [k for k, p in enumerate(params) if p.param.is_inout])
-    conv.barriers.sync()
+    conv.accesses.sync()
     for result, value, (_, tile) in zip(op.results, packs, outs):
-        conv.set(result, Tile(tile.shape, tile.elem, buf=value, barriers=conv.barriers))
+        conv.set(result, Tile(tile.shape, tile.elem, buf=value, accesses=conv.accesses))
 
 
 def _mram_memref(conv, address: ir.Value, t: ir.MemRefType) -> ir.Value:

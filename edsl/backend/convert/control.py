@@ -48,7 +48,7 @@ def copy_into_carries(conv, yielded, carries, op):
         else:                                        # may read a carried buffer
             tmp = conv.alloca(y.shape, y.elem, "loop-carried tensor (next value)", op)
             conv.fill(tmp, y)
-            staged.append(Tile(y.shape, y.elem, buf=tmp, barriers=conv.barriers))
+            staged.append(Tile(y.shape, y.elem, buf=tmp, accesses=conv.accesses))
     for s, buf in zip(staged, carries):
         if s is not None:
             conv.fill(buf, s)
@@ -76,7 +76,7 @@ def _bind(conv, carries, types, scalars):
             k += 1
         else:
             shape, elem = _tile_type(t)
-            out.append(Tile(shape, elem, buf=buf, barriers=conv.barriers))
+            out.append(Tile(shape, elem, buf=buf, accesses=conv.accesses))
     return out
 
 
@@ -87,14 +87,12 @@ def lower_for(conv, op):
     body = op.regions[0].blocks[0]
     carries, scalar_inits = _carries(conv, op, inits, "loop-carried tensor")
     types = [a.type for a in list(body.arguments)[1:]]
-    conv.barriers.sync_if_dirty()                # each iteration starts with nothing pending
     loop = scf.ForOp(lb, ub, step, scalar_inits)
-    with ir.InsertionPoint(loop.body), conv.barriers.branch():
-        cycle = conv.barriers.cycle_begin(loop.body)
+    conv.accesses.cycle(loop)
+    with ir.InsertionPoint(loop.body):
         mapping = [loop.induction_variable] + _bind(conv, carries, types, list(loop.inner_iter_args))
         yielded = lower_body(conv, body, mapping)
         copy_into_carries(conv, yielded, carries, op)
-        conv.barriers.cycle_end(cycle)                # against the next iteration's first accesses
         scf.yield_([y for y, c in zip(yielded, carries) if c is None])
     for result, v in zip(op.results, _bind(conv, carries, [r.type for r in op.results], list(loop.results))):
         conv.set(result, v)
@@ -114,18 +112,14 @@ def _lower_branches(conv, op, make) -> None:
             bufs.append(None)
             scalar_types.append(scalar_type(r.type))
     new, branches = make(scalar_types)
-    before = conv.barriers.state()                   # (the condition is the same on every tasklet)
-    after = before
+    conv.accesses.branches(new)                      # (the condition is the same on every tasklet)
     for src, dst in branches:
-        conv.barriers.set_state(before)
-        with ir.InsertionPoint(dst), conv.barriers.branch():
+        with ir.InsertionPoint(dst):
             yielded = lower_body(conv, src, [])
             for y, buf in zip(yielded, bufs):
                 if buf is not None and not (y.buf is not None and y.buf == buf):
                     conv.fill(buf, y)
             scf.yield_([y for y, b in zip(yielded, bufs) if b is None])
-        after = conv.barriers.merge_state(after, conv.barriers.state())
-    conv.barriers.set_state(after)
     for result, v in zip(op.results, _bind(conv, bufs, [r.type for r in op.results], list(new.results))):
         conv.set(result, v)
 
@@ -215,7 +209,6 @@ def lower_map_elementwise(conv, op):
 def lower_while(conv, op):
     before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
     carries, scalar_inits = _carries(conv, op, list(op.operands), "while-carried tensor")
-    conv.barriers.sync_if_dirty()
     cond_op = list(before.operations)[-1]
     forwarded = list(cond_op.operands)[1:]
     if any(is_tensor(v.type) for v in forwarded):
@@ -223,21 +216,18 @@ def lower_while(conv, op):
                              "is not supported by the DPU backend")
     result_types = [scalar_type(v.type) for v in forwarded]
     new = scf.WhileOp(result_types, scalar_inits)
+    conv.accesses.cycle(new)
     before_types = [scalar_type(a.type) for a in before.arguments if not is_tensor(a.type)]
     new_before = new.before.blocks.append(*before_types)
     new_after = new.after.blocks.append(*result_types)
-    with ir.InsertionPoint(new_before), conv.barriers.branch():
-        cycle = conv.barriers.cycle_begin(new_before)
+    with ir.InsertionPoint(new_before):
         mapping = _bind(conv, carries, [a.type for a in before.arguments], list(new_before.arguments))
         cond_vals = lower_body(conv, before, mapping)
         scf.condition(cond_vals[0], cond_vals[1:])
-    leaving = conv.barriers.state()                  # what is pending when the loop ends
-    with ir.InsertionPoint(new_after), conv.barriers.branch():
+    with ir.InsertionPoint(new_after):
         yielded = lower_body(conv, after, list(new_after.arguments))
         copy_into_carries(conv, yielded, carries, op)
-        conv.barriers.cycle_end(cycle)
         scf.yield_([y for y, c in zip(yielded, carries) if c is None])
-    conv.barriers.set_state(conv.barriers.merge_state(leaving, conv.barriers.state()))
     for result, v in zip(op.results, new.results):
         conv.set(result, v)
 
@@ -246,7 +236,7 @@ def lower_while(conv, op):
 def lower_barrier(conv, op):
     """`tl.debug_barrier()` (`gpu.barrier` up to Triton 3.6, then `ttg.barrier`): a
     barrier of the DPU's tasklets (none with one tasklet)."""
-    conv.barriers.sync()
+    conv.accesses.sync()
 
 
 @lowers("tt.atomic_poll")
@@ -264,7 +254,7 @@ def lower_atomic_poll(conv, op):
                             if is_tensor(op.operands[0].type) else op.operands[0].type))
     i1, i64 = ir.IntegerType.get_signless(1), ir.IntegerType.get_signless(64)
     stg = conv.staging(8)
-    conv.barriers.note_mram(False, "one")
+    conv.accesses.note_mram(False, "one")
     site = conv.site()
 
     def poll(addr, want):
@@ -285,10 +275,10 @@ def lower_atomic_poll(conv, op):
     def one(ivs):
         at = list(ivs) if isinstance(ptr, Tile) else []
         want = expected.at(at) if isinstance(expected, Tile) else expected
-        store_elem(conv.barriers, poll(ptr.at(at) if isinstance(ptr, Tile) else ptr, want), out, ivs)
+        store_elem(conv.accesses, poll(ptr.at(at) if isinstance(ptr, Tile) else ptr, want), out, ivs)
     with conv.single():
         conv.loop_nest(shape, one)
     if isinstance(ptr, Tile):
-        conv.set(op.results[0], Tile(shape, i1, buf=out, barriers=conv.barriers))
+        conv.set(op.results[0], Tile(shape, i1, buf=out, accesses=conv.accesses))
     else:
-        conv.set(op.results[0], load_elem(conv.barriers, out, [conv.index(0)], i1))
+        conv.set(op.results[0], load_elem(conv.accesses, out, [conv.index(0)], i1))

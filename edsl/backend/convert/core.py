@@ -23,8 +23,8 @@ Code that must run once (atomics, scans along the first axis, prints, scalar
 stores) runs on tasklet 0 (`single`). Scalars are computed by every tasklet
 alike (a scalar reduction reads the whole buffer on each tasklet, in one
 fixed order), so control flow stays uniform and every tasklet reaches every
-barrier. Every buffer access is recorded in `barriers.Barriers`, which places
-the barriers.
+barrier. Every buffer access is stated in the converted code (`barriers.AccessRecord`),
+and a pass after the conversion places the barriers (`barriers.place_barriers`).
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from mlir.dialects import arith, memref, scf
 from ... import dtypes
 from ...errors import CompileError
 from ..ttir_text import split_top, user_location
-from .barriers import Barriers, chunk, owner
+from .barriers import AccessRecord, chunk, owner
 from .spill import DotNeed, SpillBuffer, SpillPlan, SpillRecord, SpillSpace
 from .wram import WramBuffer, WramLayout
 
@@ -122,14 +122,14 @@ class Tile:
     cost: int = 0                          # ops one lazy element costs
     row: RowForm | None = None             # affine along the last dimension (lazy tiles)
     lanes: LaneRange | None = None         # a mask's active lanes, in closed form
-    barriers: Barriers | None = None       # records the accesses of `buf`
+    accesses: AccessRecord | None = None   # records the accesses of `buf`
 
     def __post_init__(self):
-        assert self.buf is None or self.barriers is not None, "a buffer tile without its record"
+        assert self.buf is None or self.accesses is not None, "a buffer tile without its record"
 
     def at(self, ivs):
         if self.buf is not None:
-            return load_elem(self.barriers, self.buf, list(ivs), self.elem)
+            return load_elem(self.accesses, self.buf, list(ivs), self.elem)
         return self.fn(list(ivs))
 
     @property
@@ -196,19 +196,19 @@ def in_wram(buf) -> bool:
     return isinstance(buf, ir.Value)
 
 
-def load_elem(barriers: Barriers, buf, ivs, elem: ir.Type) -> ir.Value:
-    """Element `ivs` of buffer `buf` (the read recorded in `barriers`)."""
+def load_elem(accesses: AccessRecord, buf, ivs, elem: ir.Type) -> ir.Value:
+    """Element `ivs` of buffer `buf` (the read recorded in `accesses`)."""
     if isinstance(buf, SpillBuffer):
-        return from_stored(buf.load(barriers, ivs), elem)
-    barriers.note_buffer(buf, list(ivs), False)
+        return from_stored(buf.load(accesses, ivs), elem)
+    accesses.note_buffer(buf, list(ivs), False)
     return from_stored(memref.load(buf, list(ivs)), elem)
 
 
-def store_elem(barriers: Barriers, v: ir.Value, buf, ivs) -> None:
+def store_elem(accesses: AccessRecord, v: ir.Value, buf, ivs) -> None:
     if isinstance(buf, SpillBuffer):
-        buf.store(barriers, to_stored(v, buf.stored), ivs)
+        buf.store(accesses, to_stored(v, buf.stored), ivs)
         return
-    barriers.note_buffer(buf, list(ivs), True)
+    accesses.note_buffer(buf, list(ivs), True)
     memref.store(to_stored(v, ir.MemRefType(buf.type).element_type), buf, list(ivs))
 
 
@@ -262,7 +262,7 @@ class Converter:
         # Tasklet state (see the module docstring).
         self.me: ir.Value | None = None    # index
         self._ranges: dict = {}
-        self.barriers = Barriers(tasklets, module_body, info)
+        self.accesses = AccessRecord(tasklets)
         self._op_location = None           # of the op being lowered
         self._site_codes: set[int] = set()
         if tasklets > 1:
@@ -386,8 +386,7 @@ class Converter:
         return self.wram.staging(nbytes)
 
     def finish(self) -> None:
-        """The steps after the walk: drop the barrier anchors, lay WRAM out."""
-        self.barriers.finish()
+        """The step after the walk: lay WRAM out."""
         self.info.wram = self.wram.layout()
         self.info.spills = self.spill.records
         self.info.scratch_bytes = self.spill.bytes
@@ -407,10 +406,10 @@ class Converter:
         else:
             buf = self.alloca(t.shape, t.elem, what, op)
         self.fill(buf, t)
-        if self.barriers.in_region:
-            self.barriers.sync()
+        if self._wram_only:            # (an EDSL region's operand: complete before it runs)
+            self.accesses.sync()
         # (closed forms along the rows stay true of the buffer's values)
-        return Tile(t.shape, t.elem, buf=buf, row=t.row, lanes=t.lanes, barriers=self.barriers)
+        return Tile(t.shape, t.elem, buf=buf, row=t.row, lanes=t.lanes, accesses=self.accesses)
 
     def fill(self, buf, t: Tile) -> None:
         """Store every element of `t` into `buf` (the window lines it reads
@@ -421,7 +420,7 @@ class Converter:
                 return
 
             def body(ivs):
-                store_elem(self.barriers, t.at(ivs), buf, ivs)
+                store_elem(self.accesses, t.at(ivs), buf, ivs)
             self.par_nest(t.shape, body)
 
     def loop_nest(self, shape, body, outer=()) -> None:
@@ -465,10 +464,10 @@ class Converter:
             return
         part = tuple(tile_shape) if tile_shape is not None else tuple(shape)
         lo, hi = self.my_range(part)
-        with self.barriers.divergent(self.owner(part)):
+        with self.accesses.divergent(self.owner(part)):
             loop = scf.ForOp(lo, hi, self.index(1))
             with ir.InsertionPoint(loop.body):
-                self.barriers.mine(loop.induction_variable)
+                self.accesses.mine(loop.induction_variable)
                 self.loop_nest(tuple(shape[1:]), body, [loop.induction_variable])
                 scf.yield_([])
 
@@ -478,7 +477,7 @@ class Converter:
         if self.tasklets == 1:
             yield
             return
-        with self.barriers.divergent("one"):  # (a barrier it needs goes before the `if`)
+        with self.accesses.divergent("one"):  # (a barrier it needs goes before the `if`)
             first = arith.cmpi(arith.CmpIPredicate.eq, self.me, self.index(0))
             op = scf.IfOp(first, [], has_else=False)
             with ir.InsertionPoint(op.then_block):
@@ -501,7 +500,7 @@ class Converter:
         self._op_location = op.location
         region = name == "func.call"
         self._wram_only += region
-        with op.location, self.barriers.op(region=region), self.spill.scope():
+        with op.location, self.accesses.op(region=region), self.spill.scope():
             try:
                 fn(self, op.operation)
             except ValueError as err:       # e.g. an element type with no MRAM layout (fp8)

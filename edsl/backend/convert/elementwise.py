@@ -253,8 +253,8 @@ def lower_constant(conv, op):
     with conv.single():
         for flat in range(n):
             ivs = [conv.index((flat // strides[d]) % shape[d]) for d in range(len(shape))]
-            store_elem(conv.barriers, arith.constant(elem, dense[flat]), buf, ivs)
-    conv.set(result, Tile(shape, elem, buf=buf, barriers=conv.barriers), op)
+            store_elem(conv.accesses, arith.constant(elem, dense[flat]), buf, ivs)
+    conv.set(result, Tile(shape, elem, buf=buf, accesses=conv.accesses), op)
 
 
 @lowers("ub.poison")

@@ -183,7 +183,7 @@ class RowSegment:
         """body(j) for the lanes lo <= j < hi."""
         def run(j):
             if self.mine:
-                conv.barriers.mine(j)
+                conv.accesses.mine(j)
             body(j)
         _for(lo, hi, run)
 
@@ -192,9 +192,9 @@ class RowSegment:
         if conv.tasklets == 1:
             return
         if self.mine:
-            conv.barriers.note_buffer(buf, [self.j0], write, who=conv.owner(tuple(ir.MemRefType(buf.type).shape)))
+            conv.accesses.note_buffer(buf, [self.j0], write, who=conv.owner(tuple(ir.MemRefType(buf.type).shape)))
         else:
-            conv.barriers.note_buffer(buf, self.ivs(self.j0), write)
+            conv.accesses.note_buffer(buf, self.ivs(self.j0), write)
 
 
 class BufferRows:
@@ -209,7 +209,7 @@ class BufferRows:
         return _row_addr(self.conv, self.buf, rivs, self.es)
 
     def store(self, v, ivs) -> None:
-        store_elem(self.conv.barriers, v, self.buf, ivs)
+        store_elem(self.conv.accesses, v, self.buf, ivs)
 
     def note(self, seg, write: bool) -> None:
         seg.note(self.conv, self.buf, write)
@@ -226,7 +226,7 @@ def _active_span(conv, seg: RowSegment):
 
     def body(j, first, last, count):
         if seg.mine:
-            conv.barriers.mine(j)
+            conv.accesses.mine(j)
         m = seg.active(j)
         j64 = arith.index_cast(_i64(), j)
         unset = arith.cmpi(arith.CmpIPredicate.slt, first, _c(0))
@@ -324,7 +324,7 @@ def _segments(conv, shape, body, ptrs, mask, t, es: int):
         body(RowSegment(ptrs, mask, rivs, j0, j1, t, es, mine, conv.staging(lanes * es + 16)))
     if conv.tasklets > 1 and len(shape) == 1:
         lo, hi = conv.my_range(shape)
-        with conv.barriers.divergent(conv.owner(shape)):
+        with conv.accesses.divergent(conv.owner(shape)):
             _split(conv, lo, hi, lanes, lambda j0, j1: segment([], j0, j1, True))
         return
     conv.par_nest(shape[:-1], lambda rivs: _split(conv, conv.index(0), conv.index(length), lanes,
@@ -565,7 +565,7 @@ def lower_load(conv, op):
     ptr_t = op.operands[0].type
     rt = op.results[0].type
     mask, other = _operand(conv, op, 1), _operand(conv, op, 2)
-    conv.barriers.note_mram(False)
+    conv.accesses.note_mram(False)
     if not is_tensor(rt):
         t = scalar_type(rt)
         addr = conv.get(op.operands[0])
@@ -588,7 +588,7 @@ def lower_load(conv, op):
     else:
         rows = BufferRows(conv, out, es)
         _segments(conv, shape, lambda seg: _load_row(conv, seg, other, rows), ptrs, mask, t, es)
-    conv.set(op.results[0], Tile(shape, t, buf=out, barriers=conv.barriers))
+    conv.set(op.results[0], Tile(shape, t, buf=out, accesses=conv.accesses))
 
 
 @lowers("tt.store")
@@ -597,7 +597,7 @@ def lower_store(conv, op):
     value = conv.get(op.operands[1])
     mask = _operand(conv, op, 2)
     if not is_tensor(ptr_t):
-        conv.barriers.note_mram(True, "one")
+        conv.accesses.note_mram(True, "one")
         addr = conv.get(op.operands[0])
         stg = conv.staging(8)
         with conv.single():
@@ -624,13 +624,13 @@ def lower_store(conv, op):
     # Tasklets store the segments that are whole 8-byte words at once; the
     # others (read-modify-write of words two segments may share) follow on
     # tasklet 0, after a barrier, in order.
-    conv.barriers.note_mram(True)
+    conv.accesses.note_mram(True)
     _segments(conv, shape, rows("clean"), ptrs, mask, t, es)
-    before = conv.barriers.state()
     rest = scf.IfOp(_needs_rest(conv, ptrs, mask, es, shape), [], has_else=False)
-    with ir.InsertionPoint(rest.then_block), conv.barriers.branch():
-        conv.barriers.sync()
-        conv.barriers.note_mram(True, "one")
+    conv.accesses.branches(rest)
+    with ir.InsertionPoint(rest.then_block):
+        conv.accesses.sync()
+        conv.accesses.note_mram(True, "one")
         with conv.single():
             if len(shape) == 1:
                 c = conv.chunk(shape)
@@ -644,9 +644,8 @@ def lower_store(conv, op):
                 conv.loop_nest(shape[:-1], lambda rivs: _split(
                     conv, conv.index(0), conv.index(shape[-1]), seg,
                     lambda a, b: rows("rest")(segment(rivs, a, b))))
-        conv.barriers.sync()                             # (the slow path leaves nothing pending)
+        conv.accesses.sync()                             # (the slow path leaves nothing pending)
         scf.yield_([])
-    conv.barriers.set_state(conv.barriers.merge_state(before, conv.barriers.state()))
 
 
 def _needs_rest(conv, ptrs, mask, es: int, shape) -> ir.Value:
@@ -706,7 +705,7 @@ def _atomic(conv, op, update):
     reaches the other tasklets through a WRAM cell."""
     rt = op.results[0].type if len(op.results) else None
     stg = conv.staging(8)
-    conv.barriers.note_mram(True, "one")
+    conv.accesses.note_mram(True, "one")
     n_vals = len(op.operands) - 1
     ptr = conv.get(op.operands[0])
     vals = [conv.get(v) for v in op.operands[1:]]
@@ -733,9 +732,9 @@ def _atomic(conv, op, update):
         cell = conv.alloca((1,), t, f"{op.name} result", op)
         zero = conv.index(0)
         with conv.single():
-            store_elem(conv.barriers, run(), cell, [zero])
+            store_elem(conv.accesses, run(), cell, [zero])
         if rt is not None:
-            conv.set(op.results[0], load_elem(conv.barriers, cell, [zero], t))
+            conv.set(op.results[0], load_elem(conv.accesses, cell, [zero], t))
         return
     t = scalar_type(pointee(ir.RankedTensorType(op.operands[0].type).element_type))
     has_mask = op.name == "tt.atomic_rmw" and n_vals == 2
@@ -747,11 +746,11 @@ def _atomic(conv, op, update):
         lane_vals = [a.at(ivs) if isinstance(a, Tile) else a for a in args]
         old = _if_else(_lane(mask, ivs), t, lambda: one(ptr.at(ivs), lane_vals, t), lambda: _zero(t))
         if used:
-            store_elem(conv.barriers, old, out, ivs)
+            store_elem(conv.accesses, old, out, ivs)
     with conv.single():
         conv.loop_nest(ptr.shape, body)
     if used:
-        conv.set(op.results[0], Tile(ptr.shape, t, buf=out, barriers=conv.barriers))
+        conv.set(op.results[0], Tile(ptr.shape, t, buf=out, accesses=conv.accesses))
 
 
 @lowers("tt.atomic_rmw")

@@ -164,7 +164,7 @@ def lower_reduce(conv, op):
             if bufs is None:
                 scalars.append(v)
             else:
-                store_elem(conv.barriers, v, bufs[0], oivs)
+                store_elem(conv.accesses, v, bufs[0], oivs)
             return
         init = [t.at(at(conv.index(0))) for t in inputs]
         loop = scf.ForOp(conv.index(1), conv.index(n), conv.index(1), init)
@@ -175,7 +175,7 @@ def lower_reduce(conv, op):
             scalars.extend(loop.results)
         else:
             for v, buf in zip(loop.results, bufs):
-                store_elem(conv.barriers, v, buf, oivs)
+                store_elem(conv.accesses, v, buf, oivs)
     if out_shape:
         conv.par_nest(out_shape, body)      # rows are independent: shared out
     else:
@@ -184,7 +184,7 @@ def lower_reduce(conv, op):
         if bufs is None:
             conv.set(result, scalars[k])
         else:
-            conv.set(result, Tile(out_shape, elems[k], buf=bufs[k], barriers=conv.barriers))
+            conv.set(result, Tile(out_shape, elems[k], buf=bufs[k], accesses=conv.accesses))
 
 
 @lowers("tt.scan")
@@ -207,14 +207,14 @@ def lower_scan(conv, op):
         first = at(pos(conv.index(0)))
         init = [t.at(first) for t in inputs]
         for v, buf in zip(init, bufs):
-            store_elem(conv.barriers, v, buf, first)
+            store_elem(conv.accesses, v, buf, first)
         loop = scf.ForOp(conv.index(1), conv.index(n), conv.index(1), init)
         with ir.InsertionPoint(loop.body):
             where = at(pos(loop.induction_variable))
             nexts = [t.at(where) for t in inputs]
             new = _combine(conv, block, loop.inner_iter_args, nexts)
             for v, buf in zip(new, bufs):
-                store_elem(conv.barriers, v, buf, where)
+                store_elem(conv.accesses, v, buf, where)
             scf.yield_(new)
     if axis == 0:
         # Lines across the first dimension: tasklets own chunks of that dimension
@@ -224,7 +224,7 @@ def lower_scan(conv, op):
     else:                                   # rows are independent: shared out
         conv.par_nest(line_shape, body, shape)
     for result, buf, t in zip(op.results, bufs, inputs):
-        conv.set(result, Tile(shape, t.elem, buf=buf, barriers=conv.barriers))
+        conv.set(result, Tile(shape, t.elem, buf=buf, accesses=conv.accesses))
 
 
 @lowers("tt.histogram")
@@ -247,13 +247,13 @@ def lower_histogram(conv, op):
         branch = scf.IfOp(ok, [], has_else=False)
         with ir.InsertionPoint(branch.then_block):
             at = [arith.index_cast(ir.IndexType.get(), v)]
-            old = load_elem(conv.barriers, out, at, elem)
-            store_elem(conv.barriers, arith.addi(old, arith.constant(elem, 1)), out, at)
+            old = load_elem(conv.accesses, out, at, elem)
+            store_elem(conv.accesses, arith.addi(old, arith.constant(elem, 1)), out, at)
             scf.yield_([])
     with conv.single():
-        conv.loop_nest(shape, lambda ivs: store_elem(conv.barriers, arith.constant(elem, 0), out, ivs))
+        conv.loop_nest(shape, lambda ivs: store_elem(conv.accesses, arith.constant(elem, 0), out, ivs))
         conv.loop_nest(src.shape, count)
-    conv.set(op.results[0], Tile(shape, elem, buf=out, barriers=conv.barriers))
+    conv.set(op.results[0], Tile(shape, elem, buf=out, accesses=conv.accesses))
 
 
 def _widen(v, acc_t):
@@ -292,7 +292,7 @@ def lower_dot(conv, op, operands=None):
                                      byte_size(sum_t), byte_size(acc_t), sum_t != acc_t))
     if panels is not None:
         _blocked_dot(conv, op, a, b, c, out, sum_t, panels)
-        conv.set(op.results[0], Tile(shape, acc_t, buf=out, barriers=conv.barriers))
+        conv.set(op.results[0], Tile(shape, acc_t, buf=out, accesses=conv.accesses))
         return
 
     def body(ivs):
@@ -303,9 +303,9 @@ def lower_dot(conv, op, operands=None):
             x = _widen(a.at(batch + [i, k]), sum_t)
             y = _widen(b.at(batch + [k, j]), sum_t)
             scf.yield_([_fma(loop.inner_iter_args[0], x, y, flt)])
-        store_elem(conv.barriers, _widen(loop.results[0], acc_t), out, ivs)
+        store_elem(conv.accesses, _widen(loop.results[0], acc_t), out, ivs)
     conv.par_nest(shape, body)
-    conv.set(op.results[0], Tile(shape, acc_t, buf=out, barriers=conv.barriers))
+    conv.set(op.results[0], Tile(shape, acc_t, buf=out, accesses=conv.accesses))
 
 
 def _fma(acc, x, y, flt: bool):
@@ -379,8 +379,8 @@ def _blocked_dot(conv, op, a, b, c, out, sum_t, panels) -> None:
             guard = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, kk, rows), [], has_else=False)
             with ir.InsertionPoint(guard.then_block):
                 k = arith.addi(k0, kk)
-                conv.barriers.note_buffer(b.buf, bivs + [k, n0], False)
-                conv.barriers.note_buffer(panel, [kk], True)
+                conv.accesses.note_buffer(b.buf, bivs + [k, n0], False)
+                conv.accesses.note_buffer(panel, [kk], True)
                 dst = arith.addi(addr(panel), arith.muli(arith.index_cast(i64, kk), c64(panel_w * es_b)))
                 b.buf.read_row(bivs + [k], n0, bytes_of(nw, es_b), dst)
                 scf.yield_([])
@@ -393,7 +393,7 @@ def _blocked_dot(conv, op, a, b, c, out, sum_t, panels) -> None:
     def step(bivs, i, r, k0, rows, n0, nw):
         """Accumulator row r += A[i, k0:k0+rows] @ B's panel."""
         if a_mram:
-            conv.barriers.note_buffer(a.buf, bivs + [i, k0], False)
+            conv.accesses.note_buffer(a.buf, bivs + [i, k0], False)
             a.buf.read_row(bivs + [i], k0, bytes_of(rows, es_a), row_addrs["a"])
 
         def kstep(kk):
@@ -402,7 +402,7 @@ def _blocked_dot(conv, op, a, b, c, out, sum_t, panels) -> None:
                  else widen_at(a, bivs + [i, k]))
 
             def lane(jj):
-                y = (_widen(load_elem(conv.barriers, panel, [kk, jj], b.elem), sum_t) if b_mram
+                y = (_widen(load_elem(conv.accesses, panel, [kk, jj], b.elem), sum_t) if b_mram
                      else widen_at(b, bivs + [k, arith.addi(n0, jj)]))
                 memref.store(_fma(memref.load(acc, [r, jj]), x, y, flt), acc, [r, jj])
             lanes(nw, lane)
@@ -413,13 +413,13 @@ def _blocked_dot(conv, op, a, b, c, out, sum_t, panels) -> None:
         def result(jj):
             return _widen(memref.load(acc, [r, jj]), acc_t)
         if not o_mram:
-            lanes(nw, lambda jj: store_elem(conv.barriers, result(jj), out, bivs + [i, arith.addi(n0, jj)]))
+            lanes(nw, lambda jj: store_elem(conv.accesses, result(jj), out, bivs + [i, arith.addi(n0, jj)]))
             return
         src = arith.addi(row_addrs["acc"], arith.muli(arith.index_cast(i64, r), c64(acc_w * es_sum)))
         if sum_t != acc_t:
             lanes(nw, lambda jj: memref.store(to_stored(result(jj), out.stored), views["out"], [jj]))
             src = row_addrs["out"]
-        conv.barriers.note_buffer(out, bivs + [i, n0], True)
+        conv.accesses.note_buffer(out, bivs + [i, n0], True)
         out.write_row(bivs + [i], n0, bytes_of(nw, es_acc), src)
 
     zero = conv.index(0)
@@ -448,14 +448,14 @@ def _blocked_dot(conv, op, a, b, c, out, sum_t, panels) -> None:
                         i = arith.addi(lo, arith.addi(arith.muli(p, conv.index(rb)), r))
                         live = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, i, hi), [], has_else=False)
                         with ir.InsertionPoint(live.then_block):
-                            conv.barriers.mine(i)
+                            conv.accesses.mine(i)
                             body(i, r)
                             scf.yield_([])
                     lanes(conv.index(rb), each)
                 if conv.tasklets == 1:
                     rows()
                 else:
-                    with conv.barriers.divergent(conv.owner((m_dim, n_dim))):
+                    with conv.accesses.divergent(conv.owner((m_dim, n_dim))):
                         rows()
 
             def one_pass(p):
@@ -488,12 +488,10 @@ def _uniform_loop(conv, lo: int, hi: int, step: int, body) -> None:
     """An scf.for every tasklet runs alike (as control.lower_for: nothing
     pending when it starts, a barrier at the end of its body if the next
     iteration's first accesses need one)."""
-    conv.barriers.sync_if_dirty()
     loop = scf.ForOp(conv.index(lo), conv.index(hi), conv.index(step))
-    with ir.InsertionPoint(loop.body), conv.barriers.branch():
-        cycle = conv.barriers.cycle_begin(loop.body)
+    conv.accesses.cycle(loop)
+    with ir.InsertionPoint(loop.body):
         body(loop.induction_variable)
-        conv.barriers.cycle_end(cycle)
         scf.yield_([])
 
 

@@ -34,7 +34,7 @@ Access.
   valid only within the op (or fill) that brought it in: at its end the
   window is written back if changed and forgotten (`SpillSpace.scope`), so
   a tasklet never reads a line another tasklet has changed since, and the
-  barriers the access record places (it records spilled tiles as buffers)
+  barriers placed from the access record (it records spilled tiles as buffers)
   come after the write-backs.
 - `tl.dot` reads rows of its spilled operands into its panels by DMA
   (reduce.py).
@@ -445,18 +445,18 @@ class SpillBuffer:
                          conv.site(), conv.ctx_arg])
             scf.yield_([])
 
-    def load(self, barriers, ivs) -> ir.Value:
+    def load(self, accesses, ivs) -> ir.Value:
         """Element `ivs` as stored (`core.load_elem` converts it)."""
         self.space.touch(self, False)
-        barriers.note_buffer(self, list(ivs), False)
+        accesses.note_buffer(self, list(ivs), False)
         line, slot = self._locate(list(ivs))
         self._ensure(line)
         return memref.load(self.data, [slot])
 
-    def store(self, barriers, v: ir.Value, ivs) -> None:
+    def store(self, accesses, v: ir.Value, ivs) -> None:
         """Store `v`, of the stored type, at element `ivs`."""
         self.space.touch(self, True)
-        barriers.note_buffer(self, list(ivs), True)
+        accesses.note_buffer(self, list(ivs), True)
         line, slot = self._locate(list(ivs))
         self._ensure(line)
         memref.store(v, self.data, [slot])
@@ -500,14 +500,14 @@ class SpillBuffer:
         if len(shape) == 1:
             if conv.tasklets > 1:
                 lo, hi = conv.my_range(shape)
-                with conv.barriers.divergent(conv.owner(shape)):
-                    conv.barriers.note_buffer(self, [], True, who=conv.owner(shape))
+                with conv.accesses.divergent(conv.owner(shape)):
+                    conv.accesses.note_buffer(self, [], True, who=conv.owner(shape))
                     row_segments([], lo, hi, True)
             else:
                 row_segments([], _idx(0), _idx(n), False)
         elif g.rows == 1:
             def row(rivs):
-                conv.barriers.note_buffer(self, rivs, True)
+                conv.accesses.note_buffer(self, rivs, True)
                 row_segments(rivs, _idx(0), _idx(n), False)
             conv.par_nest(shape[:-1], row, shape)
         else:
@@ -515,7 +515,7 @@ class SpillBuffer:
 
             def group(outer):
                 if outer:
-                    conv.barriers.note_buffer(self, outer, True)
+                    conv.accesses.note_buffer(self, outer, True)
                 loop = scf.ForOp(_idx(0), _idx(_prod(inner) // g.rows), _idx(1))
                 with ir.InsertionPoint(loop.body):
                     q = loop.induction_variable
@@ -544,7 +544,7 @@ class SpillBuffer:
             with ir.InsertionPoint(loop.body):
                 j = loop.induction_variable
                 if mine:
-                    self.space.conv.barriers.mine(j)
+                    self.space.conv.accesses.mine(j)
                 target.store(tile.at(rivs + [j]), rivs + [j])
                 scf.yield_([])
         self.stream(body)
