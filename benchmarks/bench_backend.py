@@ -23,8 +23,9 @@ import time
 
 os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="dpu-bench-cache-")
 os.environ.setdefault("TRITON_DEFAULT_BACKEND", "dpu")
-EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
-sys.path.insert(0, str(EXAMPLES))
+BENCHMARKS = pathlib.Path(__file__).resolve().parent
+EXAMPLES = BENCHMARKS.parent / "examples"
+sys.path[:0] = [str(EXAMPLES), str(BENCHMARKS)]
 
 import numpy as np  # noqa: E402
 import triton  # noqa: E402
@@ -32,6 +33,7 @@ import triton  # noqa: E402
 import edsl.backend  # noqa: E402
 import triton_softmax  # noqa: E402
 import triton_vector_add  # noqa: E402
+from measure import best  # noqa: E402
 
 N = 1 << 20
 BLOCK = 1024
@@ -40,38 +42,21 @@ DPUS = 64
 # Run in a subprocess with TRITON_INTERPRET=1: prints "<add seconds> <softmax seconds>".
 INTERPRETER = f"""
 import sys, time
-sys.path.insert(0, {str(EXAMPLES)!r})
+sys.path[:0] = [{str(EXAMPLES)!r}, {str(BENCHMARKS)!r}]
 import torch, triton
 import triton_softmax, triton_vector_add
+from measure import best
 torch.manual_seed(0)
 x, y = torch.randn({N}), torch.randn({N})
 out = torch.empty_like(x)
 m = x.reshape(1024, 1024)
 sm = torch.empty_like(m)
-
-def best(fn, reps=2):
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-add = best(lambda: triton_vector_add.add_kernel[(triton.cdiv({N}, {BLOCK}),)](x, y, out, {N}, BLOCK={BLOCK}))
+add = best(lambda: triton_vector_add.add_kernel[(triton.cdiv({N}, {BLOCK}),)](x, y, out, {N}, BLOCK={BLOCK}), 2)
 assert torch.equal(out, x + y)
-soft = best(lambda: triton_softmax.softmax_kernel[(1024,)](sm, m, 1024, 1024, BLOCK=1024))
+soft = best(lambda: triton_softmax.softmax_kernel[(1024,)](sm, m, 1024, 1024, BLOCK=1024), 2)
 assert torch.allclose(sm, torch.softmax(m, dim=1), rtol=1e-5, atol=1e-6)
 print(add, soft)
 """
-
-
-def best(fn, reps=10):
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def fresh(kernel):
@@ -132,8 +117,8 @@ def bench(name, kernel, launch, numpy_fn, tasklets, interp):
     launch(k2, tasklets)                       # cached on disk, new kernel object
     cached = time.perf_counter() - t0
     fresh_process = new_process(name, tasklets)
-    run = best(lambda: launch(k2, tasklets))
-    ref = best(numpy_fn)
+    run = best(lambda: launch(k2, tasklets), 10)
+    ref = best(numpy_fn, 10)
     r = edsl.backend.last_report()
     line = (f"{name:>11} x{tasklets:<2}: compile cold {cold * 1e3:7.1f} ms, cached {cached * 1e3:6.1f} ms,"
             f" new process {fresh_process * 1e3:6.1f} ms"

@@ -16,17 +16,17 @@ import os
 import pathlib
 import sys
 import tempfile
-import time
 
 os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="dpu-bench-cache-")
 os.environ.setdefault("TRITON_DEFAULT_BACKEND", "dpu")
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples"))
+sys.path[:0] = [str(pathlib.Path(__file__).resolve().parents[1] / "examples"), str(pathlib.Path(__file__).parent)]
 
 import numpy as np  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 import edsl.backend  # noqa: E402
+from measure import best  # noqa: E402
 
 PROGRAMS = 8
 
@@ -43,14 +43,6 @@ def dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.cons
     tl.store(c_ptr + pid * M * N + rm[:, None] * N + rn[None, :], c)
 
 
-def best(fn, reps=7):
-    fn()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def measure(size, programs, tasklets, wram=None, dpus=PROGRAMS):
@@ -63,7 +55,7 @@ def measure(size, programs, tasklets, wram=None, dpus=PROGRAMS):
     kw = dict(M=size, N=size, K=size, num_dpus=dpus, num_tasklets=tasklets)
     if wram is not None:
         kw["wram_bytes"] = wram
-    seconds = best(lambda: dot_kernel[(programs,)](a, b, c, **kw))
+    seconds = best(lambda: dot_kernel[(programs,)](a, b, c, **kw), 7, warm=True)
     report = edsl.backend.last_report()
     assert np.allclose(c, a @ b, rtol=1e-4, atol=1e-4)
     dot_kernel[(programs,)](a, b, c, dpu_timing=True, **kw)

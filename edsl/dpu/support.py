@@ -60,6 +60,20 @@ def _state(name: str = "st") -> str:
             + f"    %{name} = llvm.load %{name}_pp : !llvm.ptr -> !llvm.ptr\n")
 
 
+def count_transfer(pair: str, n: str, indent: str = "    ") -> str:
+    """MLIR lines adding a transfer of `%n` bytes to the (transfers, bytes)
+    counter pair of context slots that `%pair` points to (names `%pair_*`)."""
+    lines = [f"%{pair}_one = arith.constant 1 : i64",
+             f"%{pair}_count = llvm.load %{pair} : !llvm.ptr -> i64",
+             f"%{pair}_count1 = arith.addi %{pair}_count, %{pair}_one : i64",
+             f"llvm.store %{pair}_count1, %{pair} : i64, !llvm.ptr",
+             f"%{pair}_bp = llvm.getelementptr %{pair}[1] : (!llvm.ptr) -> !llvm.ptr, i64",
+             f"%{pair}_bytes = llvm.load %{pair}_bp : !llvm.ptr -> i64",
+             f"%{pair}_bytes1 = arith.addi %{pair}_bytes, %{n} : i64",
+             f"llvm.store %{pair}_bytes1, %{pair}_bp : i64, !llvm.ptr"]
+    return "".join(f"{indent}{line}\n" for line in lines)
+
+
 def _wait() -> str:
     """Sleep until the word at %gen_p may differ from %gen32 (or 20 ms pass);
     `%ts` is a timespec allocated at the function's entry."""
@@ -200,14 +214,7 @@ module {{
       }} else {{
         %ci = arith.muli %dir, %c2 : i64
         %cnt_p = llvm.getelementptr %ctx[%ci] : (!llvm.ptr, i64) -> !llvm.ptr, i64
-        %cnt = llvm.load %cnt_p : !llvm.ptr -> i64
-        %cnt1 = arith.addi %cnt, %c1 : i64
-        llvm.store %cnt1, %cnt_p : i64, !llvm.ptr
-        %bytes_p = llvm.getelementptr %cnt_p[1] : (!llvm.ptr) -> !llvm.ptr, i64
-        %bytes = llvm.load %bytes_p : !llvm.ptr -> i64
-        %bytes1 = arith.addi %bytes, %n : i64
-        llvm.store %bytes1, %bytes_p : i64, !llvm.ptr
-        %mp = llvm.inttoptr %mram : i64 to !llvm.ptr
+{count_transfer("cnt_p", "n", "        ")}        %mp = llvm.inttoptr %mram : i64 to !llvm.ptr
         %wp = llvm.inttoptr %wram : i64 to !llvm.ptr
         %is_write = arith.cmpi eq, %dir, %c1 : i64
         scf.if %is_write {{

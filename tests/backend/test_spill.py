@@ -24,6 +24,7 @@ from edsl.dpu.abi import DMA_MAX_BYTES, MRAM_BYTES
 from edsl.errors import DpuError
 from test_convert import HEAD, SIG, TAIL, VECTOR
 from test_convert_steps import _kernel_text, corpus_kernel
+from test_tile_ops import dot_kernel
 
 BIG = 1 << 20           # a WRAM budget no tile here reaches: the unspilled path
 TASKLETS = st.integers(1, 24)
@@ -161,17 +162,6 @@ def test_tiles_around_the_wram_limit(rows, cols, tasklets, seed):
     assert not unspilled.spilled_tiles
     for a, b in zip(outs, whole):
         np.testing.assert_array_equal(a, b)
-
-
-@triton.jit
-def dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
-    rm = tl.arange(0, M)
-    rn = tl.arange(0, N)
-    rk = tl.arange(0, K)
-    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
-    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
-    c = tl.dot(a, b, out_dtype=c_ptr.dtype.element_ty)
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
 
 
 DOT_TYPES = [(np.float32, np.float32), (np.float16, np.float32), (np.float16, np.float16),

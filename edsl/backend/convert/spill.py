@@ -50,6 +50,7 @@ from mlir import ir
 from mlir.dialects import arith, func, llvm, memref, scf
 
 from ...dpu.abi import DMA, DMA_MAX_BYTES, DMA_MIN_BYTES, MRAM_ADDRSPACE, MRAM_BYTES, READ, WRITE, Ctx
+from ...dpu.support import count_transfer
 from ...errors import DpuError
 from .barriers import chunk
 from .wram import WramBuffer, aligned, largest
@@ -648,20 +649,12 @@ class SpillSpace:
 SUPPORT_TEXT = f"""
   func.func private @{SPILL_DMA}(%mram: i64, %wram: i64, %n: i64, %dir: i64, %site: i64, %ctx: !llvm.ptr) {{
     llvm.call @{DMA}(%mram, %wram, %n, %dir, %site, %ctx) : (i64, i64, i64, i64, i64, !llvm.ptr) -> ()
-    %c1 = arith.constant 1 : i64
     %c2 = arith.constant 2 : i64
     %first = arith.constant {int(Ctx.SPILL_READS)} : i64
     %k = arith.muli %dir, %c2 : i64
     %slot = arith.addi %first, %k : i64
     %pc = llvm.getelementptr %ctx[%slot] : (!llvm.ptr, i64) -> !llvm.ptr, i64
-    %count = llvm.load %pc : !llvm.ptr -> i64
-    %count1 = arith.addi %count, %c1 : i64
-    llvm.store %count1, %pc : i64, !llvm.ptr
-    %pb = llvm.getelementptr %pc[1] : (!llvm.ptr) -> !llvm.ptr, i64
-    %bytes = llvm.load %pb : !llvm.ptr -> i64
-    %bytes1 = arith.addi %bytes, %n : i64
-    llvm.store %bytes1, %pb : i64, !llvm.ptr
-    return
+{count_transfer("pc", "n")}    return
   }}
 
   func.func private @__dpu_spill_line(%base: i64, %line: i64, %segs: i64, %unit: i64, %seg: i64,
