@@ -1,6 +1,7 @@
 """Functions a kernel applies: `tl.map_elementwise` bodies (with branches and
 early returns, several results, `pack`) and `noinline` calls, against NumPy."""
 import numpy as np
+import pytest
 import triton
 import triton.language as tl
 from hypothesis import given, settings, strategies as st
@@ -110,3 +111,60 @@ def test_noinline_calls_run_as_called(programs, cols, seed, dpus, tasklets):
         return (v * 2, v + 1) if v >= 0 else (-v, v - 1)
     want = [stepped(a)[0] * r.sum() + stepped(b)[1] + stepped(a)[1] for a, b, r in zip(x, y, rows)]
     np.testing.assert_array_equal(z, np.array(want, np.int32))
+
+
+@triton.jit
+def branchy(x, row_ptr, COLS: tl.constexpr):
+    if x > 0:
+        return x + tl.sum(tl.load(row_ptr + tl.arange(0, COLS)))
+    else:
+        return x - 1
+
+
+@triton.jit
+def call_in_if_kernel(x_ptr, rows_ptr, z_ptr, COLS: tl.constexpr):
+    pid = tl.program_id(0)
+    v = tl.load(x_ptr + pid)
+    if pid % 2 == 0:
+        # Triton's inliner cannot put a callee with several returns into the
+        # `if`: the call stays in the TTIR, the backend lowers it in place
+        v = branchy(v, rows_ptr + pid * COLS, COLS)
+    tl.store(z_ptr + pid, v)
+
+
+@settings(max_examples=10, deadline=None)
+@given(programs=st.integers(1, 12), cols=st.sampled_from([1, 16]), seed=st.integers(0, 2 ** 16),
+       tasklets=TASKLETS)
+def test_a_call_triton_leaves_inside_an_if_runs_as_called(programs, cols, seed, tasklets):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-100, 100, programs).astype(np.int32)
+    rows = rng.integers(-100, 100, (programs, cols)).astype(np.int32)
+    z = np.zeros(programs, np.int32)
+    call_in_if_kernel[(programs,)](x, rows, z, COLS=cols, num_tasklets=tasklets)
+    want = [(v + r.sum() if v > 0 else v - 1) if p % 2 == 0 else v for p, (v, r) in enumerate(zip(x, rows))]
+    np.testing.assert_array_equal(z, np.array(want, np.int32))
+    ttir = call_in_if_kernel.warmup(x, rows, z, COLS=cols, grid=(1,)).asm["ttir"]
+    assert "tt.call @" in ttir, "the call this test is about was inlined by Triton"
+
+
+def test_a_recursive_call_is_a_compile_error_at_its_line():
+    """Triton's frontend does not write recursion; a module that has it (TTIR
+    from elsewhere) is refused at the call, not lowered forever."""
+    from edsl.backend.convert import convert_ttir
+    from edsl.errors import CompileError
+    text = """#loc = loc("k.py":1:1)
+#loc7 = loc("k.py":7:9)
+module {
+  tt.func public @k(%n: i32 loc(#loc)) {
+    %0 = tt.call @f(%n) : (i32) -> i32 loc(#loc7)
+    tt.return loc(#loc)
+  } loc(#loc)
+  tt.func private @f(%n: i32 loc(#loc)) -> i32 {
+    %0 = tt.call @f(%n) : (i32) -> i32 loc(#loc7)
+    tt.return %0 : i32 loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+"""
+    with pytest.raises(CompileError, match="recursive call of 'f'") as err:
+        convert_ttir(text)
+    assert (err.value.loc.filename, err.value.loc.lineno) == ("k.py", 7)

@@ -43,16 +43,18 @@ def new_context() -> ir.Context:
     return ctx
 
 
-def _kernel_func(module: ir.Module):
+def _kernel_funcs(module: ir.Module):
+    """The kernel function and the functions it calls that Triton's inliner
+    left (by name): a callee with several returns called inside an `if`."""
     funcs = [op for op in module.body.operations if op.operation.name == "func.func"
              and not calls.is_edsl_declaration(op.operation)]
     public = [f for f in funcs if "sym_visibility" not in f.attributes
               or ir.StringAttr(f.attributes["sym_visibility"]).value == "public"]
-    if len(funcs) != 1:
-        extra = [f for f in funcs if f not in public[:1]]
-        raise CompileError("calls to non-inlined functions (noinline=True) are not supported "
-                           "by the DPU backend", location_of(extra[0].location) if extra else None)
-    return public[0] if public else funcs[0]
+    if len(public) > 1:
+        raise CompileError("a module with several public functions is not a Triton kernel",
+                           location_of(public[1].location))
+    kernel = public[0] if public else funcs[0]
+    return kernel, {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs if f != kernel}
 
 
 def convert_ttir(text: str, ctx: ir.Context | None = None, *, debug: bool = False,
@@ -67,23 +69,25 @@ def convert_ttir(text: str, ctx: ir.Context | None = None, *, debug: bool = Fals
     src = read_ttir(text, ctx, triton_ops)
     limit = wram.wram_limit(wram_limit)
     with ctx, ir.Location.unknown():
-        kernel = _kernel_func(src)
-        control.structure_control_flow(kernel)
-        out, info, conv = _convert(kernel, text, debug, tasklets, None)
+        kernel, callees = _kernel_funcs(src)
+        for fn in [kernel, *callees.values()]:
+            control.structure_control_flow(fn)
+        out, info, conv = _convert(kernel, callees, text, debug, tasklets, None)
         records, dots, extra = info.wram, conv.dots, 0
         for _ in range(4):                    # (a plan's estimate may miss a few staging bytes)
             if info.wram_bytes <= limit:
                 break
             plan, predicted = spill.plan(info.name, records, dots, limit, tasklets, extra)
-            out, info, _ = _convert(kernel, text, debug, tasklets, plan)
+            out, info, _ = _convert(kernel, callees, text, debug, tasklets, plan)
             extra += max(0, info.wram_bytes - predicted)
         wram.check(info.name, info.wram, limit)
     verify(out)
     return out, info
 
 
-def _convert(kernel, text: str, debug: bool, tasklets: int, plan):
-    """One conversion of the kernel function (its tiles kept in MRAM as `plan` says)."""
+def _convert(kernel, callees: dict, text: str, debug: bool, tasklets: int, plan):
+    """One conversion of the kernel function (its tiles kept in MRAM as `plan`
+    says), calls to `callees` lowered in place."""
     name = ir.StringAttr(kernel.attributes["sym_name"]).value
     info = KernelInfo(name=name, regions="@__edsl_" in text, stored=stored_params(kernel))
     ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
@@ -100,7 +104,9 @@ def _convert(kernel, text: str, debug: bool, tasklets: int, plan):
                      args[len(params) + 3:len(params) + 6], debug, wram=args[-2],
                      tasklets=tasklets, module_body=out.body, plan=plan)
     body = kernel.regions[0].blocks[0]
-    conv.count_uses(kernel)
+    conv.callees = callees
+    for fn in [kernel, *callees.values()]:
+        conv.count_uses(fn)
     for arg, new in zip(body.arguments, args):
         conv.values[arg] = new
     with ir.InsertionPoint(entry):

@@ -27,9 +27,11 @@ def is_edsl_declaration(fn_op) -> bool:
 @lowers("func.call")
 def lower_call(conv, op) -> None:
     symbol = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+    if symbol in conv.callees:
+        _lower_in_place(conv, op, symbol)
+        return
     if not symbol.startswith(PREFIX):
-        raise conv.error(op, f"call to '{symbol}': calls to non-inlined functions are not supported "
-                             "by the DPU backend")
+        raise conv.error(op, f"call to '{symbol}', a function that is not in the module")
     fn = callee(symbol)
     if fn is None:
         raise conv.error(op, f"fl.call to an EDSL function unknown in this process ({symbol})")
@@ -59,6 +61,24 @@ def lower_call(conv, op) -> None:
     conv.accesses.sync()
     for result, value, (_, tile) in zip(op.results, packs, outs):
         conv.set(result, Tile(tile.shape, tile.elem, buf=value, accesses=conv.accesses))
+
+
+def _lower_in_place(conv, op, symbol: str) -> None:
+    """A call Triton's inliner left (a callee with several returns, called
+    inside an `if`: its structured body has one block only after
+    `structure_control_flow`): the callee's body, lowered here with the
+    call's operands."""
+    from .control import lower_body
+    if symbol in conv._calling:
+        raise conv.error(op, f"recursive call of '{symbol}' is not supported by the DPU backend")
+    body = conv.callees[symbol].regions[0].blocks[0]
+    conv._calling.append(symbol)
+    try:
+        results = lower_body(conv, body, [conv.get(v) for v in op.operands])
+    finally:
+        conv._calling.pop()
+    for result, value in zip(op.results, results):
+        conv.set(result, value)
 
 
 def _mram_memref(conv, address: ir.Value, t: ir.MemRefType) -> ir.Value:

@@ -255,6 +255,8 @@ class Converter:
         info.tasklets = tasklets
         self.values: dict = {}
         self.uses: dict = {}
+        self.callees: dict = {}            # name -> a function the kernel calls (lowered in place)
+        self._calling: list = []           # the callees being lowered, outermost first
         # Buffers go before this anchor, at the top of the entry block.
         with ir.InsertionPoint(entry), ir.Location.unknown():
             self._anchor = arith.constant(ir.IndexType.get(), 0).owner
@@ -498,7 +500,7 @@ class Converter:
             else:
                 raise self.error(op, f"operation '{name}' is not supported by the DPU backend")
         self._op_location = op.location
-        region = name == "func.call"
+        region = name == "func.call" and ir.FlatSymbolRefAttr(op.attributes["callee"]).value not in self.callees
         self._wram_only += region
         with op.location, self.accesses.op(region=region), self.spill.scope():
             try:
