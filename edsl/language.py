@@ -62,6 +62,9 @@ block_id = Intrinsic("block_id", "block_id(axis=0): the index of the running CTA
                      "(`blockIdx`; Triton's program id). GPU only.")
 num_blocks = Intrinsic("num_blocks", "num_blocks(axis=0): the number of CTAs along `axis`, i32 (`gridDim`). "
                        "GPU only.")
+shuffle_xor = Intrinsic("shuffle_xor", "shuffle_xor(value, lane_mask): `value` (an i32 or f32) of the lane "
+                        "whose lane id is this lane's xor `lane_mask`, within the warp (`__shfl_xor_sync` over "
+                        "all 32 lanes: every lane of the warp must call it together). GPU only.")
 
 # DPU intrinsics. On the host they run against the DPU model (edsl.dpu.runtime).
 tasklet_id = Intrinsic("tasklet_id", "The id of the running tasklet (0 .. num_tasklets()-1), i32; `me()` in the "
@@ -84,4 +87,5 @@ wram_alloc = Intrinsic(
 
 __all__ = ["Intrinsic", "ScalarType", "i1", "i8", "i16", "i32", "i64", "index", "f16", "bf16",
            "f32", "f64", "select", "thread_id", "num_threads", "barrier", "block_id", "num_blocks",
+           "shuffle_xor",
            "tasklet_id", "num_tasklets", "mram_read", "mram_write", "wram_alloc", *_MATH]

@@ -1,11 +1,12 @@
 """Row softmax on an NVIDIA GPU whose body is an EDSL function on shared-memory
 tiles (FlagTree's fused-softmax TLE-Raw tutorial, in edsl's Python style): each
-thread of the CTA reduces its share of the row in registers, the partial
-results meet in a shared tile of one slot per thread and are halved by tree
-reductions separated by barriers (maximum, then sum of exponentials), and the
-row is normalized in place (rows up to 8192 f32 fit the 48 KiB of static
-shared memory). Each program walks rows with a stride, so the call sits in a
-loop.
+thread of the CTA reduces its share of the row in registers, each warp
+reduces its threads' results with butterfly shuffles (`edsl.shuffle_xor`),
+and the warps' results meet in a shared tile of one slot per warp, which
+every thread reads after one barrier (maximum, then sum of exponentials,
+which stay in the row); the row is then scaled in place (rows up to 8192 f32
+fit the 48 KiB of static shared memory). Each program walks rows with a
+stride, so the call sits in a loop.
 
     python examples/gpu_softmax.py
 """
@@ -20,52 +21,54 @@ from edsl import InOut, fl
 
 @edsl.dialect
 def softmax_row(y: InOut["memref<?xf32, shared>"], part: InOut["memref<?xf32, shared>"]):
-    """y: the row, normalized in place; part: one slot per thread."""
+    """y: the row, scaled in place; part: one slot per warp (the CTA's
+    threads are whole warps, as Triton launches them)."""
     t = edsl.thread_id()
     nt = edsl.num_threads()
     n = y.shape[0]
-    k = min(nt, n, part.shape[0])    # threads holding a partial result
+    warps = nt // 32
     top = y[t % n]                    # an element of the row: neutral for the maximum
-    for i in range(t, n, k):          # each thread's share of the row, in registers
+    for i in range(t, n, nt):         # each thread's share of the row, in registers
         top = max(top, y[i])
-    if t < k:
-        part[t] = top
+    lane = 16
+    while lane > 0:                   # the warp's maximum, in each of its lanes
+        top = max(top, edsl.shuffle_xor(top, lane))
+        lane = lane // 2
+    if t % 32 == 0:
+        part[t // 32] = top
     edsl.barrier()
-    m = k
-    while m > 1:                      # tree reduction of the partial maxima into part[0]
-        half = (m + 1) // 2
-        if t < m - half:
-            part[t] = max(part[t], part[t + half])
-        edsl.barrier()
-        m = half
     top = part[0]
-    edsl.barrier()                    # everyone has read the maximum
+    for w in range(1, warps):         # the row's maximum, in every thread
+        top = max(top, part[w])
+    edsl.barrier()                    # everyone has read part before it is written again
     total = 0.0
-    for i in range(t, n, k):
-        total = total + edsl.exp(y[i] - top)
-    if t < k:
-        part[t] = total
+    for i in range(t, n, nt):         # the exponentials, kept in the row, and their sum
+        e = edsl.exp(y[i] - top)
+        y[i] = e
+        total = total + e
+    lane = 16
+    while lane > 0:
+        total = total + edsl.shuffle_xor(total, lane)
+        lane = lane // 2
+    if t % 32 == 0:
+        part[t // 32] = total
     edsl.barrier()
-    m = k
-    while m > 1:                      # tree reduction of the partial sums into part[0]
-        half = (m + 1) // 2
-        if t < m - half:
-            part[t] = part[t] + part[t + half]
-        edsl.barrier()
-        m = half
     total = part[0]
+    for w in range(1, warps):
+        total = total + part[w]
+    scale = 1.0 / total
     for i in range(t, n, nt):
-        y[i] = edsl.exp(y[i] - top) / total
+        y[i] = y[i] * scale
 
 
 @triton.jit
 def softmax_kernel(out_ptr, in_ptr, in_stride, out_stride, n_rows, n_cols, BLOCK: tl.constexpr,
-                   THREADS: tl.constexpr):
+                   WARPS: tl.constexpr):
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
         x = tl.load(in_ptr + row * in_stride + cols, mask=mask, other=-float("inf"))
-        y, _ = fl.call(softmax_row, [x, tl.zeros([THREADS], dtype=tl.float32)], [])
+        y, _ = fl.call(softmax_row, [x, tl.zeros([WARPS], dtype=tl.float32)], [])
         tl.store(out_ptr + row * out_stride + cols, y, mask=mask)
 
 
@@ -75,7 +78,7 @@ def softmax(x, programs: int = 32):
     y = torch.empty_like(x)
     block = triton.next_power_of_2(cols)
     warps = 4 if block <= 1024 else 8 if block <= 4096 else 16
-    softmax_kernel[(programs,)](y, x, x.stride(0), y.stride(0), rows, cols, BLOCK=block, THREADS=32 * warps,
+    softmax_kernel[(programs,)](y, x, x.stride(0), y.stride(0), rows, cols, BLOCK=block, WARPS=warps,
                                 num_warps=warps)
     return y
 

@@ -249,6 +249,16 @@ def _num_blocks(gen, axis=0):
     return read(_i32())
 
 
+@register(L.shuffle_xor, only=NVPTX)
+def _shuffle_xor(gen, value, lane_mask):
+    if not isinstance(value, ir.Value) or value.type not in (_i32(), ir.F32Type.get()):
+        raise TypeMismatchError(f"shuffle_xor moves an i32 or f32 value, not {type_name(value)}")
+    every_lane = S.constant(-1, _i32())             # (the member mask 0xffffffff)
+    clamp = S.constant(0x1F, _i32())                # (xor lanes stay within the 32 of the warp)
+    return nvvm.shfl_sync(value.type, every_lane, value, S.convert(lane_mask, _i32()), clamp,
+                          nvvm.ShflKind.bfly)
+
+
 # --- DPU intrinsics -------------------------------------------------------------------
 
 @register(L.tasklet_id, only=DPU, instead="edsl.thread_id() is the thread's id on every target")

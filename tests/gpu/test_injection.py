@@ -328,7 +328,7 @@ def test_pointers_and_scalars_reach_the_adapter():
 EXAMPLE_KERNELS = [
     ("gpu_vector_add", "add_kernel", {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {}),
     ("gpu_softmax", "softmax_kernel", {"out_ptr": "*fp32", "in_ptr": "*fp32", "in_stride": "i32",
-                                       "out_stride": "i32", "n_rows": "i32", "n_cols": "i32"}, {"BLOCK": 8192, "THREADS": 128}),
+                                       "out_stride": "i32", "n_rows": "i32", "n_cols": "i32"}, {"BLOCK": 8192, "WARPS": 4}),
     ("gpu_matmul", "matmul_kernel", {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32",
                                      "K": "i32"}, {"BM": 64, "BN": 64, "BK": 32}),
     ("gpu_topk", "topk_kernel", {"x_ptr": "*fp32", "vals_ptr": "*fp32", "idx_ptr": "*i32", "n_cols": "i32"},

@@ -169,6 +169,18 @@ def uses_block_id(y: InOut["memref<?xi32>"]):
     y[0] = edsl.block_id()
 
 
+@edsl.dialect
+def uses_shuffle(y: InOut["memref<?xf32>"], k: InOut["memref<?xi32>"]):
+    t = edsl.thread_id()
+    y[t] = edsl.shuffle_xor(y[t], 16)
+    k[t] = edsl.shuffle_xor(k[t], 1)
+
+
+@edsl.dialect
+def shuffles_an_f64(y: InOut["memref<?xf64>"]):
+    y[0] = edsl.shuffle_xor(y[0], 1)
+
+
 def test_mram_memory_space_is_not_a_gpu_name():
     with pytest.raises(edsl.AnnotationError) as err:
         uses_dma.compile("nvptx64")
@@ -194,6 +206,21 @@ def test_gpu_intrinsic_on_the_dpu():
     assert err.value.loc.lineno == _line_of(uses_block_id, "edsl.block_id()")
     assert "intrinsic of nvptx64" in err.value.message
     assert "nvvm.read.ptx.sreg.ctaid.x" in uses_block_id.compile("nvptx64").llvm
+
+
+def test_shuffle_xor_is_a_butterfly_shuffle_of_the_whole_warp_and_gpu_only():
+    llir = uses_shuffle.compile("nvptx64").llir
+    shuffles = [line for line in llir.splitlines() if "call" in line and "@llvm.nvvm.shfl.sync.bfly" in line]
+    assert len(shuffles) == 2                               # every lane, clamped to the warp
+    assert "bfly.f32(i32 -1, float %" in shuffles[0] and shuffles[0].endswith("i32 16, i32 31)")
+    assert "bfly.i32(i32 -1, i32 %" in shuffles[1] and shuffles[1].endswith("i32 1, i32 31)")
+    with pytest.raises(edsl.CompileError) as err:
+        uses_shuffle.llvm
+    assert err.value.loc.lineno == _line_of(uses_shuffle, "edsl.shuffle_xor(y[t], 16)")
+    assert "intrinsic of nvptx64" in err.value.message
+    with pytest.raises(edsl.CompileError, match="shuffle_xor moves an i32 or f32 value") as err:
+        shuffles_an_f64.compile("nvptx64")
+    assert err.value.loc.lineno == _line_of(shuffles_an_f64, "edsl.shuffle_xor")
 
 
 @edsl.dialect

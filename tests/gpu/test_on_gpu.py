@@ -248,3 +248,41 @@ def test_a_failed_assert_stops_the_kernel_naming_its_line(tmp_path):
     assert done.stdout.splitlines()[0] == "[3.0, 4.0, 5.0]"
     assert done.returncode != 0
     assert f"{script}:8:5: assert k >= 0 failed: k must not be negative" in done.stdout + done.stderr
+
+
+@edsl.dialect
+def warp_sums(y: InOut["memref<?xf32>"], k: InOut["memref<?xi32>"]):
+    """Element t becomes the sum over the warp of thread t (butterfly shuffles)."""
+    t = edsl.thread_id()
+    v = y[t]
+    w = k[t]
+    lane = 16
+    while lane > 0:
+        v = v + edsl.shuffle_xor(v, lane)
+        w = w + edsl.shuffle_xor(w, lane)
+        lane = lane // 2
+    y[t] = v
+    k[t] = w
+
+
+@triton.jit
+def warp_sums_kernel(x_ptr, k_ptr, T: tl.constexpr):
+    offs = tl.arange(0, T)
+    y, k = fl.call(warp_sums, [tl.load(x_ptr + offs), tl.load(k_ptr + offs)], [])
+    tl.store(x_ptr + offs, y)
+    tl.store(k_ptr + offs, k)
+
+
+@FEW
+@given(warps=st.sampled_from([1, 2, 4, 8]), seed=st.integers(0, 2 ** 16))
+def test_shuffle_xor_sums_each_warp(warps, seed):
+    torch = _torch()
+    gen = torch.Generator("cuda").manual_seed(seed)
+    threads = 32 * warps
+    x = torch.randn(threads, device="cuda", generator=gen)
+    k = torch.randint(-2 ** 20, 2 ** 20, (threads,), device="cuda", generator=gen, dtype=torch.int32)
+    want_x = x.view(warps, 32).sum(1, keepdim=True).expand(warps, 32).reshape(-1)
+    want_k = k.view(warps, 32).sum(1, keepdim=True).expand(warps, 32).reshape(-1)
+    warp_sums_kernel[(1,)](x, k, T=threads, num_warps=warps)
+    torch.testing.assert_close(x, want_x, rtol=1e-5, atol=1e-5)
+    assert torch.equal(k, want_k)
