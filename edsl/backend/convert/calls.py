@@ -15,6 +15,7 @@ from mlir.dialects import arith, llvm, memref
 from ...dpu.abi import MRAM_ADDRSPACE, Ctx, is_mram
 from ...inject import ParamKind, build_region, descriptor_type, stage_operands
 from ...inject.callees import PREFIX, callee
+from .control import lower_body
 from .core import Tile, byte_size, lowers
 
 
@@ -68,15 +69,14 @@ def _lower_in_place(conv, op, symbol: str) -> None:
     inside an `if`: its structured body has one block only after
     `structure_control_flow`): the callee's body, lowered here with the
     call's operands."""
-    from .control import lower_body
-    if symbol in conv._calling:
+    if symbol in conv.calling:
         raise conv.error(op, f"recursive call of '{symbol}' is not supported by the DPU backend")
     body = conv.callees[symbol].regions[0].blocks[0]
-    conv._calling.append(symbol)
+    conv.calling.append(symbol)
     try:
         results = lower_body(conv, body, [conv.get(v) for v in op.operands])
     finally:
-        conv._calling.pop()
+        conv.calling.pop()
     for result, value in zip(op.results, results):
         conv.set(result, value)
 

@@ -256,7 +256,7 @@ class Converter:
         self.values: dict = {}
         self.uses: dict = {}
         self.callees: dict = {}            # name -> a function the kernel calls (lowered in place)
-        self._calling: list = []           # the callees being lowered, outermost first
+        self.calling: list = []            # the callees being lowered, outermost first
         # Buffers go before this anchor, at the top of the entry block.
         with ir.InsertionPoint(entry), ir.Location.unknown():
             self._anchor = arith.constant(ir.IndexType.get(), 0).owner
