@@ -27,6 +27,35 @@ from .spill import DotNeed, SpillBuffer, unflatten
 from .wram import aligned
 
 
+# Float arithmetic a scan of 16-bit floats carries in f32 (`_wide_combine`).
+_WIDENED = {"arith.addf", "arith.subf", "arith.mulf", "arith.maximumf", "arith.minimumf", "arith.maxnumf",
+            "arith.minnumf"}
+
+
+def _wide_combine(block):
+    """For a combine region that is float arithmetic on bf16 or f16 values (the
+    `tl.cumsum` / `tl.cumprod` of Triton >= 3.7, which no longer widen those
+    to f32 first): a function combining f32 values with the region's ops in
+    f32; else None. A scan then carries its prefix in f32 and rounds each
+    result once, so its error does not grow along the row, as a GPU's
+    logarithmic-depth scan keeps it small (in bf16, in order, it reaches
+    10 % after 128 elements)."""
+    ops = list(block.operations)[:-1]
+    if not ops or not all(is_float(a.type) and ir.FloatType(a.type).width == 16 for a in block.arguments) \
+            or not all(op.name in _WIDENED for op in ops):
+        return None
+    f32 = ir.F32Type.get()
+
+    def combine(values):
+        env = dict(zip(block.arguments, values))
+        for op in ops:
+            attributes = {name: op.attributes[name] for name in op.attributes}
+            env[op.results[0]] = ir.Operation.create(op.name, results=[f32], operands=[env[v] for v in op.operands],
+                                                     attributes=attributes).result
+        return [env[v] for v in list(block.operations)[-1].operands]
+    return combine
+
+
 def _combine(conv, block, accs, nexts):
     index_combine = _index_combine(block)
     if index_combine is not None:
@@ -197,6 +226,8 @@ def lower_scan(conv, op):
     n = shape[axis]
     line_shape = shape[:axis] + shape[axis + 1:]
     bufs = [conv.alloca(shape, t.elem, "tt.scan result", op) for t in inputs]
+    wide = _wide_combine(block)
+    f32 = ir.F32Type.get()
 
     def body(oivs):
         def at(k):
@@ -208,12 +239,19 @@ def lower_scan(conv, op):
         init = [t.at(first) for t in inputs]
         for v, buf in zip(init, bufs):
             store_elem(conv.accesses, v, buf, first)
+        if wide is not None:
+            init = [convert_float(v, f32) for v in init]
         loop = scf.ForOp(conv.index(1), conv.index(n), conv.index(1), init)
         with ir.InsertionPoint(loop.body):
             where = at(pos(loop.induction_variable))
             nexts = [t.at(where) for t in inputs]
-            new = _combine(conv, block, loop.inner_iter_args, nexts)
-            for v, buf in zip(new, bufs):
+            if wide is None:
+                new = _combine(conv, block, loop.inner_iter_args, nexts)
+                results = new
+            else:
+                new = wide(list(loop.inner_iter_args) + [convert_float(v, f32) for v in nexts])
+                results = [convert_float(v, t.elem) for v, t in zip(new, inputs)]
+            for v, buf in zip(results, bufs):
                 store_elem(conv.accesses, v, buf, where)
             scf.yield_(new)
     if axis == 0:
