@@ -15,7 +15,6 @@ from hypothesis import assume, example, given, settings, strategies as st
 
 import edsl
 import edsl.backend
-from edsl import InOut, fl
 from edsl.backend import array
 from edsl.backend.convert import convert_ttir
 from edsl.backend.convert.barriers import chunk
@@ -24,6 +23,7 @@ from edsl.dpu.abi import DMA_MAX_BYTES, MRAM_BYTES
 from edsl.errors import DpuError
 from test_convert import HEAD, SIG, TAIL, VECTOR
 from test_convert_steps import _kernel_text, corpus_kernel
+from region_kernels import region_kernel
 from test_tile_ops import dot_kernel
 
 BIG = 1 << 20           # a WRAM budget no tile here reaches: the unspilled path
@@ -270,19 +270,6 @@ def test_driver_reports_the_mram_bank_as_shared_memory():
 
 
 # ---- what cannot be streamed ----------------------------------------------------------------
-
-@edsl.dialect
-def touch(y: InOut["memref<?xf32>"]):
-    y[0] = y[0]
-
-
-@triton.jit
-def region_kernel(x_ptr, BLOCK: tl.constexpr):
-    offs = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + offs)
-    x = fl.call(touch, [x], [])
-    tl.store(x_ptr + offs, x)
-
 
 def test_an_edsl_operand_cannot_be_streamed():
     x = np.zeros(8192, np.float32)

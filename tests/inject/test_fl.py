@@ -14,6 +14,7 @@ from triton.compiler.errors import CompilationError
 
 import edsl
 from edsl import InOut, Input, fl
+from region_kernels import region_kernel
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
@@ -203,24 +204,11 @@ def test_operand_mismatch_names_kernel_line_and_parameter(kernel, dtype, marker,
     assert _kernel_line(kernel, marker) in text  # Triton quotes the kernel's line
 
 
-@edsl.dialect
-def touch(y: InOut["memref<?xf32>"]):
-    y[0] = y[0]
-
-
-@triton.jit
-def big_tile(x_ptr, BLOCK: tl.constexpr):
-    offs = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + offs)
-    x = fl.call(touch, [x], [])
-    tl.store(x_ptr + offs, x)
-
-
 def test_region_buffers_overflow_wram():
     x = np.zeros(16384, np.float32)  # a 64 KiB tile, and its staged copy for the region
     with pytest.raises(edsl.DpuError, match=r"WRAM") as err:
-        big_tile[(1,)](x, BLOCK=16384)
-    assert "fl.call out 'y'" in str(err.value) or "bytes" in str(err.value)
+        region_kernel[(1,)](x, BLOCK=16384)
+    assert "65536 bytes for the fl.call out 'y' (an EDSL function's operand, read in WRAM)" in str(err.value)
 
 
 def test_misaligned_dma_inside_a_region_names_the_edsl_line():
