@@ -4,6 +4,7 @@ import numpy as np
 import triton
 import triton.language as tl
 import pytest
+from edsl.backend import array
 from launch_strategies import strategies
 from hypothesis import given, settings, strategies as st
 
@@ -158,16 +159,27 @@ def test_dot(m, n, k, dtype, seed, tasklets):
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-4, atol=1e-4)
 
 
-def test_dot_with_an_fp16_result_accumulates_in_fp32():
-    """As on GPUs: products summed in fp32, rounded once to fp16 (summed in fp16,
-    errors reach several fp16 ulps)."""
-    rng = np.random.default_rng(17)
-    a = rng.standard_normal((32, 32)).astype(np.float16)
-    b = rng.standard_normal((32, 32)).astype(np.float16)
-    c = np.zeros((32, 32), np.float16)
-    dot_kernel[(1,)](a, b, c, M=32, N=32, K=32)
-    exact = a.astype(np.float64) @ b.astype(np.float64)
-    np.testing.assert_allclose(c.astype(np.float64), exact, rtol=2.0 ** -11, atol=1e-4)
+NARROW_DOT_TYPES = [(np.float16, np.float32), (np.float16, np.float16),
+                    (ml_dtypes.bfloat16, np.float32), (ml_dtypes.float8_e5m2, np.float32)]
+
+
+@settings(max_examples=8, deadline=None)
+@given(types=st.sampled_from(NARROW_DOT_TYPES), k=st.sampled_from([16, 64, 128]),
+       seed=st.integers(0, 2**16), tasklets=TASKLETS)
+def test_a_dot_of_narrow_floats_sums_its_exact_products_in_fp64(types, k, seed, tasklets):
+    """Operands narrower than fp32: the products (exact) are summed in fp64 in
+    order of K and rounded once to the result type. Summed in fp32, products
+    of magnitudes spread over 2**16 that cancel leave errors of percents
+    (test_core's test_scaled_dot); summed in fp16, of several fp16 ulps."""
+    src, dst = types
+    rng = np.random.default_rng(seed)
+    a = (rng.standard_normal((16, k)) * 2.0 ** rng.integers(-6, 10, (16, k))).astype(src)
+    b = rng.standard_normal((k, 16)).astype(src)
+    c = np.zeros((16, 16), dst)
+    dot_kernel[(1,)](array(a), array(b), c, M=16, N=16, K=k, num_tasklets=tasklets)
+    products = a.astype(np.float64)[:, :, None] * b.astype(np.float64)[None, :, :]
+    exact = np.cumsum(products, axis=1)[:, -1, :]          # in order of K, each sum exact to fp64
+    np.testing.assert_array_equal(c.view(np.uint8), exact.astype(dst).view(np.uint8))
 
 
 @triton.jit

@@ -28,7 +28,7 @@ def is_edsl_declaration(fn_op) -> bool:
 @lowers("func.call")
 def lower_call(conv, op) -> None:
     symbol = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-    if symbol in conv.callees:
+    if not conv.is_region_call(op):
         _lower_in_place(conv, op, symbol)
         return
     if not symbol.startswith(PREFIX):

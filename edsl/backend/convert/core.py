@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from math import prod
 from typing import Callable
 
 from mlir import ir
@@ -363,7 +364,7 @@ class Converter:
         loc = user_location(op.location) if op is not None else None
         if self.spill.spills(key) and not self._wram_only:
             return self.spill.buffer(key, shape, buffer_type(elem), es, what, loc)
-        return self.wram.buffer(shape, buffer_type(elem), es * _prod(shape), what, loc, key=key,
+        return self.wram.buffer(shape, buffer_type(elem), es * prod(shape), what, loc, key=key,
                                 spillable=not self._wram_only, es=es)
 
     def dot_panels(self, need: DotNeed):
@@ -403,7 +404,7 @@ class Converter:
         if t.buf is not None and (in_wram(t.buf) or not self._wram_only):
             return t
         if t.buf is not None:          # a spilled tile's WRAM copy (not a tile a plan names)
-            buf = self.wram.buffer(t.shape, buffer_type(t.elem), byte_size(t.elem) * _prod(t.shape), what,
+            buf = self.wram.buffer(t.shape, buffer_type(t.elem), byte_size(t.elem) * prod(t.shape), what,
                                    user_location(op.location) if op is not None else None)
         else:
             buf = self.alloca(t.shape, t.elem, what, op)
@@ -491,6 +492,12 @@ class Converter:
         for op in block.operations:
             self.lower_op(op)
 
+    def is_region_call(self, op) -> bool:
+        """A call of an EDSL function (fl.call's region), not of a Triton
+        function the kernel calls (lowered in place)."""
+        return (op.operation.name == "func.call"
+                and ir.FlatSymbolRefAttr(op.attributes["callee"]).value not in self.callees)
+
     def lower_op(self, op) -> None:
         name = op.operation.name
         fn = LOWERINGS.get(name)
@@ -500,7 +507,7 @@ class Converter:
             else:
                 raise self.error(op, f"operation '{name}' is not supported by the DPU backend")
         self._op_location = op.location
-        region = name == "func.call" and ir.FlatSymbolRefAttr(op.attributes["callee"]).value not in self.callees
+        region = self.is_region_call(op)
         self._wram_only += region
         with op.location, self.accesses.op(region=region), self.spill.scope():
             try:
@@ -510,14 +517,3 @@ class Converter:
                                      f"{err}") from None
             finally:
                 self._wram_only -= region
-
-
-def _prod(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
-def prod(shape) -> int:
-    return _prod(shape)

@@ -15,12 +15,14 @@ as on GPUs.
 """
 from __future__ import annotations
 
+from math import prod
+
 from mlir import ir
 from mlir.dialects import arith, memref, scf
 
 from ..ttir_text import user_location
 from .control import lower_body
-from .core import (Tile, byte_size, from_stored, is_float, is_tensor, load_elem, lowers, prod,
+from .core import (Tile, byte_size, from_stored, is_float, is_tensor, load_elem, lowers,
                    scalar_type, store_elem, to_stored)
 from .elementwise import convert_float
 from .spill import DotNeed, SpillBuffer, unflatten
@@ -322,14 +324,12 @@ def lower_dot(conv, op, operands=None):
     shape = c.shape
     k_dim = a.shape[-1]
     out = conv.alloca(shape, acc_t, "tl.dot result", op)
-    flt = is_float(acc_t)
-    # Narrower float results (16-bit, fp8) are summed in fp32 and rounded once, as GPUs do.
-    sum_t = ir.F32Type.get() if flt and ir.FloatType(acc_t).width < 32 else acc_t
+    mul_t, sum_t = _dot_types(a.elem, b.elem, acc_t)
     panels = conv.dot_panels(DotNeed(conv.tile_key(a.buf), conv.tile_key(b.buf), conv.tile_key(out),
                                      shape[-2], shape[-1], k_dim, byte_size(a.elem), byte_size(b.elem),
                                      byte_size(sum_t), byte_size(acc_t), sum_t != acc_t))
     if panels is not None:
-        _blocked_dot(conv, op, a, b, c, out, sum_t, panels)
+        _blocked_dot(conv, op, a, b, c, out, mul_t, sum_t, panels)
         conv.set(op.results[0], Tile(shape, acc_t, buf=out, accesses=conv.accesses))
         return
 
@@ -338,20 +338,39 @@ def lower_dot(conv, op, operands=None):
         loop = scf.ForOp(conv.index(0), conv.index(k_dim), conv.index(1), [_widen(c.at(ivs), sum_t)])
         with ir.InsertionPoint(loop.body):
             k = loop.induction_variable
-            x = _widen(a.at(batch + [i, k]), sum_t)
-            y = _widen(b.at(batch + [k, j]), sum_t)
-            scf.yield_([_fma(loop.inner_iter_args[0], x, y, flt)])
+            x = _widen(a.at(batch + [i, k]), mul_t)
+            y = _widen(b.at(batch + [k, j]), mul_t)
+            scf.yield_([_fma(loop.inner_iter_args[0], x, y)])
         store_elem(conv.accesses, _widen(loop.results[0], acc_t), out, ivs)
     conv.par_nest(shape, body)
     conv.set(op.results[0], Tile(shape, acc_t, buf=out, accesses=conv.accesses))
 
 
-def _fma(acc, x, y, flt: bool):
-    """acc + x * y, rounded after each op (both paths of tl.dot: the same bits)."""
-    return arith.addf(acc, arith.mulf(x, y)) if flt else arith.addi(acc, arith.muli(x, y))
+def _dot_types(a_t, b_t, acc_t):
+    """(type of a tl.dot's products, type they are summed in). Float operands
+    narrower than 32 bits (16-bit, fp8, and dot_scaled's decoded operands)
+    multiply exactly in fp32 and are summed in fp64, then rounded once: GPU
+    tensor cores sum a k-step's exact products wider than fp32, and an
+    in-order fp32 sum of products that cancel (|terms| ~ 1e3, result ~ 1e-2)
+    is off by percents. Other float dots multiply and add in the
+    accumulator's type (at least fp32); integer dots in the accumulator's."""
+    if not is_float(acc_t):
+        return acc_t, acc_t
+    if all(is_float(t) and ir.FloatType(t).width < 32 for t in (a_t, b_t)):
+        return ir.F32Type.get(), ir.F64Type.get()
+    wide = acc_t if ir.FloatType(acc_t).width >= 32 else ir.F32Type.get()
+    return wide, wide
 
 
-def _blocked_dot(conv, op, a, b, c, out, sum_t, panels) -> None:
+def _fma(acc, x, y):
+    """acc + x * y, the product widened to the sum's type, rounded after each
+    op (both paths of tl.dot: the same bits)."""
+    if not is_float(acc.type):
+        return arith.addi(acc, arith.muli(x, y))
+    return arith.addf(acc, _widen(arith.mulf(x, y), acc.type))
+
+
+def _blocked_dot(conv, op, a, b, c, out, mul_t, sum_t, panels) -> None:
     """tl.dot when an operand or the result is kept in MRAM: a blocked loop
     over panels of N columns (nb) and K (kb) that fit in WRAM. B's panel
     (kb x nb) is read into WRAM once for all tasklets, each of which then
@@ -366,7 +385,6 @@ def _blocked_dot(conv, op, a, b, c, out, sum_t, panels) -> None:
     shape = c.shape
     batch, (m_dim, n_dim), k_dim = shape[:-2], shape[-2:], a.shape[-1]
     acc_t = c.elem
-    flt = is_float(acc_t)
     wram, loc = conv.wram, user_location(op.location)
     a_mram, b_mram, o_mram = (isinstance(x, SpillBuffer) for x in (a.buf, b.buf, out))
     es_a, es_b, es_sum, es_acc = (byte_size(t) for t in (a.elem, b.elem, sum_t, acc_t))
@@ -401,9 +419,6 @@ def _blocked_dot(conv, op, a, b, c, out, sum_t, panels) -> None:
     with conv._alloca_ip, ir.Location.unknown():
         row_addrs = {name: addr(v) for name, v in views.items()}
 
-    def widen_at(tile, ivs):
-        return _widen(tile.at(ivs), sum_t)
-
     def lanes(count, body):
         loop = scf.ForOp(conv.index(0), count, conv.index(1))
         with ir.InsertionPoint(loop.body):
@@ -426,7 +441,7 @@ def _blocked_dot(conv, op, a, b, c, out, sum_t, panels) -> None:
 
     def start(bivs, i, r, n0, nw):
         """Accumulator row r of result row i: C's values."""
-        lanes(nw, lambda jj: memref.store(widen_at(c, bivs + [i, arith.addi(n0, jj)]), acc, [r, jj]))
+        lanes(nw, lambda jj: memref.store(_widen(c.at(bivs + [i, arith.addi(n0, jj)]), sum_t), acc, [r, jj]))
 
     def step(bivs, i, r, k0, rows, n0, nw):
         """Accumulator row r += A[i, k0:k0+rows] @ B's panel."""
@@ -436,13 +451,13 @@ def _blocked_dot(conv, op, a, b, c, out, sum_t, panels) -> None:
 
         def kstep(kk):
             k = arith.addi(k0, kk)
-            x = (_widen(from_stored(memref.load(views["a"], [kk]), a.elem), sum_t) if a_mram
-                 else widen_at(a, bivs + [i, k]))
+            x = (_widen(from_stored(memref.load(views["a"], [kk]), a.elem), mul_t) if a_mram
+                 else _widen(a.at(bivs + [i, k]), mul_t))
 
             def lane(jj):
-                y = (_widen(load_elem(conv.accesses, panel, [kk, jj], b.elem), sum_t) if b_mram
-                     else widen_at(b, bivs + [k, arith.addi(n0, jj)]))
-                memref.store(_fma(memref.load(acc, [r, jj]), x, y, flt), acc, [r, jj])
+                y = (_widen(load_elem(conv.accesses, panel, [kk, jj], b.elem), mul_t) if b_mram
+                     else _widen(b.at(bivs + [k, arith.addi(n0, jj)]), mul_t))
+                memref.store(_fma(memref.load(acc, [r, jj]), x, y), acc, [r, jj])
             lanes(nw, lane)
         lanes(rows, kstep)
 

@@ -10,7 +10,7 @@ from mlir import ir
 from mlir.dialects import arith
 
 from .core import (LaneRange, RowForm, Tile, and_valid, byte_size, const_int, is_tensor, lowers,
-                   pointee, prod, scalar_type)
+                   pointee, scalar_type)
 
 
 def _shape(t: ir.Type) -> tuple[int, ...]:
@@ -253,6 +253,3 @@ def _addptr_row(conv, base, off, size: int, lanes: int):
     needs = pr.valid or orow.valid or orow.stride
     return RowForm(addr, pr.stride + orow.stride * size, valid=valid if needs else None)
 
-
-def numel(shape) -> int:
-    return prod(shape)

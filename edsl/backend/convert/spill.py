@@ -45,6 +45,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
+from math import prod
 
 from mlir import ir
 from mlir.dialects import arith, func, llvm, memref, scf
@@ -62,13 +63,6 @@ SPILL_DMA = "__dpu_spill_dma"    # (mram, wram, nbytes, direction, site, ctx): a
 LINE_CAPS = tuple(DMA_MAX_BYTES >> i for i in range(DMA_MAX_BYTES.bit_length())
                   if DMA_MAX_BYTES >> i >= DMA_MIN_BYTES)
 STATE_BYTES = 16                 # a window's line tag (line + 1; 0: none) and changed flag
-
-
-def _prod(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 # ---- geometry ----------------------------------------------------------------------------
@@ -92,7 +86,7 @@ class Geometry:
 
     @property
     def row_count(self) -> int:
-        return _prod(self.shape[:-1])
+        return prod(self.shape[:-1])
 
     @property
     def total(self) -> int:
@@ -127,7 +121,7 @@ def geometry(shape, es: int, cap: int, tasklets: int) -> Geometry:
         m = max(d for d in range(1, c + 1) if c % d == 0 and 8 * d * es <= cap)
         return Geometry(shape, es, min(8 * m, n), 1)
     if pitch <= cap:
-        pool = _prod(shape[:-1]) if tasklets == 1 else _prod(shape[1:-1])
+        pool = prod(shape[:-1]) if tasklets == 1 else prod(shape[1:-1])
         g = max(d for d in range(1, min(pool, cap // pitch) + 1) if pool % d == 0)
         return Geometry(shape, es, n, g)
     return Geometry(shape, es, max(1, cap // es), 1)
@@ -147,7 +141,7 @@ class DotNeed:
     k: int
     es_a: int
     es_b: int
-    es_sum: int          # the accumulator's element (fp32 for 16-bit float results)
+    es_sum: int          # the accumulator's element (fp64 for narrow float operands)
     es_acc: int          # the result's element
     narrow: bool         # the result is rounded from the accumulator
 
@@ -236,7 +230,7 @@ def window_bytes(record: WramBuffer, cap: int, tasklets: int) -> int:
 
 
 def scratch_bytes(record: WramBuffer) -> int:
-    return aligned(record.es * record.shape[-1]) * _prod(record.shape[:-1])
+    return aligned(record.es * record.shape[-1]) * prod(record.shape[:-1])
 
 
 def plan(name: str, records: list[WramBuffer], dots: list[DotNeed], limit: int, tasklets: int,
@@ -517,7 +511,7 @@ class SpillBuffer:
             def group(outer):
                 if outer:
                     conv.accesses.note_buffer(self, outer, True)
-                loop = scf.ForOp(_idx(0), _idx(_prod(inner) // g.rows), _idx(1))
+                loop = scf.ForOp(_idx(0), _idx(prod(inner) // g.rows), _idx(1))
                 with ir.InsertionPoint(loop.body):
                     q = loop.induction_variable
                     rows = scf.ForOp(_idx(0), _idx(g.rows), _idx(1))
