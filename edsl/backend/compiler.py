@@ -33,6 +33,10 @@ from ..dpu.abi import MAX_TASKLETS, WRAM_BYTES
 from ..errors import ArgumentError
 
 TARGET = GPUTarget("dpu", "upmem", 1)
+# `num_warps` is a GPU option that a DPU has no use for (its tasklets are
+# `num_tasklets`); it is taken as GPUs take it: a power of 2, at most the 32
+# warps of a 1024-thread NVIDIA block (Triton checks the launch against it).
+MAX_NUM_WARPS = 32
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,10 @@ class DpuBackend(BaseBackend):
                 args[k] = tuple(args[k])
         if "extern_libs" in args:
             args["extern_libs"] = tuple(dict(args["extern_libs"]).items())
+        w = args.get("num_warps", 1)
+        if not isinstance(w, int) or w < 1 or w & (w - 1):
+            # AssertionError, as Triton's GPU backends raise it for the same option.
+            raise AssertionError(f"num_warps must be a power of 2, not {w!r}")
         n = args.get("num_tasklets", 1)
         if not isinstance(n, int) or not 1 <= n <= MAX_TASKLETS:
             raise ArgumentError(f"num_tasklets must be an integer from 1 to {MAX_TASKLETS}, not {n!r}")

@@ -24,8 +24,9 @@ import threading
 from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
-from ..dpu.abi import MAX_TASKLETS, MRAM_BYTES
+from ..dpu.abi import MRAM_BYTES
 from ..errors import ArgumentError, EdslError
+from .compiler import MAX_NUM_WARPS
 
 _state = threading.local()
 _programs: dict = {}
@@ -116,7 +117,7 @@ class DpuUtils:
             program = Program(obj, meta["name"], sites, table)
             program.meta = meta
             _programs[kernel] = program
-        return program, program, 0, 0, MAX_TASKLETS
+        return program, program, 0, 0, MAX_NUM_WARPS     # Triton's check of num_warps
 
     def unload_module(self, module):
         pass

@@ -156,6 +156,19 @@ def test_bad_argument_types():
         copy_kernel[(1,)]([1.0, 2.0], np.zeros(4), 4, BLOCK=16)
 
 
+def test_num_warps_is_taken_as_gpus_take_it():
+    """A GPU option with no meaning on a DPU: any power of 2 up to 32 runs (a
+    GPU kernel's num_warps=32 included); others fail as on Triton's GPU backends."""
+    x, out = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
+    for warps in (1, 4, 32):
+        copy_kernel[(1,)](x, out, 8, BLOCK=8, num_warps=warps)
+        np.testing.assert_array_equal(out, x)
+    with pytest.raises(AssertionError, match="num_warps must be a power of 2, not 3"):
+        copy_kernel[(1,)](x, out, 8, BLOCK=8, num_warps=3)
+    with pytest.raises(triton.runtime.errors.OutOfResources, match="threads, Required: 64, Hardware limit: 32"):
+        copy_kernel[(1,)](x, out, 8, BLOCK=8, num_warps=64)
+
+
 def test_strided_view_is_a_pointer_to_its_first_element():
     """As on a GPU, a pointer argument is the view's data pointer; the kernel's
     offsets address the memory under it (here: the base array's first row)."""
