@@ -124,7 +124,10 @@ class DpuBackend(BaseBackend):
         return {"min_dot_size": _min_dot_size, "convert_custom_types": convert_custom_types}
 
     def get_module_map(self) -> Dict[str, Any]:
-        return {}
+        # `tl.extra.libdevice` as on NVIDIA GPUs: calls of `__nv_` functions,
+        # of which the conversion computes the C math library's.
+        from triton.language.extra.cuda import libdevice
+        return {"triton.language.extra.libdevice": libdevice}
 
     def load_dialects(self, ctx):
         pass

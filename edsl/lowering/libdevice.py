@@ -4,7 +4,9 @@ NVPTX has instructions for few math functions (sqrt, fma, floor...); CUDA's
 libdevice (`libdevice.10.bc`, shipped with Triton and linked into every kernel
 that needs it) implements the C math library under `__nv_` names. The NVPTX
 pipeline sends math operations to libm calls (`convert-math-to-libm`); this
-step points those calls at libdevice.
+step points those calls at libdevice. The other way, `math_op_for` names the
+MLIR op that computes a libdevice function (kernels calling
+`tl.extra.libdevice` on a target without libdevice).
 """
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ _LIBM = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ce
          "erf", "erfc", "exp", "exp2", "expm1", "fabs", "floor", "fma", "fmod", "log", "log10", "log1p", "log2",
          "pow", "rint", "round", "roundeven", "sin", "sinh", "sqrt", "tan", "tanh", "trunc")
 _RENAMED = {"roundeven": "rint"}   # libdevice has no roundeven; rint rounds half to even too
+# MLIR ops named unlike their libm function (the others: `math.<libm name>`).
+_OPS = {"fabs": "math.absf", "pow": "math.powf", "fmod": "arith.remf", "rint": "math.roundeven"}
 
 
 def libdevice_name(libm_name: str) -> str | None:
@@ -24,6 +28,19 @@ def libdevice_name(libm_name: str) -> str | None:
     if base not in _LIBM:
         return None
     return f"__nv_{_RENAMED.get(base, base)}{suffix}"
+
+
+def math_op_for(symbol: str) -> str | None:
+    """The MLIR op computing libdevice's function `symbol` (`__nv_rintf` ->
+    `math.roundeven`, on the operands' type), or None if it is not one of
+    libm's functions."""
+    name = symbol.removeprefix("__nv_")
+    if name == symbol:
+        return None
+    base = name if name in _LIBM else name[:-1] if name.endswith("f") and name[:-1] in _LIBM else None
+    if base is None or base == "roundeven":     # (libdevice has rint, not roundeven)
+        return None
+    return _OPS.get(base, f"math.{base}")
 
 
 def use_libdevice(module: ir.Module) -> int:

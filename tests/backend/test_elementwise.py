@@ -1,8 +1,13 @@
 """Elementwise arith/math, where, casts and bitcasts against NumPy, over dtypes and ragged sizes."""
+import math
+
 import numpy as np
 import pytest
 import triton
 import triton.language as tl
+from edsl.errors import CompileError
+from triton.language.extra import libdevice
+from triton.language.extra.cuda import libdevice as cuda_libdevice
 from launch_strategies import strategies
 from hypothesis import given, settings, strategies as st
 
@@ -121,6 +126,80 @@ def test_math(fn, tasklets):
     out = np.zeros_like(x)
     math_kernel[(4,)](x, out, x.size, FN=fn, BLOCK=32, num_dpus=3, num_tasklets=tasklets)
     np.testing.assert_allclose(out, REFS[fn](x), rtol=1e-5, atol=1e-6)
+
+
+# tl.extra.libdevice's functions of the C math library: (arity, NumPy reference, domain).
+LIBDEVICE = {
+    "acos": (1, np.arccos, (-1, 1)), "acosh": (1, np.arccosh, (1, 50)), "asin": (1, np.arcsin, (-1, 1)),
+    "asinh": (1, np.arcsinh, (-50, 50)), "atan": (1, np.arctan, (-50, 50)), "atan2": (2, np.arctan2, (-5, 5)),
+    "atanh": (1, np.arctanh, (-0.99, 0.99)), "cbrt": (1, np.cbrt, (-50, 50)), "ceil": (1, np.ceil, (-9, 9)),
+    "copysign": (2, np.copysign, (-9, 9)), "cos": (1, np.cos, (-9, 9)), "cosh": (1, np.cosh, (-9, 9)),
+    "erf": (1, np.vectorize(math.erf), (-4, 4)), "erfc": (1, np.vectorize(math.erfc), (-4, 4)),
+    "exp": (1, np.exp, (-20, 20)), "exp2": (1, np.exp2, (-20, 20)), "expm1": (1, np.expm1, (-5, 5)),
+    "floor": (1, np.floor, (-9, 9)), "fma": (3, lambda x, y, z: x * y + z, (-9, 9)),
+    "fmod": (2, np.fmod, (-9, 9)), "log": (1, np.log, (0.01, 100)), "log10": (1, np.log10, (0.01, 100)),
+    "log1p": (1, np.log1p, (-0.9, 100)), "log2": (1, np.log2, (0.01, 100)), "pow": (2, np.power, (0.01, 9)),
+    "rint": (1, np.rint, (-9, 9)), "sin": (1, np.sin, (-9, 9)), "sinh": (1, np.sinh, (-9, 9)),
+    "sqrt": (1, np.sqrt, (0, 100)), "tan": (1, np.tan, (-1.5, 1.5)), "tanh": (1, np.tanh, (-9, 9)),
+    "trunc": (1, np.trunc, (-9, 9)),
+}
+
+
+@triton.jit
+def libdevice_kernel(x_ptr, y_ptr, z_ptr, out_ptr, n, FN: tl.constexpr, ARITY: tl.constexpr,
+                     BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    if ARITY == 1:
+        r = FN(x)
+    elif ARITY == 2:
+        r = FN(x, tl.load(y_ptr + offs, mask=m))
+    else:
+        r = FN(x, tl.load(y_ptr + offs, mask=m), tl.load(z_ptr + offs, mask=m))
+    tl.store(out_ptr + offs, r, mask=m)
+
+
+@settings(max_examples=3, deadline=None)
+@given(dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2**16), tasklets=TASKLETS)
+@pytest.mark.parametrize("fn", sorted(LIBDEVICE))
+def test_libdevice_math_functions(fn, dtype, seed, tasklets):
+    """The functions of tl.extra.libdevice that are the C math library's, as
+    NVIDIA's libdevice computes them (within a few ulps)."""
+    arity, ref, (lo, hi) = LIBDEVICE[fn]
+    rng = np.random.default_rng(seed)
+    args = [rng.uniform(lo, hi, 50).astype(dtype) for _ in range(3)]
+    out = np.zeros(50, dtype)
+    libdevice_kernel[(1,)](*args, out, 50, FN=getattr(cuda_libdevice, fn), ARITY=arity, BLOCK=64,
+                           num_tasklets=tasklets)
+    expected = ref(*[a.astype(np.float64) for a in args[:arity]])
+    tol = 4 * np.finfo(dtype).eps
+    np.testing.assert_allclose(out, expected.astype(dtype), rtol=tol, atol=tol)
+
+
+@triton.jit
+def rint_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, libdevice.rint(tl.load(x_ptr + offs)))
+
+
+@triton.jit
+def bessel_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, libdevice.j0(tl.load(x_ptr + offs)))
+
+
+def test_libdevice_as_imported_by_gpu_kernels():
+    """`from triton.language.extra import libdevice`, as GPU kernels write it;
+    a libdevice function outside the C math library is an error at its line."""
+    x = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.7, -3.7], np.float32)
+    out = np.zeros_like(x)
+    rint_kernel[(1,)](x, out, BLOCK=8)
+    np.testing.assert_array_equal(out, np.rint(x))
+    with pytest.raises(CompileError, match="extern function '__nv_j0f' is not supported") as err:
+        bessel_kernel[(1,)](x, out, BLOCK=8)
+    assert err.value.loc.filename == __file__
+    assert err.value.loc.lineno == bessel_kernel.fn.__code__.co_firstlineno + 3
 
 
 def test_exp_is_within_one_ulp_everywhere():

@@ -12,6 +12,7 @@ from mlir.dialects import arith, math
 
 from ... import dtypes
 from ...lowering.floats import SATURATE_ATTR
+from ...lowering.libdevice import math_op_for
 from .core import (LaneRange, RowForm, Tile, and_valid, const_int, is_float, is_ptr, is_tensor, lowers,
                    scalar_type, store_elem)
 
@@ -25,12 +26,15 @@ def _attrs(op) -> dict:
 
 def emit_like(op, operands, result_types):
     """Emit `op` again on scalar `operands` (same name and attributes)."""
-    if op.name == "math.exp" and operands[0].type == ir.F32Type.get():
+    return _emit(op.name, operands, result_types, _attrs(op), op.location)
+
+
+def _emit(name, operands, result_types, attributes=None, loc=None):
+    if name == "math.exp" and operands[0].type == ir.F32Type.get():
         return [exp_f32(operands[0])]
-    if op.name in _DIVISIONS:
-        operands = [operands[0], _safe_divisor(op.name, operands[0], operands[1])]
-    new = ir.Operation.create(op.name, results=result_types, operands=operands,
-                              attributes=_attrs(op), loc=op.location)
+    if name in _DIVISIONS:
+        operands = [operands[0], _safe_divisor(name, operands[0], operands[1])]
+    new = ir.Operation.create(name, results=result_types, operands=operands, attributes=attributes, loc=loc)
     return list(new.results)
 
 
@@ -366,6 +370,21 @@ def _map_nary(conv, op, fn, extra_cost=1):
     conv.set(result, Tile(shape, _elem(result.type),
                           fn=lambda ivs: fn(*[v.at(ivs) if isinstance(v, Tile) else v for v in vals]),
                           cost=cost), op)
+
+
+@lowers("tt.extern_elementwise")
+def lower_extern_elementwise(conv, op):
+    """A `tl.extra.libdevice` function (the dpu backend maps that module to
+    Triton's CUDA one, whose functions call `__nv_<name>`) that is one of
+    libm's: the MLIR op computing it, as `tl.math` functions are lowered."""
+    symbol = ir.StringAttr(op.attributes["symbol"]).value
+    name = math_op_for(symbol)
+    if name is None:
+        raise conv.error(op, f"extern function '{symbol}' is not supported by the DPU backend "
+                             "(of libdevice, the functions of the C math library are)")
+    elem = _elem(op.results[0].type)
+    _map_nary(conv, op, lambda *xs: _emit(name, list(xs), [elem], loc=op.location)[0],
+              1 + _EXPENSIVE.get(name, 0))
 
 
 @lowers("tt.precise_divf")
