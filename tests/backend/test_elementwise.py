@@ -130,7 +130,7 @@ def test_math(fn, tasklets):
 
 # tl.extra.libdevice's functions of the C math library: (arity, NumPy reference, domain).
 LIBDEVICE = {
-    "acos": (1, np.arccos, (-1, 1)), "acosh": (1, np.arccosh, (1, 50)), "asin": (1, np.arcsin, (-1, 1)),
+    "abs": (1, np.abs, (-9, 9)), "acos": (1, np.arccos, (-1, 1)), "acosh": (1, np.arccosh, (1, 50)), "asin": (1, np.arcsin, (-1, 1)),
     "asinh": (1, np.arcsinh, (-50, 50)), "atan": (1, np.arctan, (-50, 50)), "atan2": (2, np.arctan2, (-5, 5)),
     "atanh": (1, np.arctanh, (-0.99, 0.99)), "cbrt": (1, np.cbrt, (-50, 50)), "ceil": (1, np.ceil, (-9, 9)),
     "copysign": (2, np.copysign, (-9, 9)), "cos": (1, np.cos, (-9, 9)), "cosh": (1, np.cosh, (-9, 9)),
@@ -139,7 +139,8 @@ LIBDEVICE = {
     "floor": (1, np.floor, (-9, 9)), "fma": (3, lambda x, y, z: x * y + z, (-9, 9)),
     "fmod": (2, np.fmod, (-9, 9)), "log": (1, np.log, (0.01, 100)), "log10": (1, np.log10, (0.01, 100)),
     "log1p": (1, np.log1p, (-0.9, 100)), "log2": (1, np.log2, (0.01, 100)), "pow": (2, np.power, (0.01, 9)),
-    "rint": (1, np.rint, (-9, 9)), "sin": (1, np.sin, (-9, 9)), "sinh": (1, np.sinh, (-9, 9)),
+    "rint": (1, np.rint, (-9, 9)), "round": (1, lambda x: np.where(x - np.trunc(x) == np.copysign(0.5, x),
+                                                                  x + np.copysign(0.5, x), np.rint(x)), (-9, 9)), "sin": (1, np.sin, (-9, 9)), "sinh": (1, np.sinh, (-9, 9)),
     "sqrt": (1, np.sqrt, (0, 100)), "tan": (1, np.tan, (-1.5, 1.5)), "tanh": (1, np.tanh, (-9, 9)),
     "trunc": (1, np.trunc, (-9, 9)),
 }
@@ -169,6 +170,8 @@ def test_libdevice_math_functions(fn, dtype, seed, tasklets):
     arity, ref, (lo, hi) = LIBDEVICE[fn]
     rng = np.random.default_rng(seed)
     args = [rng.uniform(lo, hi, 50).astype(dtype) for _ in range(3)]
+    if fn in ("rint", "round"):                     # ties: to even / away from zero
+        args[0][:6] = [-2.5, -1.5, -0.5, 0.5, 1.5, 2.5]
     out = np.zeros(50, dtype)
     libdevice_kernel[(1,)](*args, out, 50, FN=getattr(cuda_libdevice, fn), ARITY=arity, BLOCK=64,
                            num_tasklets=tasklets)

@@ -349,10 +349,10 @@ def lower_dot(conv, op, operands=None):
 def _dot_types(a_t, b_t, acc_t):
     """(type of a tl.dot's products, type they are summed in). Float operands
     narrower than 32 bits (16-bit, fp8, and dot_scaled's decoded operands)
-    multiply exactly in fp32 and are summed in fp64, then rounded once: GPU
-    tensor cores sum a k-step's exact products wider than fp32, and an
-    in-order fp32 sum of products that cancel (|terms| ~ 1e3, result ~ 1e-2)
-    is off by percents. Other float dots multiply and add in the
+    have exact products in fp32, summed in fp64 and rounded once: the result
+    is the exact dot rounded (GPU tensor cores keep such products exact too;
+    an in-order fp32 sum of products that cancel, |terms| ~ 1e3 for a result
+    ~ 1e-2, is off by percents). Other float dots multiply and add in the
     accumulator's type (at least fp32); integer dots in the accumulator's."""
     if not is_float(acc_t):
         return acc_t, acc_t

@@ -252,4 +252,3 @@ def _addptr_row(conv, base, off, size: int, lanes: int):
         return and_valid(*checks)
     needs = pr.valid or orow.valid or orow.stride
     return RowForm(addr, pr.stride + orow.stride * size, valid=valid if needs else None)
-
