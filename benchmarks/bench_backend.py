@@ -41,7 +41,7 @@ DPUS = 64
 
 # Run in a subprocess with TRITON_INTERPRET=1: prints "<add seconds> <softmax seconds>".
 INTERPRETER = f"""
-import sys, time
+import sys
 sys.path[:0] = [{str(EXAMPLES)!r}, {str(BENCHMARKS)!r}]
 import torch, triton
 import triton_softmax, triton_vector_add

@@ -43,8 +43,6 @@ def dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.cons
     tl.store(c_ptr + pid * M * N + rm[:, None] * N + rn[None, :], c)
 
 
-
-
 def measure(size, programs, tasklets, wram=None, dpus=PROGRAMS):
     """(seconds per launch, estimated cycles, report, result) of `programs`
     dots of size^3 on `dpus` DPUs."""

@@ -24,7 +24,7 @@ from ..ttir_text import user_location
 from .control import lower_body
 from .core import (Tile, byte_size, from_stored, is_float, is_tensor, load_elem, lowers,
                    scalar_type, store_elem, to_stored)
-from .elementwise import convert_float
+from .elementwise import convert_float, emit_like
 from .spill import DotNeed, SpillBuffer, unflatten
 from .wram import aligned
 
@@ -51,9 +51,7 @@ def _wide_combine(block):
     def combine(values):
         env = dict(zip(block.arguments, values))
         for op in ops:
-            attributes = {name: op.attributes[name] for name in op.attributes}
-            env[op.results[0]] = ir.Operation.create(op.name, results=[f32], operands=[env[v] for v in op.operands],
-                                                     attributes=attributes).result
+            env[op.results[0]] = emit_like(op, [env[v] for v in op.operands], [f32])[0]
         return [env[v] for v in list(block.operations)[-1].operands]
     return combine
 
@@ -248,8 +246,7 @@ def lower_scan(conv, op):
             where = at(pos(loop.induction_variable))
             nexts = [t.at(where) for t in inputs]
             if wide is None:
-                new = _combine(conv, block, loop.inner_iter_args, nexts)
-                results = new
+                new = results = _combine(conv, block, loop.inner_iter_args, nexts)
             else:
                 new = wide(list(loop.inner_iter_args) + [convert_float(v, f32) for v in nexts])
                 results = [convert_float(v, t.elem) for v, t in zip(new, inputs)]
