@@ -187,7 +187,7 @@ class _Placement:
         self._ops: list = []               # (anchor op, access number, uniform?) open anchors
         self._seq = 0                      # accesses recorded so far
         self._cycles: list = []            # [block, accesses logged, still logging?, regions]
-        self._log_paused = False
+        self._paused: set = set()          # ids of the logs a barrier on this path has paused
         self._regions = 0                  # EDSL region calls walked so far
         self._w: dict = {}                 # buffer -> (owner, serial) of the last write
         self._r: dict = {}                 # buffer -> [(owner, serial)] reads
@@ -325,17 +325,17 @@ class _Placement:
         for log in self._cycles:
             if log[0] == block:             # executed whenever the cycle's rest is
                 log[2] = False
-            elif log[2]:                    # ... on this branch's remaining path
-                self._log_paused = True
+            elif log[2]:                    # ... on this branch's remaining path: the
+                self._paused.add(id(log))   # cycles begun later (inner loops) still log
 
     @contextmanager
     def _branch(self):
         """Walk a nested block (a branch, a loop body) of uniform code."""
-        paused = self._log_paused
+        paused = set(self._paused)
         try:
             yield
         finally:
-            self._log_paused = paused
+            self._paused = paused
 
     def sync(self) -> None:
         """A barrier here: every access so far is complete on every tasklet."""
@@ -418,10 +418,8 @@ class _Placement:
         return hits
 
     def _log(self, entry) -> None:
-        if self._log_paused:
-            return
         for log in self._cycles:
-            if log[2]:
+            if log[2] and id(log) not in self._paused:
                 log[1].append(entry)
 
     def note_buffer(self, buf, who, write: bool) -> None:

@@ -1,0 +1,153 @@
+"""Loop nests shared among tasklets: a tile carried through 1 to 3 nested loops,
+updated by `tl.dot`, a reduction, a scan or elementwise code, re-initialised and
+stored inside the loops and after them, gives the same bits for 1, 2, 3, 11 and
+16 tasklets, and NumPy's values.
+
+A barrier missing at the end of an inner loop's body lets one tasklet overwrite
+a shared tile while another still reads it: every 1-tasklet test passes such a
+kernel. The nest that once lacked it is `test_a_dot_k_loop_nested_in_a_loop`."""
+import numpy as np
+import triton
+import triton.language as tl
+from hypothesis import given, settings, strategies as st
+
+import edsl.backend
+
+TASKLETS = [1, 2, 3, 11, 16]
+B = 16
+DOT, SUM, SCAN, ELEMENTWISE = range(4)
+
+
+@triton.jit
+def _step(acc, x_ptr, w_ptr, t, OP: tl.constexpr, B: tl.constexpr):
+    """One update of the carried tile by the tile of trip `t`."""
+    r = tl.arange(0, B)
+    x = tl.load(x_ptr + t * B * B + r[:, None] * B + r[None, :])
+    if OP == 0:
+        w = tl.load(w_ptr + t * B * B + r[:, None] * B + r[None, :])
+        acc += tl.dot(x, w)
+    elif OP == 1:
+        acc += tl.sum(x, axis=1)[:, None] + tl.max(acc, axis=0)[None, :] * 0.25
+    elif OP == 2:
+        acc = tl.cumsum(x + acc * 0.5, axis=0)
+    else:
+        acc = acc * 0.5 + tl.trans(x)
+    return acc
+
+
+@triton.jit
+def _nest_below(acc, x_ptr, w_ptr, side_ptr, i, T2, T3, DEPTH: tl.constexpr, OP: tl.constexpr,
+                STORE_INSIDE: tl.constexpr, B: tl.constexpr):
+    """The loops inside the outer loop's trip `i`."""
+    r = tl.arange(0, B)
+    if DEPTH == 1:
+        acc = _step(acc, x_ptr, w_ptr, i, OP, B)
+    else:
+        for j in range(T2):
+            if DEPTH == 2:
+                acc = _step(acc, x_ptr, w_ptr, i * T2 + j, OP, B)
+            else:
+                for k in range(T3):
+                    acc = _step(acc, x_ptr, w_ptr, (i * T2 + j) * T3 + k, OP, B)
+            if STORE_INSIDE:
+                tl.store(side_ptr + (i * T2 + j) * B * B + r[:, None] * B + r[None, :], acc)
+    return acc
+
+
+@triton.jit
+def nest_kernel(x_ptr, w_ptr, out_ptr, side_ptr, T1, T2, T3, DEPTH: tl.constexpr,
+                OP: tl.constexpr, RESET: tl.constexpr, STORE_INSIDE: tl.constexpr,
+                B: tl.constexpr):
+    r = tl.arange(0, B)
+    if RESET:
+        # A new tile each outer trip, as persistent kernels do: nothing is
+        # written before the outer loop, whose body holds the first barriers.
+        for i in range(T1):
+            acc = tl.zeros((B, B), dtype=tl.float32)
+            acc = _nest_below(acc, x_ptr, w_ptr, side_ptr, i, T2, T3, DEPTH, OP, STORE_INSIDE, B)
+            tl.store(out_ptr + i * B * B + r[:, None] * B + r[None, :], acc)
+    else:
+        acc = tl.zeros((B, B), dtype=tl.float32)
+        for i in range(T1):
+            acc = _nest_below(acc, x_ptr, w_ptr, side_ptr, i, T2, T3, DEPTH, OP, STORE_INSIDE, B)
+        tl.store(out_ptr + r[:, None] * B + r[None, :], acc)
+
+
+def _reference(x, w, trips, depth, op, reset, store_inside):
+    """The nest in NumPy (float64 for sums; the kernel's float32 results compared
+    within a tolerance)."""
+    t1, t2, t3 = trips
+    acc = np.zeros((B, B))
+    out = np.zeros((max(1, t1), B, B))
+    side = np.zeros((max(1, t1 * t2), B, B))
+
+    def step(acc, t):
+        a = x[t].astype(np.float64)
+        if op == DOT:
+            return acc + a @ w[t]
+        if op == SUM:
+            return acc + a.sum(axis=1)[:, None] + acc.max(axis=0)[None, :] * 0.25
+        if op == SCAN:
+            return np.cumsum(a + acc * 0.5, axis=0)
+        return acc * 0.5 + a.T
+
+    for i in range(t1):
+        if reset:
+            acc = np.zeros((B, B))
+        if depth == 1:
+            acc = step(acc, i)
+        else:
+            for j in range(t2):
+                if depth == 2:
+                    acc = step(acc, i * t2 + j)
+                else:
+                    for k in range(t3):
+                        acc = step(acc, (i * t2 + j) * t3 + k)
+                if store_inside:
+                    side[i * t2 + j] = acc
+        if reset:
+            out[i] = acc
+    if not reset:
+        out[0] = acc
+    return out, side
+
+
+def _run_nest(depth, op, reset, store_inside, trips, seed):
+    rng = np.random.default_rng(seed)
+    t1, t2, t3 = trips
+    x = rng.standard_normal((max(1, t1 * t2 * t3), B, B)).astype(np.float32)
+    w = rng.standard_normal(x.shape).astype(np.float32)
+    results = []
+    for t in TASKLETS:
+        out = np.zeros((max(1, t1), B, B), np.float32)
+        side = np.zeros((max(1, t1 * t2), B, B), np.float32)
+        nest_kernel[(1,)](x, w, out, side, t1, t2, t3, DEPTH=depth, OP=op, RESET=reset,
+                          STORE_INSIDE=store_inside, B=B, num_tasklets=t)
+        assert edsl.backend.last_report().tasklets_used == t
+        results.append((out, side))
+    for t, (out, side) in zip(TASKLETS[1:], results[1:]):
+        np.testing.assert_array_equal(out.view(np.uint32), results[0][0].view(np.uint32),
+                                      err_msg=f"{t} tasklets against 1")
+        np.testing.assert_array_equal(side.view(np.uint32), results[0][1].view(np.uint32),
+                                      err_msg=f"{t} tasklets against 1")
+    ref_out, ref_side = _reference(x, w.astype(np.float64), trips, depth, op, reset, store_inside)
+    out, side = results[0]
+    np.testing.assert_allclose(out, ref_out, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(side, ref_side, rtol=1e-4, atol=1e-3)
+
+
+@settings(max_examples=20, deadline=None)
+@given(depth=st.integers(1, 3), op=st.sampled_from([DOT, SUM, SCAN, ELEMENTWISE]),
+       store_inside=st.booleans(),
+       trips=st.tuples(st.sampled_from([0, 1, 2, 3, 3]), st.integers(1, 3), st.integers(1, 2)),
+       seed=st.integers(0, 2**16))
+def test_loop_nests_give_the_same_bits_for_any_tasklet_count(depth, op, store_inside, trips, seed):
+    for reset in (False, True):
+        _run_nest(depth, op, reset, store_inside, trips, seed)
+
+
+def test_a_dot_k_loop_nested_in_a_loop():
+    """for r: acc = zeros; for k: acc += dot(a, b); store: the barrier at the end of
+    the K loop's body was missing when the loop was nested (wrong rows from the
+    second outer trip on, with 2 tasklets or more)."""
+    _run_nest(2, DOT, True, False, (3, 4, 1), seed=0)
