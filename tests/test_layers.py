@@ -8,8 +8,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1] / "edsl"
 # (layer, module prefixes), earliest first; a module belongs to the layer of its
 # longest matching prefix.
 LAYERS = [
-    ("facts", ["edsl.errors", "edsl.dtypes", "edsl.cache", "edsl.annotations", "edsl.language",
-               "edsl.dpu.abi", "edsl.gpu.nvptx"]),
+    ("facts", ["edsl.errors", "edsl.dtypes", "edsl.cache", "edsl.templates", "edsl.annotations",
+               "edsl.language", "edsl.dpu.abi", "edsl.gpu.nvptx"]),
     ("codegen", ["edsl.codegen"]),
     ("lowering", ["edsl.lowering"]),
     ("inject", ["edsl.inject", "edsl.gpu.library"]),

@@ -8,7 +8,8 @@ error codes. Importing this module is cheap (no MLIR, no NumPy).
 """
 from __future__ import annotations
 
-from enum import IntEnum
+from enum import IntEnum, IntFlag
+from typing import NamedTuple
 
 # ---- the hardware ---------------------------------------------------------------------
 
@@ -39,15 +40,63 @@ def is_mram(memref_type) -> bool:
     return memory_space(memref_type) == MRAM_ADDRSPACE
 
 
+def align_up(n: int, to: int = DMA_ALIGN) -> int:
+    """`n` rounded up to a multiple of `to` (DMA_ALIGN: what MRAM and WRAM
+    buffers are padded to)."""
+    return -(-n // to) * to
+
+
+class DmaRule(IntFlag):
+    """The rules an MRAM<->WRAM transfer can break (`dma_rules_broken`)."""
+    SIZE = 1
+    MRAM_ALIGN = 2
+    WRAM_ALIGN = 4
+
+
+class DmaRuleCheck(NamedTuple):
+    """One DMA rule: `operand` ("mram", "wram" or "nbytes") is a multiple of
+    DMA_ALIGN and, with `bounds`, within them; `message` says why a value
+    breaks it (`{}` is the value, in hex with `hex`)."""
+    rule: DmaRule
+    operand: str
+    bounds: tuple[int, int] | None
+    hex: bool
+    message: str
+
+
+# The rules, once: the check here, the runtime library's (edsl.dpu.support)
+# and the exported project's C (edsl.export.project) are generated from them.
+DMA_RULES = (
+    DmaRuleCheck(DmaRule.SIZE, "nbytes", (DMA_MIN_BYTES, DMA_MAX_BYTES), False,
+                 f"DMA size {{}} bytes: must be a multiple of {DMA_ALIGN} "
+                 f"between {DMA_MIN_BYTES} and {DMA_MAX_BYTES}"),
+    DmaRuleCheck(DmaRule.MRAM_ALIGN, "mram", None, True,
+                 f"MRAM address {{}} is not {DMA_ALIGN}-byte aligned"),
+    DmaRuleCheck(DmaRule.WRAM_ALIGN, "wram", None, True,
+                 f"WRAM address {{}} is not {DMA_ALIGN}-byte aligned"),
+)
+
+
+def dma_rules_broken(mram: int, wram: int, nbytes: int) -> DmaRule:
+    """The DMA rules a transfer of `nbytes` between these addresses breaks."""
+    values = {"mram": mram, "wram": wram, "nbytes": nbytes}
+    broken = DmaRule(0)
+    for check in DMA_RULES:
+        v = values[check.operand]
+        if v % DMA_ALIGN or (check.bounds and not check.bounds[0] <= v <= check.bounds[1]):
+            broken |= check.rule
+    return broken
+
+
 def dma_violation(mram_addr: int, wram_addr: int, nbytes: int) -> str | None:
-    """Why an mram_read/mram_write of these operands breaks the DMA rules, or None."""
-    if nbytes % DMA_ALIGN or not DMA_MIN_BYTES <= nbytes <= DMA_MAX_BYTES:
-        return (f"DMA size {nbytes} bytes: must be a multiple of {DMA_ALIGN} "
-                f"between {DMA_MIN_BYTES} and {DMA_MAX_BYTES}")
-    if mram_addr % DMA_ALIGN:
-        return f"MRAM address {mram_addr:#x} is not {DMA_ALIGN}-byte aligned"
-    if wram_addr % DMA_ALIGN:
-        return f"WRAM address {wram_addr:#x} is not {DMA_ALIGN}-byte aligned"
+    """Why an mram_read/mram_write of these operands breaks the DMA rules (the
+    first rule it breaks), or None."""
+    broken = dma_rules_broken(mram_addr, wram_addr, nbytes)
+    values = {"mram": mram_addr, "wram": wram_addr, "nbytes": nbytes}
+    for check in DMA_RULES:
+        if check.rule in broken:
+            v = values[check.operand]
+            return check.message.format(f"{v:#x}" if check.hex else v)
     return None
 
 
@@ -66,6 +115,8 @@ ASSERT_FAIL = "edsl_dpu_assert_fail"  # (site: i64) -> (): a failed `assert`
 BOUNDS_FAIL = "edsl_dpu_bounds_fail"  # (site: i64) -> (): an index out of bounds (bounds_check)
 STEP_FAIL = "edsl_dpu_step_fail"      # (site: i64) -> (): a range() step of zero at run time
 COUNTERS = "edsl_dpu_counters"        # () -> !llvm.ptr: this tasklet's i64 block counters
+# (pair: !llvm.ptr, nbytes: i64) -> (): one more transfer in a (transfers, bytes) slot pair
+COUNT_TRANSFER = "__dpu_count_transfer"
 # The one DMA routine, which kernels call directly:
 # (mram_addr, wram_addr, nbytes, direction, site: i64, ctx: !llvm.ptr) -> ()
 DMA = "__dpu_dma"

@@ -34,7 +34,7 @@ from .. import cache
 from ..errors import DpuError, LoweringError, SourceLoc
 from . import jit, support
 from .abi import (CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, MAX_TASKLETS, MESSAGES, READ, Ctx, Dpu, Err,
-                  dma_violation)
+                  align_up, dma_violation)
 from .timing import TimingEstimate
 
 if TYPE_CHECKING:
@@ -249,7 +249,7 @@ class Launch:
         c[..., Ctx.DPU] = (self.state.ctypes.data + np.arange(dpus) * DPU_SLOTS * 8)[:, None]
         c[..., Ctx.DPU_ID] = np.arange(dpus)[:, None]
         # Each tasklet's counters on 64-byte cache lines of their own.
-        row = -(-counters // 8) * 8
+        row = align_up(counters, 8)
         flat = np.zeros(dpus * tasklets * row + 8, dtype=np.int64)
         start = (-flat.ctypes.data % 64) // 8
         self.counters = flat[start:start + dpus * tasklets * row].reshape(dpus, tasklets, row)

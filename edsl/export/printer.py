@@ -338,8 +338,8 @@ def _type_bytes(t) -> int:
         for f in t.body:
             size = _type_bytes(f)
             align = min(8, size) or 1
-            total = (total + align - 1) // align * align + size
-        return (total + 7) // 8 * 8
+            total = abi.align_up(total, align) + size
+        return abi.align_up(total, 8)
     if str(t).startswith("!llvm.array<"):
         n, elem = _array_parts(t)
         return n * _type_bytes(elem)
@@ -463,7 +463,9 @@ class _FunctionPrinter:
             raise _err(self.fn, f"unexpected function type {ftype_text}")
         if m.group(1) == "void":
             return "void"
-        return self.p.ctype(ir.Type.parse(m.group(1)), self.fn)
+        # (types of the LLVM dialect print without their `!llvm.` inside `!llvm.func<>`)
+        text = re.sub(r"^(ptr|struct|array)\b", r"!llvm.\1", m.group(1))
+        return self.p.ctype(ir.Type.parse(text), self.fn)
 
     # ops -------------------------------------------------------------------
     def op(self, op) -> None:

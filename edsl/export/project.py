@@ -14,18 +14,17 @@ at the end, so a failure leaves nothing half-written.
 """
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
 import shutil
-import string
 import tempfile
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from .. import templates
 from ..dpu import abi, support
 from ..errors import ArgumentError, CompileError, DpuError, EdslError
 from . import printer as P
@@ -280,23 +279,9 @@ MAIN_WRAM = ["!llvm.ptr", "!llvm.ptr", "i64", "i64", "i64"]   # a memref<?xi8> d
 
 
 # -- files ---------------------------------------------------------------------
-class _Template(string.Template):
-    """`${name}` placeholders only: any other `$` (Makefile variables, `$@`) is text."""
-    pattern = r"\$\{(?P<braced>[_a-z][_a-z0-9]*)\}(?P<named>(?!))?(?P<escaped>(?!))?(?P<invalid>(?!))?"
-
-
-@functools.lru_cache(None)
-def _template(name: str) -> _Template:
-    return _Template((TEMPLATES / name).read_text())
-
-
 def fill(name: str, **fields) -> str:
     """Template `name` of templates/ with every placeholder filled by `fields`."""
-    template = _template(name)
-    wanted = {m.group("braced") for m in template.pattern.finditer(template.template)}
-    if wanted != set(fields):
-        raise RuntimeError(f"template {name}: placeholders {sorted(wanted)}, fields {sorted(fields)}")
-    return template.substitute({k: str(v) for k, v in fields.items()})
+    return templates.fill(TEMPLATES / name, **fields)
 
 
 def _defines(pairs) -> str:
@@ -313,6 +298,22 @@ def abi_header() -> str:
                 dpu=_defines([*((f"DPU_{s.name}", int(s)) for s in abi.Dpu), ("DPU_SLOTS", abi.DPU_SLOTS)]),
                 errors=_defines((f"ERR_{e.name}", int(e)) for e in abi.Err),
                 messages=_defines((f"MESSAGE_{e.name}", _c_string(text)) for e, text in abi.MESSAGES.items()))
+
+
+def dma_rules_header() -> str:
+    """dma_rules.h: the DMA rules (edsl.dpu.abi.DMA_RULES) as C."""
+    checks, messages = [], []
+    for check in abi.DMA_RULES:
+        v = check.operand                  # (the C functions' parameters have the same names)
+        cond = f"{v} % EDSL_DMA_ALIGN"
+        if check.bounds:
+            cond += f" || {v} < {check.bounds[0]} || {v} > {check.bounds[1]}"
+        checks.append(f"  if ({cond})\n    broken |= {int(check.rule)};")
+        fmt, arg = ("0x%llx", f"(unsigned long long){v}") if check.hex else ("%lld", f"(long long){v}")
+        text = _c_string(check.message.replace("%", "%%")).replace("{}", fmt)
+        messages.append(f"  if (broken & {int(check.rule)}) {{\n    snprintf(out, size, {text}, {arg});\n"
+                        f"    return;\n  }}")
+    return fill("dma_rules.h", checks="\n".join(checks), messages="\n".join(messages))
 
 
 def _c_string(text: str) -> str:
@@ -546,7 +547,7 @@ def export(kernel, out_dir, *, signature=None, constants=None, sample_args=None,
                        "yet: export it with smaller blocks")
     prog = translate(llvm_text, kernel_name, len(params))
     per_array = _per_array(params, meta)
-    wram = _round_up(max(int(meta.get("wram_bytes", 0)), abi.DMA_ALIGN))
+    wram = abi.align_up(max(int(meta.get("wram_bytes", 0)), abi.DMA_ALIGN))
     # contexts, status, shared state, regions, arguments
     own = (8 * (abi.CTX_SLOTS * (num_tasklets + 1) + abi.DPU_SLOTS + 2 * _nregions(params, per_array))
            + _args_bytes(params, per_array))
@@ -563,6 +564,7 @@ def export(kernel, out_dir, *, signature=None, constants=None, sample_args=None,
     files = {
         "dpu_program.c": dpu_program(kernel_name, params, prog, wram, num_tasklets),
         "dpu_abi.h": abi_header(),
+        "dma_rules.h": dma_rules_header(),
         "kernel_args.h": args_header(kernel_name, params, per_array),
         "launch_config.h": launch_config(kernel_name, params, g, num_dpus, values),
         "host_runner.c": host_runner(kernel_name, params, outputs, meta, per_array),
@@ -588,8 +590,6 @@ def export(kernel, out_dir, *, signature=None, constants=None, sample_args=None,
         num_tasklets=num_tasklets, outputs=outputs, files=[]))
 
 
-def _round_up(n: int) -> int:
-    return -(-n // abi.DMA_ALIGN) * abi.DMA_ALIGN
 
 
 def _jsonable(v):

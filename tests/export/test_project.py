@@ -1,6 +1,7 @@
 """The exported folder: SDK-only DPU source, the SDK stand-ins' rule checks,
 errors the program records (against the DPU model's), signature-only exports,
 clear errors for bad input with nothing half-written, and the `edsl` command."""
+import ctypes
 import os
 import re
 import subprocess
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 import triton
 import triton.language as tl
+from hypothesis import given, settings, strategies as st
 
 import edsl
 import triton_vector_add
@@ -150,6 +152,7 @@ def faulty(tmp_path_factory):
     (d / "faulty.c").write_text(FAULTY)
     (d / "host.c").write_text(FAULTY_HOST)
     (d / "dpu_abi.h").write_text(project_mod.abi_header())       # the stand-ins' limits
+    (d / "dma_rules.h").write_text(project_mod.dma_rules_header())  # ... and DMA rules
     for cmd in (["cc", "-O1", "-std=gnu11", "-fPIC", "-shared", "-Wl,-Bsymbolic", "-I.", f"-I{SDK}",
                  "-DNR_TASKLETS=3", "-o", "faulty.so", "faulty.c", str(SDK / "dpu_sim_rt.c"), "-lpthread"],
                 ["cc", "-O1", "-std=gnu11", "-I.", f"-I{SDK}", "-o", "host", "host.c", str(SDK / "dpu_sim_host.c"),
@@ -442,11 +445,52 @@ def test_abi_header_is_the_abi_module():
         assert not re.search(r"\b(?:status|ctx)\w*\[\s*\d+\s*\]", code), path.name   # slots by name
 
 
+@pytest.fixture(scope="module")
+def dma_rules_c(tmp_path_factory):
+    """The generated dma_rules.h compiled as a library: rules(m, w, n), message(m, w, n)."""
+    d = tmp_path_factory.mktemp("dma_rules")
+    (d / "dpu_abi.h").write_text(project_mod.abi_header())
+    (d / "dma_rules.h").write_text(project_mod.dma_rules_header())
+    (d / "rules.c").write_text('#include "dma_rules.h"\n'
+                               "int rules(uint64_t m, uint64_t w, int64_t n) { return edsl_dma_rules_broken(m, w, n); }\n"
+                               "void message(char *out, uint64_t m, uint64_t w, int64_t n) "
+                               "{ edsl_dma_violation(out, 256, m, w, n); }\n")
+    r = subprocess.run(["cc", "-O1", "-fPIC", "-shared", "-I.", "-o", "rules.so", "rules.c"], cwd=d,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lib = ctypes.CDLL(str(d / "rules.so"))
+    lib.rules.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int64]
+    lib.message.argtypes = [ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int64]
+    return lib
+
+
+@needs_cc
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**40), st.integers(0, 2**20), st.integers(-16, 4200))
+def test_exported_dma_rules_are_the_abis(dma_rules_c, mram, wram, n):
+    """The C of the exported runner and SDK stand-ins (dma_rules.h, generated
+    from abi.DMA_RULES) breaks the rules the ABI says, worded alike; the ABI's
+    rules are the hardware's."""
+    hardware = abi.DmaRule(0)
+    if n % 8 or not 8 <= n <= 2048:
+        hardware |= abi.DmaRule.SIZE
+    if mram % 8:
+        hardware |= abi.DmaRule.MRAM_ALIGN
+    if wram % 8:
+        hardware |= abi.DmaRule.WRAM_ALIGN
+    assert abi.dma_rules_broken(mram, wram, n) == hardware
+    assert dma_rules_c.rules(mram, wram, n) == hardware
+    out = ctypes.create_string_buffer(256)
+    dma_rules_c.message(out, mram, wram, n)
+    assert out.value.decode() == (abi.dma_violation(mram, wram, n) or "(no rule broken)")
+
+
 def test_templates_are_package_data():
     package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     assert "templates/*" in package_data["edsl.export"] and "sdk/*" in package_data["edsl.export"]
-    assert {p.name for p in TEMPLATES.iterdir()} >= {"dpu_program.c", "dpu_abi.h", "kernel_args.h",
+    assert {p.name for p in TEMPLATES.iterdir()} >= {"dpu_program.c", "dpu_abi.h", "dma_rules.h", "kernel_args.h",
                                                      "host_runner.c", "launch_config.h", "Makefile", "README.md"}
+    assert "*.mlir" in package_data["edsl.dpu"]         # the DPU runtime library
 
 
 def test_printed_names_cannot_clash_with_the_program_around_them():

@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from mlir import ir
 from mlir.dialects import arith
 
-from ...dpu.abi import BARRIER
+from ...dpu.abi import BARRIER, align_up
 from ...errors import CompileError
 from ...inject.runtime_calls import runtime_call
 from ..ttir_text import user_location
@@ -55,7 +55,7 @@ def chunk(shape, tasklets: int) -> int:
     """Elements of the first dimension of `shape` each tasklet owns (rank 1:
     a multiple of 8, so that no two tasklets share an MRAM word)."""
     n = -(-shape[0] // tasklets)
-    return -(-n // 8) * 8 if len(shape) == 1 else n
+    return align_up(n) if len(shape) == 1 else n
 
 
 def owner(shape, tasklets: int) -> tuple:

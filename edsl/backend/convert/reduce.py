@@ -20,13 +20,13 @@ from math import prod
 from mlir import ir
 from mlir.dialects import arith, memref, scf
 
+from ...dpu.abi import align_up
 from ..ttir_text import user_location
 from .control import lower_body
 from .core import (Tile, byte_size, from_stored, is_float, is_tensor, load_elem, lowers,
                    scalar_type, store_elem, to_stored)
 from .elementwise import convert_float, emit_like
 from .spill import DotNeed, SpillBuffer, unflatten
-from .wram import aligned
 
 
 # Float arithmetic a scan of 16-bit floats carries in f32 (`_wide_combine`).
@@ -398,15 +398,15 @@ def _blocked_dot(conv, op, a, b, c, out, mul_t, sum_t, panels) -> None:
         return arith.index_cast(i64, memref.extract_aligned_pointer_as_index(view))
 
     # WRAM: B's panel (shared), and each tasklet's rows.
-    panel_w = aligned(nb * es_b) // es_b
+    panel_w = align_up(nb * es_b) // es_b
     panel = (wram.buffer((kb, panel_w), b.buf.stored, kb * panel_w * es_b, "tl.dot panel of B", loc)
              if b_mram else None)
-    acc_w = aligned(nb * es_sum) // es_sum
+    acc_w = align_up(nb * es_sum) // es_sum
     sizes = [("acc", (rb, acc_w), es_sum, sum_t)]
     if a_mram:
-        sizes.append(("a", (aligned(kb * es_a) // es_a,), es_a, a.buf.stored))
+        sizes.append(("a", (align_up(kb * es_a) // es_a,), es_a, a.buf.stored))
     if o_mram and sum_t != acc_t:
-        sizes.append(("out", (aligned(nb * es_acc) // es_acc,), es_acc, out.stored))
+        sizes.append(("out", (align_up(nb * es_acc) // es_acc,), es_acc, out.stored))
     block = wram.private(sum(prod(n) * es for _, n, es, _ in sizes), "tl.dot rows", loc)
     views, at = {}, 0
     for name, n, es, t in sizes:

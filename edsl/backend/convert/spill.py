@@ -50,11 +50,11 @@ from math import prod
 from mlir import ir
 from mlir.dialects import arith, func, llvm, memref, scf
 
-from ...dpu.abi import DMA, DMA_MAX_BYTES, DMA_MIN_BYTES, MRAM_ADDRSPACE, MRAM_BYTES, READ, WRITE, Ctx
-from ...dpu.support import count_transfer
+from ...dpu.abi import (COUNT_TRANSFER, DMA, DMA_MAX_BYTES, DMA_MIN_BYTES, MRAM_ADDRSPACE, MRAM_BYTES,
+                        READ, WRITE, Ctx, align_up)
 from ...errors import DpuError
 from .barriers import chunk
-from .wram import WramBuffer, aligned, largest
+from .wram import WramBuffer, largest
 
 SWAP = "__dpu_spill_swap"        # (base, state, data, line, segs, unit, seg, total, site, ctx)
 FLUSH = "__dpu_spill_flush"      # (base, state, data, segs, unit, seg, total, site, ctx)
@@ -82,7 +82,7 @@ class Geometry:
 
     @property
     def pitch(self) -> int:
-        return aligned(self.n * self.es)
+        return align_up(self.n * self.es)
 
     @property
     def row_count(self) -> int:
@@ -114,7 +114,7 @@ def geometry(shape, es: int, cap: int, tasklets: int) -> Geometry:
     whole rows are grouped only within one index of the first dimension."""
     shape = tuple(shape)
     n = shape[-1]
-    pitch = aligned(n * es)
+    pitch = align_up(n * es)
     if len(shape) == 1 and tasklets > 1:
         c = chunk(shape, tasklets) // 8
         cap = max(cap, 8 * es)
@@ -166,12 +166,12 @@ def dot_panels(need: DotNeed, spilled, p: Panels, tasklets: int) -> int:
     """WRAM bytes of a blocked `tl.dot`: a shared panel of B (kb x nb) when B
     is in MRAM; per tasklet rb accumulator rows (nb), a row segment of A (kb)
     when A is in MRAM, and a rounded result row when the result is."""
-    shared = p.kb * aligned(p.nb * need.es_b) if need.b in spilled else 0
-    each = p.rb * aligned(p.nb * need.es_sum)
+    shared = p.kb * align_up(p.nb * need.es_b) if need.b in spilled else 0
+    each = p.rb * align_up(p.nb * need.es_sum)
     if need.a in spilled:
-        each += aligned(p.kb * need.es_a)
+        each += align_up(p.kb * need.es_a)
     if need.out in spilled and need.narrow:
-        each += aligned(p.nb * need.es_acc)
+        each += align_up(p.nb * need.es_acc)
     return shared + tasklets * each
 
 
@@ -215,7 +215,7 @@ def _dot_fit(need: DotNeed, spilled, room: int, tasklets: int) -> Panels | None:
                 continue
             if kb < need.k:
                 spare = room - dot_panels(need, spilled, p, tasklets)
-                p = Panels(kb, nb, min(rows, 1 + spare // (tasklets * aligned(nb * need.es_sum))))
+                p = Panels(kb, nb, min(rows, 1 + spare // (tasklets * align_up(nb * need.es_sum))))
             if best is None or dot_cost(need, spilled, p, tasklets) < dot_cost(need, spilled, best, tasklets):
                 best = p
     return best
@@ -226,11 +226,11 @@ def line_bytes(record: WramBuffer, cap: int, tasklets: int) -> int:
 
 
 def window_bytes(record: WramBuffer, cap: int, tasklets: int) -> int:
-    return tasklets * aligned(STATE_BYTES + line_bytes(record, cap, tasklets))
+    return tasklets * align_up(STATE_BYTES + line_bytes(record, cap, tasklets))
 
 
 def scratch_bytes(record: WramBuffer) -> int:
-    return aligned(record.es * record.shape[-1]) * prod(record.shape[:-1])
+    return align_up(record.es * record.shape[-1]) * prod(record.shape[:-1])
 
 
 def plan(name: str, records: list[WramBuffer], dots: list[DotNeed], limit: int, tasklets: int,
@@ -641,6 +641,8 @@ class SpillSpace:
 # The runtime of spilled tiles, added to modules that have some: a counted
 # transfer, a window's line swap and its write-back.
 SUPPORT_TEXT = f"""
+  llvm.func @{COUNT_TRANSFER}(!llvm.ptr, i64) attributes {{sym_visibility = "private"}}
+
   func.func private @{SPILL_DMA}(%mram: i64, %wram: i64, %n: i64, %dir: i64, %site: i64, %ctx: !llvm.ptr) {{
     llvm.call @{DMA}(%mram, %wram, %n, %dir, %site, %ctx) : (i64, i64, i64, i64, i64, !llvm.ptr) -> ()
     %c2 = arith.constant 2 : i64
@@ -648,7 +650,8 @@ SUPPORT_TEXT = f"""
     %k = arith.muli %dir, %c2 : i64
     %slot = arith.addi %first, %k : i64
     %pc = llvm.getelementptr %ctx[%slot] : (!llvm.ptr, i64) -> !llvm.ptr, i64
-{count_transfer("pc", "n")}    return
+    llvm.call @{COUNT_TRANSFER}(%pc, %n) : (!llvm.ptr, i64) -> ()
+    return
   }}
 
   func.func private @__dpu_spill_line(%base: i64, %line: i64, %segs: i64, %unit: i64, %seg: i64,

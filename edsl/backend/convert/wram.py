@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, memref
 
-from ...dpu.abi import DMA_ALIGN
+from ...dpu.abi import align_up
 from ...errors import DpuError, SourceLoc
 
 
@@ -35,11 +35,6 @@ class WramBuffer:
     uses: int = 0                # TTIR uses of the values it holds
     shape: tuple = ()            # (tile buffers) elements
     es: int = 0                  # ... and bytes per element
-
-
-def aligned(n: int) -> int:
-    """`n` bytes rounded up to the DMA alignment (buffers, rows and lines start aligned)."""
-    return -(-n // DMA_ALIGN) * DMA_ALIGN
 
 
 class WramLayout:
@@ -62,7 +57,7 @@ class WramLayout:
         with self.ip, ir.Location.unknown():
             offset = arith.constant(ir.IndexType.get(), 0)
             view = memref.view(ir.MemRefType.get(list(shape), stored), self.wram, offset, [])
-        record = WramBuffer(aligned(nbytes), what, loc, key, spillable, 0, tuple(shape), es)
+        record = WramBuffer(align_up(nbytes), what, loc, key, spillable, 0, tuple(shape), es)
         self.buffers.append((record, offset.owner))
         self.by_view[view] = record
         return view
@@ -70,7 +65,7 @@ class WramLayout:
     def private(self, nbytes: int, what: str, loc: SourceLoc | None = None) -> ir.Value:
         """`nbytes` of which each tasklet has its own copy: this tasklet's, as
         a memref<nbytes x i8> (`view` cuts typed buffers from it)."""
-        each = aligned(nbytes)
+        each = align_up(nbytes)
         index = ir.IndexType.get()
         with self.ip, ir.Location.unknown():
             offset = arith.constant(index, 0)
@@ -122,7 +117,7 @@ class WramLayout:
         if self._staging is None:
             return out
         i64 = ir.IntegerType.get_signless(64)
-        nbytes = aligned(self.staging_bytes)
+        nbytes = align_up(self.staging_bytes)
         self._staging_off.attributes["value"] = ir.IntegerAttr.get(i64, offset)
         what = "DMA staging buffer"
         if self._staging_size is not None:

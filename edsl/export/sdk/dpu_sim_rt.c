@@ -16,6 +16,7 @@
 #include "alloc.h"
 #include "barrier.h"
 #include "defs.h"
+#include "dma_rules.h"
 #include "dpu_abi.h"
 #include "mram.h"
 
@@ -56,19 +57,16 @@ static void fault(const char *fmt, ...) {
 }
 
 static void check_dma(const char *what, const void *mram, const void *wram, unsigned int n) {
-    uintptr_t m = (uintptr_t)mram, w = (uintptr_t)wram;
+    uint64_t m = (uint64_t)((const uint8_t *)mram - mram_lo), w = (uint64_t)(uintptr_t)wram;
+    char rule[256];
     stop_if_faulted();
-    if (n % EDSL_DMA_ALIGN || n < EDSL_DMA_MIN_BYTES || n > EDSL_DMA_MAX_BYTES)
-        fault("%s: DMA size %u bytes: must be a multiple of %d between %d and %d", what, n, EDSL_DMA_ALIGN,
-              EDSL_DMA_MIN_BYTES, EDSL_DMA_MAX_BYTES);
-    if (m % EDSL_DMA_ALIGN)
-        fault("%s: MRAM address %#lx is not %d-byte aligned", what, (unsigned long)(m - (uintptr_t)mram_lo),
-              EDSL_DMA_ALIGN);
-    if (w % EDSL_DMA_ALIGN)
-        fault("%s: WRAM address %p is not %d-byte aligned", what, wram, EDSL_DMA_ALIGN);
+    if (edsl_dma_rules_broken(m, w, n)) {
+        edsl_dma_violation(rule, sizeof rule, m, w, n);
+        fault("%s: %s", what, rule);
+    }
     if ((const uint8_t *)mram < mram_lo || (const uint8_t *)mram + n > mram_hi)
         fault("%s: %u bytes at MRAM address %#lx are outside the DPU's %d MiB MRAM", what, n,
-              (unsigned long)(m - (uintptr_t)mram_lo), EDSL_MRAM_BYTES >> 20);
+              (unsigned long)m, EDSL_MRAM_BYTES >> 20);
 }
 
 void mram_read(const __mram_ptr void *from, void *to, unsigned int nb_of_bytes) {
@@ -127,7 +125,7 @@ static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
 void *mem_alloc(size_t size) {
     stop_if_faulted();
     pthread_mutex_lock(&heap_lock);
-    size_t start = (wram_heap_used + EDSL_DMA_ALIGN - 1) / EDSL_DMA_ALIGN * EDSL_DMA_ALIGN;
+    size_t start = EDSL_ALIGN_UP(wram_heap_used);
     if (size > EDSL_WRAM_BYTES || start + size > EDSL_WRAM_BYTES) {
         pthread_mutex_unlock(&heap_lock);
         fault("mem_alloc(%zu): the WRAM heap is exhausted (%zu of %d bytes used)", size, start,

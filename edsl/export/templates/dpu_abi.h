@@ -8,6 +8,9 @@
 /* The hardware: memory sizes, tasklets, the rules of MRAM<->WRAM transfers. */
 ${limits}
 
+/* `n` bytes rounded up to the DMA alignment (what buffers are padded to). */
+#define EDSL_ALIGN_UP(n) (((n) + EDSL_DMA_ALIGN - 1) / EDSL_DMA_ALIGN * EDSL_DMA_ALIGN)
+
 /* Transfer directions (a context's ERR_DIR slot). */
 ${directions}
 

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "dma_rules.h"
 #include "dpu_abi.h"
 #include "kernel_args.h"
 #include "launch_config.h"
@@ -69,10 +70,6 @@ static const char *assert_messages[][2] = {
 ${asserts}
 };
 
-/* An array's bytes rounded up to whole DMA words. */
-static size_t padded_bytes(size_t bytes) {
-  return (bytes + EDSL_DMA_ALIGN - 1) / EDSL_DMA_ALIGN * EDSL_DMA_ALIGN;
-}
 
 static uint8_t *read_file(const char *dir, const char *name, const char *suffix, size_t *size) {
   char path[4096];
@@ -168,20 +165,6 @@ static const char *site_of(int64_t code) {
   return NULL;
 }
 
-/* Why a transfer of `n` bytes between MRAM `mram` and WRAM `wram` breaks the
- * DMA rules (edsl.dpu.abi.dma_violation, worded alike). */
-static void dma_violation(char *out, size_t size, uint64_t mram, uint64_t wram, int64_t n) {
-  if (n % EDSL_DMA_ALIGN || n < EDSL_DMA_MIN_BYTES || n > EDSL_DMA_MAX_BYTES)
-    snprintf(out, size, "DMA size %lld bytes: must be a multiple of %d between %d and %d", (long long)n,
-             EDSL_DMA_ALIGN, EDSL_DMA_MIN_BYTES, EDSL_DMA_MAX_BYTES);
-  else if (mram % EDSL_DMA_ALIGN)
-    snprintf(out, size, "MRAM address 0x%llx is not %d-byte aligned", (unsigned long long)mram, EDSL_DMA_ALIGN);
-  else if (wram % EDSL_DMA_ALIGN)
-    snprintf(out, size, "WRAM address 0x%llx is not %d-byte aligned", (unsigned long long)wram, EDSL_DMA_ALIGN);
-  else
-    snprintf(out, size, "(no rule broken)");
-}
-
 /* The error recorded in a DPU's status (its first tasklet context with one),
  * worded as the DPU model's DpuError: "file:line:col: kernel 'k' [on DPU i]: ...". */
 static void report(uint32_t dpu, uint32_t dpus_used, const int64_t *status) {
@@ -195,7 +178,7 @@ static void report(uint32_t dpu, uint32_t dpus_used, const int64_t *status) {
   int nasserts = (int)(sizeof assert_messages / sizeof assert_messages[0]);
   switch (code) {
     case EDSL_ERR_DMA_RULE:
-      dma_violation(rule, sizeof rule, mram, wram, n);
+      edsl_dma_violation(rule, sizeof rule, mram, wram, n);
       snprintf(message, sizeof message, "%s breaks the DMA rules: %s", kind, rule);
       break;
     case EDSL_ERR_MRAM_BOUNDS:
@@ -306,7 +289,7 @@ ${missing}
       return 2;
     }
     a->offset = mram_bytes;
-    size_t padded = padded_bytes(a->bytes);
+    size_t padded = EDSL_ALIGN_UP(a->bytes);
     if (padded == 0)
       padded = EDSL_DMA_ALIGN;
     if (padded > max_bytes)
@@ -332,7 +315,7 @@ ${set_ptrs}
   for (int k = 0; k < EDSL_NR_REGIONS; k++) {
     int whole = !EDSL_REGION_PER_ARRAY || k >= NR_ARRAYS;
     args.regions[k][0] = whole ? 0 : arrays[k].offset;
-    args.regions[k][1] = whole ? mram_bytes : arrays[k].offset + padded_bytes(arrays[k].bytes);
+    args.regions[k][1] = whole ? mram_bytes : arrays[k].offset + EDSL_ALIGN_UP(arrays[k].bytes);
   }
 
   struct dpu_set_t set, dpu;
@@ -389,7 +372,7 @@ ${set_ptrs}
     struct array *a = &arrays[k];
     if (!a->output)
       continue;
-    size_t padded = padded_bytes(a->bytes);
+    size_t padded = EDSL_ALIGN_UP(a->bytes);
     if (padded == 0)
       continue;
     DPU_FOREACH(set, dpu, i) {

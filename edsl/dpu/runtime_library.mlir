@@ -1,0 +1,346 @@
+// The DPU runtime library: the code behind the runtime symbols of the DPU ABI
+// (edsl/dpu/abi.py), linked into every program the DPU model runs and printed
+// into exported DPU programs. Its placeholders are filled from the ABI by
+// edsl/dpu/support.py (symbols, context and DPU-state slots, error codes),
+// with the DMA-rule check generated from `abi.DMA_RULES` and the host's way
+// to sleep in a barrier (runtime_wait_*.mlir).
+module {
+  llvm.mlir.global external @${ctx_key}(0 : ${key_t}) {alignment = 8 : i64} : ${key_t}
+  llvm.func @pthread_getspecific(${key_t}) -> !llvm.ptr
+  llvm.func @pthread_setspecific(${key_t}, !llvm.ptr) -> i32
+
+  // The running tasklet's context: a thread-local on a key the loader sets.
+  func.func @${ctx}() -> !llvm.ptr {
+    %kp = llvm.mlir.addressof @${ctx_key} : !llvm.ptr
+    %k = llvm.load %kp : !llvm.ptr -> ${key_t}
+    %ctx = llvm.call @pthread_getspecific(%k) : (${key_t}) -> !llvm.ptr
+    return %ctx : !llvm.ptr
+  }
+
+  func.func @${enter}(%ctx: !llvm.ptr) {
+    %kp = llvm.mlir.addressof @${ctx_key} : !llvm.ptr
+    %k = llvm.load %kp : !llvm.ptr -> ${key_t}
+    %r = llvm.call @pthread_setspecific(%k, %ctx) : (${key_t}, !llvm.ptr) -> i32
+    return
+  }
+
+  // The first error of a tasklet, with what it was doing; the DPU stops.
+  func.func @${fail}(%ctx: !llvm.ptr, %code: i64, %site: i64, %mram: i64, %wram: i64,
+                     %n: i64, %dir: i64) {
+    %c0 = arith.constant 0 : i64
+    %c1 = arith.constant 1 : i64
+    %e_p = llvm.getelementptr %ctx[${ctx_error}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %e = llvm.load %e_p : !llvm.ptr -> i64
+    %first = arith.cmpi eq, %e, %c0 : i64
+    scf.if %first {
+      llvm.store %code, %e_p : i64, !llvm.ptr
+      %es = llvm.getelementptr %ctx[${ctx_err_site}] : (!llvm.ptr) -> !llvm.ptr, i64
+      llvm.store %site, %es : i64, !llvm.ptr
+      %em = llvm.getelementptr %ctx[${ctx_err_mram}] : (!llvm.ptr) -> !llvm.ptr, i64
+      llvm.store %mram, %em : i64, !llvm.ptr
+      %ew = llvm.getelementptr %ctx[${ctx_err_wram}] : (!llvm.ptr) -> !llvm.ptr, i64
+      llvm.store %wram, %ew : i64, !llvm.ptr
+      %en = llvm.getelementptr %ctx[${ctx_err_bytes}] : (!llvm.ptr) -> !llvm.ptr, i64
+      llvm.store %n, %en : i64, !llvm.ptr
+      %ed = llvm.getelementptr %ctx[${ctx_err_dir}] : (!llvm.ptr) -> !llvm.ptr, i64
+      llvm.store %dir, %ed : i64, !llvm.ptr
+    }
+    %st = func.call @__dpu_state(%ctx) : (!llvm.ptr) -> !llvm.ptr
+    %null = llvm.mlir.zero : !llvm.ptr
+    %has = llvm.icmp "ne" %st, %null : !llvm.ptr
+    scf.if %has {
+      %f = llvm.getelementptr %st[${dpu_failed}] : (!llvm.ptr) -> !llvm.ptr, i64
+      llvm.store %c1, %f atomic release {alignment = 8 : i64} : i64, !llvm.ptr
+    }
+    return
+  }
+
+  // A failure at `site` of the running tasklet, without transfer operands.
+  func.func private @__dpu_fail_at(%code: i64, %site: i64) {
+    %ctx = func.call @${ctx}() : () -> !llvm.ptr
+    %c0 = arith.constant 0 : i64
+    func.call @${fail}(%ctx, %code, %site, %c0, %c0, %c0, %c0)
+        : (!llvm.ptr, i64, i64, i64, i64, i64, i64) -> ()
+    return
+  }
+
+  // The state the tasklets of the context's DPU share (null outside a launch).
+  func.func private @__dpu_state(%ctx: !llvm.ptr) -> !llvm.ptr {
+    %p = llvm.getelementptr %ctx[${ctx_dpu}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %st = llvm.load %p : !llvm.ptr -> !llvm.ptr
+    return %st : !llvm.ptr
+  }
+
+  func.func private @__dpu_failed(%ctx: !llvm.ptr) -> i1 {
+    %c0 = arith.constant 0 : i64
+    %st = func.call @__dpu_state(%ctx) : (!llvm.ptr) -> !llvm.ptr
+    %f = llvm.getelementptr %st[${dpu_failed}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %v = llvm.load %f atomic acquire {alignment = 8 : i64} : !llvm.ptr -> i64
+    %failed = arith.cmpi ne, %v, %c0 : i64
+    return %failed : i1
+  }
+
+  // The copies of a transfer: the exporter maps them to the SDK's mram_read / mram_write.
+  func.func @${copy_from_mram}(%wram: !llvm.ptr, %mram: !llvm.ptr, %n: i64) {
+    "llvm.intr.memcpy"(%wram, %mram, %n) <{isVolatile = false}> : (!llvm.ptr, !llvm.ptr, i64) -> ()
+    return
+  }
+
+  func.func @${copy_to_mram}(%mram: !llvm.ptr, %wram: !llvm.ptr, %n: i64) {
+    "llvm.intr.memcpy"(%mram, %wram, %n) <{isVolatile = false}> : (!llvm.ptr, !llvm.ptr, i64) -> ()
+    return
+  }
+
+  // One more transfer of `n` bytes in the (transfers, bytes) context slots at `pair`.
+  func.func @${count_transfer}(%pair: !llvm.ptr, %n: i64) {
+    %one = arith.constant 1 : i64
+    %count = llvm.load %pair : !llvm.ptr -> i64
+    %count1 = arith.addi %count, %one : i64
+    llvm.store %count1, %pair : i64, !llvm.ptr
+    %bp = llvm.getelementptr %pair[1] : (!llvm.ptr) -> !llvm.ptr, i64
+    %bytes = llvm.load %bp : !llvm.ptr -> i64
+    %bytes1 = arith.addi %bytes, %n : i64
+    llvm.store %bytes1, %bp : i64, !llvm.ptr
+    return
+  }
+
+${dma_rules}
+
+  // mram_read (dir ${read}) / mram_write (${write}): the DMA rules and the
+  // launch's MRAM regions checked, the transfer counted and made. A broken
+  // rule records the tasklet's first error and stops its DPU.
+  func.func @${dma}(%mram: i64, %wram: i64, %n: i64, %dir: i64, %site: i64, %ctx: !llvm.ptr) {
+    %c0 = arith.constant 0 : i64
+    %c1 = arith.constant 1 : i64
+    %c2 = arith.constant 2 : i64
+    %true = arith.constant true
+    %false = arith.constant false
+    %stopped = func.call @__dpu_failed(%ctx) : (!llvm.ptr) -> i1
+    %go = arith.xori %stopped, %true : i1
+    scf.if %go {
+      %broken = func.call @__dpu_dma_rules(%mram, %wram, %n) : (i64, i64, i64) -> i64
+      %rule = arith.cmpi ne, %broken, %c0 : i64
+      %table_p = llvm.getelementptr %ctx[${ctx_regions}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %table_i = llvm.load %table_p : !llvm.ptr -> i64
+      %table = llvm.inttoptr %table_i : i64 to !llvm.ptr
+      %nreg_p = llvm.getelementptr %ctx[${ctx_nregions}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %nreg = llvm.load %nreg_p : !llvm.ptr -> i64
+      %end = arith.addi %mram, %n : i64
+      %inside = scf.for %k = %c0 to %nreg step %c1 iter_args(%in = %false) -> (i1) : i64 {
+        %k2 = arith.muli %k, %c2 : i64
+        %rlo_p = llvm.getelementptr %table[%k2] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+        %rlo = llvm.load %rlo_p : !llvm.ptr -> i64
+        %rhi_p = llvm.getelementptr %rlo_p[1] : (!llvm.ptr) -> !llvm.ptr, i64
+        %rhi = llvm.load %rhi_p : !llvm.ptr -> i64
+        %ge = arith.cmpi uge, %mram, %rlo : i64
+        %le = arith.cmpi ule, %end, %rhi : i64
+        %here = arith.andi %ge, %le : i1
+        %in1 = arith.ori %in, %here : i1
+        scf.yield %in1 : i1
+      }
+      %oob = arith.xori %inside, %true : i1
+      %c_rule = arith.constant ${err_dma_rule} : i64
+      %c_oob = arith.constant ${err_mram_bounds} : i64
+      %code0 = arith.select %oob, %c_oob, %c0 : i64
+      %code = arith.select %rule, %c_rule, %code0 : i64
+      %bad = arith.cmpi ne, %code, %c0 : i64
+      scf.if %bad {
+        func.call @${fail}(%ctx, %code, %site, %mram, %wram, %n, %dir)
+            : (!llvm.ptr, i64, i64, i64, i64, i64, i64) -> ()
+      } else {
+        %ci = arith.muli %dir, %c2 : i64
+        %cnt_p = llvm.getelementptr %ctx[%ci] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+        func.call @${count_transfer}(%cnt_p, %n) : (!llvm.ptr, i64) -> ()
+        %mp = llvm.inttoptr %mram : i64 to !llvm.ptr
+        %wp = llvm.inttoptr %wram : i64 to !llvm.ptr
+        %is_write = arith.cmpi eq, %dir, %c1 : i64
+        scf.if %is_write {
+          func.call @${copy_to_mram}(%mp, %wp, %n) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+        } else {
+          func.call @${copy_from_mram}(%wp, %mp, %n) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+        }
+      }
+    }
+    return
+  }
+
+  // An EDSL transfer: the DMA rules come first, as on hardware; when they
+  // hold, a transfer past the end of either buffer is an error; then the
+  // one DMA routine.
+  func.func private @__edsl_dma(%mram: i64, %wram: i64, %n: i64, %site: i64, %mram_end: i64,
+                                %wram_end: i64, %dir: i64) {
+    %ctx = func.call @${ctx}() : () -> !llvm.ptr
+    %c0 = arith.constant 0 : i64
+    %m_end = arith.addi %mram, %n : i64
+    %w_end = arith.addi %wram, %n : i64
+    %over_m = arith.cmpi sgt, %m_end, %mram_end : i64
+    %over_w = arith.cmpi sgt, %w_end, %wram_end : i64
+    %c_m = arith.constant ${err_mram_overrun} : i64
+    %c_w = arith.constant ${err_wram_overrun} : i64
+    %code0 = arith.select %over_w, %c_w, %c0 : i64
+    %code = arith.select %over_m, %c_m, %code0 : i64
+    %broken = func.call @__dpu_dma_rules(%mram, %wram, %n) : (i64, i64, i64) -> i64
+    %rules = arith.cmpi eq, %broken, %c0 : i64
+    %overrun = arith.cmpi ne, %code, %c0 : i64
+    %fail = arith.andi %rules, %overrun : i1
+    scf.if %fail {
+      func.call @${fail}(%ctx, %code, %site, %mram, %wram, %n, %dir)
+          : (!llvm.ptr, i64, i64, i64, i64, i64, i64) -> ()
+    } else {
+      func.call @${dma}(%mram, %wram, %n, %dir, %site, %ctx) : (i64, i64, i64, i64, i64, !llvm.ptr) -> ()
+    }
+    return
+  }
+
+  func.func @${mram_read}(%mram: i64, %wram: i64, %n: i64, %site: i64, %mram_end: i64, %wram_end: i64) {
+    %dir = arith.constant ${read} : i64
+    func.call @__edsl_dma(%mram, %wram, %n, %site, %mram_end, %wram_end, %dir)
+        : (i64, i64, i64, i64, i64, i64, i64) -> ()
+    return
+  }
+
+  func.func @${mram_write}(%mram: i64, %wram: i64, %n: i64, %site: i64, %mram_end: i64, %wram_end: i64) {
+    %dir = arith.constant ${write} : i64
+    func.call @__edsl_dma(%mram, %wram, %n, %site, %mram_end, %wram_end, %dir)
+        : (i64, i64, i64, i64, i64, i64, i64) -> ()
+    return
+  }
+
+  func.func @${assert_fail}(%site: i64) {
+    %code = arith.constant ${err_assert} : i64
+    func.call @__dpu_fail_at(%code, %site) : (i64, i64) -> ()
+    return
+  }
+
+  func.func @${bounds_fail}(%site: i64) {
+    %code = arith.constant ${err_index} : i64
+    func.call @__dpu_fail_at(%code, %site) : (i64, i64) -> ()
+    return
+  }
+
+  func.func @${step_fail}(%site: i64) {
+    %code = arith.constant ${err_zero_step} : i64
+    func.call @__dpu_fail_at(%code, %site) : (i64, i64) -> ()
+    return
+  }
+
+  func.func @${me}() -> i32 {
+    %ctx = func.call @${ctx}() : () -> !llvm.ptr
+    %p = llvm.getelementptr %ctx[${ctx_tid}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %tid = llvm.load %p : !llvm.ptr -> i64
+    %r = arith.trunci %tid : i64 to i32
+    return %r : i32
+  }
+
+  func.func @${nr_tasklets}() -> i32 {
+    %ctx = func.call @${ctx}() : () -> !llvm.ptr
+    %p = llvm.getelementptr %ctx[${ctx_ntasklets}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %n = llvm.load %p : !llvm.ptr -> i64
+    %r = arith.trunci %n : i64 to i32
+    return %r : i32
+  }
+
+  func.func @${counters}() -> !llvm.ptr {
+    %ctx = func.call @${ctx}() : () -> !llvm.ptr
+    %p = llvm.getelementptr %ctx[${ctx_counters}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %c = llvm.load %p : !llvm.ptr -> i64
+    %r = llvm.inttoptr %c : i64 to !llvm.ptr
+    return %r : !llvm.ptr
+  }
+
+  // A generation-counting barrier over the DPU's shared state. One 64-bit
+  // word counts arrivals (low half) and finished tasklets (high half), so
+  // that the tasklet whose arrival makes `arrived + finished == tasklets`
+  // with both non-zero knows, alone, that the barrier can never complete: a
+  // deadlock, recorded with the barrier's site. Waiters sleep, and give up
+  // once the DPU has failed or the host has interrupted the launch.
+  func.func @${barrier}(%site: i64) {
+    %ctx = func.call @${ctx}() : () -> !llvm.ptr
+    %c0 = arith.constant 0 : i64
+    %c1 = arith.constant 1 : i64
+    %mask = arith.constant 4294967295 : i64
+    %c32 = arith.constant 32 : i64
+    %true = arith.constant true
+    %stopped = func.call @__dpu_failed(%ctx) : (!llvm.ptr) -> i1
+    %go = arith.xori %stopped, %true : i1
+    scf.if %go {
+      %st = func.call @__dpu_state(%ctx) : (!llvm.ptr) -> !llvm.ptr
+      %count_p = llvm.getelementptr %st[${dpu_count}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %gen_p = llvm.getelementptr %st[${dpu_generation}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %n_p = llvm.getelementptr %st[${dpu_tasklets}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %n = llvm.load %n_p : !llvm.ptr -> i64
+      %ws = llvm.getelementptr %st[${dpu_wait_site}] : (!llvm.ptr) -> !llvm.ptr, i64
+      llvm.store %site, %ws : i64, !llvm.ptr
+      %gen = llvm.load %gen_p atomic acquire {alignment = 8 : i64} : !llvm.ptr -> i64
+      %gen32 = arith.trunci %gen : i64 to i32
+      %old = llvm.atomicrmw add %count_p, %c1 acq_rel : !llvm.ptr, i64
+      %arrived0 = arith.andi %old, %mask : i64
+      %arrived = arith.addi %arrived0, %c1 : i64
+      %finished = arith.shrui %old, %c32 : i64
+      %last = arith.cmpi eq, %arrived, %n : i64
+      scf.if %last {
+        %back = llvm.atomicrmw sub %count_p, %n acq_rel : !llvm.ptr, i64
+        %next = llvm.atomicrmw add %gen_p, %c1 acq_rel : !llvm.ptr, i64
+        func.call @__dpu_wake(%gen_p) : (!llvm.ptr) -> ()
+      } else {
+        %sum = arith.addi %arrived, %finished : i64
+        %all_in = arith.cmpi eq, %sum, %n : i64
+        %some_done = arith.cmpi ne, %finished, %c0 : i64
+        %dead = arith.andi %all_in, %some_done : i1
+        scf.if %dead {
+          %code = arith.constant ${err_deadlock} : i64
+          func.call @${fail}(%ctx, %code, %site, %c0, %c0, %c0, %c0)
+              : (!llvm.ptr, i64, i64, i64, i64, i64, i64) -> ()
+        } else {
+          scf.while : () -> () {
+            func.call @__dpu_wait(%gen_p, %gen32) : (!llvm.ptr, i32) -> ()
+            %now = llvm.load %gen_p atomic acquire {alignment = 8 : i64} : !llvm.ptr -> i64
+            %same = arith.cmpi eq, %now, %gen : i64
+            %failed = func.call @__dpu_failed(%ctx) : (!llvm.ptr) -> i1
+            %ok = arith.xori %failed, %true : i1
+            %again = arith.andi %same, %ok : i1
+            scf.condition(%again)
+          } do {
+            scf.yield
+          }
+        }
+      }
+    }
+    return
+  }
+
+  // The tasklet of `ctx` has finished: a deadlock if the others all wait.
+  func.func @${exit}(%ctx: !llvm.ptr) {
+    %c0 = arith.constant 0 : i64
+    %c1 = arith.constant 1 : i64
+    %mask = arith.constant 4294967295 : i64
+    %c32 = arith.constant 32 : i64
+    %inc = arith.constant 4294967296 : i64
+    %st = func.call @__dpu_state(%ctx) : (!llvm.ptr) -> !llvm.ptr
+    %null = llvm.mlir.zero : !llvm.ptr
+    %has = llvm.icmp "ne" %st, %null : !llvm.ptr
+    scf.if %has {
+      %count_p = llvm.getelementptr %st[${dpu_count}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %n_p = llvm.getelementptr %st[${dpu_tasklets}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %n = llvm.load %n_p : !llvm.ptr -> i64
+      %old = llvm.atomicrmw add %count_p, %inc acq_rel : !llvm.ptr, i64
+      %arrived = arith.andi %old, %mask : i64
+      %fin0 = arith.shrui %old, %c32 : i64
+      %finished = arith.addi %fin0, %c1 : i64
+      %sum = arith.addi %arrived, %finished : i64
+      %all_in = arith.cmpi eq, %sum, %n : i64
+      %waiting = arith.cmpi ne, %arrived, %c0 : i64
+      %dead = arith.andi %all_in, %waiting : i1
+      scf.if %dead {
+        %ws = llvm.getelementptr %st[${dpu_wait_site}] : (!llvm.ptr) -> !llvm.ptr, i64
+        %site = llvm.load %ws : !llvm.ptr -> i64
+        %code = arith.constant ${err_deadlock} : i64
+        func.call @${fail}(%ctx, %code, %site, %c0, %c0, %c0, %c0)
+            : (!llvm.ptr, i64, i64, i64, i64, i64, i64) -> ()
+      }
+    }
+    return
+  }
+
+${wait_functions}
+}
