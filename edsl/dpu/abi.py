@@ -134,6 +134,62 @@ LAUNCH = "__dpu_launch"
 READ, WRITE = 0, 1                    # DMA directions (mram_read, mram_write)
 
 
+# ---- entry signatures -----------------------------------------------------------------
+
+WRAM_MEMREF = "memref<?xi8>"          # a DPU's WRAM, shared by its tasklets
+
+
+class EntryArg(NamedTuple):
+    """An argument that follows a kernel's own parameters (its pointers as i64
+    MRAM addresses, then its scalars) in an entry of a DPU program."""
+    name: str
+    type: str                         # MLIR: "i32", WRAM_MEMREF or "!llvm.ptr"
+    meaning: str
+
+
+_GRID = (EntryArg("grid_x", "i32", "grid size"), EntryArg("grid_y", "i32", "grid size"),
+         EntryArg("grid_z", "i32", "grid size"))
+_WRAM = EntryArg("wram", WRAM_MEMREF, "the DPU's WRAM: the kernel's buffers at fixed offsets, "
+                                      "then a DMA staging buffer per tasklet")
+_CTX = EntryArg("ctx", "!llvm.ptr", "the tasklet's launch context (Ctx slots)")
+
+# The entries, once: the converted kernel's signature and the program's
+# (runtime_text), the DPU model's ctypes arguments, the exporter's check of
+# the program and its C call are generated from this table.
+KERNEL = "kernel"                     # the converted kernel (named as the Triton kernel)
+ENTRY = {
+    KERNEL: (EntryArg("pid_x", "i32", "program id"), EntryArg("pid_y", "i32", "program id"),
+             EntryArg("pid_z", "i32", "program id"), *_GRID, _WRAM, _CTX),
+    # Every tasklet of a DPU runs the program instances first, first + step, ...
+    MAIN: (*_GRID, EntryArg("first", "i32", "the DPU's first program instance"),
+           EntryArg("step", "i32", "the distance to its next ones (the DPU count)"), _WRAM, _CTX),
+    # One host call per tasklet runs `MAIN` of DPUs 0 .. dpus-1 in turn.
+    LAUNCH: (*_GRID, EntryArg("dpus", "i32", "DPUs to run"),
+             EntryArg("step", "i32", "the distance between a DPU's program instances"), _WRAM,
+             EntryArg("ctx", "!llvm.ptr", "the launch's contexts, DPU by DPU, tasklet by tasklet"),
+             EntryArg("tid", "i32", "the tasklet")),
+}
+
+# What each type is once lowered to the LLVM dialect (a memref: its descriptor's fields).
+LOWERED = {"i32": ("i32",), "!llvm.ptr": ("!llvm.ptr",),
+           WRAM_MEMREF: ("!llvm.ptr", "!llvm.ptr", "i64", "i64", "i64")}
+
+
+def entry_types(entry: str) -> list[str]:
+    """The MLIR types of the arguments `entry` takes after the kernel's parameters."""
+    return [a.type for a in ENTRY[entry]]
+
+
+def entry_params(entry: str) -> str:
+    """`%name: type, ...` of those arguments (MLIR function syntax)."""
+    return ", ".join(f"%{a.name}: {a.type}" for a in ENTRY[entry])
+
+
+def lowered_entry_types(entry: str) -> list[str]:
+    """The types of those arguments in the LLVM dialect."""
+    return [t for a in ENTRY[entry] for t in LOWERED[a.type]]
+
+
 # ---- the launch context ---------------------------------------------------------------
 
 class Ctx(IntEnum):

@@ -267,15 +267,12 @@ def translate(llvm_text: str, kernel_name: str, n_params: int) -> P.CProgram:
         main = table[abi.MAIN] if abi.MAIN in table else None
         if main is None or not main.regions[0].blocks:
             raise CompileError(f"kernel '{kernel_name}': its program has no '{abi.MAIN}' entry")
-        # (params..., gx, gy, gz, first, step, WRAM memref<?xi8> as 5 fields, ctx)
+        # (the kernel's parameters, then `abi.ENTRY[MAIN]` lowered)
         types = [str(a.type) for a in main.regions[0].blocks[0].arguments]
-        if types[n_params:] != ["i32"] * 5 + MAIN_WRAM + ["!llvm.ptr"]:
+        if types[n_params:] != abi.lowered_entry_types(abi.MAIN):
             raise CompileError(f"kernel '{kernel_name}': '{abi.MAIN}' has an unexpected signature "
                                f"({', '.join(types)})")
     return P.print_module(module, [abi.MAIN])
-
-
-MAIN_WRAM = ["!llvm.ptr", "!llvm.ptr", "i64", "i64", "i64"]   # a memref<?xi8> descriptor
 
 
 # -- files ---------------------------------------------------------------------
@@ -364,10 +361,16 @@ ROUTE_NOTE = ("Route: the kernel's final LLVM-dialect MLIR printed as C (one fun
               "it, and the same file runs on the host against edsl's SDK stand-ins.")
 
 
+# The C of each argument of `abi.ENTRY[MAIN]` in the DPU program's main
+# (templates/dpu_program.c); the WRAM memref as its descriptor's fields.
+MAIN_ARGS = {"grid_x": "args->grid_x", "grid_y": "args->grid_y", "grid_z": "args->grid_z",
+             "first": "args->first_program", "step": "args->program_step",
+             "wram": "(void *)edsl_wram, (void *)edsl_wram, 0, sizeof edsl_wram, 1", "ctx": "(void *)ctx"}
+
+
 def dpu_program(kernel: str, params: list[Param], prog: P.CProgram, wram: int, tasklets: int) -> str:
     args = [f"heap + args->{p.cname}" if p.is_pointer else f"args->{p.cname}" for p in params]
-    args += ["args->grid_x", "args->grid_y", "args->grid_z", "args->first_program", "args->program_step",
-             "(void *)edsl_wram", "(void *)edsl_wram", "0", "sizeof edsl_wram", "1", "(void *)ctx"]
+    args += [MAIN_ARGS[a.name] for a in abi.ENTRY[abi.MAIN]]
     return fill("dpu_program.c", kernel=kernel, tasklets=tasklets, wram_bytes=wram,
                 route=textwrap.fill(ROUTE_NOTE, 86, initial_indent=" * ", subsequent_indent=" * "),
                 needs_math=int(prog.needs_math), types="\n".join(prog.types),

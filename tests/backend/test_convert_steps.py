@@ -176,3 +176,18 @@ def test_a_loop_body_ends_with_a_barrier_when_its_next_run_needs_one():
     assert n == 2 and body.count("call @edsl_dpu_barrier") == 2
     _, n_mine = _place(lambda r, buf: build(r, buf, True))
     assert n_mine == 0
+
+
+def test_entries_take_the_arguments_the_abi_lists():
+    """The converted kernel, `__dpu_main` and `__dpu_launch` take the kernel's
+    parameters and then what `abi.ENTRY` lists for each, in its order."""
+    from edsl.dpu import abi
+    from test_convert import HEAD, SIG, TAIL, VECTOR
+    module, _ = convert_ttir(HEAD + SIG + VECTOR + TAIL, tasklets=2)
+    funcs = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations
+             if op.operation.name == "func.func" and op.regions[0].blocks}
+    params = ["i64", "i64", "i32"]          # x, y: MRAM addresses; n
+    for name, entry in [("k", abi.KERNEL), (abi.MAIN, abi.MAIN), (abi.LAUNCH, abi.LAUNCH)]:
+        types = [str(a.type) for a in funcs[name].regions[0].blocks[0].arguments]
+        assert types == params + abi.entry_types(entry), name
+    assert len(abi.lowered_entry_types(abi.MAIN)) == len(abi.ENTRY[abi.MAIN]) + 4   # (a memref's 5 fields)

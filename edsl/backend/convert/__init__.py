@@ -14,16 +14,15 @@ program-instance loop `__dpu_main`, and returns the new module with a
 `KernelInfo` (WRAM buffers, print formats).
 
 Converted kernel signature: the TTIR parameters (a `!tt.ptr<T>` as an i64
-MRAM address), then program ids x, y, z and grid sizes x, y, z (i32), then
-the DPU's WRAM (`memref<?xi8>`, shared by its tasklets: the kernel's buffers
-are views at fixed offsets, followed by one DMA staging buffer per tasklet),
-then the launch context pointer (this tasklet's slots).
+MRAM address), then the arguments `abi.ENTRY[KERNEL]` lists: program ids,
+grid sizes, the DPU's WRAM and the tasklet's launch context.
 """
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import func, llvm
+from mlir.dialects import func
 
+from ...dpu.abi import ENTRY, KERNEL, entry_types
 from ...errors import CompileError
 from ...lowering.pipeline import location_of, verify
 from ..stores import stored_params
@@ -32,7 +31,7 @@ from . import calls, control, elementwise, memory, reduce, shape, spill, wram  #
 from . import debug as debug_ops
 from .barriers import place_barriers
 from .core import Converter, KernelInfo, scalar_type
-from .runtime_text import DECLARATIONS, main_text
+from .runtime_text import DECLARATIONS, kernel_declaration, main_text
 
 __all__ = ["convert_ttir", "KernelInfo"]
 
@@ -92,16 +91,15 @@ def _convert(kernel, callees: dict, text: str, debug: bool, tasklets: int, plan)
     info = KernelInfo(name=name, regions="@__edsl_" in text, stored=stored_params(kernel))
     ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
     params = [scalar_type(t) for t in ftype.inputs]
-    i32 = ir.IntegerType.get_signless(32)
-    ptr = llvm.PointerType.get()
-    wram_t = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8))
     out = ir.Module.create()
     with ir.InsertionPoint(out.body), kernel.location:
-        fn = func.FuncOp(name, ir.FunctionType.get(params + [i32] * 6 + [wram_t, ptr], []))
+        extra = [ir.Type.parse(t) for t in entry_types(KERNEL)]
+        fn = func.FuncOp(name, ir.FunctionType.get(params + extra, []))
         entry = fn.add_entry_block()
     args = list(entry.arguments)
-    conv = Converter(info, entry, args[-1], args[len(params):len(params) + 3],
-                     args[len(params) + 3:len(params) + 6], debug, wram=args[-2],
+    named = {a.name: v for a, v in zip(ENTRY[KERNEL], args[len(params):])}
+    conv = Converter(info, entry, named["ctx"], [named[f"pid_{d}"] for d in "xyz"],
+                     [named[f"grid_{d}"] for d in "xyz"], debug, wram=named["wram"],
                      tasklets=tasklets, module_body=out.body, plan=plan)
     body = kernel.regions[0].blocks[0]
     conv.callees = callees
@@ -118,8 +116,7 @@ def _convert(kernel, callees: dict, text: str, debug: bool, tasklets: int, plan)
     # The support text declares the kernel so that it verifies on its own;
     # declarations `out` already holds are dropped when the support moves in.
     param_types = [str(t) for t in params]
-    decl = (f"func.func private @{name}({', '.join(param_types + ['i32'] * 6 + [str(wram_t), '!llvm.ptr'])})")
-    support = ir.Module.parse("module {" + decl + DECLARATIONS
+    support = ir.Module.parse("module {" + kernel_declaration(name, param_types) + DECLARATIONS
                               + main_text(name, param_types, tasklets)
                               + debug_ops.SUPPORT_TEXT
                               + (spill.SUPPORT_TEXT if info.spills else "") + "}")

@@ -11,9 +11,8 @@ tasklet): one host call per tasklet for a whole launch.
 """
 from __future__ import annotations
 
-from ...dpu.abi import BARRIER, CTX_SLOTS, DMA, ENTER, EXIT, FAIL, LAUNCH, MAIN
-
-WRAM_T = "memref<?xi8>"
+from ...dpu.abi import (BARRIER, CTX_SLOTS, DMA, ENTER, ENTRY, EXIT, FAIL, KERNEL, LAUNCH, MAIN,
+                        entry_params, entry_types)
 
 DECLARATIONS = f"""
   llvm.func @{DMA}(i64, i64, i64, i64, i64, !llvm.ptr) attributes {{sym_visibility = "private"}}
@@ -24,26 +23,38 @@ DECLARATIONS = f"""
 """
 
 
+def kernel_declaration(kernel: str, param_types: list[str]) -> str:
+    """The converted kernel's declaration (its signature: `abi.ENTRY[KERNEL]`)."""
+    return f"func.func private @{kernel}({', '.join(param_types + entry_types(KERNEL))})"
+
+
+def _call(callee: str, entry: str, args: str, types: str, **values) -> str:
+    """A call of `callee` with the kernel's arguments `args` (of `types`) and
+    the arguments of `entry`, each the SSA value `values` names, or its own."""
+    names = ", ".join(values.get(a.name, f"%{a.name}") for a in ENTRY[entry])
+    return (f"func.call @{callee}({args}{names}) : ({types}{', '.join(entry_types(entry))}) -> ()")
+
+
 def main_text(kernel: str, param_types: list[str], tasklets: int = 1) -> str:
     """`__dpu_main` and `__dpu_launch` around `kernel`."""
     params = "".join(f"%a{i}: {t}, " for i, t in enumerate(param_types))
     args = "".join(f"%a{i}, " for i in range(len(param_types)))
     types = "".join(f"{t}, " for t in param_types)
     return f"""
-  func.func @{MAIN}({params}%gx: i32, %gy: i32, %gz: i32, %first: i32, %step: i32, %wram: {WRAM_T}, %ctx: !llvm.ptr) {{
-    %gxy = arith.muli %gx, %gy : i32
-    %total = arith.muli %gxy, %gz : i32
+  func.func @{MAIN}({params}{entry_params(MAIN)}) {{
+    %gxy = arith.muli %grid_x, %grid_y : i32
+    %total = arith.muli %gxy, %grid_z : i32
     scf.for %p = %first to %total step %step : i32 {{
-      %x = arith.remsi %p, %gx : i32
-      %q = arith.divsi %p, %gx : i32
-      %y = arith.remsi %q, %gy : i32
-      %z = arith.divsi %p, %gxy : i32
-      func.call @{kernel}({args}%x, %y, %z, %gx, %gy, %gz, %wram, %ctx) : ({types}i32, i32, i32, i32, i32, i32, {WRAM_T}, !llvm.ptr) -> ()
+      %pid_x = arith.remsi %p, %grid_x : i32
+      %q = arith.divsi %p, %grid_x : i32
+      %pid_y = arith.remsi %q, %grid_y : i32
+      %pid_z = arith.divsi %p, %gxy : i32
+      {_call(kernel, KERNEL, args, types)}
     }}
     return
   }}
 
-  func.func @{LAUNCH}({params}%gx: i32, %gy: i32, %gz: i32, %dpus: i32, %step: i32, %wram: {WRAM_T}, %ctx: !llvm.ptr, %tid: i32) {{
+  func.func @{LAUNCH}({params}{entry_params(LAUNCH)}) {{
     %c0 = arith.constant 0 : i32
     %c1 = arith.constant 1 : i32
     %tasklets = arith.constant {tasklets} : i64
@@ -56,7 +67,7 @@ def main_text(kernel: str, param_types: list[str], tasklets: int = 1) -> str:
       %off = arith.muli %k, %slots : i64
       %tctx = llvm.getelementptr %ctx[%off] : (!llvm.ptr, i64) -> !llvm.ptr, i64
       llvm.call @{ENTER}(%tctx) : (!llvm.ptr) -> ()
-      func.call @{MAIN}({args}%gx, %gy, %gz, %d, %step, %wram, %tctx) : ({types}i32, i32, i32, i32, i32, {WRAM_T}, !llvm.ptr) -> ()
+      {_call(MAIN, MAIN, args, types, first="%d", ctx="%tctx")}
       llvm.call @{EXIT}(%tctx) : (!llvm.ptr) -> ()
     }}
     return
