@@ -66,6 +66,19 @@ class DpuOptions:
     instrumentation_mode: str = ""
     fpsan_homomorphic_casts: bool = False
     ir_override: Optional[str] = None
+    # Options of Triton's CUDA and AMD backends that only tune the code or its
+    # launch (CUDA: cluster launch control, register cap, scheduling for
+    # registers, a shared-memory floor; AMD: occupancy, matrix instruction
+    # shape and packing, a scheduling hint): accepted, so that kernels and
+    # autotuning configs written for GPUs run unchanged, and ignored.
+    clc: bool = False
+    maxnreg: Optional[int] = None
+    sched4reg: bool = False
+    min_shared_mem: Optional[int] = None
+    waves_per_eu: int = 0
+    matrix_instr_nonkdim: int = 0
+    kpack: int = 1
+    schedule_hint: str = ""
 
     def hash(self) -> str:
         key = "_".join(f"{k}-{v}" for k, v in sorted(self.__dict__.items()))

@@ -9,8 +9,9 @@ Pointer arguments are NumPy arrays. Stock Triton types a pointer argument by
 its `data_ptr()` and `dtype`, which a bare `numpy.ndarray` lacks; while this
 driver is active, the argument specializer Triton's launcher binds
 (`triton.runtime.jit.native_specialize_impl`, looked up when a kernel's binder
-is first built) is wrapped so that a bare array is typed as a zero-copy
-`edsl.backend.array(a)` view and a NumPy scalar as the Python number it holds.
+is first built) is wrapped so that a bare array (an item of a tuple argument
+too) is typed as a zero-copy `edsl.backend.array(a)` view and a NumPy scalar
+as the Python number it holds.
 An array of an 8-bit float of ml_dtypes is typed by its Triton name (Triton's
 specializer types every such dtype it does not know as fp8e4nv); one with no
 Triton type is refused. Everything else goes to Triton's own specializer
@@ -24,9 +25,12 @@ import threading
 from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
-from ..dpu.abi import MRAM_BYTES
+from ..dpu.abi import MAX_TASKLETS, MRAM_BYTES
 from ..errors import ArgumentError, EdslError
 from .compiler import MAX_NUM_WARPS
+
+# 32-bit registers of a DPU tasklet (each of the 24 hardware threads has its own).
+TASKLET_REGS = 24
 
 _state = threading.local()
 _programs: dict = {}
@@ -64,14 +68,20 @@ def install_array_specialization() -> None:
     import numpy as np
     from .arrays import DpuArray
 
-    def specialize(backend, arg, is_const, specialize_value, align):
+    def typed(arg):
         if type(arg) is np.ndarray:
             arg = arg.view(DpuArray)
         elif isinstance(arg, np.generic):
             arg = arg.item()
+        elif isinstance(arg, tuple):       # Triton specializes a tuple's items in C++
+            items = [typed(a) for a in arg]
+            arg = type(arg)(*items) if hasattr(arg, "_fields") else tuple(items)
         if isinstance(arg, np.ndarray) and arg.dtype.kind == "V" and arg.dtype.itemsize == 1:
             arg = _typed_fp8(arg)
-        return native(backend, arg, is_const, specialize_value, align)
+        return arg
+
+    def specialize(backend, arg, is_const, specialize_value, align):
+        return native(backend, typed(arg), is_const, specialize_value, align)
 
     specialize._edsl_dpu = True
     specialize.native = native
@@ -117,7 +127,11 @@ class DpuUtils:
             program = Program(obj, meta["name"], sites, table)
             program.meta = meta
             _programs[kernel] = program
-        return program, program, 0, 0, MAX_NUM_WARPS     # Triton's check of num_warps
+        # Figures for occupancy code (`kernel.n_regs`, `kernel.n_spills`):
+        # every tasklet has its 24 registers; spills are the words of the
+        # kernel's MRAM scratch (CUDA counts local memory in 32-bit words).
+        n_spills = int(program.meta.get("scratch_bytes", 0)) // 4
+        return program, program, TASKLET_REGS, n_spills, MAX_NUM_WARPS     # Triton's check of num_warps
 
     def unload_module(self, module):
         pass
@@ -128,8 +142,11 @@ class DpuUtils:
         # spill), so a kernel's tiles may take up to the MRAM bank the launch's
         # arrays leave free. The bank is the figure a device property can give;
         # the launch refuses arrays and scratch that do not fit together.
-        return {"max_shared_mem": MRAM_BYTES, "multiprocessor_count": 1,
-                "max_num_regs": 24, "warpSize": 1}
+        # A "multiprocessor" is a DPU (a rank of them), a "warp" one tasklet,
+        # and the register file that of the DPU's 24 hardware threads.
+        from ..dpu.timing import DPUS_PER_RANK
+        return {"max_shared_mem": MRAM_BYTES, "multiprocessor_count": DPUS_PER_RANK,
+                "max_num_regs": MAX_TASKLETS * TASKLET_REGS, "warpSize": 1}
 
 
 def _caller():
@@ -176,14 +193,20 @@ class DpuLauncher:
 
 
 def _runtime_arguments(signature, args) -> tuple[list, list]:
-    """The (name, type) and value of each argument the program takes: no
-    constexprs, and a host-side tensor descriptor (`TensorDescriptor`) as the
-    arguments Triton's descriptor-to-pointer rewrite gave the kernel, which
-    Triton's own `expand_signature` / `decompose_descriptor` name."""
+    """The (name, type) and value of each argument the program takes, in the
+    order of its parameters: tuples flattened (as Triton's launchers flatten
+    them), no constexprs, and a host-side tensor descriptor (`TensorDescriptor`)
+    as the arguments Triton's descriptor-to-pointer rewrite gave the kernel,
+    which Triton's own `expand_signature` / `decompose_descriptor` name."""
     runtime, values = [], []
-    for (name, ty), value in zip(signature, args):
+
+    def visit(name, ty, value):
         if ty == "constexpr":
-            continue
+            return
+        if isinstance(ty, tuple):          # a tuple argument (a namedtuple too)
+            for k, (t, v) in enumerate(zip(ty, value)):
+                visit(f"{name}[{k}]", t, v)
+            return
         if isinstance(ty, str) and ty.startswith("tensordesc"):
             try:
                 from triton.backends.driver import decompose_descriptor, expand_signature
@@ -192,11 +215,14 @@ def _runtime_arguments(signature, args) -> tuple[list, list]:
                                     "need triton 3.7 or later on the DPU backend") from None
             types = expand_signature([ty], None, "tensordesc")
             parts = decompose_descriptor(value)
-            runtime += [(f"{name}[{k}]", t) for k, t in enumerate(types)]
-            values += parts
-            continue
+            runtime.extend((f"{name}[{k}]", t) for k, t in enumerate(types))
+            values.extend(parts)
+            return
         runtime.append((name, ty))
         values.append(value)
+
+    for (name, ty), value in zip(signature, args):
+        visit(name, ty, value)
     return runtime, values
 
 
@@ -243,7 +269,9 @@ class DpuDriver(DriverBase):
         return 0
 
     def get_active_torch_device(self):
-        raise RuntimeError("the DPU backend does not use torch devices")
+        # The model reads host memory: torch CPU tensors are its arrays.
+        import torch
+        return torch.device("cpu")
 
     def map_python_to_cpp_type(self, ty: str) -> str:
         if ty.startswith("*"):

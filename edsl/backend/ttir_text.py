@@ -35,6 +35,11 @@ _OP_LINE = re.compile(rf"^(?P<indent>\s*)(?:(?P<res>{_VALUE}(?:\s*,\s*{_VALUE})*
 # Triton's ops that become upstream ones of another name.
 RENAMED = {"tt.func": "func.func", "tt.return": "func.return", "tt.call": "func.call"}
 _PROGRAM_AXES = {"x": 0, "y": 1, "z": 2}
+# Ops of programmatic dependent launch (`tl.extra.cuda.gdc_wait`,
+# `gdc_launch_dependents`): they only order a launch after the one before it,
+# and a launch on the DPU model starts when the one before has ended. The
+# reader drops them (an empty line keeps the line numbers).
+DROPPED = frozenset({"tt.grid_dependency_wait", "tt.grid_dependency_launch_dependents"})
 
 
 def split_top(text: str, sep: str = ",") -> list[str]:
@@ -484,6 +489,9 @@ def rewrite_ttir(text: str) -> str:
             continue
         indent, res, op, rest = m["indent"], m["res"], m["op"], m["rest"]
         assign = f"{res} = " if res else ""
+        if op in DROPPED and not res:
+            out.append("")
+            continue
         if op == "tt.func":
             out.append(indent + RENAMED[op] + rest)
             continue
@@ -543,6 +551,8 @@ def triton_view(mod) -> list[OpView]:
 
     def visit(op):
         name = op.get_name()
+        if name in DROPPED:
+            return
         ops.append(OpView(RENAMED.get(name, name),
                           tuple(str(op.get_operand(i).get_type()) for i in range(op.get_num_operands())),
                           tuple(str(op.get_result(i).get_type()) for i in range(op.get_num_results()))))

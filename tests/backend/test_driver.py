@@ -1,0 +1,152 @@
+"""What Triton's own host code asks of the `dpu` driver: the torch device,
+figures for occupancy, tuple arguments, and options and ops of GPU targets
+that only tune or order."""
+import importlib.util
+
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+
+from edsl.backend.compiler import DpuBackend, TARGET
+from edsl.backend.driver import TASKLET_REGS
+from edsl.dpu.abi import MAX_TASKLETS, MRAM_BYTES
+
+driver = triton.runtime.driver.active
+
+
+# ---- the torch device ------------------------------------------------------------------------
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed here")
+def test_the_active_torch_device_is_the_cpu():
+    import torch
+    device = driver.get_active_torch_device()
+    assert device == torch.device("cpu")
+    x = torch.arange(8, dtype=torch.float32, device=device)
+    out = torch.empty_like(x)
+    copy_kernel[(1,)](x, out, BLOCK=8)
+    assert torch.equal(out, x)
+
+
+# ---- figures for occupancy -------------------------------------------------------------------
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs))
+
+
+def test_device_properties_describe_a_rank_of_dpus():
+    p = driver.utils.get_device_properties(driver.get_current_device())
+    assert p["multiprocessor_count"] == 64                  # a rank: 8 chips of 8 DPUs
+    assert p["max_num_regs"] == MAX_TASKLETS * TASKLET_REGS == 24 * 24
+    assert p["warpSize"] == 1                               # a "thread" is a tasklet
+    assert p["max_shared_mem"] == MRAM_BYTES
+
+
+def test_a_compiled_kernel_reports_registers_spills_and_shared_memory():
+    x = np.zeros(256, np.float32)
+    kernel = copy_kernel.warmup(x, x.copy(), BLOCK=256, grid=(1,))
+    kernel._init_handles()
+    assert kernel.n_regs == TASKLET_REGS
+    assert kernel.n_spills == 0
+    assert kernel.metadata.shared == kernel.metadata.wram_bytes > 0
+
+
+def test_spilled_tiles_count_as_spills():
+    x = np.zeros(32768, np.float32)                          # 128 KiB: more than WRAM
+    kernel = copy_kernel.warmup(x, x.copy(), BLOCK=32768, grid=(1,))
+    kernel._init_handles()
+    assert kernel.metadata.scratch_bytes > 0
+    assert kernel.n_spills == kernel.metadata.scratch_bytes // 4
+
+
+def test_occupancy_as_the_fused_softmax_tutorial_computes_it():
+    # The figures Triton's tutorial 02 reads, and its NVIDIA formula, with its num_warps = 8.
+    p = driver.utils.get_device_properties(0)
+    x = np.zeros((4, 781), np.float32)
+    kernel = copy_kernel.warmup(x, x.copy(), BLOCK=1024, grid=(1,), num_warps=8)
+    kernel._init_handles()
+    occupancy = p["max_num_regs"] // (kernel.n_regs * p["warpSize"] * 8)
+    occupancy = min(occupancy, p["max_shared_mem"] // kernel.metadata.shared)
+    assert occupancy == 3
+    assert p["multiprocessor_count"] * occupancy == 192
+
+
+# ---- tuple arguments -------------------------------------------------------------------------
+
+@triton.jit
+def tuple_kernel(ptrs, n, scale: tl.constexpr, pair, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    a = tl.load(ptrs[0] + offs, mask=m)
+    b = tl.load(ptrs[1][0] + offs, mask=m)
+    tl.store(ptrs[1][1] + offs, (a + b) * scale + pair[0] * pair[1], mask=m)
+
+
+def test_tuple_arguments_are_flattened_as_triton_launchers_flatten_them():
+    a = np.arange(10, dtype=np.float32)
+    b = np.full(10, 0.5, np.float32)
+    out = np.zeros(10, np.float32)
+    tuple_kernel[(1,)]((a, (b, out)), 10, 2.0, (3, tl.constexpr(4)), BLOCK=16)
+    np.testing.assert_array_equal(out, (a + b) * 2 + 12)
+
+
+def test_a_read_only_array_in_a_tuple_is_refused_where_it_is_stored_through():
+    a = np.arange(10, dtype=np.float32)
+    out = np.zeros(10, np.float32)
+    out.flags.writeable = False
+    with pytest.raises(Exception, match=r"ptrs\[1\]\[1\]"):
+        tuple_kernel[(1,)]((a, (a, out)), 10, 1.0, (0, tl.constexpr(0)), BLOCK=16)
+
+
+# ---- options and ops that only tune or order -------------------------------------------------
+
+@pytest.mark.parametrize("option", [{"clc": True}, {"maxnreg": 128}, {"sched4reg": True},
+                                    {"min_shared_mem": 1024}, {"waves_per_eu": 2},
+                                    {"matrix_instr_nonkdim": 16}, {"kpack": 2},
+                                    {"schedule_hint": "attention"}, {"launch_pdl": True}])
+def test_tuning_options_of_gpu_targets_are_accepted_and_ignored(option):
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros(64, np.float32)
+    copy_kernel[(1,)](x, out, BLOCK=64, **option)
+    np.testing.assert_array_equal(out, x)
+
+
+def test_an_unknown_option_is_still_refused():
+    x = np.zeros(64, np.float32)
+    with pytest.raises(KeyError, match="not_an_option"):
+        copy_kernel[(1,)](x, x.copy(), BLOCK=64, not_an_option=1)
+
+
+def test_parsed_options_keep_the_dpu_settings():
+    options = DpuBackend(TARGET).parse_options({"clc": True, "num_tasklets": 4, "maxnreg": 64})
+    assert options.num_tasklets == 4 and options.clc is True
+
+
+@triton.jit
+def pdl_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr, USE_GDC: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    if USE_GDC:
+        tl.extra.cuda.gdc_wait()
+    v = tl.load(x_ptr + offs)
+    if USE_GDC:
+        tl.extra.cuda.gdc_launch_dependents()
+    tl.store(y_ptr + offs, v * 2)
+
+
+def test_programmatic_dependent_launch_ops_are_no_ops():
+    x = np.arange(32, dtype=np.float32)
+    out = np.zeros(32, np.float32)
+    compiled = pdl_kernel[(1,)](x, out, BLOCK=32, USE_GDC=True, launch_pdl=True)
+    np.testing.assert_array_equal(out, x * 2)
+    # Triton's TTIR keeps them; the converted kernel has none.
+    assert "tt.grid_dependency_wait" in compiled.asm["ttir"]
+    assert "tt.grid_dependency_launch_dependents" in compiled.asm["ttir"]
+    assert "grid_dependency" not in compiled.asm["mlir"]
+
+
+def test_the_reader_drops_them_line_for_line():
+    from edsl.backend.ttir_text import rewrite_ttir
+    text = "  tt.grid_dependency_wait loc(#loc3)\n  tt.grid_dependency_launch_dependents loc(#loc4)\n"
+    assert rewrite_ttir(text) == "\n\n"
