@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import os
+import pathlib
 import tempfile
 
 import pytest
@@ -42,3 +43,25 @@ def edsl_cache_dir(tmp_path_factory):
         os.environ.pop("EDSL_CACHE_DIR", None)
     else:
         os.environ["EDSL_CACHE_DIR"] = previous
+
+
+@pytest.fixture(scope="package", autouse=True)
+def triton_driver(request):
+    """Triton's driver for each test package: the DPU model's, except in
+    tests/gpu (Triton's own default: CUDA where a GPU is). Chosen in the
+    process, so that the suite runs on a machine whose GPU driver is active
+    too (TRITON_DEFAULT_BACKEND, which the DPU packages set for the processes
+    they start, is read by Triton 3.7 and later only)."""
+    if request.node.path == pathlib.Path(__file__).parent / "gpu":
+        from triton.backends import backends
+        from triton.runtime import driver
+        gpu = [b.driver for name, b in backends.items() if name != "dpu" and b.driver.is_active()]
+        previous = driver._active
+        if gpu:
+            driver.set_active(gpu[0]())
+        yield
+        driver.set_active(previous)
+        return
+    from edsl.backend import activated
+    with activated():
+        yield

@@ -9,10 +9,15 @@ Triton imports this package (and its `compiler` and `driver` modules) at
 """
 from __future__ import annotations
 
-__all__ = ["array", "last_report", "DpuArray"]
+__all__ = ["array", "last_report", "DpuArray", "activate", "activated"]
 
 
 def __getattr__(name):
+    if name in ("activate", "activated"):
+        import triton  # noqa: F401  (Triton imports the driver module while it loads: Triton first)
+
+        from . import driver
+        return getattr(driver, name)
     if name in ("array", "DpuArray"):
         from . import arrays
         return getattr(arrays, name)

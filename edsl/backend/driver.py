@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import contextmanager
 
 from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
@@ -56,6 +57,42 @@ def _other_driver_active() -> bool:
 
 
 _OTHER_ACTIVE: list = []
+
+
+def _triton_reads_default_backend() -> bool:
+    """Whether Triton creates its driver from TRITON_DEFAULT_BACKEND (3.7 on;
+    3.6 refuses a second active driver)."""
+    import importlib
+    module = importlib.import_module("triton.runtime.driver")   # (`triton.runtime.driver` is its config)
+    return "TRITON_DEFAULT_BACKEND" in module._create_driver.__code__.co_consts
+
+
+_DRIVER: list = []
+
+
+def activate(driver=None):
+    """Make `driver` (default: the DPU model's) Triton's active driver in this
+    process, also where a GPU driver is active; returns the one it replaces
+    (None: Triton's default, created when first asked for)."""
+    from triton.runtime import driver as config
+    if driver is None:
+        if not _DRIVER:
+            _DRIVER.append(DpuDriver())
+        driver = _DRIVER[0]
+    previous = config._active
+    config.set_active(driver)
+    return previous
+
+
+@contextmanager
+def activated(driver=None):
+    """`activate(driver)` for the block; the active driver before it after."""
+    from triton.runtime import driver as config
+    previous = activate(driver)
+    try:
+        yield
+    finally:
+        config.set_active(previous)
 
 
 def install_array_specialization() -> None:
@@ -250,10 +287,16 @@ class DpuDriver(DriverBase):
 
     @staticmethod
     def is_active():
-        if os.environ.get("TRITON_DEFAULT_BACKEND") == "dpu":
-            return True
         if not _OTHER_ACTIVE:
             _OTHER_ACTIVE.append(_other_driver_active())
+        if os.environ.get("TRITON_DEFAULT_BACKEND") == "dpu":
+            if _OTHER_ACTIVE[0] and not _triton_reads_default_backend():
+                raise RuntimeError(
+                    "TRITON_DEFAULT_BACKEND=dpu: this Triton cannot choose between the GPU driver "
+                    "and the DPU model (Triton 3.7 and later read the variable); choose the DPU "
+                    "model in the process with edsl.backend.activate() or "
+                    "`with edsl.backend.activated():`")
+            return True
         return not _OTHER_ACTIVE[0]
 
     def get_current_target(self):

@@ -12,7 +12,13 @@ from edsl.backend.compiler import DpuBackend, TARGET
 from edsl.backend.driver import TASKLET_REGS
 from edsl.dpu.abi import MAX_TASKLETS, MRAM_BYTES
 
-driver = triton.runtime.driver.active
+from edsl.backend.driver import DpuDriver
+import edsl.backend.driver as dpu_driver
+
+
+def active():
+    """Triton's active driver (the DPU model's in this package: tests/conftest.py)."""
+    return triton.runtime.driver.active
 
 
 # ---- the torch device ------------------------------------------------------------------------
@@ -20,7 +26,7 @@ driver = triton.runtime.driver.active
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed here")
 def test_the_active_torch_device_is_the_cpu():
     import torch
-    device = driver.get_active_torch_device()
+    device = active().get_active_torch_device()
     assert device == torch.device("cpu")
     x = torch.arange(8, dtype=torch.float32, device=device)
     out = torch.empty_like(x)
@@ -37,7 +43,7 @@ def copy_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
 
 
 def test_device_properties_describe_a_rank_of_dpus():
-    p = driver.utils.get_device_properties(driver.get_current_device())
+    p = active().utils.get_device_properties(active().get_current_device())
     assert p["multiprocessor_count"] == 64                  # a rank: 8 chips of 8 DPUs
     assert p["max_num_regs"] == MAX_TASKLETS * TASKLET_REGS == 24 * 24
     assert p["warpSize"] == 1                               # a "thread" is a tasklet
@@ -63,7 +69,7 @@ def test_spilled_tiles_count_as_spills():
 
 def test_occupancy_as_the_fused_softmax_tutorial_computes_it():
     # The figures Triton's tutorial 02 reads, and its NVIDIA formula, with its num_warps = 8.
-    p = driver.utils.get_device_properties(0)
+    p = active().utils.get_device_properties(0)
     x = np.zeros((4, 781), np.float32)
     kernel = copy_kernel.warmup(x, x.copy(), BLOCK=1024, grid=(1,), num_warps=8)
     kernel._init_handles()
@@ -150,3 +156,40 @@ def test_the_reader_drops_them_line_for_line():
     from edsl.backend.ttir_text import rewrite_ttir
     text = "  tt.grid_dependency_wait loc(#loc3)\n  tt.grid_dependency_launch_dependents loc(#loc4)\n"
     assert rewrite_ttir(text) == "\n\n"
+
+
+# ---- the backend beside a GPU ----------------------------------------------------------------
+
+def test_activated_makes_the_dpu_model_the_active_driver_for_a_block():
+    config = triton.runtime.driver
+    other = object()
+    previous = config._active
+    config.set_active(other)
+    try:
+        with dpu_driver.activated():
+            assert isinstance(config.active, DpuDriver)
+            out = np.zeros(8, np.float32)
+            copy_kernel[(1,)](np.arange(8, dtype=np.float32), out, BLOCK=8)
+            assert (out == np.arange(8)).all()
+        assert config._active is other
+    finally:
+        config.set_active(previous)
+
+
+def test_triton_reads_the_variable_from_3_7_on():
+    version = tuple(int(x) for x in triton.__version__.split(".")[:2])
+    assert dpu_driver._triton_reads_default_backend() == (version >= (3, 7))
+
+
+def test_the_variable_cannot_choose_on_a_triton_that_does_not_read_it(monkeypatch):
+    """Beside an active GPU driver, Triton 3.6 refuses two active drivers: the
+    DPU driver says what to do instead."""
+    monkeypatch.setenv("TRITON_DEFAULT_BACKEND", "dpu")
+    monkeypatch.setattr(dpu_driver, "_OTHER_ACTIVE", [True])
+    monkeypatch.setattr(dpu_driver, "_triton_reads_default_backend", lambda: False)
+    with pytest.raises(RuntimeError, match=r"edsl\.backend\.activate\(\)"):
+        DpuDriver.is_active()
+    monkeypatch.setattr(dpu_driver, "_triton_reads_default_backend", lambda: True)
+    assert DpuDriver.is_active()
+    monkeypatch.delenv("TRITON_DEFAULT_BACKEND")
+    assert not DpuDriver.is_active()                 # (the GPU's is Triton's default)

@@ -51,7 +51,9 @@ triton.testing.do_bench = do_bench
 triton.testing.perf_report = lambda benchmarks: Report
 driver.active.get_benchmarker = lambda: do_bench
 
+import edsl.backend
 from edsl.backend.driver import DpuLauncher
+edsl.backend.activate()             # (beside a GPU driver, on any Triton)
 launches = [0]
 launch = DpuLauncher.__call__
 
