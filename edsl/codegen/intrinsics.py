@@ -4,8 +4,9 @@ markers of edsl.language, Python builtins, functions of the `math` module).
 
 A handler is `handler(gen, *args, **kwargs) -> value`; `gen` is the code
 generator, which provides `target`, `site()`, `wram_buffer()` and
-`runtime_call()`. Intrinsics of one target only are registered with `only=`;
-calling one in a function compiled for the other target is a CompileError.
+`runtime_call()`. Intrinsics of one target only are registered with `only=`
+and `instead=`: calling one in a function compiled for another target is a
+CompileError that says what to use there.
 """
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ REGISTRY: dict[object, callable] = {}
 
 def register(*keys, only: Target | None = None, instead: str = ""):
     """Register a handler for `keys`; `only`: the one target that has them
-    (`instead`: what to use on the other one)."""
+    (`instead`: what to use on the others, which its error says)."""
+    assert only is None or instead, f"{keys[0]}: an intrinsic of one target says what to use instead"
+
     def deco(fn):
         handler = fn if only is None else _only_on(only, keys[0], instead, fn)
         for k in keys:
@@ -42,10 +45,10 @@ def register(*keys, only: Target | None = None, instead: str = ""):
 def _only_on(target: Target, key, instead: str, fn):
     def handler(gen, *args, **kwargs):
         if gen.target is not target:
-            hint = f"; {instead}" if instead else ""
             raise CompileError(f"edsl.{key.name}() is an intrinsic of {target.name} (the {target.machine}); "
-                               f"this function is compiled for {gen.target.name}{hint}")
+                               f"this function is compiled for {gen.target.name}; {instead}")
         return fn(gen, *args, **kwargs)
+    handler.only, handler.instead = target, instead
     return handler
 
 
@@ -237,19 +240,22 @@ def _axis(axis) -> int:
     return int(axis)
 
 
-@register(L.block_id, only=NVPTX)
+@register(L.block_id, only=NVPTX, instead="pass the program id (tl.program_id(axis) of the "
+          "kernel) as an argument")
 def _block_id(gen, axis=0):
     read = (nvvm.read_ptx_sreg_ctaid_x, nvvm.read_ptx_sreg_ctaid_y, nvvm.read_ptx_sreg_ctaid_z)[_axis(axis)]
     return read(_i32())
 
 
-@register(L.num_blocks, only=NVPTX)
+@register(L.num_blocks, only=NVPTX, instead="pass the program count (tl.num_programs(axis) of "
+          "the kernel) as an argument")
 def _num_blocks(gen, axis=0):
     read = (nvvm.read_ptx_sreg_nctaid_x, nvvm.read_ptx_sreg_nctaid_y, nvvm.read_ptx_sreg_nctaid_z)[_axis(axis)]
     return read(_i32())
 
 
-@register(L.shuffle_xor, only=NVPTX)
+@register(L.shuffle_xor, only=NVPTX, instead="a DPU has no warps: tasklets exchange values "
+          "through a WRAM buffer (edsl.wram_alloc) between edsl.barrier() calls")
 def _shuffle_xor(gen, value, lane_mask):
     if not isinstance(value, ir.Value) or value.type not in (_i32(), ir.F32Type.get()):
         raise TypeMismatchError(f"shuffle_xor moves an i32 or f32 value, not {type_name(value)}")
@@ -311,14 +317,16 @@ def _dma(gen, symbol, mram, wram, nbytes, mram_offset, wram_offset):
     gen.runtime_call(symbol, args, [])
 
 
-@register(L.mram_read, only=DPU)
+@register(L.mram_read, only=DPU, instead="index the memrefs (dst[i] = src[i]): a GPU thread "
+          "reads global memory directly")
 def _mram_read(gen, src, dst, nbytes, src_offset=0, dst_offset=0):
     src = _dma_operand(src, abi.MRAM_ADDRSPACE, "source")
     dst = _dma_operand(dst, abi.WRAM_ADDRSPACE, "destination")
     _dma(gen, abi.MRAM_READ, src, dst, nbytes, src_offset, dst_offset)
 
 
-@register(L.mram_write, only=DPU)
+@register(L.mram_write, only=DPU, instead="index the memrefs (dst[i] = src[i]): a GPU thread "
+          "writes global memory directly")
 def _mram_write(gen, src, dst, nbytes, src_offset=0, dst_offset=0):
     src = _dma_operand(src, abi.WRAM_ADDRSPACE, "source")
     dst = _dma_operand(dst, abi.MRAM_ADDRSPACE, "destination")

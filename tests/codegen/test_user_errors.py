@@ -359,3 +359,31 @@ def ping(y: InOut["memref<?xi64>"], n: Input["i64"]):
 def pong(y: InOut["memref<?xi64>"], n: Input["i64"]):
     if n > 0:
         ping(y, n - 1)  # mutual-call
+
+
+def _target_only_intrinsics():
+    from edsl.codegen.intrinsics import REGISTRY
+    return [(key, handler) for key, handler in REGISTRY.items() if getattr(handler, "only", None)]
+
+
+def test_every_intrinsic_of_one_target_says_what_to_use_on_the_other():
+    from edsl.codegen.target import TARGETS
+    cases = _target_only_intrinsics()
+    assert {k.name for k, _ in cases} >= {"block_id", "num_blocks", "shuffle_xor", "tasklet_id",
+                                          "num_tasklets", "mram_read", "mram_write", "wram_alloc"}
+    for key, handler in cases:
+        intrinsic = key
+
+        @edsl.dialect
+        def f(y: InOut["memref<?xi32>"]):
+            intrinsic()  # wrong-target
+
+        for target in TARGETS.values():
+            if target is handler.only:
+                continue
+            with pytest.raises(edsl.CompileError) as err:
+                f.compile(target.name)
+            check(err, edsl.CompileError, f"edsl.{key.name}() is an intrinsic of {handler.only.name}",
+                  "wrong-target")
+            assert handler.instead and err.value.message.endswith(
+                f"compiled for {target.name}; {handler.instead}"), err.value.message
