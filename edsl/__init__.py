@@ -18,7 +18,7 @@ _LAZY = {
     "array": (".backend.arrays", "array"),         # a NumPy array as a Triton pointer argument
     "DpuArray": (".backend.arrays", "DpuArray"),
     "last_report": (".backend.model", "last_report"),   # the last launch on the DPU model
-    "export": (".export", "export"),               # a kernel as an UPMEM SDK project
+    "export": (".export", None),                   # a kernel as an UPMEM SDK project (a callable package)
 }
 
 

@@ -7,6 +7,7 @@ mistake reads like a compiler diagnostic rather than a traceback from MLIR.
 from __future__ import annotations
 
 import linecache
+import sys
 import zlib
 from dataclasses import dataclass
 
@@ -81,3 +82,13 @@ class ArgumentError(EdslError, TypeError):
 
 class DpuError(EdslError):
     """A DPU rule was broken (DMA alignment/size, WRAM budget, tasklet count)."""
+
+
+def caller_location() -> SourceLoc | None:
+    """The user's line that called into edsl: the first frame outside Triton and edsl."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").partition(".")[0] not in ("edsl", "triton"):
+            return SourceLoc(frame.f_code.co_filename, frame.f_lineno, None)
+        frame = frame.f_back
+    return None

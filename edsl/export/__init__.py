@@ -1,7 +1,7 @@
 """Export a compiled Triton kernel as a self-contained UPMEM SDK project.
 
-    edsl.export.export(add_kernel, "add_dpu", sample_args=(x, y, out, n),
-                       constants={"BLOCK": 1024}, grid=(98,), num_dpus=4)
+    edsl.export(add_kernel, "add_dpu", sample_args=(x, y, out, n),
+                constants={"BLOCK": 1024}, grid=(98,), num_dpus=4)
     $ cd add_dpu && make run        # UPMEM hardware (SDK installed)
     $ cd add_dpu && make run-sim    # anywhere: the same DPU source, host C compiler
 
@@ -22,6 +22,9 @@ nothing imports this package but the public API and the `edsl` command.
 """
 from __future__ import annotations
 
+import sys
+import types
+
 __all__ = ["export", "ExportResult"]
 
 
@@ -30,3 +33,15 @@ def __getattr__(name):
         from . import project
         return getattr(project, name)
     raise AttributeError(f"module 'edsl.export' has no attribute {name!r}")
+
+
+class _CallablePackage(types.ModuleType):
+    """Importing this package binds it to `edsl.export`, the name of the
+    function `edsl.export(...)`: calling the package calls that function."""
+
+    def __call__(self, *args, **kwargs):
+        from .project import export
+        return export(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallablePackage

@@ -143,7 +143,8 @@ def _export(args) -> int:
         kwargs["debug"] = True
     if args.overwrite:
         kwargs["overwrite"] = True
-    result = export(kernel, args.out_dir, **kwargs)
+    # The command line is the caller: errors keep no Python line.
+    result = export.__wrapped__(kernel, args.out_dir, **kwargs)
     print(f"exported kernel '{result.kernel}' to {result.path}")
     print(f"  hardware (UPMEM SDK):  make -C {result.path} run")
     print(f"  anywhere (simulated):  make -C {result.path} run-sim")

@@ -14,6 +14,7 @@ at the end, so a failure leaves nothing half-written.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -26,7 +27,7 @@ from typing import Any, Mapping, Sequence
 
 from .. import templates
 from ..dpu import abi, support
-from ..errors import ArgumentError, CompileError, DpuError, EdslError
+from ..errors import ArgumentError, CompileError, DpuError, EdslError, caller_location
 from . import printer as P
 
 SDK_DIR = Path(__file__).resolve().parent / "sdk"
@@ -414,7 +415,8 @@ def _scalar_literal(t: str, value) -> str:
     return f"{v}ll" if v >= 0 else f"({v + 1}ll - 1)"
 
 
-def host_runner(kernel: str, params: list[Param], outputs: list[str], meta: dict, per_array: bool) -> str:
+def host_runner(kernel: str, params: list[Param], outputs: list[str], meta: dict, per_array: bool,
+                source: str) -> str:
     arrays = [p for p in params if p.is_pointer]
     scalars = [p for p in params if not p.is_pointer]
     kinds = {"int": "KIND_INT", "uint": "KIND_UINT", "float": "KIND_FLOAT", "bool": "KIND_UINT"}
@@ -437,10 +439,12 @@ def host_runner(kernel: str, params: list[Param], outputs: list[str], meta: dict
         f"'{p.name}' ({p.name}=...)\\n\");\n    return 2;\n  }}" for p in scalars)
     set_ptrs = "\n".join(f"  args.{p.cname} = arrays[{k}].offset;" for k, p in enumerate(arrays))
     asserts = []
-    for text, where in meta.get("asserts", []):        # where: "file:line", as the model keeps it
+    # Positions as the model keeps them, file "" being the kernel's own (`source`).
+    for text, where in meta.get("asserts", []):        # where: "file:line", or "" if unknown
         filename, _, line = where.rpartition(":")
-        asserts.append(f"    {{{_c_string(text)}, {_c_string(_place(filename, line))}}}")
-    sites = ",\n".join(f"    {{INT64_C({code}), {_c_string(_place(name, line, col))}}}"
+        place = _place(filename or source, line) if where else ""
+        asserts.append(f"    {{{_c_string(text)}, {_c_string(place)}}}")
+    sites = ",\n".join(f"    {{INT64_C({code}), {_c_string(_place(name or source, line, col))}}}"
                        for code, name, line, col in meta.get("sites", [])) or "    {0, NULL}"
     usage = ("usage: %s [data=DIR] [out=DIR] [dpus=N] [grid=X,Y,Z] [check=0|1] [profile=...] "
              + " ".join(f"{p.name}=..." for p in scalars)).rstrip()
@@ -489,6 +493,21 @@ def readme(kernel: str, params: list[Param], grid, num_dpus: int, num_tasklets: 
 
 
 # -- export ----------------------------------------------------------------------
+def _at_callers_line(fn):
+    """A bad argument to `fn` is an error at the user's line that called it
+    (`fn.__wrapped__` leaves it without a line, for the `edsl` command)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except ArgumentError as err:
+            if err.loc is not None:
+                raise
+            raise ArgumentError(err.message, caller_location()) from None
+    return wrapper
+
+
+@_at_callers_line
 def export(kernel, out_dir, *, signature=None, constants=None, sample_args=None, grid=None,
            num_dpus: int = 1, num_tasklets: int = 1, outputs: Sequence[str] | None = None,
            debug: bool = False, overwrite: bool = False) -> ExportResult:
@@ -570,7 +589,8 @@ def export(kernel, out_dir, *, signature=None, constants=None, sample_args=None,
         "dma_rules.h": dma_rules_header(),
         "kernel_args.h": args_header(kernel_name, params, per_array),
         "launch_config.h": launch_config(kernel_name, params, g, num_dpus, values),
-        "host_runner.c": host_runner(kernel_name, params, outputs, meta, per_array),
+        "host_runner.c": host_runner(kernel_name, params, outputs, meta, per_array,
+                                     fn.fn.__code__.co_filename),
         "Makefile": fill("Makefile", kernel=kernel_name, tasklets=num_tasklets),
         "README.md": readme(kernel_name, params, g, num_dpus, num_tasklets, outputs, bool(data), prog,
                             wram, per_array),

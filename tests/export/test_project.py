@@ -325,6 +325,17 @@ def test_bad_input_is_a_clear_error(tmp_path, bad, match):
     _nothing_written(tmp_path, "p")
 
 
+def test_refused_dtype_names_the_callers_line(tmp_path):
+    import ml_dtypes
+    bf16 = np.zeros(4, ml_dtypes.bfloat16)
+    with pytest.raises(ArgumentError, match="bfloat16 cannot be exported") as err:
+        edsl.export(triton_vector_add.add_kernel, tmp_path / "p", constants={"BLOCK": 64}, grid=(1,),
+                    sample_args=(bf16, bf16, bf16, 4))
+    assert (err.value.loc.filename, err.value.loc.lineno) == (__file__, err.tb.tb_lineno)
+    assert str(err.value).splitlines()[1].strip().startswith("edsl.export(")     # the line calling it
+    _nothing_written(tmp_path, "p")
+
+
 def test_out_dir_not_writable(tmp_path):
     sig = dict(signature=["*fp32", "*fp32", "*fp32", "i32"], constants={"BLOCK": 64})
     with pytest.raises(ArgumentError, match="does not exist"):
@@ -383,6 +394,16 @@ def test_cli_export(tmp_path, capsys):
     rc = cli_main(["export", "no_such_module_xyz:k", str(tmp_path / "r")])
     assert rc == 2 and "cannot import" in capsys.readouterr().err
     _nothing_written(tmp_path, "q")
+
+
+def test_export_twice_in_one_process(tmp_path):
+    # `edsl.export` stays callable once the `edsl.export` package is imported
+    sig = dict(signature=["*fp32", "*fp32", "*fp32", "i32"], constants={"BLOCK": 64})
+    for name in ("a", "b"):
+        result = edsl.export(triton_vector_add.add_kernel, tmp_path / name, **sig)
+        assert (result.path / "dpu_program.c").exists()
+    import edsl.export as package
+    assert package.export is export and package.printer.PROGRAM_NAMES
 
 
 def test_console_script_is_declared():
