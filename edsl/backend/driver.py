@@ -19,6 +19,7 @@ unchanged.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from contextlib import contextmanager
@@ -210,6 +211,10 @@ class DpuLauncher:
         self.num_dpus = getattr(metadata, "num_dpus", 1)
         self.num_tasklets = getattr(metadata, "num_tasklets", 1)
         self.report = None
+        # The launched kernel's file: the compiled kernel names it "" (Triton's
+        # cache shares it between copies of one source, see Converter.file_name).
+        fn = getattr(src, "fn", None)
+        self.file = fn.fn.__code__.co_filename if fn is not None else ""
 
     def __call__(self, gridX, gridY, gridZ, stream, function, kernel_metadata, launch_metadata,
                  launch_enter_hook, launch_exit_hook, *args):
@@ -221,6 +226,8 @@ class DpuLauncher:
             self.report = launch(function, function.meta, (gridX, gridY, gridZ), runtime, values,
                                  self.num_dpus, self.num_tasklets)
         except EdslError as err:
+            if err.loc is not None and err.loc.filename == "":
+                raise type(err)(err.message, dataclasses.replace(err.loc, filename=self.file)) from None
             if err.loc is not None:
                 raise
             # A launch-wide error (arguments, grid) points at the launch's line.

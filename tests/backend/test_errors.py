@@ -70,6 +70,69 @@ def test_out_of_bounds_pointer_is_a_dpu_error():
     assert err.value.loc.lineno == _line_of(oob_kernel, "tl.store")        # the kernel's line
 
 
+COPIED_KERNEL = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def store_at(x_ptr, offset):
+    tl.store(x_ptr + offset, 1.0)  # callee
+
+
+@triton.jit
+def oob_copy(x_ptr, offset, WHERE: tl.constexpr):
+    if WHERE == 0:
+        tl.store(x_ptr + offset, 1.0)  # kernel
+    elif WHERE == 1:
+        store_at(x_ptr, offset)
+    else:
+        shared_store(x_ptr, offset)  # noqa: F821 (a callee in another file, set below)
+"""
+
+SHARED_CALLEE = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def shared_store(x_ptr, offset):
+    tl.store(x_ptr + offset, 1.0)  # shared
+"""
+
+
+def _module(path, text, name, **names):
+    import importlib.util
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    module.__dict__.update(names)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _marked(path, marker):
+    return next(i for i, line in enumerate(path.read_text().splitlines(), 1) if line.endswith(f"# {marker}"))
+
+
+def test_copies_of_one_kernel_name_their_own_file(tmp_path):
+    # The same source in two files compiles to one entry of Triton's cache (its
+    # key ignores paths): each launch's error names the file it was launched from,
+    # and a callee in another file names that file.
+    shared = tmp_path / "shared" / "callee.py"
+    store = _module(shared, SHARED_CALLEE, "edsl_test_shared_callee").shared_store
+    files = [tmp_path / folder / "copied.py" for folder in ("a", "b")]
+    kernels = [_module(f, COPIED_KERNEL, f"edsl_test_copied_{k}", shared_store=store).oob_copy
+               for k, f in enumerate(files)]
+    for where, marker in ((0, "kernel"), (1, "callee"), (2, "shared")):
+        for file, kernel in zip(files, kernels):
+            with pytest.raises(DpuError, match="outside the launch's arrays") as err:
+                kernel[(1,)](np.zeros(4, np.float32), 100000, WHERE=where)
+            named = shared if where == 2 else file
+            assert (err.value.loc.filename, err.value.loc.lineno) == (str(named), _marked(named, marker))
+
+
 @triton.jit
 def oob_load_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)

@@ -37,7 +37,8 @@ def lower_call(conv, op) -> None:
     if fn is None:
         raise conv.error(op, f"fl.call to an EDSL function unknown in this process ({symbol})")
     params = fn.info_for("upmem-dpu").params
-    conv.info.sites += [[code, s.filename, s.lineno, s.col] for code, s in fn.compile("upmem-dpu").sites.items()]
+    conv.info.sites += [[code, conv.file_name(s.filename), s.lineno, s.col]
+                        for code, s in fn.compile("upmem-dpu").sites.items()]
     operands, kinds, outs = [], [], []
     for p, v in zip(params, op.operands):
         t = p.mlir_type

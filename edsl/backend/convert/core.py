@@ -219,11 +219,12 @@ class KernelInfo:
     name: str = ""
     wram: list[WramBuffer] = field(default_factory=list)
     prints: list[str] = field(default_factory=list)
-    asserts: list[tuple[str, str]] = field(default_factory=list)
+    asserts: list[tuple[str, str]] = field(default_factory=list)     # (message, "file:line")
     tasklets: int = 1
     barriers: int = 0                   # barrier sites in the converted kernel
     regions: bool = False               # calls EDSL functions (fl.call)
     # run-time check sites of the kernel and of those EDSL functions: [code, file, line, col]
+    # (file "" here and in `asserts`: the kernel's own file, see `Converter.file_name`)
     sites: list = field(default_factory=list)
     stored: list | None = None          # pointer parameters stores may go through (None: unknown)
     spills: list[SpillRecord] = field(default_factory=list)   # tiles kept in MRAM
@@ -257,6 +258,8 @@ class Converter:
         self.values: dict = {}
         self.uses: dict = {}
         self.callees: dict = {}            # name -> a function the kernel calls (lowered in place)
+        here = user_location(entry.owner.location)     # (the new function has the kernel's location)
+        self.kernel_file = here.filename if here is not None else None
         self.calling: list = []            # the callees being lowered, outermost first
         # Buffers go before this anchor, at the top of the entry block.
         with ir.InsertionPoint(entry), ir.Location.unknown():
@@ -287,6 +290,13 @@ class Converter:
     def error(self, op, message: str) -> CompileError:
         return CompileError(message, user_location(op.location))
 
+    def file_name(self, filename: str) -> str:
+        """`filename` as the compiled kernel names it: "" for the kernel's own
+        file, which the launch fills in with the file of the kernel launched
+        (Triton's cache key ignores paths: copies of one source in two files
+        share the compiled kernel); any other file (a callee's) by its path."""
+        return "" if filename == self.kernel_file else filename
+
     def site(self) -> ir.Value:
         """An i64 check-site code of the op being lowered (0: unknown), so that
         a run-time error (a DMA out of the arrays) names the kernel's line."""
@@ -296,7 +306,7 @@ class Converter:
             code = loc.site
             if code not in self._site_codes:
                 self._site_codes.add(code)
-                self.info.sites.append([code, loc.filename, loc.lineno, loc.col])
+                self.info.sites.append([code, self.file_name(loc.filename), loc.lineno, loc.col])
         return arith.constant(ir.IntegerType.get_signless(64), code)
 
     # -- values --------------------------------------------------------------

@@ -90,7 +90,7 @@ def lower_assert(conv, op):
     message = ir.StringAttr(op.attributes["message"]).value
     loc = user_location(op.location)
     number = len(conv.info.asserts) + 1
-    conv.info.asserts.append((message, f"{loc.filename}:{loc.lineno}" if loc else ""))
+    conv.info.asserts.append((message, f"{conv.file_name(loc.filename)}:{loc.lineno}" if loc else ""))
     cond = conv.get(op.operands[0])
     i64 = ir.IntegerType.get_signless(64)
 
