@@ -45,14 +45,14 @@ def edsl_cache_dir(tmp_path_factory):
         os.environ["EDSL_CACHE_DIR"] = previous
 
 
-@pytest.fixture(scope="package", autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def triton_driver(request):
-    """Triton's driver for each test package: the DPU model's, except in
+    """Triton's driver for each test module: the DPU model's, except in
     tests/gpu (Triton's own default: CUDA where a GPU is). Chosen in the
     process, so that the suite runs on a machine whose GPU driver is active
-    too (TRITON_DEFAULT_BACKEND, which the DPU packages set for the processes
+    too (TRITON_DEFAULT_BACKEND, which the DPU tests set for the processes
     they start, is read by Triton 3.7 and later only)."""
-    if request.node.path == pathlib.Path(__file__).parent / "gpu":
+    if request.path.parent == pathlib.Path(__file__).parent / "gpu":
         from triton.backends import backends
         from triton.runtime import driver
         gpu = [b.driver for name, b in backends.items() if name != "dpu" and b.driver.is_active()]

@@ -40,6 +40,12 @@ _PROGRAM_AXES = {"x": 0, "y": 1, "z": 2}
 # and a launch on the DPU model starts when the one before has ended. The
 # reader drops them (an empty line keeps the line numbers).
 DROPPED = frozenset({"tt.grid_dependency_wait", "tt.grid_dependency_launch_dependents"})
+# ... which Triton 3.6 writes as PTX in an inline-asm op with a dummy result.
+_ORDERING_ASM = ("griddepcontrol.wait;", "griddepcontrol.launch_dependents;")
+
+
+def _ordering_asm(asm: str) -> bool:
+    return asm.startswith(_ORDERING_ASM)
 
 
 def split_top(text: str, sep: str = ",") -> list[str]:
@@ -489,7 +495,8 @@ def rewrite_ttir(text: str) -> str:
             continue
         indent, res, op, rest = m["indent"], m["res"], m["op"], m["rest"]
         assign = f"{res} = " if res else ""
-        if op in DROPPED and not res:
+        if (op in DROPPED and not res) or (op == "tt.elementwise_inline_asm"
+                                           and _ordering_asm(rest.strip().lstrip('"'))):
             out.append("")
             continue
         if op == "tt.func":
@@ -551,7 +558,8 @@ def triton_view(mod) -> list[OpView]:
 
     def visit(op):
         name = op.get_name()
-        if name in DROPPED:
+        if name in DROPPED or (name == "tt.elementwise_inline_asm"
+                               and _ordering_asm(op.get_str_attr("asm_string") or "")):
             return
         ops.append(OpView(RENAMED.get(name, name),
                           tuple(str(op.get_operand(i).get_type()) for i in range(op.get_num_operands())),

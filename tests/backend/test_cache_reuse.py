@@ -10,6 +10,7 @@ EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
 SCRIPT = textwrap.dedent('''
     import importlib.util, sys, numpy as np
+    import edsl.backend; edsl.backend.activate()      # (also beside a GPU driver)
     spec = importlib.util.spec_from_file_location("ex", sys.argv[1])
     ex = importlib.util.module_from_spec(spec); spec.loader.exec_module(ex)
     x = np.arange(3000, dtype=np.float32); y = np.ones(3000, np.float32)

@@ -123,6 +123,7 @@ def _jit(path):
 # in a child process, which runs one kernel file per line of its input.
 _SERVER = """
 import importlib.util, sys, numpy as np, torch
+import edsl.backend; edsl.backend.activate()      # (also beside a GPU driver)
 for line in sys.stdin:
     path, data = line.split()
     spec = importlib.util.spec_from_file_location("k", path)

@@ -146,16 +146,21 @@ def test_programmatic_dependent_launch_ops_are_no_ops():
     out = np.zeros(32, np.float32)
     compiled = pdl_kernel[(1,)](x, out, BLOCK=32, USE_GDC=True, launch_pdl=True)
     np.testing.assert_array_equal(out, x * 2)
-    # Triton's TTIR keeps them; the converted kernel has none.
-    assert "tt.grid_dependency_wait" in compiled.asm["ttir"]
-    assert "tt.grid_dependency_launch_dependents" in compiled.asm["ttir"]
-    assert "grid_dependency" not in compiled.asm["mlir"]
+    # Triton's TTIR keeps them (3.6: as PTX inline asm); the converted kernel has none.
+    ttir = compiled.asm["ttir"]
+    assert "tt.grid_dependency_wait" in ttir or "griddepcontrol.wait;" in ttir
+    assert "tt.grid_dependency_launch_dependents" in ttir or "griddepcontrol.launch_dependents;" in ttir
+    assert "grid_dependency" not in compiled.asm["mlir"] and "griddepcontrol" not in compiled.asm["mlir"]
 
 
 def test_the_reader_drops_them_line_for_line():
     from edsl.backend.ttir_text import rewrite_ttir
     text = "  tt.grid_dependency_wait loc(#loc3)\n  tt.grid_dependency_launch_dependents loc(#loc4)\n"
     assert rewrite_ttir(text) == "\n\n"
+    # (as Triton 3.6 prints them)
+    text = ('    %0 = tt.elementwise_inline_asm "griddepcontrol.wait; // dummy $0" {constraints = "=r", '
+            'packed_element = 1 : i32, pure = false} -> i32 loc(#loc2)\n')
+    assert rewrite_ttir(text) == "\n"
 
 
 # ---- the backend beside a GPU ----------------------------------------------------------------

@@ -19,6 +19,7 @@ pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
 # Runs in a child process: the interpreter is chosen when @triton.jit runs.
 SCRIPT = textwrap.dedent('''
     import importlib.util, sys, numpy as np, torch, triton
+    import edsl.backend; edsl.backend.activate()      # (also beside a GPU driver)
     def example(name):
         spec = importlib.util.spec_from_file_location(name, sys.argv[1] + "/" + name + ".py")
         m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); return m
