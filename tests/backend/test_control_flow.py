@@ -13,6 +13,8 @@ import sys
 
 import numpy as np
 import pytest
+import triton
+import triton.language as tl
 from hypothesis import given, settings, strategies as st
 
 B = 8                       # lanes of the tile the program accumulates
@@ -191,3 +193,45 @@ def test_nested_if_else_return(tmp_path, conds):
     _jit(_write(tmp_path, NESTED))[(1,)](np.array(list(conds) + [0], np.int32), np.zeros(N_COUNTS, np.int32),
                          values.reshape(-1), out, B=B)
     np.testing.assert_array_equal(out, _evaluate(NESTED, list(conds) + [0], [0, 0], values).reshape(-1))
+
+
+# ---- while loops carrying tiles ----------------------------------------------------------------
+
+@triton.jit
+def while_tiles(x_ptr, out_ptr, n, limit, BLOCK: tl.constexpr):
+    """Two tiles carried by a while loop whose condition reads one of them."""
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    best = tl.full((BLOCK,), -1.0, tl.float32)
+    i = 0
+    while (i < n) & (tl.max(acc, axis=0) < limit):
+        x = tl.load(x_ptr + i * BLOCK + offs)
+        acc += x
+        best = tl.maximum(best, x)
+        i += 1
+    tl.store(out_ptr + offs, acc)
+    tl.store(out_ptr + BLOCK + offs, best)
+    tl.store(out_ptr + 2 * BLOCK, i.to(tl.float32))
+
+
+def _while_reference(x, n, limit):
+    acc, best, i = np.zeros(x.shape[1], np.float32), np.full(x.shape[1], -1.0, np.float32), 0
+    while i < n and acc.max() < limit:
+        acc += x[i]
+        best = np.maximum(best, x[i])
+        i += 1
+    return acc, best, i
+
+
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(0, 6), limit=st.floats(0.0, 40.0, width=32), tasklets=st.sampled_from([1, 3, 16]),
+       seed=st.integers(0, 2**16))
+def test_while_loops_carry_tiles(n, limit, tasklets, seed):
+    block = 32
+    x = np.random.default_rng(seed).uniform(0, 4, (max(n, 1), block)).astype(np.float32)
+    out = np.zeros(2 * block + 1, np.float32)
+    while_tiles[(1,)](x, out, n, limit, BLOCK=block, num_tasklets=tasklets)
+    acc, best, i = _while_reference(x, n, limit)
+    np.testing.assert_array_equal(out[:block], acc)
+    np.testing.assert_array_equal(out[block:2 * block], best)
+    assert out[2 * block] == i

@@ -207,14 +207,21 @@ def lower_map_elementwise(conv, op):
 
 @lowers("scf.while")
 def lower_while(conv, op):
+    """A while loop (Triton's `while`): its carried tensors as `scf.for`'s. The
+    condition region may pass on to the body the loop's own tensors (the
+    buffers they are carried in), as Triton's while loops do, and scalars."""
     before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
     carries, scalar_inits = _carries(conv, op, list(op.operands), "while-carried tensor")
     cond_op = list(before.operations)[-1]
     forwarded = list(cond_op.operands)[1:]
-    if any(is_tensor(v.type) for v in forwarded):
-        raise conv.error(op, "a while loop passing tensors from its condition to its body "
-                             "is not supported by the DPU backend")
-    result_types = [scalar_type(v.type) for v in forwarded]
+    passed = []                        # each forwarded value's carried buffer (None: a scalar)
+    for v in forwarded:
+        j = next((k for k, a in enumerate(before.arguments) if a == v), None)
+        if is_tensor(v.type) and (j is None or carries[j] is None):
+            raise conv.error(op, "a while loop whose condition computes a tensor for its body is "
+                                 "not supported by the DPU backend (compute it in the body)")
+        passed.append(carries[j] if is_tensor(v.type) else None)
+    result_types = [scalar_type(v.type) for v, buf in zip(forwarded, passed) if buf is None]
     new = scf.WhileOp(result_types, scalar_inits)
     conv.accesses.cycle(new)
     before_types = [scalar_type(a.type) for a in before.arguments if not is_tensor(a.type)]
@@ -223,12 +230,13 @@ def lower_while(conv, op):
     with ir.InsertionPoint(new_before):
         mapping = _bind(conv, carries, [a.type for a in before.arguments], list(new_before.arguments))
         cond_vals = lower_body(conv, before, mapping)
-        scf.condition(cond_vals[0], cond_vals[1:])
+        scf.condition(cond_vals[0], [c for c, buf in zip(cond_vals[1:], passed) if buf is None])
     with ir.InsertionPoint(new_after):
-        yielded = lower_body(conv, after, list(new_after.arguments))
+        args = _bind(conv, passed, [a.type for a in after.arguments], list(new_after.arguments))
+        yielded = lower_body(conv, after, args)
         copy_into_carries(conv, yielded, carries, op)
         scf.yield_([y for y, c in zip(yielded, carries) if c is None])
-    for result, v in zip(op.results, new.results):
+    for result, v in zip(op.results, _bind(conv, passed, [r.type for r in op.results], list(new.results))):
         conv.set(result, v)
 
 
