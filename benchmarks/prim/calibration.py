@@ -26,6 +26,7 @@ TASKLETS = (1, 2, 4, 8, 11, 16)
 MRAM_SIZES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 # PrIM ran its microbenchmarks on DPUs at 350 MHz (the `clock_v1a` figure).
 PRIM_CLOCK_HZ = timing.DEFAULT_CLOCK_HZ
+PRIM_SCALAR = 1_048_576         # Arithmetic-Throughput's scalar: its elements per DPU
 
 
 @dataclass(frozen=True)
@@ -47,8 +48,10 @@ def arithmetic_throughput(ty: str, op: str, tasklets: int) -> float:
     fn = micro.arithmetic(ty, op)
     dtype = TYPES[ty][1]
     n = 16 * micro.BLOCK // dtype().itemsize * 2          # two blocks per tasklet at 16 tasklets
-    a = np.arange(1, n + 1).astype(dtype)
-    est = fn.run(a, n, 3, tasklets=tasklets, timing=True).timing.at(PRIM_CLOCK_HZ)
+    # PrIM's operands (the multiply's cost depends on them): rand() data and,
+    # as the scalar, the elements per DPU of its run (-i 1048576).
+    a = np.random.default_rng(0).integers(0, 2**31 - 1, n).astype(dtype)
+    est = fn.run(a, n, PRIM_SCALAR, tasklets=tasklets, timing=True).timing.at(PRIM_CLOCK_HZ)
     return n / est.issue_seconds
 
 

@@ -18,6 +18,12 @@ core without FPU: 64-bit arithmetic costs more only on 64-bit data (indices
 and addresses are 32-bit there); a compare feeding the branch after it is
 part of the branch (jcc); casts, constants and struct moves are free.
 
+A 32-bit multiply is a routine on the DPU (UPMEM's `__mulsi3`: one
+`mul_step` per bit of the smaller operand, stopping when no bits are left),
+so its cost depends on the values: after each counted one the pass adds the
+bit length of the smaller operand (at least 1) to one more counter, the last
+(class `mul32_step`, one per step; `mul32` is the routine's fixed part).
+
 The counters are plain loads and stores on the tasklet's own array; the rest
 of the program is unchanged, so results are bit-identical with and without
 counting.
@@ -236,7 +242,9 @@ def count_executed_blocks(module: ir.Module, skip: Iterable[str] = ()) -> Counte
         i64 = ir.IntegerType.get_signless(64)
         ptr = llvm.PointerType.get()
         funcs = [op.operation for op in module.body.operations if op.operation.name == "llvm.func"]
+        bases: dict = {}
         per_block: list[dict[str, int]] = []
+        muls: list[tuple[ir.Operation, ir.Operation]] = []  # (32-bit multiply, its function)
         for func in funcs:
             if not _counted(func, skip):
                 continue
@@ -254,6 +262,11 @@ def count_executed_blocks(module: ir.Module, skip: Iterable[str] = ()) -> Counte
                         data64.add(op.results[0])
                     for cls in _classify(op, data64, fused, contexts):
                         tally[cls] = tally.get(cls, 0) + 1
+                        if cls == "mul32":
+                            if all(isinstance(v.type, ir.IntegerType) for v in op.operands):
+                                muls.append((op, func))
+                            else:             # not a scalar: every step, as for full-width operands
+                                tally["mul32_step"] = tally.get("mul32_step", 0) + 32
                     if op.name in _INT | _MUL | _DIV and op.results \
                             and any(v in data64 for v in op.operands) and _bits(op.results[0].type) == 64:
                         data64.add(op.results[0])
@@ -261,6 +274,7 @@ def count_executed_blocks(module: ir.Module, skip: Iterable[str] = ()) -> Counte
             entry = blocks[0]
             with ir.InsertionPoint.at_block_begin(entry):
                 base = llvm.call(ptr, [], [], [], callee=ir.FlatSymbolRefAttr.get(COUNTERS))
+            bases[func] = base
             one = llvm.ConstantOp(i64, ir.IntegerAttr.get(i64, 1),
                                   ip=ir.InsertionPoint.after(base.owner)).result
             for k, block in enumerate(blocks):
@@ -271,6 +285,11 @@ def count_executed_blocks(module: ir.Module, skip: Iterable[str] = ()) -> Counte
                     old = llvm.load(i64, slot)
                     new = llvm.add(old, one, 0)
                     llvm.store(new, slot)
+        if muls:                      # the multiply-step counter, after the blocks' ones
+            slot_index = len(per_block)
+            per_block.append({"mul32_step": 1})
+            for op, func in muls:
+                _count_mul_steps(op, bases[func], slot_index)
         n = len(per_block)
         classes = sorted({c for tally in per_block for c in tally})
         table = {c: tuple(t.get(c, 0) for t in per_block) for c in classes}
@@ -283,6 +302,25 @@ def count_executed_blocks(module: ir.Module, skip: Iterable[str] = ()) -> Counte
         attrs[COUNTERS_ATTR] = ir.IntegerAttr.get(i64, n)
         attrs[OPS_ATTR] = ir.DictAttr.get({c: ir.DenseI64ArrayAttr.get(list(v)) for c, v in table.items()})
     return CounterTable(n, table)
+
+
+def _count_mul_steps(mul: ir.Operation, base: ir.Value, index: int) -> None:
+    """After `mul`, add to counter `index` the `mul_step`s of `__mulsi3`: the
+    bit length of the smaller operand as unsigned 32-bit (addresses and
+    indices are 32-bit on the DPU), at least 1."""
+    i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
+    with ir.InsertionPoint.after(mul):
+        a, b = mul.operands[0], mul.operands[1]
+        if _bits(a.type) > 32:
+            a, b = llvm.trunc(i32, a, 0), llvm.trunc(i32, b, 0)
+        elif _bits(a.type) < 32:
+            a, b = llvm.zext(i32, a), llvm.zext(i32, b)
+        c1 = llvm.ConstantOp(i32, ir.IntegerAttr.get(i32, 1)).result
+        c32 = llvm.ConstantOp(i32, ir.IntegerAttr.get(i32, 32)).result
+        small = llvm.or_(llvm.intr_umin(a, b), c1)           # | 1: zero still takes one step
+        steps = llvm.sub(c32, llvm.intr_ctlz(small, False, results=[i32]), 0)
+        slot = llvm.getelementptr(ir.Type.parse("!llvm.ptr"), base, [], [index], i64, 0)
+        llvm.store(llvm.add(llvm.load(i64, slot), llvm.zext(i64, steps), 0), slot)
 
 
 def counting_pass(skip: Iterable[str] = ()):

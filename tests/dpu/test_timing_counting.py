@@ -150,3 +150,22 @@ def test_context_reads_are_registers_and_dma_calls_are_dma():
     # on the DPU (alu), the add of the loaded 64-bit element is not (alu64)
     assert ops["load"] == 1 and ops["alu64"] == 1 and ops["alu"] == 4
     assert ops["dma"] == 1 and ops["address"] == 1 and ops["store"] == 1
+
+
+@edsl.dialect
+def times(y: edsl.InOut["memref<?xi32>"], x: edsl.Input["memref<?xi32>"], s: edsl.Input["i32"]):
+    for i in range(x.shape[0]):
+        y[i] = x[i] * s
+
+
+@pytest.mark.parametrize("values,scalar", [([0, 1, 3, 255], 1 << 20), ([1 << 20, 7], 5), ([-1], -1)])
+def test_mul32_steps_are_the_smaller_operands_bits(values, scalar):
+    # __mulsi3 runs one mul_step per bit of the smaller unsigned operand, at least one
+    import numpy as np
+    x = np.array(values, np.int32)
+    y = np.zeros_like(x)
+    est = times.run(y, x, scalar, timing=True).timing
+    np.testing.assert_array_equal(y, x * np.int32(scalar))
+    small = [min(v % 2**32, scalar % 2**32) for v in values]
+    assert est.executed_ops["mul32"] == len(values)
+    assert est.executed_ops["mul32_step"] == sum(max(1, m.bit_length()) for m in small)
