@@ -4,6 +4,7 @@
     python benchmarks/dpu_timing.py --workloads     # + PrIM workloads as Triton kernels
     python benchmarks/dpu_timing.py --plot out.png  # + estimated vs published curves (matplotlib)
     python benchmarks/dpu_timing.py --overhead      # what counting costs the DPU model's run time
+    python benchmarks/dpu_timing.py --validate      # PrIM's programs against real-hardware times
 
 `--overhead` runs the kernels of benchmarks/bench_backend.py (vector add and
 softmax on 1M float32, 64 DPUs) and benchmarks/bench_edsl.py (saxpy, sum,
@@ -24,7 +25,7 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from prim import calibration, workloads  # noqa: E402
+from prim import calibration, validation, workloads  # noqa: E402
 
 import edsl.backend  # noqa: E402
 from edsl.dpu import timing  # noqa: E402
@@ -89,6 +90,31 @@ def print_measured(tasklets: int = 16) -> None:
         est = edsl.backend.last_report().timing.at(MEASURED_CLOCK_HZ)
         print(f"{n:12,} {dpus:5} {share:10,} {ms:8.2f}ms {est.dpu_seconds * 1e3:8.2f}ms "
               f"{est.dpu_seconds * 1e3 / ms:6.2f}  {where}")
+
+
+def print_validation(only: str | None = None) -> validation.Summary:
+    """The workbook's rows (benchmarks/prim/workbook.csv) against the estimate of
+    PrIM's programs ported to the EDSL (benchmarks/prim/validation.py says how)."""
+    rows = [r for r in validation.read_rows() if only in (None, r.benchmark)]
+    print(f"PrIM's programs (EDSL ports, 16 tasklets, {validation.CLOCK_HZ / 1e6:g} MHz) against UPMEM hardware: "
+          f"uPIMulator's workbook ({validation.WORKBOOK.name}); times in ms, ratio = estimate / measured")
+    print(f"{'bench':9}{'DPUs':>5}{'size':>9} | {'kernel':>8}{'est.':>9}{'ratio':>6}{'uPIM':>9}{'ratio':>6} | "
+          f"{'CPU-DPU':>8}{'est.':>8}{'ratio':>6} | {'DPU-CPU':>8}{'est.':>8}{'ratio':>7}")
+    done = []
+    for r in rows:
+        r = validation.estimate(r)
+        done.append(r)
+        flag = "" if abs(r.est_kernel / r.hw_kernel - 1) <= 0.30 else "  kernel off >30%"
+        print(f"{r.benchmark:9}{r.dpus:5}{r.size:9} | {r.hw_kernel:8.3f}{r.est_kernel:9.3f}"
+              f"{r.est_kernel / r.hw_kernel:6.2f}{r.sim_kernel:9.3f}{r.sim_kernel / r.hw_kernel:6.2f} | "
+              f"{r.hw_to_dpu:8.3f}{r.est_to_dpu:8.3f}{r.est_to_dpu / r.hw_to_dpu:6.2f} | "
+              f"{r.hw_from_dpu:8.3f}{r.est_from_dpu:8.3f}{r.est_from_dpu / r.hw_from_dpu:7.3f}{flag}")
+    for label, column in (("estimate", "est_kernel"), ("uPIMulator", "sim_kernel")):
+        medians = validation.median_ratios(done, column)
+        print(f"median kernel ratio, {label}: " + ", ".join(f"{b} {v:.2f}" for b, v in medians.items()))
+    summary = validation.summarize(done)
+    print(summary.line())
+    return summary
 
 
 def print_overhead(reps: int) -> None:
@@ -176,12 +202,18 @@ def main(argv=None) -> int:
     parser.add_argument("--tasklets", type=int, default=16)
     parser.add_argument("--scale", type=float, default=1.0, help="dataset size factor for the workloads")
     parser.add_argument("--overhead", action="store_true", help="measure what counting costs the model")
+    parser.add_argument("--validate", action="store_true",
+                        help="estimate PrIM's programs at the uPIMulator workbook's rows against its hardware times")
+    parser.add_argument("--only", metavar="BENCH", help="with --validate: one benchmark's rows")
     parser.add_argument("--reps", type=int, default=7, help="repetitions for --overhead")
     parser.add_argument("--plot", metavar="PNG", nargs="?", const="dpu_timing.png",
                         help="draw estimated vs published curves (needs matplotlib)")
     args = parser.parse_args(argv)
     if args.overhead:
         print_overhead(args.reps)
+        return 0
+    if args.validate:
+        print_validation(args.only)
         return 0
     print_calibration(calibration.points())
     if args.workloads:

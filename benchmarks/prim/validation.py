@@ -1,0 +1,145 @@
+"""The DPU time estimate against real-hardware times: the uPIMulator workbook's rows.
+
+Each row of workbook.csv (VA, RED, SCAN-SSA, GEMV, HST-S at 1-64 DPUs) is run as
+PrIM ran it, through the EDSL ports (ports.py) at 16 tasklets: DPU 0's share of the
+row's data, split as PrIM's host splits it, runs on the DPU model with counting on,
+and its estimated cycles at 350 MHz are the row's kernel time (every DPU of these
+rows gets the same share: the size divides by the DPUs, checked; the kernel time is
+the slowest DPU's). The host transfers are the estimate's (`timing.launch_transfers`)
+for the bytes PrIM's host moves to and from each DPU. Nothing here is fitted on the
+workbook: the estimate's figures are its own (edsl/dpu/timing.py).
+
+Assumptions, stated: 16 tasklets and 350 MHz (the workbook records neither; 16 is
+what uPIMulator's examples and PrIM's Makefiles use, 350 MHz uPIMulator's default).
+Input values matter only to the 32-bit multiplies (one `mul_step` per bit of the
+smaller operand): GEMV's are PrIM's `rand() % 50`; HST-S's pixels are uniform
+12-bit values, whose multiply by 256 bins takes 8.9 steps on average, as the
+VanHateren image PrIM reads does (9.0, its first 200,000 pixels).
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import pathlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from edsl.dpu import timing
+
+from . import ports
+
+HERE = pathlib.Path(__file__).resolve().parent
+WORKBOOK = HERE / "workbook.csv"
+CLOCK_HZ = timing.DEFAULT_CLOCK_HZ
+BINS = 256
+
+
+@dataclass(frozen=True)
+class Row:
+    benchmark: str
+    dpus: int
+    size: int
+    hw_kernel: float          # ms, as all times here
+    hw_to_dpu: float
+    hw_from_dpu: float
+    sim_kernel: float         # uPIMulator's
+    est_kernel: float = float("nan")
+    est_to_dpu: float = float("nan")
+    est_from_dpu: float = float("nan")
+
+
+def read_rows(path=WORKBOOK) -> list[Row]:
+    with open(path) as f:
+        lines = [line for line in f if not line.startswith("#")]
+    return [Row(r["benchmark"], int(r["num_dpus"]), int(r["data_prep_param"]), float(r["hw_kernel"]),
+                float(r["hw_cpu_to_dpu"]), float(r["hw_dpu_to_cpu"]), float(r["sim_kernel"]))
+            for r in csv.DictReader(lines)]
+
+
+def _inputs(benchmark: str, size: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    if benchmark == "VA":
+        return rng.integers(0, 1 << 20, size, dtype=np.int32), rng.integers(0, 1 << 20, size, dtype=np.int32)
+    if benchmark in ("RED", "SCAN-SSA"):
+        return (rng.integers(0, 1 << 20, size, dtype=np.int64),)
+    if benchmark == "GEMV":
+        return (rng.integers(0, 50, (size, ports.GEMV_COLS), dtype=np.uint32),
+                rng.integers(0, 50, ports.GEMV_COLS, dtype=np.uint32))
+    if benchmark == "HST-S":
+        return (rng.integers(0, 1 << ports.DEPTH, size, dtype=np.uint32),)
+    raise ValueError(benchmark)
+
+
+@functools.lru_cache(None)
+def dpu0(benchmark: str, size: int, dpus: int) -> ports.Share:
+    """DPU 0's share of a row, run on the model and its result checked against NumPy."""
+    if size % dpus:
+        raise ValueError(f"{benchmark} {size} on {dpus} DPUs: shares differ; the slowest DPU must be found")
+    per = size // dpus
+    args = _inputs(benchmark, size)
+    if benchmark == "VA":
+        a, b = args
+        out, (share,) = ports.va(a, b, dpus, dpu_ids=[0])
+        ok = np.array_equal(out[:per], a[:per] + b[:per])
+    elif benchmark == "RED":
+        out, (share,) = ports.red(args[0], dpus, dpu_ids=[0])
+        ok = out == args[0][:per].sum()
+    elif benchmark == "SCAN-SSA":
+        out, (share,) = ports.scan(args[0], dpus, dpu_ids=[0])
+        ok = np.array_equal(out[:per], np.cumsum(args[0][:per]))
+    elif benchmark == "GEMV":
+        a, x = args
+        out, (share,) = ports.gemv(a, x, dpus, dpu_ids=[0])
+        ok = np.array_equal(out[:per], a[:per] @ x)
+    else:
+        out, (share,) = ports.hst(args[0], BINS, dpus, dpu_ids=[0])
+        ok = np.array_equal(out, np.bincount((args[0][:per].astype(np.int64) * BINS) >> ports.DEPTH,
+                                             minlength=BINS))
+    if not ok:
+        raise AssertionError(f"{benchmark} {size} on {dpus} DPUs: DPU 0's result differs from NumPy")
+    return share
+
+
+def estimate(row: Row) -> Row:
+    share = dpu0(row.benchmark, row.size, row.dpus)
+    moves = timing.launch_transfers([share.to_dpu_bytes] * row.dpus, [share.from_dpu_bytes] * row.dpus,
+                                    share.to_dpu_bytes * row.dpus, share.from_dpu_bytes * row.dpus)
+    to = sum(t.seconds for t in moves if t.direction == "to_dpu")
+    back = sum(t.seconds for t in moves if t.direction == "from_dpu")
+    return Row(**{**row.__dict__, "est_kernel": share.cycles / CLOCK_HZ * 1e3, "est_to_dpu": to * 1e3,
+                  "est_from_dpu": back * 1e3})
+
+
+def mape(pairs) -> float:
+    pairs = list(pairs)
+    return 100 * sum(abs(e - m) / m for e, m in pairs) / len(pairs)
+
+
+@dataclass(frozen=True)
+class Summary:
+    rows: int
+    kernel_mape: float
+    upim_mape: float
+    within: int
+    transfer_mape: float
+
+    def line(self) -> str:
+        return (f"validation: {self.rows} rows, kernel MAPE {self.kernel_mape:.1f} % "
+                f"(uPIMulator {self.upim_mape:.1f} %), within 30 %: {self.within} of {self.rows}, "
+                f"transfer MAPE {self.transfer_mape:.1f} %")
+
+
+def summarize(rows: list[Row]) -> Summary:
+    return Summary(len(rows), mape((r.est_kernel, r.hw_kernel) for r in rows),
+                   mape((r.sim_kernel, r.hw_kernel) for r in rows),
+                   sum(abs(r.est_kernel / r.hw_kernel - 1) <= 0.30 for r in rows),
+                   mape([(r.est_to_dpu, r.hw_to_dpu) for r in rows] + [(r.est_from_dpu, r.hw_from_dpu) for r in rows]))
+
+
+def median_ratios(rows: list[Row], column: str = "est_kernel") -> dict[str, float]:
+    """Per benchmark, the median of `column` / measured kernel time."""
+    out = {}
+    for r in rows:
+        out.setdefault(r.benchmark, []).append(getattr(r, column) / r.hw_kernel)
+    return {b: float(np.median(v)) for b, v in out.items()}

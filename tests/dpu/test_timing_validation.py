@@ -1,0 +1,101 @@
+"""The DPU time estimate against real-hardware times (benchmarks/prim: ports.py, validation.py).
+
+PrIM's VA, RED, SCAN-SSA, GEMV and HST-S DPU programs, ported to the EDSL, are
+checked against NumPy; the validation table over the uPIMulator workbook's rows
+(benchmarks/prim/workbook.csv) is checked against bounds set at what the estimate
+achieves, so a change that makes it worse fails here. Figures only: the estimate
+does not depend on the machine or its load.
+"""
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from prim import ports, validation  # noqa: E402
+
+# What the validation achieves (python benchmarks/dpu_timing.py --validate), rounded
+# up or down by a little: the bounds a change must keep.
+KERNEL_MAPE_MAX = 20.0          # % (achieved: 19.9)
+WITHIN_30_MIN = 62              # rows of 78 within +-30 % (achieved: 62)
+TRANSFER_MAPE_MAX = 58.5        # %, both directions (achieved: 58.0)
+KERNEL_RATIO_RANGE = (0.24, 1.19)   # estimate / measured (achieved: 0.249-1.183)
+UPIMULATOR_MAPE = 28.4          # uPIMulator's own, from the workbook: checks the data file
+
+
+rng = np.random.default_rng(7)
+
+
+@pytest.mark.parametrize("dpus,tasklets", [(1, 16), (3, 16), (2, 5)])
+def test_va(dpus, tasklets):
+    a = rng.integers(-2**31, 2**31, 5003, dtype=np.int32)     # odd: PrIM's 8-byte padding and last DPU
+    b = rng.integers(-2**31, 2**31, 5003, dtype=np.int32)
+    c, shares = ports.va(a, b, dpus, tasklets=tasklets)
+    np.testing.assert_array_equal(c, a + b)
+    assert len(shares) == dpus and all(s.cycles > 0 for s in shares)
+
+
+@pytest.mark.parametrize("dpus,tasklets", [(1, 16), (3, 16), (2, 7)])
+def test_red(dpus, tasklets):
+    a = rng.integers(-2**40, 2**40, 7001, dtype=np.int64)
+    total, _ = ports.red(a, dpus, tasklets=tasklets)
+    assert total == a.sum()
+
+
+@pytest.mark.parametrize("dpus,tasklets", [(1, 16), (3, 16), (2, 5)])
+def test_scan(dpus, tasklets):
+    a = rng.integers(-2**40, 2**40, 9000, dtype=np.int64)
+    out, shares = ports.scan(a, dpus, tasklets=tasklets)
+    np.testing.assert_array_equal(out, np.cumsum(a))
+    assert all(s.to_dpu_bytes % (tasklets * ports.BLOCK) == 0 for s in shares)
+
+
+@pytest.mark.parametrize("dpus,rows,tasklets", [(1, 64, 16), (3, 100, 16), (4, 37, 16), (1, 9, 16), (2, 75, 6)])
+def test_gemv(dpus, rows, tasklets):
+    a = rng.integers(0, 2**32, (rows, ports.GEMV_COLS), dtype=np.uint32)
+    x = rng.integers(0, 2**32, ports.GEMV_COLS, dtype=np.uint32)
+    y, _ = ports.gemv(a, x, dpus, tasklets=tasklets)
+    np.testing.assert_array_equal(y, (a.astype(np.uint64) @ x.astype(np.uint64)).astype(np.uint32))
+
+
+def test_gemv_rows_longer_than_a_block():
+    a = rng.integers(0, 100, (40, 600), dtype=np.uint32)
+    x = rng.integers(0, 100, 600, dtype=np.uint32)
+    y, _ = ports.gemv(a, x, 2)
+    np.testing.assert_array_equal(y, a @ x)
+
+
+@pytest.mark.parametrize("dpus,bins,tasklets", [(1, 256, 16), (3, 256, 16), (2, 64, 16), (2, 256, 3)])
+def test_hst(dpus, bins, tasklets):
+    # An even count: PrIM's host pads an odd one to 8 bytes and counts the padding in bin 0.
+    p = rng.integers(0, 1 << ports.DEPTH, 10002, dtype=np.uint32)
+    h, _ = ports.hst(p, bins, dpus, tasklets=tasklets)
+    np.testing.assert_array_equal(h, np.bincount((p.astype(np.int64) * bins) >> ports.DEPTH, minlength=bins))
+
+
+def test_workbook_rows():
+    rows = validation.read_rows()
+    assert len(rows) == 78
+    counts = {b: sum(r.benchmark == b for r in rows) for b in ("VA", "RED", "SCAN-SSA", "GEMV", "HST-S")}
+    assert counts == {"VA": 18, "RED": 14, "SCAN-SSA": 12, "GEMV": 19, "HST-S": 15}
+    assert {r.dpus for r in rows} == {1, 4, 16, 64}
+    header = validation.WORKBOOK.read_text().splitlines()[:3]
+    assert any("VIA-Research/uPIMulator" in h and "870d916" in h for h in header)
+    held_out = validation.read_rows(validation.HERE / "workbook_heldout.csv")
+    assert len(held_out) == 112 and not {r.benchmark for r in held_out} & set(counts)
+
+
+def test_validation_table():
+    rows = [validation.estimate(r) for r in validation.read_rows()]
+    s = validation.summarize(rows)
+    assert s.rows == 78
+    assert s.upim_mape == pytest.approx(UPIMULATOR_MAPE, abs=0.05)
+    assert s.kernel_mape <= KERNEL_MAPE_MAX, s.line()
+    assert s.within >= WITHIN_30_MIN, s.line()
+    assert s.transfer_mape <= TRANSFER_MAPE_MAX, s.line()
+    ratios = [r.est_kernel / r.hw_kernel for r in rows]
+    lo, hi = KERNEL_RATIO_RANGE
+    assert lo <= min(ratios) and max(ratios) <= hi, (min(ratios), max(ratios))
+    assert s.line().startswith(f"validation: 78 rows, kernel MAPE {s.kernel_mape:.1f} % (uPIMulator 28.4 %)")
