@@ -4,7 +4,7 @@
 reading the TTIR (`ttir_text`, checked against Triton's view of it),
 structuring its control flow (`control.structure_control_flow`, upstream
 `lift-cf-to-scf`), lowering the kernel function op by op (one family per
-module: `elementwise`, `shape`, `memory`, `reduce`, `control`, `calls`,
+module: `elementwise`, `shape`, `memory`, `reduce`, `dot`, `control`, `calls`,
 `debug`; the accesses of a kernel shared among tasklets stated as markers),
 then barrier placement, a pass over the converted kernel that reads the
 markers (`barriers`), then the WRAM layout and its budget check (`wram`); a
@@ -27,7 +27,7 @@ from ...errors import CompileError
 from ...lowering.pipeline import location_of, verify
 from ..stores import stored_params
 from ..ttir_text import OpView, read_ttir
-from . import calls, control, elementwise, memory, reduce, shape, spill, wram  # noqa: F401  (register lowerings)
+from . import calls, control, dot, elementwise, memory, reduce, shape, spill, wram  # noqa: F401  (register lowerings)
 from . import debug as debug_ops
 from .barriers import place_barriers
 from .core import Converter, KernelInfo, scalar_type

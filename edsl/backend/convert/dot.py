@@ -1,0 +1,337 @@
+"""Tile ops with an inner product: tt.dot and tt.dot_scaled.
+
+`tl.dot` sums each result element over k in order (`_dot_types` says in
+which type); with an operand or the result kept in MRAM it runs blocked over
+WRAM panels (`_blocked_dot`), in the same order, so results are bit-identical.
+`tl.dot_scaled` decodes and scales its operands, then is an ordinary dot.
+"""
+from __future__ import annotations
+
+from math import prod
+
+from mlir import ir
+from mlir.dialects import arith, memref, scf
+
+from ...dpu.abi import align_up
+from ..ttir_text import user_location
+from .core import (Tile, byte_size, from_stored, is_float, load_elem, lowers, store_elem, to_stored)
+from .elementwise import convert_float
+from .spill import DotNeed, SpillBuffer, unflatten
+
+
+def _widen(v, acc_t):
+    """A value of tl.dot converted to the type it is summed in (or back)."""
+    t = v.type
+    if t == acc_t:
+        return v
+    if is_float(acc_t):
+        if is_float(t):
+            if ir.FloatType(t).width < ir.FloatType(acc_t).width:
+                return arith.extf(acc_t, v)
+            return arith.truncf(acc_t, v)
+        return arith.sitofp(acc_t, v)
+    if ir.IntegerType(t).width < ir.IntegerType(acc_t).width:
+        return arith.extsi(acc_t, v)
+    return arith.trunci(acc_t, v)
+
+
+@lowers("tt.dot")
+def lower_dot(conv, op, operands=None):
+    """`c + a @ b`; `operands`: the tiles (a, b, c) when not the op's own (dot_scaled)."""
+    a, b, c = operands or (conv.tile(v) for v in op.operands)
+    if len(a.shape) not in (2, 3):
+        raise conv.error(op, "tl.dot on tensors of rank other than 2 or 3 is not supported")
+    a = conv.materialize(a, "tl.dot operand", op)
+    b = conv.materialize(b, "tl.dot operand", op)
+    acc_t = c.elem
+    shape = c.shape
+    k_dim = a.shape[-1]
+    out = conv.alloca(shape, acc_t, "tl.dot result", op)
+    mul_t, sum_t = _dot_types(a.elem, b.elem, acc_t)
+    panels = conv.dot_panels(DotNeed(conv.tile_key(a.buf), conv.tile_key(b.buf), conv.tile_key(out),
+                                     shape[-2], shape[-1], k_dim, byte_size(a.elem), byte_size(b.elem),
+                                     byte_size(sum_t), byte_size(acc_t), sum_t != acc_t))
+    if panels is not None:
+        _blocked_dot(conv, op, a, b, c, out, mul_t, sum_t, panels)
+        conv.set(op.results[0], Tile(shape, acc_t, buf=out, accesses=conv.accesses))
+        return
+
+    def body(ivs):
+        batch, i, j = ivs[:-2], ivs[-2], ivs[-1]
+        loop = scf.ForOp(conv.index(0), conv.index(k_dim), conv.index(1), [_widen(c.at(ivs), sum_t)])
+        with ir.InsertionPoint(loop.body):
+            k = loop.induction_variable
+            x = _widen(a.at(batch + [i, k]), mul_t)
+            y = _widen(b.at(batch + [k, j]), mul_t)
+            scf.yield_([_fma(loop.inner_iter_args[0], x, y)])
+        store_elem(conv.accesses, _widen(loop.results[0], acc_t), out, ivs)
+    conv.par_nest(shape, body)
+    conv.set(op.results[0], Tile(shape, acc_t, buf=out, accesses=conv.accesses))
+
+
+def _dot_types(a_t, b_t, acc_t):
+    """(type of a tl.dot's products, type they are summed in). Float operands
+    narrower than 32 bits (16-bit, fp8, and dot_scaled's decoded operands)
+    have exact products in fp32, summed in fp64 and rounded once: the result
+    is the exact dot rounded (GPU tensor cores keep such products exact too;
+    an in-order fp32 sum of products that cancel, |terms| ~ 1e3 for a result
+    ~ 1e-2, is off by percents). Other float dots multiply and add in the
+    accumulator's type (at least fp32); integer dots in the accumulator's."""
+    if not is_float(acc_t):
+        return acc_t, acc_t
+    if all(is_float(t) and ir.FloatType(t).width < 32 for t in (a_t, b_t)):
+        return ir.F32Type.get(), ir.F64Type.get()
+    wide = acc_t if ir.FloatType(acc_t).width >= 32 else ir.F32Type.get()
+    return wide, wide
+
+
+def _fma(acc, x, y):
+    """acc + x * y, the product widened to the sum's type, rounded after each
+    op (both paths of tl.dot: the same bits)."""
+    if not is_float(acc.type):
+        return arith.addi(acc, arith.muli(x, y))
+    return arith.addf(acc, _widen(arith.mulf(x, y), acc.type))
+
+
+def _blocked_dot(conv, op, a, b, c, out, mul_t, sum_t, panels) -> None:
+    """tl.dot when an operand or the result is kept in MRAM: a blocked loop
+    over panels of N columns (nb) and K (kb) that fit in WRAM. B's panel
+    (kb x nb) is read into WRAM once for all tasklets, each of which then
+    takes its rows of M: it reads the row's K segment of A, sums into a WRAM
+    row of nb accumulators, and writes the row's result segment. With K in
+    one panel a row is done in one visit; with K split, each tasklet carries
+    `rb` rows' accumulators across the K panels (B's panels are read once
+    per pass over rb rows). Every element is summed in the same order as by
+    the unblocked loop (C, then k = 0, 1, ...), so results are
+    bit-identical."""
+    kb, nb, rb = panels.kb, panels.nb, panels.rb
+    shape = c.shape
+    batch, (m_dim, n_dim), k_dim = shape[:-2], shape[-2:], a.shape[-1]
+    acc_t = c.elem
+    wram, loc = conv.wram, user_location(op.location)
+    a_mram, b_mram, o_mram = (isinstance(x, SpillBuffer) for x in (a.buf, b.buf, out))
+    es_a, es_b, es_sum, es_acc = (byte_size(t) for t in (a.elem, b.elem, sum_t, acc_t))
+    i64 = ir.IntegerType.get_signless(64)
+
+    def c64(v):
+        return arith.constant(i64, v)
+
+    def bytes_of(count, es):                   # (count elements: an index) rounded up to 8 bytes
+        n = arith.muli(arith.index_cast(i64, count), c64(es))
+        return arith.andi(arith.addi(n, c64(7)), c64(-8))
+
+    def addr(view):
+        return arith.index_cast(i64, memref.extract_aligned_pointer_as_index(view))
+
+    # WRAM: B's panel (shared), and each tasklet's rows.
+    panel_w = align_up(nb * es_b) // es_b
+    panel = (wram.buffer((kb, panel_w), b.buf.stored, kb * panel_w * es_b, "tl.dot panel of B", loc)
+             if b_mram else None)
+    acc_w = align_up(nb * es_sum) // es_sum
+    sizes = [("acc", (rb, acc_w), es_sum, sum_t)]
+    if a_mram:
+        sizes.append(("a", (align_up(kb * es_a) // es_a,), es_a, a.buf.stored))
+    if o_mram and sum_t != acc_t:
+        sizes.append(("out", (align_up(nb * es_acc) // es_acc,), es_acc, out.stored))
+    block = wram.private(sum(prod(n) * es for _, n, es, _ in sizes), "tl.dot rows", loc)
+    views, at = {}, 0
+    for name, n, es, t in sizes:
+        views[name] = wram.view(block, at, list(n), t)
+        at += prod(n) * es
+    acc = views["acc"]
+    with conv._alloca_ip, ir.Location.unknown():
+        row_addrs = {name: addr(v) for name, v in views.items()}
+
+    def lanes(count, body):
+        loop = scf.ForOp(conv.index(0), count, conv.index(1))
+        with ir.InsertionPoint(loop.body):
+            body(loop.induction_variable)
+            scf.yield_([])
+
+    def load_panel(bivs, k0, rows, n0, nw):
+        """B[bivs, k0:k0+rows, n0:n0+nw] into the panel, rows shared out."""
+        def row(kvs):
+            kk = kvs[0]
+            guard = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, kk, rows), [], has_else=False)
+            with ir.InsertionPoint(guard.then_block):
+                k = arith.addi(k0, kk)
+                conv.accesses.note_buffer(b.buf, bivs + [k, n0], False)
+                conv.accesses.note_buffer(panel, [kk], True)
+                dst = arith.addi(addr(panel), arith.muli(arith.index_cast(i64, kk), c64(panel_w * es_b)))
+                b.buf.read_row(bivs + [k], n0, bytes_of(nw, es_b), dst)
+                scf.yield_([])
+        conv.par_nest((kb,), row, (kb, panel_w))
+
+    def start(bivs, i, r, n0, nw):
+        """Accumulator row r of result row i: C's values."""
+        lanes(nw, lambda jj: memref.store(_widen(c.at(bivs + [i, arith.addi(n0, jj)]), sum_t), acc, [r, jj]))
+
+    def step(bivs, i, r, k0, rows, n0, nw):
+        """Accumulator row r += A[i, k0:k0+rows] @ B's panel."""
+        if a_mram:
+            conv.accesses.note_buffer(a.buf, bivs + [i, k0], False)
+            a.buf.read_row(bivs + [i], k0, bytes_of(rows, es_a), row_addrs["a"])
+
+        def kstep(kk):
+            k = arith.addi(k0, kk)
+            x = (_widen(from_stored(memref.load(views["a"], [kk]), a.elem), mul_t) if a_mram
+                 else _widen(a.at(bivs + [i, k]), mul_t))
+
+            def lane(jj):
+                y = (_widen(load_elem(conv.accesses, panel, [kk, jj], b.elem), mul_t) if b_mram
+                     else _widen(b.at(bivs + [k, arith.addi(n0, jj)]), mul_t))
+                memref.store(_fma(memref.load(acc, [r, jj]), x, y), acc, [r, jj])
+            lanes(nw, lane)
+        lanes(rows, kstep)
+
+    def finish(bivs, i, r, n0, nw):
+        """Result row i's segment from accumulator row r, rounded to the result type."""
+        def result(jj):
+            return _widen(memref.load(acc, [r, jj]), acc_t)
+        if not o_mram:
+            lanes(nw, lambda jj: store_elem(conv.accesses, result(jj), out, bivs + [i, arith.addi(n0, jj)]))
+            return
+        src = arith.addi(row_addrs["acc"], arith.muli(arith.index_cast(i64, r), c64(acc_w * es_sum)))
+        if sum_t != acc_t:
+            lanes(nw, lambda jj: memref.store(to_stored(result(jj), out.stored), views["out"], [jj]))
+            src = row_addrs["out"]
+        conv.accesses.note_buffer(out, bivs + [i, n0], True)
+        out.write_row(bivs + [i], n0, bytes_of(nw, es_acc), src)
+
+    zero = conv.index(0)
+
+    def per_columns(bivs):
+        def panel_columns(n0):
+            nw = arith.minsi(conv.index(nb), arith.subi(conv.index(n_dim), n0))
+            if kb == k_dim:                    # a row in one visit
+                if b_mram:
+                    load_panel(bivs, zero, conv.index(k_dim), n0, nw)
+
+                def row(ivs):
+                    start(bivs, ivs[0], zero, n0, nw)
+                    step(bivs, ivs[0], zero, zero, conv.index(k_dim), n0, nw)
+                    finish(bivs, ivs[0], zero, n0, nw)
+                conv.par_nest((m_dim,), row, (m_dim, n_dim))
+                return
+            # K split: passes over rb of this tasklet's rows, their accumulators
+            # carried across the K panels.
+            lo, hi = conv.my_range((m_dim, n_dim)) if conv.tasklets > 1 else (zero, conv.index(m_dim))
+
+            def my_rows(p, body):
+                """body(i, r) for row r < rb of pass p of this tasklet's rows."""
+                def rows():
+                    def each(r):
+                        i = arith.addi(lo, arith.addi(arith.muli(p, conv.index(rb)), r))
+                        live = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, i, hi), [], has_else=False)
+                        with ir.InsertionPoint(live.then_block):
+                            conv.accesses.mine(i)
+                            body(i, r)
+                            scf.yield_([])
+                    lanes(conv.index(rb), each)
+                if conv.tasklets == 1:
+                    rows()
+                else:
+                    with conv.accesses.divergent(conv.owner((m_dim, n_dim))):
+                        rows()
+
+            def one_pass(p):
+                def kpanel(k0):
+                    depth = arith.minsi(conv.index(kb), arith.subi(conv.index(k_dim), k0))
+                    if b_mram:
+                        load_panel(bivs, k0, depth, n0, nw)
+                    first = arith.cmpi(arith.CmpIPredicate.eq, k0, zero)
+
+                    def compute(i, r):
+                        init = scf.IfOp(first, [], has_else=False)
+                        with ir.InsertionPoint(init.then_block):
+                            start(bivs, i, r, n0, nw)
+                            scf.yield_([])
+                        step(bivs, i, r, k0, depth, n0, nw)
+                    my_rows(p, compute)
+                _uniform_loop(conv, 0, k_dim, kb, kpanel)
+                my_rows(p, lambda i, r: finish(bivs, i, r, n0, nw))
+            rows_each = -(-m_dim // conv.tasklets)
+            _uniform_loop(conv, 0, -(-rows_each // rb), 1, one_pass)
+        _uniform_loop(conv, 0, n_dim, nb, panel_columns)
+
+    if batch:
+        _uniform_loop(conv, 0, prod(batch), 1, lambda bi: per_columns(unflatten(bi, batch)))
+    else:
+        per_columns([])
+
+
+def _uniform_loop(conv, lo: int, hi: int, step: int, body) -> None:
+    """An scf.for every tasklet runs alike (as control.lower_for: nothing
+    pending when it starts, a barrier at the end of its body if the next
+    iteration's first accesses need one)."""
+    loop = scf.ForOp(conv.index(lo), conv.index(hi), conv.index(step))
+    conv.accesses.cycle(loop)
+    with ir.InsertionPoint(loop.body):
+        body(loop.induction_variable)
+        scf.yield_([])
+
+
+@lowers("tt.dot_scaled")
+def lower_dot_scaled(conv, op):
+    """`tl.dot_scaled` as Triton's GPU backends decompose it
+    (TritonGPU's DecomposeScaledBlocked): each operand is decoded into the
+    compute type (f16 if either operand is fp16, else bf16: e2m1 unpacked two
+    values a byte, low nibble first, along K or, without k-packing, the other
+    dimension; fp8, bf16 and fp16 converted), multiplied by its e8m0 scale
+    (2**(s - 127), as that type: one per `K / scale columns` values of K; 255
+    gives NaN unless fastMath), then an ordinary dot into the f32 accumulator."""
+    sizes = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+    a, b, c, *scales = op.operands
+    a_scale = scales[0] if sizes[3] else None
+    b_scale = scales[-1] if sizes[4] else None
+    fmt = [ir.StringAttr(op.attributes[k]).value for k in ("lhs", "rhs")]
+    compute = ir.F16Type.get() if "fp16" in fmt else ir.BF16Type.get()
+    fast = "fastMath" in op.attributes and ir.BoolAttr(op.attributes["fastMath"]).value
+    k_pack = [ir.BoolAttr(op.attributes[k]).value if k in op.attributes else True
+              for k in ("lhs_k_pack", "rhs_k_pack")]
+    shape = conv.tile(c).shape
+    k_dim = conv.tile(a).shape[-1] * (2 if fmt[0] == "e2m1" and k_pack[0] else 1)
+    tiles = [_scaled_operand(conv, conv.tile(v), s and conv.tile(s), f, kp, compute, side, fast,
+                             shape[:-2] + ((shape[-2], k_dim) if side == 0 else (k_dim, shape[-1])))
+             for side, (v, s, f, kp) in enumerate(zip((a, b), (a_scale, b_scale), fmt, k_pack))]
+    lower_dot(conv, op, (*tiles, conv.tile(c)))
+
+
+def _scaled_operand(conv, src, scale, fmt, k_pack, compute, side, fast, shape):
+    """Operand `side` (0: lhs, 1: rhs) of a dot_scaled decoded and scaled, as a
+    lazy `shape` tile of `compute` values."""
+    rank = len(shape)
+    k_axis = rank - 1 if side == 0 else rank - 2
+    packed = (k_axis if k_pack else (rank - 2 if side == 0 else rank - 1)) if fmt == "e2m1" else None
+    i8, i32 = ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(32)
+    factor = shape[k_axis] // scale.shape[-1] if scale is not None else 1
+
+    def value(ivs):
+        if packed is None:
+            return convert_float(src.at(ivs), compute)
+        two = conv.index(2)
+        byte = src.at(ivs[:packed] + [arith.divui(ivs[packed], two)] + ivs[packed + 1:])
+        shift = arith.muli(arith.index_cast(i8, arith.remui(ivs[packed], two)), arith.constant(i8, 4))
+        nibble = arith.trunci(ir.IntegerType.get_signless(4), arith.shrui(byte, shift))
+        return arith.extf(compute, arith.bitcast(ir.Type.parse("f4E2M1FN"), nibble))
+
+    def element(ivs):
+        v = value(ivs)
+        if scale is None:
+            return v
+        # The scale is indexed as if it were the lhs' (rows of N for the rhs).
+        other = ivs[-2] if side == 0 else ivs[-1]
+        s = scale.at(ivs[:-2] + [other, arith.divui(ivs[k_axis], conv.index(factor))])
+        if isinstance(compute, ir.BF16Type):
+            i16 = ir.IntegerType.get_signless(16)
+            s16 = arith.bitcast(compute, arith.shli(arith.extui(i16, s), arith.constant(i16, 7)))
+        else:
+            f32 = arith.bitcast(ir.F32Type.get(), arith.shli(arith.extui(i32, s), arith.constant(i32, 23)))
+            s16 = arith.truncf(compute, f32)
+        out = arith.mulf(v, s16)
+        if fast:
+            return out
+        nan = arith.constant(compute, float("nan"))
+        return arith.select(arith.cmpi(arith.CmpIPredicate.eq, s, arith.constant(i8, -1)), nan, out)
+    cost = 6 + src.cost + (scale.cost if scale is not None else 0)
+    return Tile(tuple(shape), compute, fn=element, cost=cost)
