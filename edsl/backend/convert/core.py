@@ -286,6 +286,13 @@ class Converter:
         self._wram_only = 0                # lowering an EDSL region call: its tiles stay in WRAM
         self.dots: list[DotNeed] = []      # the tl.dot ops lowered, for a spill plan
 
+    @contextmanager
+    def at_entry(self):
+        """Build at the top of the kernel's entry block (values every op may use:
+        buffers, addresses, this tasklet's ranges), with no location."""
+        with self._alloca_ip, ir.Location.unknown():
+            yield
+
     # -- errors --------------------------------------------------------------
     def error(self, op, message: str) -> CompileError:
         return CompileError(message, user_location(op.location))
@@ -458,7 +465,7 @@ class Converter:
         key = (shape[0], self.chunk(shape))
         if key not in self._ranges:
             n, c = key
-            with self._alloca_ip, ir.Location.unknown():
+            with self.at_entry():
                 lo = arith.minsi(arith.muli(self.me, self.index(c)), self.index(n))
                 hi = arith.minsi(arith.addi(lo, self.index(c)), self.index(n))
             self._ranges[key] = (lo, hi)

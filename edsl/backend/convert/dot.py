@@ -104,52 +104,70 @@ def _blocked_dot(conv, op, a, b, c, out, mul_t, sum_t, panels) -> None:
     per pass over rb rows). Every element is summed in the same order as by
     the unblocked loop (C, then k = 0, 1, ...), so results are
     bit-identical."""
-    kb, nb, rb = panels.kb, panels.nb, panels.rb
-    shape = c.shape
-    batch, (m_dim, n_dim), k_dim = shape[:-2], shape[-2:], a.shape[-1]
-    acc_t = c.elem
-    wram, loc = conv.wram, user_location(op.location)
-    a_mram, b_mram, o_mram = (isinstance(x, SpillBuffer) for x in (a.buf, b.buf, out))
-    es_a, es_b, es_sum, es_acc = (byte_size(t) for t in (a.elem, b.elem, sum_t, acc_t))
-    i64 = ir.IntegerType.get_signless(64)
+    dot = _BlockedDot(conv, op, a, b, c, out, mul_t, sum_t, panels)
+    batch = c.shape[:-2]
+    if batch:
+        _uniform_loop(conv, 0, prod(batch), 1, lambda bi: dot.columns(unflatten(bi, batch)))
+    else:
+        dot.columns([])
 
-    def c64(v):
-        return arith.constant(i64, v)
 
-    def bytes_of(count, es):                   # (count elements: an index) rounded up to 8 bytes
-        n = arith.muli(arith.index_cast(i64, count), c64(es))
-        return arith.andi(arith.addi(n, c64(7)), c64(-8))
+class _BlockedDot:
+    """The WRAM of a blocked tl.dot (B's panel, each tasklet's rows) and the
+    steps `_blocked_dot` runs over it."""
 
-    def addr(view):
-        return arith.index_cast(i64, memref.extract_aligned_pointer_as_index(view))
+    def __init__(self, conv, op, a, b, c, out, mul_t, sum_t, panels):
+        self.conv, self.a, self.b, self.c, self.out = conv, a, b, c, out
+        self.mul_t, self.sum_t, self.acc_t = mul_t, sum_t, c.elem
+        self.kb, self.nb, self.rb = panels.kb, panels.nb, panels.rb
+        self.m_dim, self.n_dim = c.shape[-2:]
+        self.k_dim = a.shape[-1]
+        self.a_mram, self.b_mram, self.o_mram = (isinstance(x, SpillBuffer) for x in (a.buf, b.buf, out))
+        self.es_a, self.es_b, self.es_sum, self.es_acc = (byte_size(t) for t in (a.elem, b.elem, sum_t, c.elem))
+        self.i64 = ir.IntegerType.get_signless(64)
+        wram, loc = conv.wram, user_location(op.location)
+        # WRAM: B's panel (shared), and each tasklet's rows.
+        self.panel_w = align_up(self.nb * self.es_b) // self.es_b
+        self.panel = (wram.buffer((self.kb, self.panel_w), b.buf.stored, self.kb * self.panel_w * self.es_b,
+                                  "tl.dot panel of B", loc) if self.b_mram else None)
+        self.acc_w = align_up(self.nb * self.es_sum) // self.es_sum
+        sizes = [("acc", (self.rb, self.acc_w), self.es_sum, sum_t)]
+        if self.a_mram:
+            sizes.append(("a", (align_up(self.kb * self.es_a) // self.es_a,), self.es_a, a.buf.stored))
+        if self.o_mram and sum_t != self.acc_t:
+            sizes.append(("out", (align_up(self.nb * self.es_acc) // self.es_acc,), self.es_acc, out.stored))
+        block = wram.private(sum(prod(n) * es for _, n, es, _ in sizes), "tl.dot rows", loc)
+        self.views, at = {}, 0
+        for name, n, es, t in sizes:
+            self.views[name] = wram.view(block, at, list(n), t)
+            at += prod(n) * es
+        self.acc = self.views["acc"]
+        with conv.at_entry():
+            self.row_addrs = {name: self.addr(v) for name, v in self.views.items()}
 
-    # WRAM: B's panel (shared), and each tasklet's rows.
-    panel_w = align_up(nb * es_b) // es_b
-    panel = (wram.buffer((kb, panel_w), b.buf.stored, kb * panel_w * es_b, "tl.dot panel of B", loc)
-             if b_mram else None)
-    acc_w = align_up(nb * es_sum) // es_sum
-    sizes = [("acc", (rb, acc_w), es_sum, sum_t)]
-    if a_mram:
-        sizes.append(("a", (align_up(kb * es_a) // es_a,), es_a, a.buf.stored))
-    if o_mram and sum_t != acc_t:
-        sizes.append(("out", (align_up(nb * es_acc) // es_acc,), es_acc, out.stored))
-    block = wram.private(sum(prod(n) * es for _, n, es, _ in sizes), "tl.dot rows", loc)
-    views, at = {}, 0
-    for name, n, es, t in sizes:
-        views[name] = wram.view(block, at, list(n), t)
-        at += prod(n) * es
-    acc = views["acc"]
-    with conv._alloca_ip, ir.Location.unknown():
-        row_addrs = {name: addr(v) for name, v in views.items()}
+    # -- helpers ------------------------------------------------------------------------
+    def c64(self, v):
+        return arith.constant(self.i64, v)
 
-    def lanes(count, body):
-        loop = scf.ForOp(conv.index(0), count, conv.index(1))
+    def bytes_of(self, count, es):
+        """(count elements: an index) rounded up to 8 bytes."""
+        n = arith.muli(arith.index_cast(self.i64, count), self.c64(es))
+        return arith.andi(arith.addi(n, self.c64(7)), self.c64(-8))
+
+    def addr(self, view):
+        return arith.index_cast(self.i64, memref.extract_aligned_pointer_as_index(view))
+
+    def lanes(self, count, body):
+        loop = scf.ForOp(self.conv.index(0), count, self.conv.index(1))
         with ir.InsertionPoint(loop.body):
             body(loop.induction_variable)
             scf.yield_([])
 
-    def load_panel(bivs, k0, rows, n0, nw):
+    # -- the steps ----------------------------------------------------------------------
+    def load_panel(self, bivs, k0, rows, n0, nw):
         """B[bivs, k0:k0+rows, n0:n0+nw] into the panel, rows shared out."""
+        conv, b, panel, i64 = self.conv, self.b, self.panel, self.i64
+
         def row(kvs):
             kk = kvs[0]
             guard = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, kk, rows), [], has_else=False)
@@ -157,107 +175,120 @@ def _blocked_dot(conv, op, a, b, c, out, mul_t, sum_t, panels) -> None:
                 k = arith.addi(k0, kk)
                 conv.accesses.note_buffer(b.buf, bivs + [k, n0], False)
                 conv.accesses.note_buffer(panel, [kk], True)
-                dst = arith.addi(addr(panel), arith.muli(arith.index_cast(i64, kk), c64(panel_w * es_b)))
-                b.buf.read_row(bivs + [k], n0, bytes_of(nw, es_b), dst)
+                dst = arith.addi(self.addr(panel),
+                                 arith.muli(arith.index_cast(i64, kk), self.c64(self.panel_w * self.es_b)))
+                b.buf.read_row(bivs + [k], n0, self.bytes_of(nw, self.es_b), dst)
                 scf.yield_([])
-        conv.par_nest((kb,), row, (kb, panel_w))
+        conv.par_nest((self.kb,), row, (self.kb, self.panel_w))
 
-    def start(bivs, i, r, n0, nw):
+    def start(self, bivs, i, r, n0, nw):
         """Accumulator row r of result row i: C's values."""
-        lanes(nw, lambda jj: memref.store(_widen(c.at(bivs + [i, arith.addi(n0, jj)]), sum_t), acc, [r, jj]))
+        self.lanes(nw, lambda jj: memref.store(_widen(self.c.at(bivs + [i, arith.addi(n0, jj)]), self.sum_t),
+                                               self.acc, [r, jj]))
 
-    def step(bivs, i, r, k0, rows, n0, nw):
+    def step(self, bivs, i, r, k0, rows, n0, nw):
         """Accumulator row r += A[i, k0:k0+rows] @ B's panel."""
-        if a_mram:
+        conv, a, b = self.conv, self.a, self.b
+        if self.a_mram:
             conv.accesses.note_buffer(a.buf, bivs + [i, k0], False)
-            a.buf.read_row(bivs + [i], k0, bytes_of(rows, es_a), row_addrs["a"])
+            a.buf.read_row(bivs + [i], k0, self.bytes_of(rows, self.es_a), self.row_addrs["a"])
 
         def kstep(kk):
             k = arith.addi(k0, kk)
-            x = (_widen(from_stored(memref.load(views["a"], [kk]), a.elem), mul_t) if a_mram
-                 else _widen(a.at(bivs + [i, k]), mul_t))
+            x = (_widen(from_stored(memref.load(self.views["a"], [kk]), a.elem), self.mul_t) if self.a_mram
+                 else _widen(a.at(bivs + [i, k]), self.mul_t))
 
             def lane(jj):
-                y = (_widen(load_elem(conv.accesses, panel, [kk, jj], b.elem), mul_t) if b_mram
-                     else _widen(b.at(bivs + [k, arith.addi(n0, jj)]), mul_t))
-                memref.store(_fma(memref.load(acc, [r, jj]), x, y), acc, [r, jj])
-            lanes(nw, lane)
-        lanes(rows, kstep)
+                y = (_widen(load_elem(conv.accesses, self.panel, [kk, jj], b.elem), self.mul_t) if self.b_mram
+                     else _widen(b.at(bivs + [k, arith.addi(n0, jj)]), self.mul_t))
+                memref.store(_fma(memref.load(self.acc, [r, jj]), x, y), self.acc, [r, jj])
+            self.lanes(nw, lane)
+        self.lanes(rows, kstep)
 
-    def finish(bivs, i, r, n0, nw):
+    def finish(self, bivs, i, r, n0, nw):
         """Result row i's segment from accumulator row r, rounded to the result type."""
+        conv, out = self.conv, self.out
+
         def result(jj):
-            return _widen(memref.load(acc, [r, jj]), acc_t)
-        if not o_mram:
-            lanes(nw, lambda jj: store_elem(conv.accesses, result(jj), out, bivs + [i, arith.addi(n0, jj)]))
+            return _widen(memref.load(self.acc, [r, jj]), self.acc_t)
+        if not self.o_mram:
+            self.lanes(nw, lambda jj: store_elem(conv.accesses, result(jj), out, bivs + [i, arith.addi(n0, jj)]))
             return
-        src = arith.addi(row_addrs["acc"], arith.muli(arith.index_cast(i64, r), c64(acc_w * es_sum)))
-        if sum_t != acc_t:
-            lanes(nw, lambda jj: memref.store(to_stored(result(jj), out.stored), views["out"], [jj]))
-            src = row_addrs["out"]
+        src = arith.addi(self.row_addrs["acc"],
+                         arith.muli(arith.index_cast(self.i64, r), self.c64(self.acc_w * self.es_sum)))
+        if self.sum_t != self.acc_t:
+            self.lanes(nw, lambda jj: memref.store(to_stored(result(jj), out.stored), self.views["out"], [jj]))
+            src = self.row_addrs["out"]
         conv.accesses.note_buffer(out, bivs + [i, n0], True)
-        out.write_row(bivs + [i], n0, bytes_of(nw, es_acc), src)
+        out.write_row(bivs + [i], n0, self.bytes_of(nw, self.es_acc), src)
 
-    zero = conv.index(0)
+    # -- the loops ----------------------------------------------------------------------
+    def columns(self, bivs):
+        """The result's panels of nb columns (of batch element `bivs`)."""
+        conv = self.conv
 
-    def per_columns(bivs):
         def panel_columns(n0):
-            nw = arith.minsi(conv.index(nb), arith.subi(conv.index(n_dim), n0))
-            if kb == k_dim:                    # a row in one visit
-                if b_mram:
-                    load_panel(bivs, zero, conv.index(k_dim), n0, nw)
+            nw = arith.minsi(conv.index(self.nb), arith.subi(conv.index(self.n_dim), n0))
+            if self.kb == self.k_dim:
+                self.rows_in_one_visit(bivs, n0, nw)
+            else:
+                self.rows_over_k_panels(bivs, n0, nw)
+        _uniform_loop(conv, 0, self.n_dim, self.nb, panel_columns)
 
-                def row(ivs):
-                    start(bivs, ivs[0], zero, n0, nw)
-                    step(bivs, ivs[0], zero, zero, conv.index(k_dim), n0, nw)
-                    finish(bivs, ivs[0], zero, n0, nw)
-                conv.par_nest((m_dim,), row, (m_dim, n_dim))
-                return
-            # K split: passes over rb of this tasklet's rows, their accumulators
-            # carried across the K panels.
-            lo, hi = conv.my_range((m_dim, n_dim)) if conv.tasklets > 1 else (zero, conv.index(m_dim))
+    def rows_in_one_visit(self, bivs, n0, nw):
+        """K in one panel: each row of M summed in one visit."""
+        conv, zero = self.conv, self.conv.index(0)
+        if self.b_mram:
+            self.load_panel(bivs, zero, conv.index(self.k_dim), n0, nw)
 
-            def my_rows(p, body):
-                """body(i, r) for row r < rb of pass p of this tasklet's rows."""
-                def rows():
-                    def each(r):
-                        i = arith.addi(lo, arith.addi(arith.muli(p, conv.index(rb)), r))
-                        live = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, i, hi), [], has_else=False)
-                        with ir.InsertionPoint(live.then_block):
-                            conv.accesses.mine(i)
-                            body(i, r)
-                            scf.yield_([])
-                    lanes(conv.index(rb), each)
-                if conv.tasklets == 1:
+        def row(ivs):
+            self.start(bivs, ivs[0], zero, n0, nw)
+            self.step(bivs, ivs[0], zero, zero, conv.index(self.k_dim), n0, nw)
+            self.finish(bivs, ivs[0], zero, n0, nw)
+        conv.par_nest((self.m_dim,), row, (self.m_dim, self.n_dim))
+
+    def rows_over_k_panels(self, bivs, n0, nw):
+        """K split: passes over rb of this tasklet's rows, their accumulators
+        carried across the K panels."""
+        conv, zero, rb = self.conv, self.conv.index(0), self.rb
+        whole = (self.m_dim, self.n_dim)
+        lo, hi = conv.my_range(whole) if conv.tasklets > 1 else (zero, conv.index(self.m_dim))
+
+        def my_rows(p, body):
+            """body(i, r) for row r < rb of pass p of this tasklet's rows."""
+            def rows():
+                def each(r):
+                    i = arith.addi(lo, arith.addi(arith.muli(p, conv.index(rb)), r))
+                    live = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, i, hi), [], has_else=False)
+                    with ir.InsertionPoint(live.then_block):
+                        conv.accesses.mine(i)
+                        body(i, r)
+                        scf.yield_([])
+                self.lanes(conv.index(rb), each)
+            if conv.tasklets == 1:
+                rows()
+            else:
+                with conv.accesses.divergent(conv.owner(whole)):
                     rows()
-                else:
-                    with conv.accesses.divergent(conv.owner((m_dim, n_dim))):
-                        rows()
 
-            def one_pass(p):
-                def kpanel(k0):
-                    depth = arith.minsi(conv.index(kb), arith.subi(conv.index(k_dim), k0))
-                    if b_mram:
-                        load_panel(bivs, k0, depth, n0, nw)
-                    first = arith.cmpi(arith.CmpIPredicate.eq, k0, zero)
+        def one_pass(p):
+            def kpanel(k0):
+                depth = arith.minsi(conv.index(self.kb), arith.subi(conv.index(self.k_dim), k0))
+                if self.b_mram:
+                    self.load_panel(bivs, k0, depth, n0, nw)
+                first = arith.cmpi(arith.CmpIPredicate.eq, k0, zero)
 
-                    def compute(i, r):
-                        init = scf.IfOp(first, [], has_else=False)
-                        with ir.InsertionPoint(init.then_block):
-                            start(bivs, i, r, n0, nw)
-                            scf.yield_([])
-                        step(bivs, i, r, k0, depth, n0, nw)
-                    my_rows(p, compute)
-                _uniform_loop(conv, 0, k_dim, kb, kpanel)
-                my_rows(p, lambda i, r: finish(bivs, i, r, n0, nw))
-            rows_each = -(-m_dim // conv.tasklets)
-            _uniform_loop(conv, 0, -(-rows_each // rb), 1, one_pass)
-        _uniform_loop(conv, 0, n_dim, nb, panel_columns)
-
-    if batch:
-        _uniform_loop(conv, 0, prod(batch), 1, lambda bi: per_columns(unflatten(bi, batch)))
-    else:
-        per_columns([])
+                def compute(i, r):
+                    init = scf.IfOp(first, [], has_else=False)
+                    with ir.InsertionPoint(init.then_block):
+                        self.start(bivs, i, r, n0, nw)
+                        scf.yield_([])
+                    self.step(bivs, i, r, k0, depth, n0, nw)
+                my_rows(p, compute)
+            _uniform_loop(conv, 0, self.k_dim, self.kb, kpanel)
+            my_rows(p, lambda i, r: self.finish(bivs, i, r, n0, nw))
+        rows_each = -(-self.m_dim // conv.tasklets)
+        _uniform_loop(conv, 0, -(-rows_each // rb), 1, one_pass)
 
 
 def _uniform_loop(conv, lo: int, hi: int, step: int, body) -> None:

@@ -389,7 +389,7 @@ class SpillBuffer:
         block = conv.wram.private(STATE_BYTES + geo.seg, f"window of the {what} kept in MRAM", loc)
         self.state = conv.wram.view(block, 0, [2], _i64())
         self.data = conv.wram.view(block, STATE_BYTES, [geo.seg // es], stored)
-        with conv._alloca_ip, ir.Location.unknown():
+        with conv.at_entry():
             self.base = arith.addi(space.scratch(), _c(offset))
             self.state_addr = _addr(self.state)
             self.data_addr = _addr(self.data)
@@ -585,7 +585,7 @@ class SpillSpace:
     def scratch(self) -> ir.Value:
         """The MRAM address (i64) of the DPU's scratch, read at the kernel's entry."""
         if self._scratch is None:
-            with self.conv._alloca_ip, ir.Location.unknown():
+            with self.conv.at_entry():
                 slot = llvm.getelementptr(llvm.PointerType.get(), self.conv.ctx_arg, [], [Ctx.SCRATCH], _i64(), 0)
                 self._scratch = llvm.load(_i64(), slot)
         return self._scratch
