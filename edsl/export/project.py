@@ -507,6 +507,60 @@ def _at_callers_line(fn):
     return wrapper
 
 
+@dataclass
+class ExportSpec:
+    """What an export writes, resolved and checked: the kernel's function, its
+    parameters and constexpr values, sample values, the grid, the DPU and
+    tasklet counts of the project, the arrays it gathers, `debug`."""
+    fn: Any
+    params: list[Param]
+    constexprs: dict
+    values: dict
+    grid: tuple | None
+    num_dpus: int
+    num_tasklets: int
+    outputs: list[str]
+    debug: bool
+    sampled: bool                       # sample arguments given: data/ is written
+
+    @classmethod
+    def resolve(cls, kernel, signature, constants, sample_args, grid, num_dpus, num_tasklets,
+                outputs, debug) -> "ExportSpec":
+        if not isinstance(num_dpus, int) or isinstance(num_dpus, bool) or num_dpus < 1:
+            raise ArgumentError(f"num_dpus must be a positive integer, not {num_dpus!r}")
+        if not isinstance(num_tasklets, int) or not 1 <= num_tasklets <= abi.MAX_TASKLETS:
+            raise ArgumentError(f"num_tasklets must be an integer from 1 to {abi.MAX_TASKLETS}, "
+                                f"not {num_tasklets!r}")
+        fn, params, constexprs, values = resolve_arguments(kernel, signature, constants, sample_args)
+        g = _grid(grid, values, constexprs)
+        arrays = [p.name for p in params if p.is_pointer]
+        if outputs is None:
+            outputs = list(arrays)
+        else:
+            outputs = [outputs] if isinstance(outputs, str) else list(outputs)
+            bad = [o for o in outputs if o not in arrays]
+            if bad:
+                raise ArgumentError(f"outputs {bad} are not array arguments of kernel '{fn.__name__}' "
+                                    f"(arrays: {arrays})")
+        if sample_args is not None and g is None:
+            raise ArgumentError("export with sample_args needs the launch grid (grid=...) to compute "
+                                "the expected outputs")
+        return cls(fn, params, constexprs, values, g, num_dpus, num_tasklets, outputs, bool(debug),
+                   sample_args is not None)
+
+
+def _check_out_dir(out: Path, overwrite: bool) -> None:
+    if out.exists() and not overwrite:
+        raise ArgumentError(f"{out} already exists (pass overwrite=True to replace it)")
+    if out.exists() and not out.is_dir():
+        raise ArgumentError(f"{out} exists and is not a folder")
+    parent = out.resolve().parent
+    if not parent.is_dir():
+        raise ArgumentError(f"cannot write {out}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ArgumentError(f"cannot write {out}: folder {parent} is not writable")
+
+
 @_at_callers_line
 def export(kernel, out_dir, *, signature=None, constants=None, sample_args=None, grid=None,
            num_dpus: int = 1, num_tasklets: int = 1, outputs: Sequence[str] | None = None,
@@ -530,38 +584,24 @@ def export(kernel, out_dir, *, signature=None, constants=None, sample_args=None,
     Raises `ArgumentError` for bad arguments and `CompileError` for a kernel the
     export cannot print as DPU C; nothing is written then.
     """
-    if not isinstance(num_dpus, int) or isinstance(num_dpus, bool) or num_dpus < 1:
-        raise ArgumentError(f"num_dpus must be a positive integer, not {num_dpus!r}")
-    if not isinstance(num_tasklets, int) or not 1 <= num_tasklets <= abi.MAX_TASKLETS:
-        raise ArgumentError(f"num_tasklets must be an integer from 1 to {abi.MAX_TASKLETS}, "
-                            f"not {num_tasklets!r}")
     out = Path(out_dir)
-    if out.exists() and not overwrite:
-        raise ArgumentError(f"{out} already exists (pass overwrite=True to replace it)")
-    if out.exists() and not out.is_dir():
-        raise ArgumentError(f"{out} exists and is not a folder")
-    parent = out.resolve().parent
-    if not parent.is_dir():
-        raise ArgumentError(f"cannot write {out}: folder {parent} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ArgumentError(f"cannot write {out}: folder {parent} is not writable")
+    spec = ExportSpec.resolve(kernel, signature, constants, sample_args, grid, num_dpus, num_tasklets,
+                              outputs, debug)
+    _check_out_dir(out, overwrite)
+    files, kernel_name = _project_files(spec)
+    data = (_sample_data(spec.fn, spec.params, spec.constexprs, spec.values, spec.grid, spec.num_dpus,
+                         spec.num_tasklets, spec.outputs, spec.debug) if spec.sampled else {})
+    return _write(out, overwrite, files, data, ExportResult(
+        path=out, kernel=kernel_name, params=spec.params, grid=spec.grid, num_dpus=spec.num_dpus,
+        num_tasklets=spec.num_tasklets, outputs=spec.outputs, files=[]))
 
-    fn, params, constexprs, values = resolve_arguments(kernel, signature, constants, sample_args)
-    g = _grid(grid, values, constexprs)
-    arrays = [p.name for p in params if p.is_pointer]
-    if outputs is None:
-        outputs = list(arrays)
-    else:
-        outputs = [outputs] if isinstance(outputs, str) else list(outputs)
-        bad = [o for o in outputs if o not in arrays]
-        if bad:
-            raise ArgumentError(f"outputs {bad} are not array arguments of kernel '{fn.__name__}' "
-                                f"(arrays: {arrays})")
-    if sample_args is not None and g is None:
-        raise ArgumentError("export with sample_args needs the launch grid (grid=...) to compute "
-                            "the expected outputs")
 
-    meta, llvm_text = compile_for_export(fn, params, constexprs, num_dpus, num_tasklets, bool(debug))
+def _project_files(spec: ExportSpec) -> tuple[dict[str, str], str]:
+    """The project's files (name -> text) and the kernel's name: the kernel
+    compiled and printed as DPU C, checked against the DPU's WRAM."""
+    params, num_tasklets = spec.params, spec.num_tasklets
+    meta, llvm_text = compile_for_export(spec.fn, params, spec.constexprs, spec.num_dpus, num_tasklets,
+                                         spec.debug)
     kernel_name = meta["name"]
     if meta.get("scratch_bytes"):
         raise DpuError(f"kernel '{kernel_name}' keeps tiles too large for WRAM in MRAM "
@@ -577,42 +617,33 @@ def export(kernel, out_dir, *, signature=None, constants=None, sample_args=None,
     if need > abi.WRAM_BYTES:
         raise DpuError(f"kernel '{kernel_name}': its WRAM buffers need {need} bytes with "
                        f"{num_tasklets} tasklets, more than the {abi.WRAM_BYTES} bytes of a DPU")
-
-    data: dict[str, bytes] = {}
-    if sample_args is not None:
-        data = _sample_data(fn, params, constexprs, values, g, num_dpus, num_tasklets, outputs,
-                            bool(debug))
-
+    g = spec.grid
+    manifest = {
+        "kernel": kernel_name,
+        "params": [{"name": p.name, "type": p.type, "c_name": p.cname} for p in params],
+        "constants": {k: _jsonable(v) for k, v in spec.constexprs.items()},
+        "grid": list(g) if g else None, "num_dpus": spec.num_dpus, "num_tasklets": num_tasklets,
+        "outputs": spec.outputs, "debug": spec.debug,
+        "mram_regions": "per array" if per_array else "whole image",
+        "wram_bytes": {"kernel": wram, "globals": prog.global_wram_bytes,
+                       "buffers_per_tasklet": prog.static_wram_bytes, "runtime": own, "total": need},
+        "sample_scalars": {p.name: _jsonable(spec.values[p.name]) for p in params
+                           if not p.is_pointer and p.name in spec.values},
+    }
     files = {
         "dpu_program.c": dpu_program(kernel_name, params, prog, wram, num_tasklets),
         "dpu_abi.h": abi_header(),
         "dma_rules.h": dma_rules_header(),
         "kernel_args.h": args_header(kernel_name, params, per_array),
-        "launch_config.h": launch_config(kernel_name, params, g, num_dpus, values),
-        "host_runner.c": host_runner(kernel_name, params, outputs, meta, per_array,
-                                     fn.fn.__code__.co_filename),
+        "launch_config.h": launch_config(kernel_name, params, g, spec.num_dpus, spec.values),
+        "host_runner.c": host_runner(kernel_name, params, spec.outputs, meta, per_array,
+                                     spec.fn.fn.__code__.co_filename),
         "Makefile": fill("Makefile", kernel=kernel_name, tasklets=num_tasklets),
-        "README.md": readme(kernel_name, params, g, num_dpus, num_tasklets, outputs, bool(data), prog,
-                            wram, per_array),
-        "manifest.json": json.dumps({
-            "kernel": kernel_name,
-            "params": [{"name": p.name, "type": p.type, "c_name": p.cname} for p in params],
-            "constants": {k: _jsonable(v) for k, v in constexprs.items()},
-            "grid": list(g) if g else None, "num_dpus": num_dpus, "num_tasklets": num_tasklets,
-            "outputs": outputs, "debug": bool(debug),
-            "mram_regions": "per array" if per_array else "whole image",
-            "wram_bytes": {"kernel": wram, "globals": prog.global_wram_bytes,
-                           "buffers_per_tasklet": prog.static_wram_bytes, "runtime": own,
-                           "total": need},
-            "sample_scalars": {p.name: _jsonable(values[p.name]) for p in params
-                               if not p.is_pointer and p.name in values},
-        }, indent=2) + "\n",
+        "README.md": readme(kernel_name, params, g, spec.num_dpus, num_tasklets, spec.outputs,
+                            spec.sampled, prog, wram, per_array),
+        "manifest.json": json.dumps(manifest, indent=2) + "\n",
     }
-    return _write(out, overwrite, files, data, ExportResult(
-        path=out, kernel=kernel_name, params=params, grid=g, num_dpus=num_dpus,
-        num_tasklets=num_tasklets, outputs=outputs, files=[]))
-
-
+    return files, kernel_name
 
 
 def _jsonable(v):
