@@ -40,7 +40,8 @@ import ctypes
 import numpy as np
 
 from .. import dtypes
-from ..dpu.abi import LAUNCH, MRAM_BYTES, Ctx
+from ..dpu.abi import (DMA_ALIGN, ENTRY, LAUNCH, MRAM_BYTES, WRAM_MEMREF, Ctx, align_up,
+                       lowered_entry_types)
 from ..dpu.runtime import Launch, LaunchReport, Program
 from ..dpu.timing import clock_hz, estimate, launch_estimate
 from ..errors import ArgumentError, DpuError
@@ -134,10 +135,10 @@ class Mram:
         offset = self.GUARD
         layout = []
         for lo, hi, writable in merged:
-            offset = (offset + 7) // 8 * 8 + lo % 8
+            offset = align_up(offset) + lo % 8
             layout.append((lo, hi, offset, writable))
             offset += hi - lo + self.GUARD
-        self.size = (offset + 7) // 8 * 8 + self.GUARD
+        self.size = align_up(offset) + self.GUARD
         if self.size > MRAM_BYTES:
             raise DpuError(f"the launch's arrays need {self.size} bytes of MRAM, more than "
                            f"the {MRAM_BYTES} bytes of a DPU")
@@ -164,7 +165,7 @@ class Mram:
             else:
                 self.regions.append((lo, hi, self.base + off, True, writable))
         if direct:
-            table = [((m // 8) * 8, (m + hi - lo + 7) // 8 * 8) for lo, hi, m, _, _ in self.regions]
+            table = [(m - m % DMA_ALIGN, align_up(m + hi - lo)) for lo, hi, m, _, _ in self.regions]
             if scratch:
                 table.append((self.scratch, self.scratch + scratch))
         else:
@@ -178,7 +179,7 @@ class Mram:
         """The 8-byte aligned address of a new zeroed host buffer."""
         buf = np.zeros(nbytes + 16, dtype=np.uint8)
         self._buffers.append(buf)
-        return (buf.ctypes.data + 7) // 8 * 8
+        return align_up(buf.ctypes.data)
 
     def address(self, host_ptr: int) -> int:
         for lo, hi, m, _, _ in self.regions:
@@ -220,10 +221,21 @@ def _mram_for(memories: list[Memory], direct: bool, scratch: int) -> Mram:
     return mram
 
 
-def _memref_args(buffer, nbytes: int):
-    """The five LLVM-level arguments of a `memref<?xi8>` over `buffer`."""
-    return [ctypes.c_void_p(buffer), ctypes.c_void_p(buffer), ctypes.c_int64(0),
-            ctypes.c_int64(nbytes), ctypes.c_int64(1)]
+def _entry_args(entry: str, **values) -> list:
+    """The ctypes values of the arguments `abi.ENTRY[entry]` lists, each given
+    by name: an int for i32, an address for a pointer, (address, bytes) for
+    the WRAM memref (its descriptor's five fields)."""
+    out = []
+    for arg in ENTRY[entry]:
+        v = values[arg.name]
+        if arg.type == WRAM_MEMREF:
+            buffer, nbytes = v
+            out += [ctypes.c_void_p(buffer), ctypes.c_void_p(buffer), ctypes.c_int64(0),
+                    ctypes.c_int64(nbytes), ctypes.c_int64(1)]
+        else:
+            out.append(ctypes.c_int32(v) if arg.type == "i32" else ctypes.c_void_p(v))
+    assert len(out) == len(lowered_entry_types(entry))
+    return out
 
 
 def check_grid(grid) -> tuple[int, int, int]:
@@ -275,20 +287,19 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
     # turn, so one host buffer serves them all).
     wram_bytes = max(8, int(meta["wram_bytes"]))
     wram = np.zeros(wram_bytes + 8, dtype=np.uint8)
-    wram_addr = (wram.ctypes.data + 7) // 8 * 8
+    wram_addr = align_up(wram.ctypes.data)
     table = program.counters
     run = Launch(dpus_used, tasklets, mram.table, counters=table.counters if table else 0)
     run.ctx[..., Ctx.SCRATCH] = mram.scratch
     entry = program.entry(LAUNCH)
-    common = values + [ctypes.c_int32(gx), ctypes.c_int32(gy), ctypes.c_int32(gz),
-                       ctypes.c_int32(dpus_used), ctypes.c_int32(num_dpus)] \
-        + _memref_args(wram_addr, wram_bytes) + [ctypes.c_void_p(run.address())]
 
     def tasklet(tid: int) -> None:
         # Every tasklet runs DPUs 0..n-1 in turn (the same programs in the same
         # order, so their barriers meet; each program ends with a barrier where
         # the next one's accesses could race this one's).
-        call = common + [ctypes.c_int32(tid)]
+        call = values + _entry_args(LAUNCH, grid_x=gx, grid_y=gy, grid_z=gz, dpus=dpus_used,
+                                    step=num_dpus, wram=(wram_addr, wram_bytes),
+                                    ctx=run.address(), tid=tid)
         entry((ctypes.c_void_p * len(call))(*[ctypes.addressof(v) for v in call]))
     mram.copy_in()
     try:
