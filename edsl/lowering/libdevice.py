@@ -43,6 +43,36 @@ def math_op_for(symbol: str) -> str | None:
     return _OPS.get(base, f"math.{base}")
 
 
+# libdevice's bit-counting functions, as MLIR ops (their result converted to
+# the call's i32); its classification functions (i32 results), by the test
+# they make; and its Bessel functions of the first and second kind, which
+# libm has too (j0, j0f, ...).
+_INTEGER_OPS = {"clz": "math.ctlz", "clzll": "math.ctlz", "popc": "math.ctpop", "popcll": "math.ctpop"}
+_CLASSIFY = {"finitef": "isfinite", "isfinited": "isfinite", "isinff": "isinf", "isinfd": "isinf",
+             "isnanf": "isnan", "isnand": "isnan"}
+_LIBM_CALLS = ("j0", "j1", "y0", "y1")
+
+
+def integer_op_for(symbol: str) -> str | None:
+    """The MLIR op computing libdevice's bit-counting function `symbol`
+    (`__nv_popc` -> `math.ctpop`), or None."""
+    return _INTEGER_OPS.get(symbol.removeprefix("__nv_")) if symbol.startswith("__nv_") else None
+
+
+def classification_for(symbol: str) -> str | None:
+    """"isinf", "isnan" or "isfinite" for libdevice's classification function
+    `symbol` (`__nv_isinff`), or None."""
+    return _CLASSIFY.get(symbol.removeprefix("__nv_")) if symbol.startswith("__nv_") else None
+
+
+def libm_call_for(symbol: str) -> str | None:
+    """The libm function computing libdevice's `symbol` where no MLIR op does
+    (`__nv_j0f` -> `j0f`), or None."""
+    name = symbol.removeprefix("__nv_")
+    base = name[:-1] if name.endswith("f") else name
+    return name if symbol.startswith("__nv_") and base in _LIBM_CALLS else None
+
+
 def use_libdevice(module: ir.Module) -> int:
     """Rename the libm declarations of an LLVM-dialect module (and their calls)
     to libdevice's names; returns how many."""

@@ -271,6 +271,7 @@ class Converter:
         self.accesses = AccessRecord(tasklets)
         self._op_location = None           # of the op being lowered
         self._site_codes: set[int] = set()
+        self._declared: set[str] = set()   # functions of the C library declared in the module
         if tasklets > 1:
             # The tasklet's id: `me()`, asked once per DPU by `__dpu_main`.
             from mlir.dialects import llvm
@@ -292,6 +293,16 @@ class Converter:
         buffers, addresses, this tasklet's ranges), with no location."""
         with self._alloca_ip, ir.Location.unknown():
             yield
+
+    def declare(self, name: str, args: list, results: list) -> str:
+        """`name`, a function of the C library or libm, declared once in the
+        converted module (a program may call those and no others)."""
+        if name not in self._declared:
+            from mlir.dialects import func
+            with ir.InsertionPoint(self.module_body), ir.Location.unknown():
+                func.FuncOp(name, ir.FunctionType.get(args, results), visibility="private")
+            self._declared.add(name)
+        return name
 
     # -- errors --------------------------------------------------------------
     def error(self, op, message: str) -> CompileError:

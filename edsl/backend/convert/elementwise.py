@@ -8,11 +8,11 @@ divisor (or INT_MIN / -1) would trap in lanes Triton leaves undefined.
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, math
+from mlir.dialects import arith, func, math
 
 from ... import dtypes
 from ...lowering.floats import SATURATE_ATTR
-from ...lowering.libdevice import math_op_for
+from ...lowering.libdevice import classification_for, integer_op_for, libm_call_for, math_op_for
 from .core import (LaneRange, RowForm, Tile, and_valid, const_int, is_float, is_ptr, is_tensor, lowers,
                    scalar_type, store_elem)
 
@@ -378,13 +378,35 @@ def lower_extern_elementwise(conv, op):
     Triton's CUDA one, whose functions call `__nv_<name>`) that is one of
     libm's: the MLIR op computing it, as `tl.math` functions are lowered."""
     symbol = ir.StringAttr(op.attributes["symbol"]).value
-    name = math_op_for(symbol)
-    if name is None:
-        raise conv.error(op, f"extern function '{symbol}' is not supported by the DPU backend "
-                             "(of libdevice, the functions of the C math library are)")
     elem = _elem(op.results[0].type)
-    _map_nary(conv, op, lambda *xs: _emit(name, list(xs), [elem], loc=op.location)[0],
-              1 + _EXPENSIVE.get(name, 0))
+    name, integer, libm = math_op_for(symbol), integer_op_for(symbol), libm_call_for(symbol)
+    test = classification_for(symbol)
+    if name is not None:
+        _map_nary(conv, op, lambda *xs: _emit(name, list(xs), [elem], loc=op.location)[0],
+                  1 + _EXPENSIVE.get(name, 0))
+    elif integer is not None:
+        def bits(x):
+            v = _emit(integer, [x], [x.type], loc=op.location)[0]
+            width, want = ir.IntegerType(x.type).width, ir.IntegerType(elem).width
+            return v if width == want else arith.extui(elem, v) if width < want else arith.trunci(elem, v)
+        _map_nary(conv, op, bits)
+    elif test is not None:
+        def classify(x):
+            if test == "isnan":
+                return arith.extui(elem, arith.cmpf(arith.CmpFPredicate.UNO, x, x))
+            inf = arith.constant(x.type, float("inf"))
+            size = math.absf(x)
+            if test == "isinf":
+                return arith.extui(elem, arith.cmpf(arith.CmpFPredicate.OEQ, size, inf))
+            return arith.extui(elem, arith.cmpf(arith.CmpFPredicate.OLT, size, inf))   # (not NaN)
+        _map_nary(conv, op, classify)
+    elif libm is not None:
+        callee = conv.declare(libm, [elem], [elem])
+        _map_nary(conv, op, lambda x: func.CallOp([elem], callee, [x]).result, 1 + 16)
+    else:
+        raise conv.error(op, f"extern function '{symbol}' is not supported by the DPU backend "
+                             "(of libdevice: the C math library's functions, clz, popc, the "
+                             "isinf/isnan/isfinite tests and the Bessel functions j0, j1, y0, y1)")
 
 
 @lowers("tt.precise_divf")
