@@ -1,5 +1,5 @@
 """The layers import one way: no module imports a later layer (lazy imports
-inside functions included). The order is the README's "Layers" table."""
+inside functions included). The order is the "Layers" table of docs/layers.md."""
 import ast
 import pathlib
 

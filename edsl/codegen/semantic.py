@@ -4,7 +4,7 @@ The code generator only walks syntax; every decision about types lives here.
 A value in an edsl body is either *static* (a Python number, known at compile
 time and folded by Python) or *dynamic* (an `ir.Value`).
 
-Promotion rules (documented in the README, "Types and promotion"):
+Promotion rules (documented in docs/language.md, "Types and promotion"):
   * Python numbers are weak: combined with a dynamic value they take its type
     (an int with a float value takes the float type; a float with an integer
     value gives f32). Alone, where a type is needed: bool -> i1, int -> i64,

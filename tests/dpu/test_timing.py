@@ -133,7 +133,7 @@ def test_every_figure_names_its_source_and_whether_it_was_checked():
 def test_calibration_points_within_15_percent(_):
     """PrIM's microbenchmarks, run here: every point within 15 % of the
     published figure, except the two WRAM STREAM loops PrIM unrolls (see
-    the README: the compiled EDSL loop is not unrolled)."""
+    docs/timing.md: the compiled EDSL loop is not unrolled)."""
     from prim import calibration
     points = calibration.points(tasklets=(1, 4, 11, 16))
     known_misses = {("WRAM STREAM", "COPY, 16 tasklets"), ("WRAM STREAM", "ADD, 16 tasklets")}

@@ -1,0 +1,54 @@
+"""The documentation site (mkdocs.yml, docs/): its tutorials are scripts that
+run and check themselves, and its navigation lists every page. The strict
+build itself (`mkdocs build --strict`) is run by CI, with the `docs` extra."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+TUTORIALS = sorted((DOCS / "tutorials").glob("*.py"))
+
+
+def nav_pages() -> list[str]:
+    """The pages the `nav` of mkdocs.yml lists (read as text: PyYAML is a
+    dependency of the docs extra, not of the tests)."""
+    text = (ROOT / "mkdocs.yml").read_text()
+    nav = re.search(r"^nav:\n((?:[ \t]+.*\n|\n)+)", text, re.M)
+    assert nav, "mkdocs.yml has no nav"
+    return re.findall(r"^\s*-\s*(?:[^\n]*?:\s*)?([\w./-]+\.md)\s*$", nav.group(1), re.M)
+
+
+def test_tutorials_exist():
+    assert len(TUTORIALS) >= 2, TUTORIALS
+
+
+@pytest.mark.parametrize("script", TUTORIALS, ids=lambda p: p.name)
+def test_tutorial_runs(script, tmp_path):
+    env = dict(os.environ, TRITON_DEFAULT_BACKEND="dpu", EDSL_CACHE_DIR=str(tmp_path / "edsl-cache"))
+    env.pop("TRITON_INTERPRET", None)
+    run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert re.search(r"^OK: ", run.stdout, re.M), run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("script", TUTORIALS, ids=lambda p: p.name)
+def test_tutorial_is_shown_by_a_page(script):
+    """A page includes the file itself (pymdownx.snippets), not a copy."""
+    include = f'--8<-- "tutorials/{script.name}"'
+    assert any(include in page.read_text() for page in DOCS.rglob("*.md")), include
+
+
+def test_nav_lists_every_page():
+    listed = nav_pages()
+    pages = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md"))
+    assert sorted(set(listed)) == sorted(listed), "a page is listed twice"
+    assert not set(listed) - set(pages), f"listed but missing: {sorted(set(listed) - set(pages))}"
+    assert not set(pages) - set(listed), f"pages not in the nav (orphans): {sorted(set(pages) - set(listed))}"
