@@ -10,8 +10,12 @@ arith/math/scf/cf/ub/gpu dialects are left as they are: the upstream parser
 knows them. One line in gives one line out, so a parse error's line is the
 TTIR's.
 
-An op with a form this module does not know is a `CompileError` at the
-kernel's line. Operand types that a custom form leaves implicit (a load's
+An attribute dictionary may sit on any of these ops: besides Triton's own
+attributes, `tl.multiple_of`, `tl.max_contiguous` and `tl.max_constancy` put
+their hints (`tt.divisibility`, `tt.contiguity`, `tt.constancy`) on whatever
+op defines the value. It is taken out of the line before the op's form is
+read, and kept. An op or a form this module does not know is a `CompileError`
+at the kernel's line. Operand types that a custom form leaves implicit (a load's
 mask and `other`) follow from the op's definition; `read_ttir` checks the
 whole parsed module against Triton's own view of it (`triton_view`, from
 Triton's `module.walk`): every op's name, operand types and result types, in
@@ -132,46 +136,43 @@ class LocTable:
                 self.aliases[m.group(1)] = m.group(2)
 
     def resolve(self, loc_text: str) -> SourceLoc | None:
-        seen = 0
-        text = loc_text
-        while seen < 50:
-            m = _FILE_LOC.search(text)
-            if m:
-                return SourceLoc(m["file"], int(m["line"]), max(int(m["col"]) - 1, 0))
+        """The kernel's line: as `user_location`, the first file position outside
+        Triton's library (an op inlined from `tl.cdiv` has the call's line too)."""
+        found, text = [], loc_text
+        for _ in range(50):
+            found += [SourceLoc(m["file"], int(m["line"]), max(int(m["col"]) - 1, 0))
+                      for m in _FILE_LOC.finditer(text)]
             refs = re.findall(r"#loc\d*", text)
             if not refs:
-                return None
+                break
             text = " ".join(self.aliases.get(r, "") for r in refs)
-            seen += 1
-        return None
+        for sl in found:
+            if "/triton/language/" not in sl.filename.replace("\\", "/"):
+                return sl
+        return found[0] if found else None
 
 
 def _strip_attr_dict(text: str) -> tuple[str, str]:
-    """Pull a trailing/embedded top-level `{...}` attribute dictionary out of `text`."""
-    depth, start = 0, -1
-    in_str = False
+    """Take the top-level `{...}` attribute dictionary out of an op's text (a
+    custom form prints at most one): (the text without it, its contents)."""
+    depth, start, in_str = 0, -1, False
     for i, ch in enumerate(text):
         if in_str:
             if ch == '"' and text[i - 1] != "\\":
                 in_str = False
-            continue
-        if ch == '"':
+        elif ch == '"':
             in_str = True
-        elif ch in "<([":
+        elif ch == "{":
+            start = i if depth == 0 and start < 0 else start
             depth += 1
-        elif ch in ">)]" and not (ch == ">" and i > 0 and text[i - 1] == "-"):
+        elif ch == "}":
             depth -= 1
-        elif ch == "{" and depth == 0:
-            start = i
-            inner = 1
-            for j in range(i + 1, len(text)):
-                if text[j] == "{":
-                    inner += 1
-                elif text[j] == "}":
-                    inner -= 1
-                    if inner == 0:
-                        return text[:start] + text[j + 1:], text[start + 1:j].strip()
-            break
+            if depth == 0 and start >= 0:
+                return text[:start] + text[i + 1:], text[start + 1:i].strip()
+        elif ch in "<([" and start < 0:
+            depth += 1
+        elif ch in ">)]" and start < 0 and not (ch == ">" and text[i - 1] == "-"):
+            depth -= 1
     return text, ""
 
 
@@ -209,49 +210,46 @@ class _Rewrite:
         self.attrs = [a for a in attrs if a]
 
 
+# Each form reads an op's text without its attribute dictionary (`rewrite_ttir`
+# takes it out and keeps it); the comments show where Triton prints it.
 def _unary_arrow(rest):           # %x {attrs}? : T -> R
-    body, attrs = _strip_attr_dict(rest)
-    ops, types = body.split(" : ", 1) if " : " in body else (body, "")
+    ops, types = rest.split(" : ", 1)
     src_t, res_t = [t.strip() for t in split_top(types, "->")]
-    return _Rewrite(_operands(ops), [src_t], [res_t], [attrs])
+    return _Rewrite(_operands(ops), [src_t], [res_t])
 
 
 def _binary_arrow(rest):          # %a, %b {attrs}? : T -> R (both operands of type T)
-    body, attrs = _strip_attr_dict(rest)
-    ops, types = body.split(" : ", 1)
+    ops, types = rest.split(" : ", 1)
     src_t, res_t = [t.strip() for t in split_top(types, "->")]
     operands = _operands(ops)
-    return _Rewrite(operands, [src_t] * len(operands), [res_t], [attrs])
+    return _Rewrite(operands, [src_t] * len(operands), [res_t])
 
 
 def _same_type(rest):             # %a (, %b)* {attrs}? : T   (result T)
-    body, attrs = _strip_attr_dict(rest)
-    ops, t = body.rsplit(" : ", 1)
+    ops, t = rest.rsplit(" : ", 1)
     operands = _operands(ops)
-    return _Rewrite(operands, [t.strip()] * len(operands), [t.strip()], [attrs])
+    return _Rewrite(operands, [t.strip()] * len(operands), [t.strip()])
 
 
 def _functional(rest):            # operands {attrs}? : (A, B) -> R
-    body, attrs = _strip_attr_dict(rest)
-    ops, types = body.split(" : ", 1)
+    ops, types = rest.split(" : ", 1)
     ins, outs = split_top(types, "->")
     in_types = _operands(ins.strip()[1:-1])
     outs = outs.strip()
     out_types = _operands(outs[1:-1]) if outs.startswith("(") else [outs]
-    return _Rewrite(_operands(ops), in_types, out_types, [attrs])
+    return _Rewrite(_operands(ops), in_types, out_types)
 
 
-def _program_id(rest):            # x : i32
+def _program_id(rest):            # x {attrs}? : i32
     axis, t = rest.split(":")
     return _Rewrite([], [], [t.strip()], [f"axis = {_PROGRAM_AXES[axis.strip()]} : i32"])
 
 
 def _make_range(rest):            # {end = 4 : i32, start = 0 : i32} : tensor<4xi32>
-    body, attrs = _strip_attr_dict(rest)
-    return _Rewrite([], [], [body.split(":", 1)[1].strip()], [attrs])
+    return _Rewrite([], [], [rest.split(":", 1)[1].strip()])
 
 
-def _addptr(rest):                # %p, %o : P, O
+def _addptr(rest):                # %p, %o {attrs}? : P, O
     ops, types = rest.split(" : ", 1)
     p_t, o_t = _operands(types)
     return _Rewrite(_operands(ops), [p_t, o_t], [p_t])
@@ -269,37 +267,33 @@ def _keyword_operands(ops_text: str) -> tuple[list[str], list[str]]:
 
 
 def _load(rest):                  # %p (, %m (, %o)?)? kw* {attrs}? : P
-    body, attrs = _strip_attr_dict(rest)
-    ops, p_t = body.rsplit(" : ", 1)
+    ops, p_t = rest.rsplit(" : ", 1)
     p_t = p_t.strip()
     operands, kw = _keyword_operands(ops)
     types = [p_t, _mask_type(p_t), _ptr_pointee(p_t)][:len(operands)]
-    return _Rewrite(operands, types, [_ptr_pointee(p_t)], [attrs, *kw])
+    return _Rewrite(operands, types, [_ptr_pointee(p_t)], kw)
 
 
 def _store(rest):                 # %p, %v (, %m)? kw* {attrs}? : P
-    body, attrs = _strip_attr_dict(rest)
-    ops, p_t = body.rsplit(" : ", 1)
+    ops, p_t = rest.rsplit(" : ", 1)
     p_t = p_t.strip()
     operands, kw = _keyword_operands(ops)
     types = [p_t, _ptr_pointee(p_t), _mask_type(p_t)][:len(operands)]
-    return _Rewrite(operands, types, [], [attrs, *kw])
+    return _Rewrite(operands, types, [], kw)
 
 
 def _dot(rest):                   # %a, %b, %c (, inputPrecision = tf32)? {attrs}? : A * B -> C
-    body, attrs = _strip_attr_dict(rest)
-    ops, types = body.rsplit(" : ", 1)
+    ops, types = rest.rsplit(" : ", 1)
     parts = _operands(ops)
     operands = [p for p in parts if p.startswith("%")]
     extra = [f'{k.strip()} = "{v.strip()}"' for p in parts if "=" in p for k, v in [p.split("=", 1)]]
     ab, c_t = split_top(types, "->")
     a_t, b_t = [t.strip() for t in ab.split(" * ")]
-    return _Rewrite(operands, [a_t, b_t, c_t.strip()], [c_t.strip()], [attrs, *extra])
+    return _Rewrite(operands, [a_t, b_t, c_t.strip()], [c_t.strip()], extra)
 
 
 def _dot_scaled(rest):            # %a (scale %as)?, %b (scale %bs)?, %c lhs = F rhs = G {attrs}? : A(, AS)? * B(, BS)? -> C
-    body, attrs = _strip_attr_dict(rest)
-    ops, types = body.rsplit(" : ", 1)
+    ops, types = rest.rsplit(" : ", 1)
     m = re.fullmatch(r"(?P<ops>.*?)\s+lhs\s*=\s*(?P<lhs>\w+)\s+rhs\s*=\s*(?P<rhs>\w+)\s*", ops)
     (a, b, c), (ab_t, c_t) = _operands(m["ops"]), split_top(types, "->")
     (a_t, *as_t), (b_t, *bs_t) = [_operands(t) for t in split_top(ab_t, " * ")]
@@ -307,69 +301,61 @@ def _dot_scaled(rest):            # %a (scale %as)?, %b (scale %bs)?, %c lhs = F
     scales = [p.split()[2] for p in (a, b) if len(p.split()) == 3]
     sizes = f"operandSegmentSizes = array<i32: 1, 1, 1, {len(as_t)}, {len(bs_t)}>"
     return _Rewrite([a.split()[0], b.split()[0], c, *scales], [a_t, b_t, c_t.strip(), *as_t, *bs_t],
-                    [c_t.strip()], [attrs, f'lhs = "{m["lhs"]}"', f'rhs = "{m["rhs"]}"', sizes])
+                    [c_t.strip()], [f'lhs = "{m["lhs"]}"', f'rhs = "{m["rhs"]}"', sizes])
 
 
-def _atomic_rmw(rest):            # fadd, acq_rel, gpu, %p, %v (, %m)? : (P, V, M) -> R
+def _atomic_rmw(rest):            # fadd, acq_rel, gpu, %p, %v (, %m)? {attrs}? : (P, V, M) -> R
     head, types = rest.rsplit(" : ", 1)
-    head, attrs = _strip_attr_dict(head)
     parts = _operands(head)
     kind, sem, scope = parts[:3]
     r = _functional(", ".join(parts[3:]) + " : " + types)
-    r.attrs += [attrs, f'atomic_rmw_op = "{kind}"', f'sem = "{sem}"', f'scope = "{scope}"']
-    r.attrs = [a for a in r.attrs if a]
+    r.attrs += [f'atomic_rmw_op = "{kind}"', f'sem = "{sem}"', f'scope = "{scope}"']
     return r
 
 
-def _atomic_cas(rest):            # acq_rel, gpu, %p, %c, %v : (P, C, V) -> R
+def _atomic_cas(rest):            # acq_rel, gpu, %p, %c, %v {attrs}? : (P, C, V) -> R
     head, types = rest.rsplit(" : ", 1)
-    head, attrs = _strip_attr_dict(head)
     parts = _operands(head)
     sem, scope = parts[:2]
     r = _functional(", ".join(parts[2:]) + " : " + types)
-    r.attrs += [attrs, f'sem = "{sem}"', f'scope = "{scope}"']
-    r.attrs = [a for a in r.attrs if a]
+    r.attrs += [f'sem = "{sem}"', f'scope = "{scope}"']
     return r
 
 
-def _atomic_poll(rest):           # acquire, gpu, %p, %v (timeout %t)? : P, V -> R   (the timeout: i64)
+def _atomic_poll(rest):           # acquire, gpu, %p, %v (timeout %t)? {attrs}? : P, V -> R   (the timeout: i64)
     head, types = rest.rsplit(" : ", 1)
-    head, attrs = _strip_attr_dict(head)
     sem, scope, ptr, value = _operands(head)
     value, *timeout = value.split()[::2]
     ins, res_t = split_top(types, "->")
     p_t, v_t = _operands(ins)
     return _Rewrite([ptr, value, *timeout], [p_t, v_t] + ["i64"] * len(timeout), [res_t.strip()],
-                    [attrs, f'sem = "{sem}"', f'scope = "{scope}"'])
+                    [f'sem = "{sem}"', f'scope = "{scope}"'])
 
 
 def _print(rest):                 # "prefix" {attrs} (: %a, %b : A, B)?
     rest = rest.strip()
     m = re.match(r'("(?:[^"\\]|\\.)*")', rest)
     prefix = m.group(1)
-    tail, attrs = _strip_attr_dict(rest[m.end():])
     operands, types = [], []
-    tail = tail.strip()
+    tail = rest[m.end():].strip()
     if tail.startswith(":"):
         ops, ts = tail[1:].rsplit(" : ", 1)
         operands, types = _operands(ops), _operands(ts)
-    return _Rewrite(operands, types, [], [attrs, f"prefix = {prefix}"])
+    return _Rewrite(operands, types, [], [f"prefix = {prefix}"])
 
 
 def _assert(rest):                # %cond, "message" {attrs}? : T
-    body, attrs = _strip_attr_dict(rest)
-    ops, t = body.rsplit(" : ", 1)
+    ops, t = rest.rsplit(" : ", 1)
     cond, message = _operands(ops)
-    return _Rewrite([cond], [t.strip()], [], [attrs, f"message = {message}"])
+    return _Rewrite([cond], [t.strip()], [], [f"message = {message}"])
 
 
-def _terminator(rest):            # (%a, %b : A, B)?
+def _terminator(rest):            # (%a, %b {attrs}? : A, B)?
     rest = rest.strip()
     if not rest:
         return _Rewrite([], [], [])
-    body, attrs = _strip_attr_dict(rest)
-    ops, types = body.rsplit(" : ", 1)
-    return _Rewrite(_operands(ops), _operands(types), [], [attrs])
+    ops, types = rest.rsplit(" : ", 1)
+    return _Rewrite(_operands(ops), _operands(types), [])
 
 
 def _split(rest):                 # %x : T -> R  (two results of type R)
@@ -378,12 +364,11 @@ def _split(rest):                 # %x : T -> R  (two results of type R)
     return r
 
 
-def _unsplat(rest):               # %x : tensor<1x..xT>  (result T)
-    body, attrs = _strip_attr_dict(rest)
-    ops, t = body.rsplit(" : ", 1)
+def _unsplat(rest):               # %x {attrs}? : tensor<1x..xT>  (result T)
+    ops, t = rest.rsplit(" : ", 1)
     t = t.strip()
     elem = re.fullmatch(r"tensor<(?:1x)+(?P<elt>.+)>", t)["elt"]
-    return _Rewrite(_operands(ops), [t], [elem], [attrs])
+    return _Rewrite(_operands(ops), [t], [elem])
 
 
 def _barrier(rest):               # local|global_read  (the address spaces it orders)
@@ -391,13 +376,12 @@ def _barrier(rest):               # local|global_read  (the address spaces it or
     return _Rewrite([], [], [], [f'addrSpace = "{spaces}"' if spaces else ""])
 
 
-def _clampf(rest):                # %x, %lo, %hi, propagateNan = none : T
-    body, attrs = _strip_attr_dict(rest)
-    ops, t = body.rsplit(" : ", 1)
+def _clampf(rest):                # %x, %lo, %hi, propagateNan = none {attrs}? : T
+    ops, t = rest.rsplit(" : ", 1)
     parts = _operands(ops)
     operands = [p for p in parts if p.startswith("%")]
     extra = [f'{k.strip()} = "{v.strip()}"' for p in parts if "=" in p for k, v in [p.split("=", 1)]]
-    return _Rewrite(operands, [t.strip()] * len(operands), [t.strip()], [attrs, *extra])
+    return _Rewrite(operands, [t.strip()] * len(operands), [t.strip()], extra)
 
 
 def _gather(rest):                # %src[%idx] {axis = 0 : i32} : (S, I) -> R
@@ -405,12 +389,11 @@ def _gather(rest):                # %src[%idx] {axis = 0 : i32} : (S, I) -> R
     return _functional(f"{m.group(1)}, {m.group(2)}{m.group(3)}")
 
 
-def _histogram(rest):             # %src (, %mask)? : T -> R
-    body, attrs = _strip_attr_dict(rest)
-    ops, types = body.rsplit(" : ", 1)
+def _histogram(rest):             # %src (, %mask)? {attrs}? : T -> R
+    ops, types = rest.rsplit(" : ", 1)
     src_t, res_t = [t.strip() for t in split_top(types, "->")]
     operands = _operands(ops)
-    return _Rewrite(operands, [src_t, _mask_type(src_t)][:len(operands)], [res_t], [attrs])
+    return _Rewrite(operands, [src_t, _mask_type(src_t)][:len(operands)], [res_t])
 
 
 _FORMS = {
@@ -455,7 +438,7 @@ _FORMS = {
 }
 
 
-def _reshape(rest):               # %x (allow_reorder)? (efficient_layout)? : T -> R
+def _reshape(rest):               # %x (allow_reorder)? (efficient_layout)? {attrs}? : T -> R
     ops, types = rest.split(" : ", 1)
     words = ops.split()
     attrs = [f"{w} = true" for w in words[1:] if re.fullmatch(r"\w+", w)]
@@ -463,7 +446,7 @@ def _reshape(rest):               # %x (allow_reorder)? (efficient_layout)? : T 
     return _Rewrite([words[0]], [src_t], [res_t], attrs)
 
 
-def _fp_to_fp(rest):              # %x (, rounding = rtne)? : T -> R
+def _fp_to_fp(rest):              # %x {attrs}? (, rounding = rtne)? : T -> R
     ops, types = rest.split(" : ", 1)
     parts = _operands(ops)
     attrs = [f'{k.strip()} = "{v.strip()}"' for p in parts[1:] for k, v in [p.split("=", 1)]]
@@ -510,11 +493,13 @@ def rewrite_ttir(text: str) -> str:
         if form is None:
             raise CompileError(f"operation '{op}' is not supported by the DPU backend",
                                locs.resolve(loc))
+        text, attrs = _strip_attr_dict(body)
         try:
-            r = form(body)
+            r = form(text)
         except (ValueError, AttributeError, KeyError, IndexError, TypeError) as err:
-            raise CompileError(f"cannot read TTIR operation '{op}': {line.strip()}",
-                               locs.resolve(loc)) from err
+            raise CompileError(f"operation '{op}' in this form is not supported by the DPU backend: "
+                               f"{assign}{op}{body}", locs.resolve(loc)) from err
+        r.attrs = [attrs, *r.attrs] if attrs else r.attrs
         out.append(indent + _generic(res, op, r) + loc)
     return "\n".join(out) + "\n"
 
