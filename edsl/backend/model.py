@@ -141,7 +141,9 @@ class Mram:
         self.size = align_up(offset) + self.GUARD
         if self.size > MRAM_BYTES:
             raise DpuError(f"the launch's arrays need {self.size} bytes of MRAM, more than "
-                           f"the {MRAM_BYTES} bytes of a DPU")
+                           f"the {MRAM_BYTES} bytes of a DPU (every DPU of a launch receives "
+                           "its whole arrays): launch the kernel on parts of them (views or "
+                           "slices) that fit together")
         if self.size + scratch > MRAM_BYTES:
             raise DpuError(f"the launch's arrays need {self.size} bytes of MRAM and the kernel's tiles "
                            f"kept in MRAM {scratch} bytes of scratch: more than the {MRAM_BYTES} bytes "

@@ -250,6 +250,13 @@ class Err(IntEnum):
     POLL = 10            # a `tl.atomic_poll` that can never match: ERR_MRAM = the value, ERR_WRAM = expected
 
 
+# Why a transfer outside the launch's arrays (Err.MRAM_BOUNDS) happens and what
+# to do: the model and the exported host runner say the same after its operands.
+OUTSIDE_ARRAYS = ("is outside the launch's arrays: an out-of-bounds pointer, or a pointer loaded "
+                  "from memory that points into an array the launch did not pass (a DPU reaches "
+                  "only the MRAM the host transferred: pass each array the kernel reaches as a "
+                  "writable argument of the kernel, e.g. a tuple of arrays)")
+
 # What an error means, for the codes whose message has no operands: the model
 # and the exported host runner say the same.
 MESSAGES = {

@@ -33,7 +33,7 @@ import numpy as np
 from .. import cache
 from ..errors import DpuError, LoweringError, SourceLoc
 from . import jit, support
-from .abi import (CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, MAX_TASKLETS, MESSAGES, READ, Ctx, Dpu, Err,
+from .abi import (CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, MAX_TASKLETS, MESSAGES, OUTSIDE_ARRAYS, READ, Ctx, Dpu, Err,
                   align_up, dma_violation)
 from .timing import TimingEstimate
 
@@ -336,8 +336,7 @@ class Launch:
         if code == Err.DMA_RULE:
             message = f"{kind} breaks the DMA rules: {dma_violation(mram, wram, n)}"
         elif code == Err.MRAM_BOUNDS:
-            message = (f"{kind} of {n} bytes at MRAM address {mram:#x} is outside the launch's "
-                       "arrays (out-of-bounds pointer)")
+            message = f"{kind} of {n} bytes at MRAM address {mram:#x} {OUTSIDE_ARRAYS}"
         elif code in (Err.MRAM_OVERRUN, Err.WRAM_OVERRUN):
             side = {(Err.MRAM_OVERRUN, "mram_read"): "MRAM source", (Err.WRAM_OVERRUN, "mram_read"): "WRAM buffer",
                     (Err.MRAM_OVERRUN, "mram_write"): "MRAM destination",

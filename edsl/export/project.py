@@ -295,7 +295,8 @@ def abi_header() -> str:
                 ctx=_defines([*((f"CTX_{s.name}", int(s)) for s in abi.Ctx), ("CTX_SLOTS", abi.CTX_SLOTS)]),
                 dpu=_defines([*((f"DPU_{s.name}", int(s)) for s in abi.Dpu), ("DPU_SLOTS", abi.DPU_SLOTS)]),
                 errors=_defines((f"ERR_{e.name}", int(e)) for e in abi.Err),
-                messages=_defines((f"MESSAGE_{e.name}", _c_string(text)) for e, text in abi.MESSAGES.items()))
+                messages=_defines([*((f"MESSAGE_{e.name}", _c_string(text)) for e, text in abi.MESSAGES.items()),
+                                   ("MESSAGE_OUTSIDE_ARRAYS", _c_string(abi.OUTSIDE_ARRAYS))]))
 
 
 def dma_rules_header() -> str:

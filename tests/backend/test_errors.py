@@ -70,6 +70,24 @@ def test_out_of_bounds_pointer_is_a_dpu_error():
     assert err.value.loc.lineno == _line_of(oob_kernel, "tl.store")        # the kernel's line
 
 
+@triton.jit
+def row_kernel(table_ptr, out_ptr, BLOCK: tl.constexpr):
+    row = tl.load(table_ptr + tl.program_id(0)).to(tl.pointer_type(tl.float32))
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(row + offs))
+
+
+def test_pointer_loaded_to_an_array_not_passed_is_a_dpu_error():
+    """A DPU reaches only the MRAM the host transferred: the launch's arrays."""
+    row = np.arange(16, dtype=np.float32)
+    table, out = np.array([row.ctypes.data], dtype=np.int64), np.zeros(16, np.float32)
+    with pytest.raises(DpuError, match=r"outside the launch's arrays: .* a pointer loaded from memory .* "
+                       r"pass each array the kernel reaches as a writable argument of the kernel, e\.g\. "
+                       r"a tuple of arrays") as err:
+        row_kernel[(1,)](table, out, BLOCK=16)
+    assert err.value.loc.lineno == _line_of(row_kernel, "tl.load(row + offs)")
+
+
 COPIED_KERNEL = """\
 import triton
 import triton.language as tl

@@ -221,3 +221,28 @@ def test_objects_with_data_ptr_are_pointers():
     copy_kernel[(1,)](_Wrapper(x, triton.language.uint32), _Wrapper(out, triton.language.uint32), 4,
                       BLOCK=16)
     np.testing.assert_array_equal(out, x)
+
+
+@triton.jit
+def pointer_table_kernel(table_ptr, out_ptr, arrays, K, BLOCK: tl.constexpr):
+    """Row g of `out` = the sum over k of array g's blocks: a pointer loaded from a table,
+    walked with hints on the pointer tensor (as Triton's grouped GEMM tutorial does)."""
+    g = tl.program_id(0)
+    base = tl.load(table_ptr + g).to(tl.pointer_type(tl.float32))
+    ptrs = base + tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for k in range(K):
+        tl.multiple_of(ptrs, [16])
+        acc += tl.load(tl.max_contiguous(tl.multiple_of(ptrs, [16]), [BLOCK]))
+        ptrs += BLOCK
+    tl.store(out_ptr + g * BLOCK + tl.arange(0, BLOCK), acc)
+
+
+def test_pointer_table_into_argument_arrays():
+    """A loaded pointer reaches an array passed to the launch (a tuple of arrays here):
+    the DPU model uses a writable array argument in place."""
+    arrays = tuple(np.arange(48, dtype=np.float32) * (k + 1) for k in range(3))
+    table = np.array([a.ctypes.data for a in arrays], dtype=np.int64)
+    out = np.zeros(3 * 16, np.float32)
+    pointer_table_kernel[(3,)](table, out, arrays, 3, BLOCK=16)
+    np.testing.assert_array_equal(out.reshape(3, 16), [a.reshape(3, 16).sum(0) for a in arrays])

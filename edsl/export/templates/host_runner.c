@@ -182,8 +182,8 @@ static void report(uint32_t dpu, uint32_t dpus_used, const int64_t *status) {
       snprintf(message, sizeof message, "%s breaks the DMA rules: %s", kind, rule);
       break;
     case EDSL_ERR_MRAM_BOUNDS:
-      snprintf(message, sizeof message, "%s of %lld bytes at MRAM address 0x%llx is outside the launch's "
-               "arrays (out-of-bounds pointer)", kind, (long long)n, (unsigned long long)mram);
+      snprintf(message, sizeof message, "%s of %lld bytes at MRAM address 0x%llx %s", kind, (long long)n,
+               (unsigned long long)mram, EDSL_MESSAGE_OUTSIDE_ARRAYS);
       break;
     case EDSL_ERR_MRAM_OVERRUN:
     case EDSL_ERR_WRAM_OVERRUN:
