@@ -246,3 +246,16 @@ def test_pointer_table_into_argument_arrays():
     out = np.zeros(3 * 16, np.float32)
     pointer_table_kernel[(3,)](table, out, arrays, 3, BLOCK=16)
     np.testing.assert_array_equal(out.reshape(3, 16), [a.reshape(3, 16).sum(0) for a in arrays])
+
+
+def test_arrays_over_a_dpus_mram_are_refused_saying_what_to_do():
+    """A DPU's MRAM holds the launch's arrays: 64 MiB and more is refused at the
+    launch's line, saying to launch on parts of them."""
+    from edsl.dpu.abi import MRAM_BYTES
+    from edsl.errors import DpuError
+    x = np.zeros(MRAM_BYTES // 4, np.float32)
+    out = np.zeros(16, np.float32)
+    with pytest.raises(DpuError, match="more than the 67108864 bytes of a DPU .*launch the kernel on "
+                                       "parts of them") as err:
+        copy_kernel[(1,)](x, out, 16, BLOCK=16)
+    assert err.value.loc is not None and err.value.loc.filename == __file__
