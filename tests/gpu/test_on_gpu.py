@@ -27,6 +27,15 @@ def _torch():
     return torch
 
 
+
+def _child_env(tmp_path) -> dict:
+    """A child process's environment: its own caches, and Triton's default
+    driver, the GPU's (the DPU tests set TRITON_DEFAULT_BACKEND for the
+    processes they start)."""
+    env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "triton"), EDSL_CACHE_DIR=str(tmp_path / "edsl"))
+    env.pop("TRITON_DEFAULT_BACKEND", None)
+    return env
+
 @triton.jit
 def chain_kernel(x_ptr, o_ptr, M: tl.constexpr, N: tl.constexpr, TILES: tl.constexpr):
     offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
@@ -172,7 +181,7 @@ def test_pointers_and_scalars_with_a_grid_stride_loop():
 @pytest.mark.parametrize("name", ["gpu_vector_add", "gpu_softmax", "gpu_matmul", "gpu_topk",
                                   "fl_softmax", "fl_matmul", "fl_topk"])
 def test_example(name, tmp_path):
-    env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "triton"), EDSL_CACHE_DIR=str(tmp_path / "edsl"))
+    env = _child_env(tmp_path)
     done = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py")], capture_output=True, text=True, env=env,
                           timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
@@ -204,7 +213,7 @@ EDIT_SCRIPT = textwrap.dedent('''
 
 def test_an_edited_edsl_function_recompiles_the_kernel_in_a_new_process(tmp_path):
     script = tmp_path / "edited.py"
-    env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "triton"), EDSL_CACHE_DIR=str(tmp_path / "edsl"))
+    env = _child_env(tmp_path)
     results = []
     for factor in ("2.0", "3.0", "2.0"):
         script.write_text(EDIT_SCRIPT.replace("FACTOR", factor))
@@ -243,7 +252,7 @@ ASSERT_SCRIPT = textwrap.dedent('''
 def test_a_failed_assert_stops_the_kernel_naming_its_line(tmp_path):
     script = tmp_path / "asserting.py"
     script.write_text(ASSERT_SCRIPT)
-    env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "triton"), EDSL_CACHE_DIR=str(tmp_path / "edsl"))
+    env = _child_env(tmp_path)
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
     assert done.stdout.splitlines()[0] == "[3.0, 4.0, 5.0]"
     assert done.returncode != 0
