@@ -7,6 +7,7 @@ mistake reads like a compiler diagnostic rather than a traceback from MLIR.
 from __future__ import annotations
 
 import linecache
+import os
 import sys
 import zlib
 from dataclasses import dataclass
@@ -82,6 +83,16 @@ class ArgumentError(EdslError, TypeError):
 
 class DpuError(EdslError):
     """A DPU rule was broken (DMA alignment/size, WRAM budget, tasklet count)."""
+
+
+def file_of_kernel_site(filename: str, kernel_file: str) -> str:
+    """The file a compiled kernel's site names, for the kernel launched from
+    `kernel_file`: "" is that file, a relative path is beside it."""
+    if not filename:
+        return kernel_file
+    if os.path.isabs(filename) or not kernel_file:
+        return filename
+    return os.path.normpath(os.path.join(os.path.dirname(kernel_file), filename))
 
 
 def caller_location() -> SourceLoc | None:

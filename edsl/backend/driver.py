@@ -28,7 +28,7 @@ from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
 from ..dpu.abi import MAX_TASKLETS, MRAM_BYTES
-from ..errors import ArgumentError, EdslError
+from ..errors import ArgumentError, EdslError, file_of_kernel_site
 from .compiler import MAX_NUM_WARPS
 
 # 32-bit registers of a DPU tasklet (each of the 24 hardware threads has its own).
@@ -226,8 +226,9 @@ class DpuLauncher:
             self.report = launch(function, function.meta, (gridX, gridY, gridZ), runtime, values,
                                  self.num_dpus, self.num_tasklets)
         except EdslError as err:
-            if err.loc is not None and err.loc.filename == "":
-                raise type(err)(err.message, dataclasses.replace(err.loc, filename=self.file)) from None
+            if err.loc is not None and not os.path.isabs(err.loc.filename):
+                where = file_of_kernel_site(err.loc.filename, self.file)
+                raise type(err)(err.message, dataclasses.replace(err.loc, filename=where)) from None
             if err.loc is not None:
                 raise
             # A launch-wide error (arguments, grid) points at the launch's line.

@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 
 from .. import templates
 from ..dpu import abi, support
-from ..errors import ArgumentError, CompileError, DpuError, EdslError, caller_location
+from ..errors import ArgumentError, CompileError, DpuError, EdslError, caller_location, file_of_kernel_site
 from . import printer as P
 
 SDK_DIR = Path(__file__).resolve().parent / "sdk"
@@ -443,9 +443,9 @@ def host_runner(kernel: str, params: list[Param], outputs: list[str], meta: dict
     # Positions as the model keeps them, file "" being the kernel's own (`source`).
     for text, where in meta.get("asserts", []):        # where: "file:line", or "" if unknown
         filename, _, line = where.rpartition(":")
-        place = _place(filename or source, line) if where else ""
+        place = _place(file_of_kernel_site(filename, source), line) if where else ""
         asserts.append(f"    {{{_c_string(text)}, {_c_string(place)}}}")
-    sites = ",\n".join(f"    {{INT64_C({code}), {_c_string(_place(name or source, line, col))}}}"
+    sites = ",\n".join(f"    {{INT64_C({code}), {_c_string(_place(file_of_kernel_site(name, source), line, col))}}}"
                        for code, name, line, col in meta.get("sites", [])) or "    {0, NULL}"
     usage = ("usage: %s [data=DIR] [out=DIR] [dpus=N] [grid=X,Y,Z] [check=0|1] [profile=...] "
              + " ".join(f"{p.name}=..." for p in scalars)).rstrip()

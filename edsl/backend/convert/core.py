@@ -28,6 +28,7 @@ and a pass after the conversion places the barriers (`barriers.place_barriers`).
 """
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from math import prod
@@ -310,10 +311,15 @@ class Converter:
 
     def file_name(self, filename: str) -> str:
         """`filename` as the compiled kernel names it: "" for the kernel's own
-        file, which the launch fills in with the file of the kernel launched
-        (Triton's cache key ignores paths: copies of one source in two files
-        share the compiled kernel); any other file (a callee's) by its path."""
-        return "" if filename == self.kernel_file else filename
+        file and a path relative to its folder for another (a callee's), which
+        the launch resolves from the file of the kernel launched (Triton's
+        cache key ignores paths: copies of one source tree in two folders
+        share the compiled kernel; `errors.file_of_kernel_site`)."""
+        if filename == self.kernel_file:
+            return ""
+        if self.kernel_file and os.path.isabs(filename):
+            return os.path.relpath(filename, os.path.dirname(self.kernel_file))
+        return filename
 
     def site(self) -> ir.Value:
         """An i64 check-site code of the op being lowered (0: unknown), so that
