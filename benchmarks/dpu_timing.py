@@ -5,6 +5,7 @@
     python benchmarks/dpu_timing.py --plot out.png  # + estimated vs published curves (matplotlib)
     python benchmarks/dpu_timing.py --overhead      # what counting costs the DPU model's run time
     python benchmarks/dpu_timing.py --validate      # PrIM's programs against real-hardware times
+    python benchmarks/dpu_timing.py --validate --plot docs/dpu_validation.png   # ... drawn (matplotlib)
 
 `--overhead` runs the kernels of benchmarks/bench_backend.py (vector add and
 softmax on 1M float32, 64 DPUs) and benchmarks/bench_edsl.py (saxpy, sum,
@@ -92,7 +93,7 @@ def print_measured(tasklets: int = 16) -> None:
               f"{est.dpu_seconds * 1e3 / ms:6.2f}  {where}")
 
 
-def print_validation(only: str | None = None) -> validation.Summary:
+def print_validation(only: str | None = None) -> list[validation.Row]:
     """The workbook's rows (benchmarks/prim/workbook.csv) against the estimate of
     PrIM's programs ported to the EDSL (benchmarks/prim/validation.py says how)."""
     rows = [r for r in validation.read_rows() if only in (None, r.benchmark)]
@@ -112,9 +113,33 @@ def print_validation(only: str | None = None) -> validation.Summary:
     for label, column in (("estimate", "est_kernel"), ("uPIMulator", "sim_kernel")):
         medians = validation.median_ratios(done, column)
         print(f"median kernel ratio, {label}: " + ", ".join(f"{b} {v:.2f}" for b, v in medians.items()))
-    summary = validation.summarize(done)
-    print(summary.line())
-    return summary
+    print(validation.summarize(done).line())
+    return done
+
+
+def plot_validation(rows: list[validation.Row], path: str) -> None:
+    """Measured against estimated kernel time, log-log, with the +-30 % band,
+    the estimate's points and uPIMulator's for the same rows."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6.4, 5.6))
+    measured = [r.hw_kernel for r in rows]
+    lo, hi = min(measured) / 2, max(measured) * 2
+    ax.plot([lo, hi], [lo, hi], "k-", linewidth=0.8)
+    ax.fill_between([lo, hi], [0.7 * lo, 0.7 * hi], [1.3 * lo, 1.3 * hi], color="0.88", label="within 30 %")
+    ax.plot(measured, [r.sim_kernel for r in rows], "x", color="0.45", markersize=5, label="uPIMulator")
+    for bench, color in zip(sorted({r.benchmark for r in rows}), plt.cm.tab10.colors):
+        mine = [r for r in rows if r.benchmark == bench]
+        ax.plot([r.hw_kernel for r in mine], [r.est_kernel for r in mine], "o", color=color, markersize=4,
+                label=f"{bench} (estimate)")
+    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel="measured on UPMEM hardware (ms)",
+           ylabel="estimated (ms)", title=validation.summarize(rows).line().replace(", within", ",\nwithin"))
+    ax.title.set_fontsize(8)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
 
 
 def print_overhead(reps: int) -> None:
@@ -207,13 +232,16 @@ def main(argv=None) -> int:
     parser.add_argument("--only", metavar="BENCH", help="with --validate: one benchmark's rows")
     parser.add_argument("--reps", type=int, default=7, help="repetitions for --overhead")
     parser.add_argument("--plot", metavar="PNG", nargs="?", const="dpu_timing.png",
-                        help="draw estimated vs published curves (needs matplotlib)")
+                        help="draw estimated vs published curves, or with --validate estimated vs "
+                             "measured kernel times (needs matplotlib)")
     args = parser.parse_args(argv)
     if args.overhead:
         print_overhead(args.reps)
         return 0
     if args.validate:
-        print_validation(args.only)
+        rows = print_validation(args.only)
+        if args.plot:
+            plot_validation(rows, args.plot)
         return 0
     print_calibration(calibration.points())
     if args.workloads:
