@@ -41,16 +41,9 @@ from ...dpu.abi import DMA as DMA_FN, DMA_MAX_BYTES, READ, WRITE
 
 from .core import (Tile, and_valid, buffer_type, byte_size, from_stored, in_wram, is_float, is_tensor,
                    load_elem, lowers, pointee, scalar_type, store_elem, to_stored)
+from .builders import align_down, align_up, as_index, c64, i64, in_dma_pieces
 from .spill import SpillBuffer
 
-
-
-def _i64():
-    return ir.IntegerType.get_signless(64)
-
-
-def _c(v: int) -> ir.Value:
-    return arith.constant(_i64(), v)
 
 
 def mem_read(addr: ir.Value, t: ir.Type) -> ir.Value:
@@ -87,39 +80,26 @@ def lane_write(base: ir.Value, k: ir.Value, v: ir.Value) -> None:
 
 
 def dma(conv, mram, wram, nbytes, direction: int) -> None:
-    llvm.call(None, [mram, wram, nbytes, _c(direction), conv.site(), conv.ctx_arg], [], [],
+    llvm.call(None, [mram, wram, nbytes, c64(direction), conv.site(), conv.ctx_arg], [], [],
               callee=ir.FlatSymbolRefAttr.get(DMA_FN))
 
 
 def dma_span(conv, mram, wram, nbytes, direction: int) -> None:
     """Move `nbytes` (a multiple of 8) in transfers of at most 2048 bytes."""
-    loop = scf.ForOp(_c(0), nbytes, _c(DMA_MAX_BYTES))
-    with ir.InsertionPoint(loop.body):
-        off = loop.induction_variable
-        size = arith.minsi(_c(DMA_MAX_BYTES), arith.subi(nbytes, off))
-        dma(conv, arith.addi(mram, off), arith.addi(wram, off), size, direction)
-        scf.yield_([])
-
-
-def _align_down(v):
-    return arith.andi(v, _c(-8))
-
-
-def _align_up(v):
-    return _align_down(arith.addi(v, _c(7)))
+    in_dma_pieces(mram, wram, nbytes, lambda m, w, size: dma(conv, m, w, size, direction))
 
 
 def element_read(conv, addr, t, stg) -> ir.Value:
-    word = _align_down(addr)
-    dma(conv, word, stg, _c(8), READ)
+    word = align_down(addr)
+    dma(conv, word, stg, c64(8), READ)
     return mem_read(arith.addi(stg, arith.subi(addr, word)), t)
 
 
 def element_write(conv, addr, v, stg) -> None:
-    word = _align_down(addr)
-    dma(conv, word, stg, _c(8), READ)
+    word = align_down(addr)
+    dma(conv, word, stg, c64(8), READ)
     mem_write(arith.addi(stg, arith.subi(addr, word)), v)
-    dma(conv, word, stg, _c(8), WRITE)
+    dma(conv, word, stg, c64(8), WRITE)
 
 
 def _zero(t: ir.Type) -> ir.Value:
@@ -219,21 +199,21 @@ def _active_span(conv, seg: RowSegment):
     """(first, last, count) of the active lanes of a row segment, as i64
     (-1, -1, 0: none)."""
     if seg.mask is None:
-        lo, hi = arith.index_cast(_i64(), seg.j0), arith.index_cast(_i64(), seg.j1)
+        lo, hi = arith.index_cast(i64(), seg.j0), arith.index_cast(i64(), seg.j1)
         some = arith.cmpi(arith.CmpIPredicate.slt, lo, hi)
-        return (arith.select(some, lo, _c(-1)), arith.select(some, arith.subi(hi, _c(1)), _c(-1)),
+        return (arith.select(some, lo, c64(-1)), arith.select(some, arith.subi(hi, c64(1)), c64(-1)),
                 arith.subi(hi, lo))
 
     def body(j, first, last, count):
         if seg.mine:
             conv.accesses.mine(j)
         m = seg.active(j)
-        j64 = arith.index_cast(_i64(), j)
-        unset = arith.cmpi(arith.CmpIPredicate.slt, first, _c(0))
+        j64 = arith.index_cast(i64(), j)
+        unset = arith.cmpi(arith.CmpIPredicate.slt, first, c64(0))
         first = arith.select(arith.andi(m, unset), j64, first)
         last = arith.select(m, j64, last)
-        return [first, last, arith.addi(count, arith.extui(_i64(), m))]
-    res = _for(seg.j0, seg.j1, body, [_c(-1), _c(-1), _c(0)])
+        return [first, last, arith.addi(count, arith.extui(i64(), m))]
+    res = _for(seg.j0, seg.j1, body, [c64(-1), c64(-1), c64(0)])
     return res[0], res[1], res[2]
 
 
@@ -241,22 +221,22 @@ def _contiguous(seg: RowSegment, first, last, any_active):
     """Whether lanes first..last of a row address consecutive elements, and the
     address of the first."""
     idx = ir.IndexType.get()
-    lo = arith.index_cast(idx, arith.select(any_active, first, _c(0)))
-    hi = arith.index_cast(idx, arith.select(any_active, arith.addi(last, _c(1)), _c(0)))
+    lo = arith.index_cast(idx, arith.select(any_active, first, c64(0)))
+    hi = arith.index_cast(idx, arith.select(any_active, arith.addi(last, c64(1)), c64(0)))
     p0 = seg.ptrs.at(seg.ivs(lo))
     true = arith.constant(ir.IntegerType.get_signless(1), 1)
 
     def body(j, ok):
-        delta = arith.muli(arith.subi(arith.index_cast(_i64(), j), arith.index_cast(_i64(), lo)),
-                           _c(seg.es))
+        delta = arith.muli(arith.subi(arith.index_cast(i64(), j), arith.index_cast(i64(), lo)),
+                           c64(seg.es))
         same = arith.cmpi(arith.CmpIPredicate.eq, seg.ptrs.at(seg.ivs(j)), arith.addi(p0, delta))
         return [arith.andi(ok, same)]
     return _for(lo, hi, body, [true])[0], p0
 
 
 def _span(p_first, p_last, es):
-    a0 = _align_down(p_first)
-    a1 = _align_up(arith.addi(p_last, _c(es)))
+    a0 = align_down(p_first)
+    a1 = align_up(arith.addi(p_last, c64(es)))
     return a0, a1, arith.subi(a1, a0)
 
 
@@ -264,10 +244,10 @@ def _row_addr(conv, buf, rivs, es: int) -> ir.Value:
     """The WRAM address (i64) of element rivs + [0] of buffer `buf`."""
     from mlir.dialects import memref
     shape = ir.MemRefType(buf.type).shape
-    addr = arith.index_cast(_i64(), memref.extract_aligned_pointer_as_index(buf))
+    addr = arith.index_cast(i64(), memref.extract_aligned_pointer_as_index(buf))
     stride, off = shape[-1], None
     for d in range(len(shape) - 2, -1, -1):
-        term = arith.muli(arith.index_cast(_i64(), rivs[d]), _c(stride * es))
+        term = arith.muli(arith.index_cast(i64(), rivs[d]), c64(stride * es))
         off = term if off is None else arith.addi(off, term)
         stride *= shape[d]
     return addr if off is None else arith.addi(addr, off)
@@ -275,10 +255,6 @@ def _row_addr(conv, buf, rivs, es: int) -> ir.Value:
 
 def _clamp(v, lo, hi):
     return arith.minsi(arith.maxsi(v, lo), hi)
-
-
-def _idx(v):
-    return arith.index_cast(ir.IndexType.get(), v)
 
 
 def _lanes_of(mask, length: int):
@@ -305,7 +281,7 @@ def _affine(conv, ptrs, mask, es: int, length: int):
     def at(rivs):
         base = row.base(rivs)
         if lanes is None:
-            lo, hi, v = _c(0), _c(length), None
+            lo, hi, v = c64(0), c64(length), None
         else:
             lo, hi, v = lanes.bounds(rivs)
         return base, lo, hi, and_valid(row.valid(rivs) if row.valid else None, v)
@@ -359,8 +335,8 @@ def _closed_form(conv, seg: RowSegment, length: int):
     if affine is None:
         return None
     base, lo, hi, valid = affine(seg.rivs)
-    lo = _clamp(lo, arith.index_cast(_i64(), seg.j0), arith.index_cast(_i64(), seg.j1))
-    hi = _clamp(hi, lo, arith.index_cast(_i64(), seg.j1))
+    lo = _clamp(lo, arith.index_cast(i64(), seg.j0), arith.index_cast(i64(), seg.j1))
+    hi = _clamp(hi, lo, arith.index_cast(i64(), seg.j1))
     return base, lo, hi, valid
 
 
@@ -368,9 +344,9 @@ def _bytes_of(base, lo, hi, es: int):
     """Lanes [lo, hi) in MRAM: their count, first address, byte count, and the
     8-byte aligned span (start, end, size) that covers them."""
     n = arith.subi(hi, lo)
-    p0 = arith.addi(base, arith.muli(lo, _c(es)))
-    nb = arith.muli(n, _c(es))
-    a0, a1, span = _span(p0, arith.subi(arith.addi(p0, nb), _c(es)), es)
+    p0 = arith.addi(base, arith.muli(lo, c64(es)))
+    nb = arith.muli(n, c64(es))
+    a0, a1, span = _span(p0, arith.subi(arith.addi(p0, nb), c64(es)), es)
     return n, p0, nb, a0, a1, span
 
 
@@ -386,10 +362,10 @@ def _load_row(conv, seg: RowSegment, other, out):
         seg.lanes(conv, lo, hi, lambda j: out.store(other_at(seg.ivs(j)), seg.ivs(j)))
 
     def fast(lo, hi, n, p0, nb, a0, a1, span):
-        dst = arith.addi(out.row_addr(rivs), arith.muli(lo, _c(es)))
+        dst = arith.addi(out.row_addr(rivs), arith.muli(lo, c64(es)))
         aligned = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, p0, a0),
-                             arith.cmpi(arith.CmpIPredicate.eq, arith.andi(arith.ori(nb, dst), _c(7)), _c(0)))
-        some = arith.cmpi(arith.CmpIPredicate.sgt, n, _c(0))
+                             arith.cmpi(arith.CmpIPredicate.eq, arith.andi(arith.ori(nb, dst), c64(7)), c64(0)))
+        some = arith.cmpi(arith.CmpIPredicate.sgt, n, c64(0))
         out.note(seg, True)
 
         def direct():
@@ -398,15 +374,15 @@ def _load_row(conv, seg: RowSegment, other, out):
         def staged():
             dma_span(conv, a0, seg.stg, span, READ)
             # Lane j is element j - lo after p0 (p0 - a0 bytes into the staging buffer).
-            src = lane_base(arith.subi(arith.addi(seg.stg, arith.subi(p0, a0)), arith.muli(lo, _c(es))))
+            src = lane_base(arith.subi(arith.addi(seg.stg, arith.subi(p0, a0)), arith.muli(lo, c64(es))))
 
             def lane(j):
-                v = lane_read(src, arith.index_cast(_i64(), j), t)
+                v = lane_read(src, arith.index_cast(i64(), j), t)
                 out.store(v, seg.ivs(j))
-            seg.lanes(conv, _idx(lo), _idx(hi), lane)
+            seg.lanes(conv, as_index(lo), as_index(hi), lane)
         _if(some, lambda: _if_else_none(aligned, direct, staged))
-        fill_other(seg.j0, _idx(lo))
-        fill_other(_idx(hi), seg.j1)
+        fill_other(seg.j0, as_index(lo))
+        fill_other(as_index(hi), seg.j1)
     _row_access(conv, seg, out.length, fast, lambda: _load_row_general(conv, seg, other_at, out))
 
 
@@ -443,12 +419,12 @@ def _load_row_general(conv, seg: RowSegment, other_at, out):
     DMA span, else each active element by itself."""
     t, es = seg.t, seg.es
     first, last, _ = _active_span(conv, seg)
-    any_active = arith.cmpi(arith.CmpIPredicate.sge, first, _c(0))
+    any_active = arith.cmpi(arith.CmpIPredicate.sge, first, c64(0))
     contiguous, p0 = _contiguous(seg, first, last, any_active)
     fast = arith.andi(any_active, contiguous)
 
     def dma_path():
-        p_last = arith.addi(p0, arith.muli(arith.subi(last, first), _c(es)))
+        p_last = arith.addi(p0, arith.muli(arith.subi(last, first), c64(es)))
         a0, _, n = _span(p0, p_last, es)
         dma_span(conv, a0, seg.stg, n, READ)
 
@@ -478,14 +454,14 @@ def _store_row(conv, seg: RowSegment, value, mode: str):
     t, es, rivs = seg.t, seg.es, seg.rivs
     def fast(lo, hi, n, p0, nb, a0, a1, span):
         clean = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, p0, a0),
-                           arith.cmpi(arith.CmpIPredicate.eq, arith.andi(nb, _c(7)), _c(0)))
-        some = arith.cmpi(arith.CmpIPredicate.sgt, n, _c(0))
+                           arith.cmpi(arith.CmpIPredicate.eq, arith.andi(nb, c64(7)), c64(0)))
+        some = arith.cmpi(arith.CmpIPredicate.sgt, n, c64(0))
         whole = in_wram(value.buf) and ir.MemRefType(value.buf.type).element_type == _store_t(t)
 
         def write_clean():
             if whole:
-                src = arith.addi(_row_addr(conv, value.buf, rivs, es), arith.muli(lo, _c(es)))
-                aligned = arith.cmpi(arith.CmpIPredicate.eq, arith.andi(src, _c(7)), _c(0))
+                src = arith.addi(_row_addr(conv, value.buf, rivs, es), arith.muli(lo, c64(es)))
+                aligned = arith.cmpi(arith.CmpIPredicate.eq, arith.andi(src, c64(7)), c64(0))
                 seg.note(conv, value.buf, False)
                 _if_else_none(aligned, lambda: dma_span(conv, a0, src, nb, WRITE),
                               lambda: write_staged(False))
@@ -495,11 +471,11 @@ def _store_row(conv, seg: RowSegment, value, mode: str):
         def write_staged(rmw: bool):
             if rmw:
                 dma_span(conv, a0, seg.stg, span, READ)
-            dst = lane_base(arith.subi(arith.addi(seg.stg, arith.subi(p0, a0)), arith.muli(lo, _c(es))))
+            dst = lane_base(arith.subi(arith.addi(seg.stg, arith.subi(p0, a0)), arith.muli(lo, c64(es))))
 
             def lane(j):
-                lane_write(dst, arith.index_cast(_i64(), j), value.at(seg.ivs(j)))
-            seg.lanes(conv, _idx(lo), _idx(hi), lane)
+                lane_write(dst, arith.index_cast(i64(), j), value.at(seg.ivs(j)))
+            seg.lanes(conv, as_index(lo), as_index(hi), lane)
             dma_span(conv, a0, seg.stg, span, WRITE)
 
         if mode == "all":
@@ -518,14 +494,14 @@ def _true():
 def _store_row_general(conv, seg: RowSegment, value, mode):
     es = seg.es
     first, last, count = _active_span(conv, seg)
-    any_active = arith.cmpi(arith.CmpIPredicate.sge, first, _c(0))
+    any_active = arith.cmpi(arith.CmpIPredicate.sge, first, c64(0))
     contiguous, p0 = _contiguous(seg, first, last, any_active)
     fast = arith.andi(any_active, contiguous)
-    p_last = arith.addi(p0, arith.muli(arith.subi(last, first), _c(es)))
+    p_last = arith.addi(p0, arith.muli(arith.subi(last, first), c64(es)))
     a0, a1, n = _span(p0, p_last, es)
-    holes = arith.cmpi(arith.CmpIPredicate.ne, count, arith.addi(arith.subi(last, first), _c(1)))
+    holes = arith.cmpi(arith.CmpIPredicate.ne, count, arith.addi(arith.subi(last, first), c64(1)))
     ragged = arith.ori(arith.cmpi(arith.CmpIPredicate.ne, p0, a0),
-                       arith.cmpi(arith.CmpIPredicate.ne, arith.addi(p_last, _c(es)), a1))
+                       arith.cmpi(arith.CmpIPredicate.ne, arith.addi(p_last, c64(es)), a1))
     rmw = arith.ori(holes, ragged)
 
     def dma_path():
@@ -659,12 +635,12 @@ def _needs_rest(conv, ptrs, mask, es: int, shape) -> ir.Value:
 
     def row_bad(rivs):
         base, lo, hi, valid = affine(rivs)
-        p_lo = arith.addi(base, arith.muli(lo, _c(es)))
-        p_hi = arith.addi(base, arith.muli(hi, _c(es)))
-        bad = arith.cmpi(arith.CmpIPredicate.ne, arith.andi(arith.ori(p_lo, p_hi), _c(7)), _c(0))
+        p_lo = arith.addi(base, arith.muli(lo, c64(es)))
+        p_hi = arith.addi(base, arith.muli(hi, c64(es)))
+        bad = arith.cmpi(arith.CmpIPredicate.ne, arith.andi(arith.ori(p_lo, p_hi), c64(7)), c64(0))
         if len(shape) == 1 or length > _seg_chunk(conv, shape, es):
             # segment edges inside the active lanes: aligned with the base
-            bad = arith.ori(bad, arith.cmpi(arith.CmpIPredicate.ne, arith.andi(base, _c(7)), _c(0)))
+            bad = arith.ori(bad, arith.cmpi(arith.CmpIPredicate.ne, arith.andi(base, c64(7)), c64(0)))
         some = arith.cmpi(arith.CmpIPredicate.slt, lo, hi)
         bad = arith.andi(some, bad)
         return bad if valid is None else arith.ori(bad, arith.xori(valid, _true()))

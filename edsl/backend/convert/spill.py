@@ -54,6 +54,7 @@ from ...dpu.abi import (COUNT_TRANSFER, DMA, DMA_MAX_BYTES, DMA_MIN_BYTES, MRAM_
                         READ, WRITE, Ctx, align_up)
 from ...errors import DpuError
 from .barriers import chunk
+from .builders import as_i64, c64, i64, in_dma_pieces, index_c
 from .wram import WramBuffer, largest
 
 SWAP = "__dpu_spill_swap"        # (base, state, data, line, segs, unit, seg, total, site, ctx)
@@ -310,24 +311,8 @@ def _cannot_stream(name, records, spilled, dots, limit, tasklets) -> DpuError:
 
 # ---- the kernel's spilled tiles -------------------------------------------------------------
 
-def _i64() -> ir.Type:
-    return ir.IntegerType.get_signless(64)
-
-
-def _c(v: int) -> ir.Value:
-    return arith.constant(_i64(), v)
-
-
-def _idx(v: int) -> ir.Value:
-    return arith.constant(ir.IndexType.get(), v)
-
-
-def _i64_of(v: ir.Value) -> ir.Value:
-    return v if v.type == _i64() else arith.index_cast(_i64(), v)
-
-
 def _addr(view: ir.Value) -> ir.Value:
-    return arith.index_cast(_i64(), memref.extract_aligned_pointer_as_index(view))
+    return arith.index_cast(i64(), memref.extract_aligned_pointer_as_index(view))
 
 
 @dataclass
@@ -356,14 +341,14 @@ class LineTarget:
         base = arith.subi(j, self.j0)
         if g.rows == 1:
             return base
-        return arith.addi(arith.muli(self.r, _idx(g.pitch // g.es)), base)
+        return arith.addi(arith.muli(self.r, index_c(g.pitch // g.es)), base)
 
     def row_addr(self, rivs) -> ir.Value:
         """The WRAM address (i64) lane 0 of the row would have."""
         g = self.buf.geo
-        off = arith.subi(_c(0), arith.muli(_i64_of(self.j0), _c(g.es)))
+        off = arith.subi(c64(0), arith.muli(as_i64(self.j0), c64(g.es)))
         if g.rows > 1:
-            off = arith.addi(off, arith.muli(_i64_of(self.r), _c(g.pitch)))
+            off = arith.addi(off, arith.muli(as_i64(self.r), c64(g.pitch)))
         return arith.addi(self.buf.data_addr, off)
 
     def store(self, v, ivs) -> None:
@@ -387,10 +372,10 @@ class SpillBuffer:
                                       memory_space=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), MRAM_ADDRSPACE))
         conv = space.conv
         block = conv.wram.private(STATE_BYTES + geo.seg, f"window of the {what} kept in MRAM", loc)
-        self.state = conv.wram.view(block, 0, [2], _i64())
+        self.state = conv.wram.view(block, 0, [2], i64())
         self.data = conv.wram.view(block, STATE_BYTES, [geo.seg // es], stored)
         with conv.at_entry():
-            self.base = arith.addi(space.scratch(), _c(offset))
+            self.base = arith.addi(space.scratch(), c64(offset))
             self.state_addr = _addr(self.state)
             self.data_addr = _addr(self.data)
 
@@ -399,44 +384,44 @@ class SpillBuffer:
         """The flat row number (index) of rows indices `rivs`."""
         r, stride = None, 1
         for d in range(len(rivs) - 1, -1, -1):
-            term = rivs[d] if stride == 1 else arith.muli(rivs[d], _idx(stride))
+            term = rivs[d] if stride == 1 else arith.muli(rivs[d], index_c(stride))
             r = term if r is None else arith.addi(r, term)
             stride *= self.shape[d]
-        return r if r is not None else _idx(0)
+        return r if r is not None else index_c(0)
 
     def row_mram(self, rivs, j0) -> ir.Value:
         """The MRAM address (i64) of element rivs + [j0]."""
-        off = arith.muli(_i64_of(self.row_index(rivs)), _c(self.geo.pitch))
+        off = arith.muli(as_i64(self.row_index(rivs)), c64(self.geo.pitch))
         if j0 is not None:
-            off = arith.addi(off, arith.muli(_i64_of(j0), _c(self.es)))
+            off = arith.addi(off, arith.muli(as_i64(j0), c64(self.es)))
         return arith.addi(self.base, off)
 
     def _geometry_args(self):
         g = self.geo
-        return [_c(g.segs), _c(g.unit), _c(g.seg), _c(g.total)]
+        return [c64(g.segs), c64(g.unit), c64(g.seg), c64(g.total)]
 
     # -- element access through the window ----------------------------------------------
     def _locate(self, ivs):
         g = self.geo
         r, j = self.row_index(ivs[:-1]), ivs[-1]
         if g.segs > 1:
-            line = arith.addi(arith.muli(r, _idx(g.segs)), arith.divui(j, _idx(g.lanes)))
-            return line, arith.remui(j, _idx(g.lanes))
+            line = arith.addi(arith.muli(r, index_c(g.segs)), arith.divui(j, index_c(g.lanes)))
+            return line, arith.remui(j, index_c(g.lanes))
         if g.rows == 1:
             return r, j
-        line = arith.divui(r, _idx(g.rows))
-        slot = arith.addi(arith.muli(arith.remui(r, _idx(g.rows)), _idx(g.pitch // g.es)), j)
+        line = arith.divui(r, index_c(g.rows))
+        slot = arith.addi(arith.muli(arith.remui(r, index_c(g.rows)), index_c(g.pitch // g.es)), j)
         return line, slot
 
     def _ensure(self, line) -> None:
         conv = self.space.conv
-        want = arith.addi(_i64_of(line), _c(1))
-        tag = memref.load(self.state, [_idx(0)])
+        want = arith.addi(as_i64(line), c64(1))
+        tag = memref.load(self.state, [index_c(0)])
         miss = arith.cmpi(arith.CmpIPredicate.ne, tag, want)
         op = scf.IfOp(miss, [], has_else=False)
         with ir.InsertionPoint(op.then_block):
             func.CallOp([], ir.FlatSymbolRefAttr.get(SWAP),
-                        [self.base, self.state_addr, self.data_addr, _i64_of(line), *self._geometry_args(),
+                        [self.base, self.state_addr, self.data_addr, as_i64(line), *self._geometry_args(),
                          conv.site(), conv.ctx_arg])
             scf.yield_([])
 
@@ -455,7 +440,7 @@ class SpillBuffer:
         line, slot = self._locate(list(ivs))
         self._ensure(line)
         memref.store(v, self.data, [slot])
-        memref.store(_c(1), self.state, [_idx(1)])
+        memref.store(c64(1), self.state, [index_c(1)])
 
     def flush(self, changed: bool) -> None:
         """End of a scope: write the window's line back if `changed`, forget it."""
@@ -465,7 +450,7 @@ class SpillBuffer:
                         [self.base, self.state_addr, self.data_addr, *self._geometry_args(), conv.site(),
                          conv.ctx_arg])
         else:
-            memref.store(_c(0), self.state, [_idx(0)])
+            memref.store(c64(0), self.state, [index_c(0)])
 
     # -- streamed writes ---------------------------------------------------------------
     def stream(self, body) -> None:
@@ -481,14 +466,14 @@ class SpillBuffer:
             self.space.dma(mram, self.data_addr, nbytes, WRITE)
 
         def seg_bytes(j0, j1):
-            return arith.andi(arith.addi(arith.muli(_i64_of(arith.subi(j1, j0)), _c(g.es)), _c(7)), _c(-8))
+            return arith.andi(arith.addi(arith.muli(as_i64(arith.subi(j1, j0)), c64(g.es)), c64(7)), c64(-8))
 
         def row_segments(rivs, lo, hi, mine):
-            loop = scf.ForOp(lo, hi, _idx(g.lanes))
+            loop = scf.ForOp(lo, hi, index_c(g.lanes))
             with ir.InsertionPoint(loop.body):
                 j0 = loop.induction_variable
-                j1 = arith.minsi(arith.addi(j0, _idx(g.lanes)), hi)
-                body(rivs, j0, j1, LineTarget(self, _idx(0), j0), mine)
+                j1 = arith.minsi(arith.addi(j0, index_c(g.lanes)), hi)
+                body(rivs, j0, j1, LineTarget(self, index_c(0), j0), mine)
                 out(self.row_mram(rivs, j0), seg_bytes(j0, j1))
                 scf.yield_([])
 
@@ -499,11 +484,11 @@ class SpillBuffer:
                     conv.accesses.note_buffer(self, [], True, who=conv.owner(shape))
                     row_segments([], lo, hi, True)
             else:
-                row_segments([], _idx(0), _idx(n), False)
+                row_segments([], index_c(0), index_c(n), False)
         elif g.rows == 1:
             def row(rivs):
                 conv.accesses.note_buffer(self, rivs, True)
-                row_segments(rivs, _idx(0), _idx(n), False)
+                row_segments(rivs, index_c(0), index_c(n), False)
             conv.par_nest(shape[:-1], row, shape)
         else:
             inner = shape[1:-1] if conv.tasklets > 1 else shape[:-1]
@@ -511,31 +496,31 @@ class SpillBuffer:
             def group(outer):
                 if outer:
                     conv.accesses.note_buffer(self, outer, True)
-                loop = scf.ForOp(_idx(0), _idx(prod(inner) // g.rows), _idx(1))
+                loop = scf.ForOp(index_c(0), index_c(prod(inner) // g.rows), index_c(1))
                 with ir.InsertionPoint(loop.body):
                     q = loop.induction_variable
-                    rows = scf.ForOp(_idx(0), _idx(g.rows), _idx(1))
+                    rows = scf.ForOp(index_c(0), index_c(g.rows), index_c(1))
                     with ir.InsertionPoint(rows.body):
                         u = rows.induction_variable
-                        rivs = outer + unflatten(arith.addi(arith.muli(q, _idx(g.rows)), u), inner)
-                        body(rivs, _idx(0), _idx(n), LineTarget(self, u, _idx(0)), False)
+                        rivs = outer + unflatten(arith.addi(arith.muli(q, index_c(g.rows)), u), inner)
+                        body(rivs, index_c(0), index_c(n), LineTarget(self, u, index_c(0)), False)
                         scf.yield_([])
-                    first = outer + unflatten(arith.muli(q, _idx(g.rows)), inner)
-                    out(self.row_mram(first, None), _c(g.unit))
+                    first = outer + unflatten(arith.muli(q, index_c(g.rows)), inner)
+                    out(self.row_mram(first, None), c64(g.unit))
                     scf.yield_([])
             if conv.tasklets > 1:
                 conv.par_nest(shape[:1], group, shape)
             else:
                 group([])
         # The window now holds the last line written: nothing valid, nothing changed.
-        memref.store(_c(0), self.state, [_idx(0)])
-        memref.store(_c(0), self.state, [_idx(1)])
+        memref.store(c64(0), self.state, [index_c(0)])
+        memref.store(c64(0), self.state, [index_c(1)])
         self.space.end_stream(self)
 
     def fill(self, tile) -> None:
         """Stream the elements of `tile` into this buffer."""
         def body(rivs, j0, j1, target, mine):
-            loop = scf.ForOp(j0, j1, _idx(1))
+            loop = scf.ForOp(j0, j1, index_c(1))
             with ir.InsertionPoint(loop.body):
                 j = loop.induction_variable
                 if mine:
@@ -561,8 +546,8 @@ def unflatten(flat: ir.Value, shape) -> list:
         if d == 0:
             out.append(flat)
         else:
-            out.append(arith.remui(flat, _idx(shape[d])))
-            flat = arith.divui(flat, _idx(shape[d]))
+            out.append(arith.remui(flat, index_c(shape[d])))
+            flat = arith.divui(flat, index_c(shape[d]))
     return out[::-1]
 
 
@@ -586,8 +571,8 @@ class SpillSpace:
         """The MRAM address (i64) of the DPU's scratch, read at the kernel's entry."""
         if self._scratch is None:
             with self.conv.at_entry():
-                slot = llvm.getelementptr(llvm.PointerType.get(), self.conv.ctx_arg, [], [Ctx.SCRATCH], _i64(), 0)
-                self._scratch = llvm.load(_i64(), slot)
+                slot = llvm.getelementptr(llvm.PointerType.get(), self.conv.ctx_arg, [], [Ctx.SCRATCH], i64(), 0)
+                self._scratch = llvm.load(i64(), slot)
         return self._scratch
 
     def buffer(self, key: int, shape, stored: ir.Type, es: int, what: str, loc) -> SpillBuffer:
@@ -626,16 +611,11 @@ class SpillSpace:
     def dma(self, mram, wram, nbytes, direction: int) -> None:
         conv = self.conv
         func.CallOp([], ir.FlatSymbolRefAttr.get(SPILL_DMA),
-                    [mram, wram, nbytes, _c(direction), conv.site(), conv.ctx_arg])
+                    [mram, wram, nbytes, c64(direction), conv.site(), conv.ctx_arg])
 
     def dma_span(self, mram, wram, nbytes, direction: int) -> None:
         """Move `nbytes` (a multiple of 8) in transfers of at most 2048 bytes."""
-        loop = scf.ForOp(_c(0), nbytes, _c(DMA_MAX_BYTES))
-        with ir.InsertionPoint(loop.body):
-            off = loop.induction_variable
-            size = arith.minsi(_c(DMA_MAX_BYTES), arith.subi(nbytes, off))
-            self.dma(arith.addi(mram, off), arith.addi(wram, off), size, direction)
-            scf.yield_([])
+        in_dma_pieces(mram, wram, nbytes, lambda m, w, size: self.dma(m, w, size, direction))
 
 
 # The runtime of spilled tiles, added to modules that have some: a counted
