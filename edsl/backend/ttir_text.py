@@ -98,15 +98,23 @@ def _split_loc(line: str) -> tuple[str, str]:
     return line, ""
 
 
-def _balanced(text: str) -> bool:
-    depth, in_str = 0, False
+def _outside_strings(text: str):
+    """(i, ch) for the characters of `text` outside its string literals."""
+    in_str = False
     for i, ch in enumerate(text):
         if in_str:
             if ch == '"' and text[i - 1] != "\\":
                 in_str = False
         elif ch == '"':
             in_str = True
-        elif ch == "(":
+        else:
+            yield i, ch
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for i, ch in _outside_strings(text):
+        if ch == "(":
             depth += 1
         elif ch == ")":
             depth -= 1
@@ -155,14 +163,9 @@ class LocTable:
 def _strip_attr_dict(text: str) -> tuple[str, str]:
     """Take the top-level `{...}` attribute dictionary out of an op's text (a
     custom form prints at most one): (the text without it, its contents)."""
-    depth, start, in_str = 0, -1, False
-    for i, ch in enumerate(text):
-        if in_str:
-            if ch == '"' and text[i - 1] != "\\":
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch == "{":
+    depth, start = 0, -1
+    for i, ch in _outside_strings(text):
+        if ch == "{":
             start = i if depth == 0 and start < 0 else start
             depth += 1
         elif ch == "}":
