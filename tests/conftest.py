@@ -54,14 +54,13 @@ def triton_driver(request):
     they start, is read by Triton 3.7 and later only)."""
     if request.path.parent == pathlib.Path(__file__).parent / "gpu":
         from triton.backends import backends
-        from triton.runtime import driver
         gpu = [b.driver for name, b in backends.items() if name != "dpu" and b.driver.is_active()]
-        previous = driver._active
-        if gpu:
-            driver.set_active(gpu[0]())
-        yield
-        driver.set_active(previous)
-        return
+        if not gpu:
+            yield
+            return
+        driver = gpu[0]()
+    else:
+        driver = None                      # (the DPU model's)
     from edsl.backend import activated
-    with activated():
+    with activated(driver):
         yield

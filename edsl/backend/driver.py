@@ -211,8 +211,9 @@ class DpuLauncher:
         self.num_dpus = getattr(metadata, "num_dpus", 1)
         self.num_tasklets = getattr(metadata, "num_tasklets", 1)
         self.report = None
-        # The launched kernel's file: the compiled kernel names it "" (Triton's
-        # cache shares it between copies of one source, see Converter.file_name).
+        # The launched kernel's file, from which the compiled kernel's sites are
+        # named (Triton's cache shares it between copies of one source, see
+        # Converter.file_name).
         fn = getattr(src, "fn", None)
         self.file = fn.fn.__code__.co_filename if fn is not None else ""
 

@@ -77,26 +77,28 @@ DMA_RULES = (
 )
 
 
-def dma_rules_broken(mram: int, wram: int, nbytes: int) -> DmaRule:
-    """The DMA rules a transfer of `nbytes` between these addresses breaks."""
+def _broken_checks(mram: int, wram: int, nbytes: int):
+    """(check, the operand's value) of each rule a transfer breaks, in order."""
     values = {"mram": mram, "wram": wram, "nbytes": nbytes}
-    broken = DmaRule(0)
     for check in DMA_RULES:
         v = values[check.operand]
         if v % DMA_ALIGN or (check.bounds and not check.bounds[0] <= v <= check.bounds[1]):
-            broken |= check.rule
+            yield check, v
+
+
+def dma_rules_broken(mram: int, wram: int, nbytes: int) -> DmaRule:
+    """The DMA rules a transfer of `nbytes` between these addresses breaks."""
+    broken = DmaRule(0)
+    for check, _ in _broken_checks(mram, wram, nbytes):
+        broken |= check.rule
     return broken
 
 
 def dma_violation(mram_addr: int, wram_addr: int, nbytes: int) -> str | None:
     """Why an mram_read/mram_write of these operands breaks the DMA rules (the
     first rule it breaks), or None."""
-    broken = dma_rules_broken(mram_addr, wram_addr, nbytes)
-    values = {"mram": mram_addr, "wram": wram_addr, "nbytes": nbytes}
-    for check in DMA_RULES:
-        if check.rule in broken:
-            v = values[check.operand]
-            return check.message.format(f"{v:#x}" if check.hex else v)
+    for check, v in _broken_checks(mram_addr, wram_addr, nbytes):
+        return check.message.format(f"{v:#x}" if check.hex else v)
     return None
 
 

@@ -35,7 +35,7 @@ from math import prod
 from typing import Callable
 
 from mlir import ir
-from mlir.dialects import arith, memref, scf
+from mlir.dialects import arith, func, memref, scf
 
 from ... import dtypes
 from ...errors import CompileError
@@ -299,7 +299,6 @@ class Converter:
         """`name`, a function of the C library or libm, declared once in the
         converted module (a program may call those and no others)."""
         if name not in self._declared:
-            from mlir.dialects import func
             with ir.InsertionPoint(self.module_body), ir.Location.unknown():
                 func.FuncOp(name, ir.FunctionType.get(args, results), visibility="private")
             self._declared.add(name)
