@@ -126,7 +126,11 @@ def _balanced(text: str) -> bool:
 def user_location(loc) -> SourceLoc | None:
     """The kernel's line in an MLIR location: the first file position outside
     Triton's own library (a call site into `triton.language` names the caller)."""
-    found = file_locations(loc)
+    return _kernel_position(file_locations(loc))
+
+
+def _kernel_position(found: list[SourceLoc]) -> SourceLoc | None:
+    """Of the file positions of a location, the first outside Triton's library."""
     for sl in found:
         if "/triton/language/" not in sl.filename.replace("\\", "/"):
             return sl
@@ -154,10 +158,7 @@ class LocTable:
             if not refs:
                 break
             text = " ".join(self.aliases.get(r, "") for r in refs)
-        for sl in found:
-            if "/triton/language/" not in sl.filename.replace("\\", "/"):
-                return sl
-        return found[0] if found else None
+        return _kernel_position(found)
 
 
 def _strip_attr_dict(text: str) -> tuple[str, str]:

@@ -53,24 +53,20 @@ _CLASSIFY = {"finitef": "isfinite", "isfinited": "isfinite", "isinff": "isinf", 
 _LIBM_CALLS = ("j0", "j1", "y0", "y1")
 
 
-def integer_op_for(symbol: str) -> str | None:
-    """The MLIR op computing libdevice's bit-counting function `symbol`
-    (`__nv_popc` -> `math.ctpop`), or None."""
-    return _INTEGER_OPS.get(symbol.removeprefix("__nv_")) if symbol.startswith("__nv_") else None
-
-
-def classification_for(symbol: str) -> str | None:
-    """"isinf", "isnan" or "isfinite" for libdevice's classification function
-    `symbol` (`__nv_isinff`), or None."""
-    return _CLASSIFY.get(symbol.removeprefix("__nv_")) if symbol.startswith("__nv_") else None
-
-
-def libm_call_for(symbol: str) -> str | None:
-    """The libm function computing libdevice's `symbol` where no MLIR op does
-    (`__nv_j0f` -> `j0f`), or None."""
+def lowering_for(symbol: str) -> tuple[str, str] | None:
+    """How a target without libdevice computes libdevice's function `symbol`:
+    ("math", MLIR op) for libm's functions (`math_op_for`), ("bits", MLIR op)
+    for the bit counts, ("classify", "isinf" | "isnan" | "isfinite"), ("libm",
+    the libm function) for the Bessel functions; None for the others."""
     name = symbol.removeprefix("__nv_")
+    if name == symbol:
+        return None
     base = name[:-1] if name.endswith("f") else name
-    return name if symbol.startswith("__nv_") and base in _LIBM_CALLS else None
+    for kind, found in (("math", math_op_for(symbol)), ("bits", _INTEGER_OPS.get(name)),
+                        ("classify", _CLASSIFY.get(name)), ("libm", name if base in _LIBM_CALLS else None)):
+        if found is not None:
+            return kind, found
+    return None
 
 
 def use_libdevice(module: ir.Module) -> int:

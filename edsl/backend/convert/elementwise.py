@@ -12,7 +12,7 @@ from mlir.dialects import arith, func, math
 
 from ... import dtypes
 from ...lowering.floats import SATURATE_ATTR
-from ...lowering.libdevice import classification_for, integer_op_for, libm_call_for, math_op_for
+from ...lowering.libdevice import lowering_for
 from .core import (LaneRange, RowForm, Tile, and_valid, const_int, is_float, is_ptr, is_tensor, lowers,
                    scalar_type, store_elem)
 
@@ -379,29 +379,28 @@ def lower_extern_elementwise(conv, op):
     libm's: the MLIR op computing it, as `tl.math` functions are lowered."""
     symbol = ir.StringAttr(op.attributes["symbol"]).value
     elem = _elem(op.results[0].type)
-    name, integer, libm = math_op_for(symbol), integer_op_for(symbol), libm_call_for(symbol)
-    test = classification_for(symbol)
-    if name is not None:
+    kind, name = lowering_for(symbol) or (None, None)
+    if kind == "math":
         _map_nary(conv, op, lambda *xs: _emit(name, list(xs), [elem], loc=op.location)[0],
                   1 + _EXPENSIVE.get(name, 0))
-    elif integer is not None:
+    elif kind == "bits":
         def bits(x):
-            v = _emit(integer, [x], [x.type], loc=op.location)[0]
+            v = _emit(name, [x], [x.type], loc=op.location)[0]
             width, want = ir.IntegerType(x.type).width, ir.IntegerType(elem).width
             return v if width == want else arith.extui(elem, v) if width < want else arith.trunci(elem, v)
         _map_nary(conv, op, bits)
-    elif test is not None:
+    elif kind == "classify":
         def classify(x):
-            if test == "isnan":
+            if name == "isnan":
                 return arith.extui(elem, arith.cmpf(arith.CmpFPredicate.UNO, x, x))
             inf = arith.constant(x.type, float("inf"))
             size = math.absf(x)
-            if test == "isinf":
+            if name == "isinf":
                 return arith.extui(elem, arith.cmpf(arith.CmpFPredicate.OEQ, size, inf))
             return arith.extui(elem, arith.cmpf(arith.CmpFPredicate.OLT, size, inf))   # (not NaN)
         _map_nary(conv, op, classify)
-    elif libm is not None:
-        callee = conv.declare(libm, [elem], [elem])
+    elif kind == "libm":
+        callee = conv.declare(name, [elem], [elem])
         _map_nary(conv, op, lambda x: func.CallOp([elem], callee, [x]).result, 1 + 16)
     else:
         raise conv.error(op, f"extern function '{symbol}' is not supported by the DPU backend "
