@@ -50,8 +50,8 @@ def triton_driver(request):
     """Triton's driver for each test module: the DPU model's, except in
     tests/gpu (Triton's own default: CUDA where a GPU is). Chosen in the
     process, so that the suite runs on a machine whose GPU driver is active
-    too (TRITON_DEFAULT_BACKEND, which the DPU tests set for the processes
-    they start, is read by Triton 3.7 and later only)."""
+    too, on any Triton (Triton 3.6 does not read TRITON_DEFAULT_BACKEND); the
+    tests' child processes that run DPU kernels call `edsl.backend.activate()`."""
     if request.path.parent == pathlib.Path(__file__).parent / "gpu":
         from triton.backends import backends
         gpu = [b.driver for name, b in backends.items() if name != "dpu" and b.driver.is_active()]

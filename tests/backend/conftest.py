@@ -1,10 +1,7 @@
-import os
 import pathlib
 import sys
 
-# The DPU backend is the only active Triton driver on a machine without a GPU;
-# elsewhere these tests select it explicitly.
-os.environ.setdefault("TRITON_DEFAULT_BACKEND", "dpu")
+# (Triton's driver: the DPU model's, chosen in the process by tests/conftest.py.)
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 if str(EXAMPLES) not in sys.path:

@@ -1,21 +1,17 @@
 """Launch reports with the time estimate: EDSL functions (`run(..., timing=True)`)
 and Triton kernels (`dpu_timing=True`) counted through the real launch path."""
-import os
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra import numpy as hnp
 
-os.environ.setdefault("TRITON_DEFAULT_BACKEND", "dpu")
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
-from hypothesis import given, settings, strategies as st  # noqa: E402
-from hypothesis.extra import numpy as hnp  # noqa: E402
-
-import edsl  # noqa: E402
-import edsl.backend  # noqa: E402
-from edsl import InOut, Input  # noqa: E402
-from edsl.dpu import timing  # noqa: E402
-from edsl.errors import ArgumentError  # noqa: E402
+import edsl
+import edsl.backend
+from edsl import InOut, Input
+from edsl.dpu import timing
+from edsl.errors import ArgumentError
 
 
 @edsl.dialect

@@ -30,8 +30,7 @@ def _torch():
 
 def _child_env(tmp_path) -> dict:
     """A child process's environment: its own caches, and Triton's default
-    driver, the GPU's (the DPU tests set TRITON_DEFAULT_BACKEND for the
-    processes they start)."""
+    driver, the GPU's (whatever TRITON_DEFAULT_BACKEND the caller has set)."""
     env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "triton"), EDSL_CACHE_DIR=str(tmp_path / "edsl"))
     env.pop("TRITON_DEFAULT_BACKEND", None)
     return env
