@@ -294,14 +294,16 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
     run = Launch(dpus_used, tasklets, mram.table, counters=table.counters if table else 0)
     run.ctx[..., Ctx.SCRATCH] = mram.scratch
     entry = program.entry(LAUNCH)
+    common = values + _entry_args(LAUNCH, grid_x=gx, grid_y=gy, grid_z=gz, dpus=dpus_used,
+                                  step=num_dpus, wram=(wram_addr, wram_bytes), ctx=run.address(),
+                                  tid=0)[:-1]
+    assert ENTRY[LAUNCH][-1].name == "tid"
 
     def tasklet(tid: int) -> None:
         # Every tasklet runs DPUs 0..n-1 in turn (the same programs in the same
         # order, so their barriers meet; each program ends with a barrier where
         # the next one's accesses could race this one's).
-        call = values + _entry_args(LAUNCH, grid_x=gx, grid_y=gy, grid_z=gz, dpus=dpus_used,
-                                    step=num_dpus, wram=(wram_addr, wram_bytes),
-                                    ctx=run.address(), tid=tid)
+        call = common + [ctypes.c_int32(tid)]
         entry((ctypes.c_void_p * len(call))(*[ctypes.addressof(v) for v in call]))
     mram.copy_in()
     try:
