@@ -1,6 +1,7 @@
 """DPU time estimates against PrIM's published measurements.
 
     python benchmarks/dpu_timing.py                 # calibration table (PrIM microbenchmarks)
+    python benchmarks/dpu_timing.py --costs         # the DPU instruction cost table, with sources
     python benchmarks/dpu_timing.py --workloads     # + PrIM workloads as Triton kernels
     python benchmarks/dpu_timing.py --plot out.png  # + estimated vs published curves (matplotlib)
     python benchmarks/dpu_timing.py --overhead      # what counting costs the DPU model's run time
@@ -45,7 +46,30 @@ def print_calibration(points) -> int:
         print(f"{p.benchmark:15} {p.config:30} {p.published / s:10.2f} {p.estimated / s:10.2f} {p.unit:6} "
               f"{p.ratio:6.2f}  {p.note}{flag}")
     print(f"{len(points) - misses} of {len(points)} points within {TOLERANCE:.0%}")
+    print_copy_dma()
     return misses
+
+
+def print_copy_dma(tasklets: int = 16, blocks_per_tasklet: int = 8) -> None:
+    """PrIM's STREAM COPY-DMA (Microbenchmarks/STREAM/dpu/copy.c: mram_read then
+    mram_write of 1,024 B per block) on the model: the DMA engine's throughput."""
+    import numpy as np
+
+    from prim import micro
+    count = tasklets * blocks_per_tasklet
+    a = np.zeros(count * micro.BLOCK // 8, dtype=np.int64)
+    est = micro.mram(micro.BLOCK).run(a, count, tasklets=tasklets, timing=True).timing.at(calibration.PRIM_CLOCK_HZ)
+    mb_s = count * 2 * micro.BLOCK / est.dpu_seconds / 1e6
+    fig = timing.FIGURES["stream_copy_dma"]
+    print(f"STREAM COPY-DMA, {tasklets} tasklets, 1024 B: published {fig.value / 1e6:.2f} MB/s, estimated "
+          f"{mb_s:.2f} MB/s, ratio {mb_s * 1e6 / fig.value:.3f}  ({fig.source})")
+
+
+def print_costs() -> None:
+    """The DPU instruction cost table the estimate uses (edsl/dpu/timing.py INSTRUCTION_COSTS)."""
+    print(f"{'class':11} {'slots':>7}  source")
+    for name, cost in timing.INSTRUCTION_COSTS.items():
+        print(f"{name:11} {cost.slots:7.2f}  {cost.source}")
 
 
 def print_workloads(dpus: int, tasklets: int, scale: float) -> None:
@@ -227,6 +251,7 @@ def main(argv=None) -> int:
     parser.add_argument("--tasklets", type=int, default=16)
     parser.add_argument("--scale", type=float, default=1.0, help="dataset size factor for the workloads")
     parser.add_argument("--overhead", action="store_true", help="measure what counting costs the model")
+    parser.add_argument("--costs", action="store_true", help="print the DPU instruction cost table")
     parser.add_argument("--validate", action="store_true",
                         help="estimate PrIM's programs at the uPIMulator workbook's rows against its hardware times")
     parser.add_argument("--only", metavar="BENCH", help="with --validate: one benchmark's rows")
@@ -237,6 +262,9 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.overhead:
         print_overhead(args.reps)
+        return 0
+    if args.costs:
+        print_costs()
         return 0
     if args.validate:
         rows = print_validation(args.only)
