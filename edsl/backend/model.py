@@ -43,6 +43,7 @@ from .. import dtypes
 from ..dpu.abi import (DMA_ALIGN, ENTRY, LAUNCH, MRAM_BYTES, WRAM_MEMREF, Ctx, align_up,
                        lowered_entry_types)
 from ..dpu.runtime import Launch, LaunchReport, Program
+from ..dpu.sharing import Gather, SharingError
 from ..dpu.timing import clock_hz, estimate, launch_estimate
 from ..errors import ArgumentError, DpuError
 
@@ -90,6 +91,7 @@ class Memory:
             high = sum(max(0, (d - 1) * s) for d, s in zip(shape, strides))
             self.lo, self.hi = ptr + low, ptr + high + item
         self.ptr = ptr
+        self.item = item
         self.name = name
 
     @property
@@ -189,6 +191,18 @@ class Mram:
                 return m + host_ptr - lo
         raise AssertionError("pointer outside the image")
 
+    def host_address(self, mram: int) -> int | None:
+        """The host address of the array byte at MRAM address `mram`."""
+        for lo, hi, m, _, _ in self.regions:
+            if m <= mram < m + hi - lo:
+                return lo + mram - m
+        return None
+
+    def array_spans(self) -> list[tuple[int, int]]:
+        """The MRAM spans of the arrays a DPU may reach (its scratch excluded)."""
+        pairs = self.table.reshape(-1, 2)[:self.n_table].tolist()
+        return [(lo, hi) for lo, hi in pairs if not (self.scratch and lo == self.scratch)]
+
     def copy_in(self) -> None:
         for lo, hi, m, copied, _ in self.regions:
             if copied:
@@ -238,6 +252,57 @@ def _entry_args(entry: str, **values) -> list:
             out.append(ctypes.c_int32(v) if arg.type == "i32" else ctypes.c_void_p(v))
     assert len(out) == len(lowered_entry_types(entry))
     return out
+
+
+def _run_apart(run: Launch, dpus, mram: Mram) -> SharingError | None:
+    """Run the DPUs of a launch one by one, each on the arrays as transferred
+    (edsl.dpu.sharing), and write the gathered results into them; or leave
+    them as they were and return why the DPUs' results do not merge. A DPU
+    that fails stops the launch (its error is in its contexts)."""
+    def write(address: int, data: bytes) -> None:
+        ctypes.memmove(address, data, len(data))
+    gather = Gather(mram.array_spans(), ctypes.string_at, write)
+    run.keep_logs()
+    for dpu in range(run.dpus):
+        dpus(dpu, dpu + 1)
+        gather.take(dpu, run.take_log(dpu))
+        if run.ctx[dpu, :, Ctx.ERROR].any():
+            return None
+    if not gather.restored():
+        raise AssertionError("the DPU model wrote MRAM without logging it (edsl.dpu.sharing)")
+    try:
+        gather.merge()
+    except SharingError as err:
+        return err
+    return None
+
+
+def _sharing_error(err: SharingError, kernel: str, mram: Mram, memories: list[Memory], sites) -> DpuError:
+    """A DpuError naming the array, the element, the two DPUs and their lines."""
+    host = mram.host_address(err.address)
+    where = f"MRAM address {err.address:#x}"
+    for m in memories:
+        if host is not None and m.lo <= host < m.hi:
+            where = f"element {(host - m.ptr) // m.item} of array '{m.name}'"
+            break
+
+    def line(use) -> str:
+        loc = sites.get(use.site)
+        return f" (line {loc.lineno})" if loc is not None else ""
+    first, second = err.first, err.second
+    if err.why == "read":
+        what = (f"DPU {second.dpu} reads {where}{line(second)}, which DPU {first.dpu} "
+                f"{first.verb()} in the same launch{line(first)}")
+    elif err.why == "different values stored":
+        what = f"DPUs {first.dpu} and {second.dpu} store different values to {where}{line(second)}"
+    else:
+        what = (f"DPU {first.dpu} {first.verb()} {where}{line(first)} and DPU {second.dpu} "
+                f"{second.verb()} it{line(second)}")
+    return DpuError(f"kernel '{kernel}': {what}. On UPMEM every DPU has its own MRAM: DPUs see only "
+                    "their own writes, and the host merges only atomics whose old value is unused "
+                    "(add, max, min, and, or, xor); run the programs that share it on one DPU "
+                    "(num_dpus=1), or give each its own part of the array",
+                    sites.get(second.site))
 
 
 def check_grid(grid) -> tuple[int, int, int]:
@@ -294,21 +359,26 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
     run = Launch(dpus_used, tasklets, mram.table, counters=table.counters if table else 0)
     run.ctx[..., Ctx.SCRATCH] = mram.scratch
     entry = program.entry(LAUNCH)
-    common = values + _entry_args(LAUNCH, grid_x=gx, grid_y=gy, grid_z=gz, dpus=dpus_used,
-                                  step=num_dpus, wram=(wram_addr, wram_bytes), ctx=run.address(),
-                                  tid=0)[:-1]
-    assert ENTRY[LAUNCH][-1].name == "tid"
+    launch_args = dict(grid_x=gx, grid_y=gy, grid_z=gz, step=num_dpus, wram=(wram_addr, wram_bytes),
+                       ctx=run.address())
 
-    def tasklet(tid: int) -> None:
-        # Every tasklet runs DPUs 0..n-1 in turn (the same programs in the same
-        # order, so their barriers meet; each program ends with a barrier where
-        # the next one's accesses could race this one's).
-        call = common + [ctypes.c_int32(tid)]
-        entry((ctypes.c_void_p * len(call))(*[ctypes.addressof(v) for v in call]))
+    def dpus(first: int, end: int) -> None:
+        # Every tasklet runs DPUs first..end-1 in turn (the same programs in the
+        # same order, so their barriers meet; each program ends with a barrier
+        # where the next one's accesses could race this one's).
+        def tasklet(tid: int) -> None:
+            call = values + _entry_args(LAUNCH, first_dpu=first, end_dpu=end, tid=tid, **launch_args)
+            entry((ctypes.c_void_p * len(call))(*[ctypes.addressof(v) for v in call]))
+        run.run(tasklet)
+    shared = None
     mram.copy_in()
     try:
-        run.run(tasklet)
+        if dpus_used == 1:
+            dpus(0, 1)
+        else:
+            shared = _run_apart(run, dpus, mram)
     finally:
+        run.free_logs()
         mram.copy_out()
     if stored is None:
         for lo, hi in mram.changed_read_only():
@@ -316,6 +386,8 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
             raise ArgumentError(f"kernel '{meta['name']}' stored into read-only array argument "
                                 f"{names}; the stores were dropped: pass a writable array")
     run.raise_error(f"kernel '{meta['name']}'", program.sites, meta.get("asserts", ()))
+    if shared is not None:
+        raise _sharing_error(shared, meta["name"], mram, list(memories.values()), program.sites)
     for k, v in run.totals().items():
         setattr(report, k, v)
     report.per_tasklet_dma = run.per_tasklet_dma()

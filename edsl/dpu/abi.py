@@ -119,6 +119,10 @@ STEP_FAIL = "edsl_dpu_step_fail"      # (site: i64) -> (): a range() step of zer
 COUNTERS = "edsl_dpu_counters"        # () -> !llvm.ptr: this tasklet's i64 block counters
 # (pair: !llvm.ptr, nbytes: i64) -> (): one more transfer in a (transfers, bytes) slot pair
 COUNT_TRANSFER = "__dpu_count_transfer"
+# Record an access of a launch's arrays for the checks across DPUs (edsl.dpu.sharing):
+# (kind: an `Access` code, mram_addr, nbytes, site: i64, ctx: !llvm.ptr) -> ()
+NOTE = "__dpu_note"
+LOG_FULL = "edsl_dpu_log_full"        # (ctx) -> (): the tasklet's log is full (model: grow it)
 # The one DMA routine, which kernels call directly:
 # (mram_addr, wram_addr, nbytes, direction, site: i64, ctx: !llvm.ptr) -> ()
 DMA = "__dpu_dma"
@@ -165,8 +169,9 @@ ENTRY = {
     # Every tasklet of a DPU runs the program instances first, first + step, ...
     MAIN: (*_GRID, EntryArg("first", "i32", "the DPU's first program instance"),
            EntryArg("step", "i32", "the distance to its next ones (the DPU count)"), _WRAM, _CTX),
-    # One host call per tasklet runs `MAIN` of DPUs 0 .. dpus-1 in turn.
-    LAUNCH: (*_GRID, EntryArg("dpus", "i32", "DPUs to run"),
+    # One host call per tasklet runs `MAIN` of DPUs first_dpu .. end_dpu-1 in turn.
+    LAUNCH: (*_GRID, EntryArg("first_dpu", "i32", "the first DPU to run"),
+             EntryArg("end_dpu", "i32", "one past the last DPU to run"),
              EntryArg("step", "i32", "the distance between a DPU's program instances"), _WRAM,
              EntryArg("ctx", "!llvm.ptr", "the launch's contexts, DPU by DPU, tasklet by tasklet"),
              EntryArg("tid", "i32", "the tasklet")),
@@ -221,9 +226,12 @@ class Ctx(IntEnum):
     SPILL_READ_BYTES = 21
     SPILL_WRITES = 22
     SPILL_WRITE_BYTES = 23
+    LOG = 24             # the tasklet's access log (`NOTE`): address of LOG_CAP entries
+    LOG_LEN = 25         # ... entries used (of LOG_ENTRY i64 each), 0 = logging off
+    LOG_CAP = 26
 
 
-CTX_SLOTS = 24
+CTX_SLOTS = 27
 
 
 class Dpu(IntEnum):
@@ -250,6 +258,71 @@ class Err(IntEnum):
     DEADLOCK = 8         # a barrier that can never complete
     ZERO_STEP = 9        # a range() step of zero
     POLL = 10            # a `tl.atomic_poll` that can never match: ERR_MRAM = the value, ERR_WRAM = expected
+
+
+# ---- accesses across DPUs -------------------------------------------------------------
+# Each DPU has its own MRAM: a launch on several DPUs logs what every DPU does
+# to the arrays, so that the host can merge what merges (atomics whose old
+# value is unused) and refuse any other sharing (edsl.dpu.sharing).
+
+LOG_ENTRY = 4                         # i64 fields of a log entry: kind, mram_addr, end, site
+
+
+class Access(IntEnum):
+    """The low bits of a log entry's kind."""
+    READ = 1             # bytes a load used
+    WRITE = 2            # bytes a store wrote
+    ATOMIC = 3           # an atomic read-modify-write: its `AtomicOp` and flags above
+
+
+class AtomicOp(IntEnum):
+    """An atomic's operation, in a log entry's kind (`atomic_kind`)."""
+    ADD = 1              # integer add
+    FADD = 2
+    MAX = 3              # signed integer
+    MIN = 4
+    UMAX = 5
+    UMIN = 6
+    FMAX = 7
+    FMIN = 8
+    AND = 9
+    OR = 10
+    XOR = 11
+    XCHG = 12
+    CAS = 13
+
+
+# Atomics that several DPUs may apply to one element: the host combines each
+# DPU's result with the others' (those whose old value is unused).
+MERGED_ATOMICS = frozenset(AtomicOp) - {AtomicOp.XCHG, AtomicOp.CAS}
+ATOMIC_OLD_USED = 1 << 8              # kind flag: the atomic's old value is used
+ATOMIC_FLOAT = {"f16": 1, "bf16": 2, "f32": 3, "f64": 4}   # kind bits 12-15; the size from bit 16
+
+
+class AtomicKind(NamedTuple):
+    """What a log entry's kind says of an atomic."""
+    op: AtomicOp
+    old_used: bool
+    size: int                         # bytes of an element
+    float_type: str | None            # "f16", "bf16", "f32", "f64"; None: an integer
+
+    @property
+    def merged(self) -> bool:
+        """Whether the host merges this atomic across DPUs."""
+        return self.op in MERGED_ATOMICS and not self.old_used
+
+
+def atomic_kind(op: AtomicOp, old_used: bool, size: int, float_type: str | None) -> int:
+    """The log kind of an atomic on elements of `size` bytes of `float_type`."""
+    return (Access.ATOMIC | int(op) << 2 | (ATOMIC_OLD_USED if old_used else 0)
+            | ATOMIC_FLOAT.get(float_type, 0) << 12 | size << 16)
+
+
+def atomic_parts(kind: int) -> AtomicKind:
+    """The atomic a log entry's kind describes."""
+    floats = {v: k for k, v in ATOMIC_FLOAT.items()}
+    return AtomicKind(AtomicOp((kind >> 2) & 0x3F), bool(kind & ATOMIC_OLD_USED), kind >> 16,
+                      floats.get((kind >> 12) & 0xF))
 
 
 # Why a transfer outside the launch's arrays (Err.MRAM_BOUNDS) happens and what

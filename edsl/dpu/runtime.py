@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import hashlib
 import queue
 import signal
@@ -33,8 +34,8 @@ import numpy as np
 from .. import cache
 from ..errors import DpuError, LoweringError, SourceLoc
 from . import jit, support
-from .abi import (CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, MAX_TASKLETS, MESSAGES, OUTSIDE_ARRAYS, READ, Ctx, Dpu, Err,
-                  align_up, dma_violation)
+from .abi import (CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, LOG_ENTRY, MAX_TASKLETS, MESSAGES, OUTSIDE_ARRAYS, READ, Ctx,
+                  Dpu, Err, align_up, dma_violation)
 from .timing import TimingEstimate
 
 if TYPE_CHECKING:
@@ -214,6 +215,17 @@ class Program:
 _KEY: list = []
 
 
+@functools.lru_cache(None)
+def _libc():
+    """The C library's malloc and free (the access logs live on its heap, where
+    the programs' `realloc` grows them)."""
+    libc = jit._allowed_libraries()[0]
+    libc.malloc.restype = ctypes.c_void_p
+    libc.malloc.argtypes = [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    return libc
+
+
 def _ctx_key() -> int:
     """The process's thread-local key for the running tasklet's context."""
     if not _KEY:
@@ -256,6 +268,35 @@ class Launch:
         if counters:
             c[..., Ctx.COUNTERS] = (self.counters.ctypes.data
                                     + np.arange(dpus * tasklets).reshape(dpus, tasklets) * row * 8)
+
+    # -- access logs (a launch on several DPUs: edsl.dpu.sharing) ------------
+    def keep_logs(self, entries: int = 256) -> None:
+        """Every tasklet logs the bytes of the arrays it uses (abi.NOTE) in a
+        C-heap buffer that its program grows; `free_logs` releases them."""
+        libc = _libc()
+        for c in self.ctx.reshape(-1, CTX_SLOTS):
+            c[Ctx.LOG] = libc.malloc(entries * LOG_ENTRY * 8) or 0
+            if not c[Ctx.LOG]:
+                raise MemoryError("cannot allocate the DPU model's access log")
+            c[Ctx.LOG_CAP], c[Ctx.LOG_LEN] = entries, 0
+
+    def take_log(self, dpu: int) -> np.ndarray:
+        """The entries (rows of LOG_ENTRY i64) the tasklets of `dpu` logged; its logs are emptied."""
+        rows = []
+        for c in self.ctx[dpu]:
+            n = int(c[Ctx.LOG_LEN])
+            if n:
+                rows.append(np.frombuffer(ctypes.string_at(int(c[Ctx.LOG]), n * LOG_ENTRY * 8),
+                                          dtype=np.int64).reshape(n, LOG_ENTRY))
+            c[Ctx.LOG_LEN] = 0
+        return np.concatenate(rows) if rows else np.zeros((0, LOG_ENTRY), dtype=np.int64)
+
+    def free_logs(self) -> None:
+        libc = _libc()
+        for c in self.ctx.reshape(-1, CTX_SLOTS):
+            if c[Ctx.LOG]:
+                libc.free(ctypes.c_void_p(int(c[Ctx.LOG])))
+            c[Ctx.LOG] = c[Ctx.LOG_CAP] = c[Ctx.LOG_LEN] = 0
 
     def address(self, dpu: int = 0, tid: int = 0) -> int:
         return self.ctx.ctypes.data + (dpu * self.tasklets + tid) * CTX_SLOTS * 8

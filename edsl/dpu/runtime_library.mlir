@@ -8,6 +8,7 @@ module {
   llvm.mlir.global external @${ctx_key}(0 : ${key_t}) {alignment = 8 : i64} : ${key_t}
   llvm.func @pthread_getspecific(${key_t}) -> !llvm.ptr
   llvm.func @pthread_setspecific(${key_t}, !llvm.ptr) -> i32
+  llvm.func @realloc(!llvm.ptr, i64) -> !llvm.ptr
 
   // The running tasklet's context: a thread-local on a key the loader sets.
   func.func @${ctx}() -> !llvm.ptr {
@@ -104,6 +105,97 @@ module {
     return
   }
 
+  // Log an access of the launch's arrays (`Access` kind, MRAM bytes
+  // [mram, mram + n), site) in the tasklet's log, when the launch keeps one
+  // (LOG_CAP non-zero: a launch on several DPUs). An access that continues
+  // or repeats the last entry (same kind and site, starting inside it or
+  // where it ends) extends it.
+  // A full log goes to ${log_full}: the model grows it, a DPU flushes it to MRAM.
+  func.func @${note}(%kind: i64, %mram: i64, %n: i64, %site: i64, %ctx: !llvm.ptr) {
+    %c0 = arith.constant 0 : i64
+    %c1 = arith.constant 1 : i64
+    %width = arith.constant ${log_entry} : i64
+    %cap_p = llvm.getelementptr %ctx[${ctx_log_cap}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %cap = llvm.load %cap_p : !llvm.ptr -> i64
+    %on = arith.cmpi ne, %cap, %c0 : i64
+    scf.if %on {
+      %end = arith.addi %mram, %n : i64
+      %len_p = llvm.getelementptr %ctx[${ctx_log_len}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %log_p = llvm.getelementptr %ctx[${ctx_log}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %len = llvm.load %len_p : !llvm.ptr -> i64
+      %log_i = llvm.load %log_p : !llvm.ptr -> i64
+      %log = llvm.inttoptr %log_i : i64 to !llvm.ptr
+      %last = arith.subi %len, %c1 : i64
+      %last_off = arith.muli %last, %width : i64
+      %e = llvm.getelementptr %log[%last_off] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+      %some = arith.cmpi sgt, %len, %c0 : i64
+      %extends = scf.if %some -> (i1) {
+        %k = llvm.load %e : !llvm.ptr -> i64
+        %lo_p = llvm.getelementptr %e[1] : (!llvm.ptr) -> !llvm.ptr, i64
+        %lo = llvm.load %lo_p : !llvm.ptr -> i64
+        %hi_p = llvm.getelementptr %e[2] : (!llvm.ptr) -> !llvm.ptr, i64
+        %hi = llvm.load %hi_p : !llvm.ptr -> i64
+        %s_p = llvm.getelementptr %e[3] : (!llvm.ptr) -> !llvm.ptr, i64
+        %s = llvm.load %s_p : !llvm.ptr -> i64
+        %same_k = arith.cmpi eq, %k, %kind : i64
+        %same_s = arith.cmpi eq, %s, %site : i64
+        %after_lo = arith.cmpi uge, %mram, %lo : i64
+        %upto_hi = arith.cmpi ule, %mram, %hi : i64
+        %same = arith.andi %same_k, %same_s : i1
+        %within = arith.andi %after_lo, %upto_hi : i1
+        %ext = arith.andi %same, %within : i1
+        scf.if %ext {
+          %hi2 = arith.maxui %hi, %end : i64
+          llvm.store %hi2, %hi_p : i64, !llvm.ptr
+        }
+        scf.yield %ext : i1
+      } else {
+        %no = arith.constant false
+        scf.yield %no : i1
+      }
+      %append = arith.xori %extends, %on : i1              // (%on is true here)
+      scf.if %append {
+        %full = arith.cmpi sge, %len, %cap : i64
+        scf.if %full {
+          func.call @${log_full}(%ctx) : (!llvm.ptr) -> ()
+        }
+        %len2 = llvm.load %len_p : !llvm.ptr -> i64
+        %log2_i = llvm.load %log_p : !llvm.ptr -> i64
+        %log2 = llvm.inttoptr %log2_i : i64 to !llvm.ptr
+        %off = arith.muli %len2, %width : i64
+        %f = llvm.getelementptr %log2[%off] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+        llvm.store %kind, %f : i64, !llvm.ptr
+        %f1 = llvm.getelementptr %f[1] : (!llvm.ptr) -> !llvm.ptr, i64
+        llvm.store %mram, %f1 : i64, !llvm.ptr
+        %f2 = llvm.getelementptr %f[2] : (!llvm.ptr) -> !llvm.ptr, i64
+        llvm.store %end, %f2 : i64, !llvm.ptr
+        %f3 = llvm.getelementptr %f[3] : (!llvm.ptr) -> !llvm.ptr, i64
+        llvm.store %site, %f3 : i64, !llvm.ptr
+        %len3 = arith.addi %len2, %c1 : i64
+        llvm.store %len3, %len_p : i64, !llvm.ptr
+      }
+    }
+    return
+  }
+
+  // The model's full access log grows to twice its entries (the host frees it).
+  func.func @${log_full}(%ctx: !llvm.ptr) {
+    %c2 = arith.constant 2 : i64
+    %bytes = arith.constant ${log_entry_bytes} : i64
+    %cap_p = llvm.getelementptr %ctx[${ctx_log_cap}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %log_p = llvm.getelementptr %ctx[${ctx_log}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %cap = llvm.load %cap_p : !llvm.ptr -> i64
+    %log_i = llvm.load %log_p : !llvm.ptr -> i64
+    %log = llvm.inttoptr %log_i : i64 to !llvm.ptr
+    %cap2 = arith.muli %cap, %c2 : i64
+    %size = arith.muli %cap2, %bytes : i64
+    %grown = llvm.call @realloc(%log, %size) : (!llvm.ptr, i64) -> !llvm.ptr
+    %grown_i = llvm.ptrtoint %grown : !llvm.ptr to i64
+    llvm.store %grown_i, %log_p : i64, !llvm.ptr
+    llvm.store %cap2, %cap_p : i64, !llvm.ptr
+    return
+  }
+
 ${dma_rules}
 
   // mram_read (dir ${read}) / mram_write (${write}): the DMA rules and the
@@ -188,6 +280,13 @@ ${dma_rules}
           : (!llvm.ptr, i64, i64, i64, i64, i64, i64) -> ()
     } else {
       func.call @${dma}(%mram, %wram, %n, %dir, %site, %ctx) : (i64, i64, i64, i64, i64, !llvm.ptr) -> ()
+      // (an EDSL transfer uses every byte it moves)
+      %c_write = arith.constant ${write} : i64
+      %is_write = arith.cmpi eq, %dir, %c_write : i64
+      %k_read = arith.constant ${access_read} : i64
+      %k_write = arith.constant ${access_write} : i64
+      %kind = arith.select %is_write, %k_write, %k_read : i64
+      func.call @${note}(%kind, %mram, %n, %site, %ctx) : (i64, i64, i64, i64, !llvm.ptr) -> ()
     }
     return
   }

@@ -84,10 +84,12 @@ def _fields(path: Path, **given) -> dict:
     known = {name.lower(): getattr(abi, name) for name in
              ("ME", "NR_TASKLETS", "BARRIER", "MRAM_READ", "MRAM_WRITE", "ASSERT_FAIL",
               "BOUNDS_FAIL", "STEP_FAIL", "COUNTERS", "DMA", "FAIL", "CTX", "ENTER", "EXIT",
-              "COUNT_TRANSFER", "READ", "WRITE")}
+              "COUNT_TRANSFER", "READ", "WRITE", "NOTE", "LOG_FULL", "LOG_ENTRY")}
     known |= {f"ctx_{s.name.lower()}": int(s) for s in abi.Ctx}
     known |= {f"dpu_{s.name.lower()}": int(s) for s in abi.Dpu}
     known |= {f"err_{e.name.lower()}": int(e) for e in abi.Err}
+    known |= {"log_entry_bytes": abi.LOG_ENTRY * 8}
+    known |= {f"access_{a.name.lower()}": int(a) for a in abi.Access}
     known |= {"ctx_key": CTX_KEY, "copy_from_mram": COPY_FROM_MRAM, "copy_to_mram": COPY_TO_MRAM}
     known |= given
     return {name: known[name] for name in templates.placeholders(path)}

@@ -67,6 +67,8 @@ PRIMITIVES = {
     abi.NR_TASKLETS: lambda a: "(uint32_t)NR_TASKLETS",
     abi.BARRIER: lambda a: f"barrier_wait(&{BARRIER_VAR})",
     abi.CTX: lambda a: f"(void *){CTX_ARRAY}[me()]",
+    # (an exported program keeps no access log: its contexts' LOG_CAP is 0)
+    abi.LOG_FULL: lambda a: "(void)0",
 }
 
 # Host facilities of the DPU model's runtime, which a DPU does not have.

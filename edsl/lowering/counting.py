@@ -4,7 +4,8 @@
 (an i64 in an array the runtime provides per tasklet through
 `edsl_dpu_counters() -> !llvm.ptr`), incremented when the block starts, and
 records in the module what each block executes, by operation class
-(`edsl.dpu.timing.ISSUE_SLOTS` says what each class costs):
+(`edsl.dpu.timing.INSTRUCTION_COSTS`, the DPU instruction cost table, says
+what each class costs and where that number comes from):
 
     module attributes {edsl.counters = N : i64,
                        edsl.counter_ops = {alu = array<i64: ...N counts>, load = ..., ...}}
@@ -22,7 +23,8 @@ A 32-bit multiply is a routine on the DPU (UPMEM's `__mulsi3`: one
 `mul_step` per bit of the smaller operand, stopping when no bits are left),
 so its cost depends on the values: after each counted one the pass adds the
 bit length of the smaller operand (at least 1) to one more counter, the last
-(class `mul32_step`, one per step; `mul32` is the routine's fixed part).
+(class `mul32_step`, one per step; `mul32` is the routine's fixed part, read
+from the SDK's source of `__mulsi3`).
 
 The counters are plain loads and stores on the tasklet's own array; the rest
 of the program is unchanged, so results are bit-identical with and without
@@ -37,7 +39,7 @@ from mlir import ir
 from mlir.dialects import llvm
 from mlir.passmanager import PassManager
 
-from ..dpu.abi import BARRIER, COUNTERS, DMA, FAIL, ME, MRAM_READ, MRAM_WRITE, NR_TASKLETS
+from ..dpu.abi import BARRIER, COUNTERS, DMA, FAIL, ME, MRAM_READ, MRAM_WRITE, NOTE, NR_TASKLETS
 from ..errors import LoweringError
 
 COUNTERS_ATTR = "edsl.counters"      # i64: how many counters the program uses
@@ -47,6 +49,8 @@ OPS_ATTR = "edsl.counter_ops"        # class -> array<i64>: counts per counter
 DMA_CALLEES = frozenset({MRAM_READ, MRAM_WRITE, DMA})
 SYNC_CALLEES = frozenset({BARRIER})
 REGISTER_CALLEES = frozenset({ME, NR_TASKLETS})
+# The model's own bookkeeping (the access log of a launch on several DPUs): no DPU work.
+MODEL_CALLEES = frozenset({NOTE})
 # Functions of the runtime itself, whose blocks are not the program's work.
 RUNTIME_PREFIX = "edsl_dpu_"
 
@@ -137,6 +141,8 @@ def _classify(op: ir.Operation, data64: set, fused: set, contexts: set) -> tuple
         return ("load", "alu", "store")
     if name == "llvm.call":
         callee = _callee(op)
+        if callee in MODEL_CALLEES:
+            return ()
         if callee in DMA_CALLEES:
             return ("dma",)
         if callee in SYNC_CALLEES:
@@ -192,7 +198,7 @@ def _single_use(value: ir.Value) -> bool:
 @dataclass(frozen=True)
 class CounterTable:
     """What each executed-block counter's block executes: `ops[class][k]`
-    operations of `class` (a key of edsl.dpu.timing.ISSUE_SLOTS) per
+    operations of `class` (a key of edsl.dpu.timing.INSTRUCTION_COSTS) per
     execution of counter k's block. A program's metadata carries it as
     `to_json()`."""
     counters: int

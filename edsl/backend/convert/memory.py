@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
-from ...dpu.abi import DMA as DMA_FN, DMA_MAX_BYTES, READ, WRITE
+from ...dpu.abi import DMA as DMA_FN, DMA_MAX_BYTES, NOTE, READ, WRITE, Access, AtomicOp, atomic_kind
 
 from .core import (Tile, and_valid, buffer_type, byte_size, from_stored, in_wram, is_float, is_tensor,
                    load_elem, lowers, pointee, scalar_type, store_elem, to_stored)
@@ -89,17 +89,31 @@ def dma_span(conv, mram, wram, nbytes, direction: int) -> None:
     in_dma_pieces(mram, wram, nbytes, lambda m, w, size: dma(conv, m, w, size, direction))
 
 
-def element_read(conv, addr, t, stg) -> ir.Value:
+def note(conv, kind: int, mram, nbytes) -> None:
+    """Log that the program used (Access.READ) or wrote MRAM bytes [mram,
+    mram + nbytes) of the launch's arrays: the host checks what DPUs share
+    (edsl.dpu.sharing). The DMA around it may move more (whole 8-byte words)."""
+    llvm.call(None, [c64(kind), mram, nbytes, conv.site(), conv.ctx_arg], [], [],
+              callee=ir.FlatSymbolRefAttr.get(NOTE))
+
+
+def element_read(conv, addr, t, stg, access: int | None = Access.READ) -> ir.Value:
+    """Element `t` at MRAM address `addr`, through the word around it (`access`:
+    how the read is logged, None: by the caller)."""
     word = align_down(addr)
     dma(conv, word, stg, c64(8), READ)
+    if access is not None:
+        note(conv, access, addr, c64(byte_size(t)))
     return mem_read(arith.addi(stg, arith.subi(addr, word)), t)
 
 
-def element_write(conv, addr, v, stg) -> None:
+def element_write(conv, addr, v, stg, access: int | None = Access.WRITE) -> None:
     word = align_down(addr)
     dma(conv, word, stg, c64(8), READ)
     mem_write(arith.addi(stg, arith.subi(addr, word)), v)
     dma(conv, word, stg, c64(8), WRITE)
+    if access is not None:
+        note(conv, access, addr, c64(byte_size(v.type)))
 
 
 def _zero(t: ir.Type) -> ir.Value:
@@ -370,9 +384,11 @@ def _load_row(conv, seg: RowSegment, other, out):
 
         def direct():
             dma_span(conv, a0, dst, nb, READ)
+            note(conv, Access.READ, p0, nb)
 
         def staged():
             dma_span(conv, a0, seg.stg, span, READ)
+            note(conv, Access.READ, p0, nb)
             # Lane j is element j - lo after p0 (p0 - a0 bytes into the staging buffer).
             src = lane_base(arith.subi(arith.addi(seg.stg, arith.subi(p0, a0)), arith.muli(lo, c64(es))))
 
@@ -428,12 +444,14 @@ def _load_row_general(conv, seg: RowSegment, other_at, out):
         a0, _, n = _span(p0, p_last, es)
         dma_span(conv, a0, seg.stg, n, READ)
 
+        def read(ivs):
+            p = seg.ptrs.at(ivs)
+            note(conv, Access.READ, p, c64(es))
+            return mem_read(arith.addi(seg.stg, arith.subi(p, a0)), t)
+
         def lane(j):
             ivs = seg.ivs(j)
-            v = _if_else(seg.active(j), t,
-                         lambda: mem_read(arith.addi(seg.stg, arith.subi(seg.ptrs.at(ivs), a0)), t),
-                         lambda: other_at(ivs))
-            out.store(v, ivs)
+            out.store(_if_else(seg.active(j), t, lambda: read(ivs), lambda: other_at(ivs)), ivs)
         seg.lanes(conv, seg.j0, seg.j1, lane)
 
     def element_path():
@@ -463,8 +481,11 @@ def _store_row(conv, seg: RowSegment, value, mode: str):
                 src = arith.addi(_row_addr(conv, value.buf, rivs, es), arith.muli(lo, c64(es)))
                 aligned = arith.cmpi(arith.CmpIPredicate.eq, arith.andi(src, c64(7)), c64(0))
                 seg.note(conv, value.buf, False)
-                _if_else_none(aligned, lambda: dma_span(conv, a0, src, nb, WRITE),
-                              lambda: write_staged(False))
+
+                def direct():
+                    dma_span(conv, a0, src, nb, WRITE)
+                    note(conv, Access.WRITE, p0, nb)
+                _if_else_none(aligned, direct, lambda: write_staged(False))
             else:
                 write_staged(False)
 
@@ -477,6 +498,7 @@ def _store_row(conv, seg: RowSegment, value, mode: str):
                 lane_write(dst, arith.index_cast(i64(), j), value.at(seg.ivs(j)))
             seg.lanes(conv, as_index(lo), as_index(hi), lane)
             dma_span(conv, a0, seg.stg, span, WRITE)
+            note(conv, Access.WRITE, p0, nb)
 
         if mode == "all":
             _if(some, lambda: _if_else_none(clean, write_clean, lambda: write_staged(True)))
@@ -510,10 +532,14 @@ def _store_row_general(conv, seg: RowSegment, value, mode):
         elif mode == "rest":
             dma_span(conv, a0, seg.stg, n, READ)
 
+        def write(ivs):
+            p = seg.ptrs.at(ivs)
+            mem_write(arith.addi(seg.stg, arith.subi(p, a0)), value.at(ivs))
+            note(conv, Access.WRITE, p, c64(es))
+
         def lane(j):
             ivs = seg.ivs(j)
-            _if(seg.active(j), lambda: mem_write(arith.addi(seg.stg, arith.subi(seg.ptrs.at(ivs), a0)),
-                                                 value.at(ivs)))
+            _if(seg.active(j), lambda: write(ivs))
         seg.lanes(conv, seg.j0, seg.j1, lane)
         dma_span(conv, a0, seg.stg, n, WRITE)
 
@@ -674,6 +700,25 @@ _RMW = {
 }
 
 
+# The log's name of each atomic (edsl.dpu.abi.AtomicOp), for integers and floats.
+_ATOMIC_OPS = {"add": (AtomicOp.ADD, AtomicOp.FADD), "fadd": (AtomicOp.FADD, AtomicOp.FADD),
+               "max": (AtomicOp.MAX, AtomicOp.FMAX), "min": (AtomicOp.MIN, AtomicOp.FMIN),
+               "umax": (AtomicOp.UMAX,) * 2, "umin": (AtomicOp.UMIN,) * 2, "and": (AtomicOp.AND,) * 2,
+               "or": (AtomicOp.OR,) * 2, "xor": (AtomicOp.XOR,) * 2, "exch": (AtomicOp.XCHG,) * 2,
+               "xchg": (AtomicOp.XCHG,) * 2}
+
+
+def _atomic_log_kind(conv, op, t) -> int:
+    """How an atomic is logged: its operation, whether its old value is used,
+    and its element type (the host merges atomics across DPUs by them)."""
+    if op.name == "tt.atomic_cas":
+        which = AtomicOp.CAS
+    else:
+        which = _ATOMIC_OPS[ir.StringAttr(op.attributes["atomic_rmw_op"]).value][is_float(t)]
+    used = conv.uses.get(op.results[0], 0) > 0
+    return atomic_kind(which, used, byte_size(t), str(t) if is_float(t) else None)
+
+
 def _atomic(conv, op, update):
     """Lower an atomic: program instances run one at a time in the model, and
     tasklet 0 alone runs the atomic op of a program, so a read-modify-write
@@ -687,9 +732,9 @@ def _atomic(conv, op, update):
     vals = [conv.get(v) for v in op.operands[1:]]
 
     def one(addr, lane_vals, t):
-        old = element_read(conv, addr, t, stg)
+        old = element_read(conv, addr, t, stg, access=None)
         new = update(old, *lane_vals)
-        element_write(conv, addr, new, stg)
+        element_write(conv, addr, new, stg, access=_atomic_log_kind(conv, op, t))
         return old
 
     if not isinstance(ptr, Tile):

@@ -5,17 +5,18 @@ itself is linked when the program is built, edsl.dpu.support).
 `__dpu_main` is what every tasklet of a DPU runs: the program instances of
 that DPU, ids first, first+step, ... below the grid size, one at a time,
 with the tasklet's launch context `ctx`.
-`__dpu_launch` runs `__dpu_main` for DPUs 0..n-1 in turn on tasklet `tid`,
+`__dpu_launch` runs `__dpu_main` for DPUs first..end-1 in turn on tasklet `tid`,
 each with its context (the contexts are laid out DPU by DPU, tasklet by
 tasklet): one host call per tasklet for a whole launch.
 """
 from __future__ import annotations
 
-from ...dpu.abi import (BARRIER, CTX_SLOTS, DMA, ENTER, ENTRY, EXIT, FAIL, KERNEL, LAUNCH, MAIN,
+from ...dpu.abi import (BARRIER, CTX_SLOTS, DMA, ENTER, ENTRY, EXIT, FAIL, KERNEL, LAUNCH, MAIN, NOTE,
                         entry_params, entry_types)
 
 DECLARATIONS = f"""
   llvm.func @{DMA}(i64, i64, i64, i64, i64, !llvm.ptr) attributes {{sym_visibility = "private"}}
+  llvm.func @{NOTE}(i64, i64, i64, i64, !llvm.ptr) attributes {{sym_visibility = "private"}}
   llvm.func @{FAIL}(!llvm.ptr, i64, i64, i64, i64, i64, i64) attributes {{sym_visibility = "private"}}
   llvm.func @{BARRIER}(i64) attributes {{sym_visibility = "private"}}
   llvm.func @{ENTER}(!llvm.ptr) attributes {{sym_visibility = "private"}}
@@ -55,12 +56,11 @@ def main_text(kernel: str, param_types: list[str], tasklets: int = 1) -> str:
   }}
 
   func.func @{LAUNCH}({params}{entry_params(LAUNCH)}) {{
-    %c0 = arith.constant 0 : i32
     %c1 = arith.constant 1 : i32
     %tasklets = arith.constant {tasklets} : i64
     %slots = arith.constant {CTX_SLOTS} : i64
     %tid64 = arith.extsi %tid : i32 to i64
-    scf.for %d = %c0 to %dpus step %c1 : i32 {{
+    scf.for %d = %first_dpu to %end_dpu step %c1 : i32 {{
       %d64 = arith.extsi %d : i32 to i64
       %row = arith.muli %d64, %tasklets : i64
       %k = arith.addi %row, %tid64 : i64

@@ -1,0 +1,283 @@
+"""Each DPU its own MRAM: what the DPUs of one launch did to the arrays,
+gathered as the host of a UPMEM system gathers it.
+
+On hardware every DPU receives the launch's arrays in its own MRAM and writes
+there; the host reads the results back from each DPU. The DPU model runs the
+DPUs of a launch in turn over one copy of the arrays: after each DPU,
+`Gather.take` keeps what the DPU wrote (the bytes its access log, abi.NOTE,
+names) and restores the arrays as they were transferred, so that the next
+DPU sees them so. When all have run, `Gather.merge` combines the results:
+
+- bytes that one DPU wrote are taken from it; bytes that several DPUs wrote
+  must have the same value from each;
+- an element that several DPUs updated with the same atomic whose old value
+  is unused (add, max, min, and, or, xor: `AtomicKind.merged`) is combined
+  DPU by DPU: the first DPU's value, then each other DPU's applied to it
+  (add adds the DPU's change, final - transferred; max, min, and, or take
+  its final value in; xor adds its change);
+- anything else that two DPUs share is a `SharingError`: a read of bytes
+  another DPU wrote, different values stored, atomics that do not merge
+  (xchg, cas, one whose old value is used), an atomic and another access.
+
+Within one DPU (its programs and tasklets) everything is legal.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .abi import LOG_ENTRY, Access, AtomicOp, atomic_parts
+
+MIXED = -1                     # a byte one DPU both stored to and updated atomically
+
+
+@dataclass(frozen=True)
+class Use:
+    """One DPU's use of a byte: its kind (an abi log kind, or MIXED) and site."""
+    dpu: int
+    kind: int
+    site: int
+
+    def verb(self) -> str:
+        """What the use does to an element, as a verb phrase."""
+        access = self.kind & 3 if self.kind != MIXED else None
+        if access == Access.READ:
+            return "reads"
+        if access == Access.WRITE:
+            return "stores to"
+        if access is None:
+            return "stores to and atomically updates"
+        atomic = atomic_parts(self.kind)
+        return f"applies atomic_{atomic.op.name.lower()}{' (its old value used)' if atomic.old_used else ''} to"
+
+
+class SharingError(Exception):
+    """Two DPUs of a launch share bytes of an array in a way that their own
+    MRAMs cannot give: `address` (MRAM), the two uses, and why."""
+
+    def __init__(self, address: int, first: Use, second: Use, why: str):
+        super().__init__(why)
+        self.address, self.first, self.second, self.why = address, first, second, why
+
+
+def _mergeable(kind: np.ndarray) -> np.ndarray:
+    """Per kind: stores, or atomics the host merges."""
+    out = kind == Access.WRITE
+    for k in np.unique(kind[(kind & 3) == Access.ATOMIC]):
+        if atomic_parts(int(k)).merged:
+            out |= kind == k
+    return out
+
+
+def _dtype(kind: int) -> np.dtype:
+    """The NumPy type an atomic's elements are combined in (unsigned where
+    integers wrap or compare unsigned)."""
+    atomic = atomic_parts(kind)
+    if atomic.float_type == "bf16":
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    if atomic.float_type is not None:
+        return np.dtype({"f16": np.float16, "f32": np.float32, "f64": np.float64}[atomic.float_type])
+    signed = atomic.op in (AtomicOp.MAX, AtomicOp.MIN)
+    return np.dtype(f"{'i' if signed else 'u'}{atomic.size}")
+
+
+def _combine(kind: int, result: np.ndarray, final: np.ndarray, pristine: np.ndarray) -> np.ndarray:
+    """An element's merged value so far with one more DPU's final value in."""
+    op = atomic_parts(kind).op
+    if op in (AtomicOp.ADD, AtomicOp.FADD):
+        return result + (final - pristine)
+    if op in (AtomicOp.MAX, AtomicOp.UMAX, AtomicOp.FMAX):
+        return np.maximum(result, final)
+    if op in (AtomicOp.MIN, AtomicOp.UMIN, AtomicOp.FMIN):
+        return np.minimum(result, final)
+    if op == AtomicOp.AND:
+        return result & final
+    if op == AtomicOp.OR:
+        return result | final
+    assert op == AtomicOp.XOR
+    return result ^ final ^ pristine
+
+
+class Gather:
+    """The arrays of one launch (MRAM spans [lo, hi)) over DPUs run in turn;
+    `read(address, n) -> bytes` and `write(address, data)` reach the MRAM the
+    DPUs run on."""
+
+    def __init__(self, spans, read: Callable[[int, int], bytes], write: Callable[[int, bytes], None]):
+        self.spans = sorted((int(lo), int(hi)) for lo, hi in spans if hi > lo)
+        self._starts = [lo for lo, _ in self.spans]
+        self.read, self.write = read, write
+        self.pristine = [np.frombuffer(read(lo, hi - lo), dtype=np.uint8).copy() for lo, hi in self.spans]
+        self.claims: list[tuple[int, np.ndarray, list[bytes]]] = []     # (dpu, log rows, final bytes)
+        self.reads: list[tuple[int, np.ndarray]] = []
+
+    def _pristine(self, lo: int, hi: int) -> bytes | None:
+        k = bisect.bisect_right(self._starts, lo) - 1
+        if k < 0 or hi > self.spans[k][1]:
+            return None                  # (not the arrays': the DMA refused it)
+        base = self.spans[k][0]
+        return self.pristine[k][lo - base:hi - base].tobytes()
+
+    def take(self, dpu: int, log: np.ndarray) -> None:
+        """After DPU `dpu` ran (its access log `log`): keep the bytes it wrote,
+        and restore them as transferred."""
+        log = log.reshape(-1, LOG_ENTRY)
+        access = log[:, 0] & 3
+        self.reads.append((dpu, log[access == Access.READ]))
+        claims = log[(access != Access.READ) & (log[:, 2] > log[:, 1])]
+        finals = []
+        for _, lo, hi, _ in claims.tolist():
+            finals.append(self.read(lo, hi - lo))
+        for _, lo, hi, _ in claims.tolist():
+            before = self._pristine(lo, hi)
+            if before is not None:
+                self.write(lo, before)
+        self.claims.append((dpu, claims, finals))
+
+    def restored(self) -> bool:
+        """Whether the arrays are as transferred (every write was logged)."""
+        return all(self.read(lo, hi - lo) == p.tobytes() for (lo, hi), p in zip(self.spans, self.pristine))
+
+    def merge(self) -> None:
+        """Write the launch's results into the arrays (raises SharingError)."""
+        merged = _Merge(self)
+        for dpu, claims, finals in self.claims:
+            merged.add(dpu, claims, finals)
+        for dpu, reads in self.reads:
+            merged.check_reads(dpu, reads)
+        for (lo, hi), off in zip(merged.union, merged.offsets):
+            self.write(lo, merged.result[off:off + hi - lo].tobytes())
+
+
+class _Merge:
+    """Byte-level state over the union of the bytes any DPU wrote."""
+
+    def __init__(self, gather: Gather):
+        spans = sorted((lo, hi) for _, claims, _ in gather.claims for _, lo, hi, _ in claims.tolist())
+        self.union: list[tuple[int, int]] = []
+        for lo, hi in spans:
+            if self.union and lo <= self.union[-1][1]:
+                self.union[-1] = (self.union[-1][0], max(hi, self.union[-1][1]))
+            else:
+                self.union.append((lo, hi))
+        self.starts = np.array([lo for lo, _ in self.union], dtype=np.int64)
+        self.ends = np.array([hi for _, hi in self.union], dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(self.ends - self.starts)]).astype(np.int64)
+        size = int(self.offsets[-1])
+        self.pristine = np.zeros(size, dtype=np.uint8)
+        for (lo, hi), off in zip(self.union, self.offsets):
+            before = gather._pristine(lo, hi)
+            if before is not None:
+                self.pristine[off:off + hi - lo] = np.frombuffer(before, dtype=np.uint8)
+        self.result = self.pristine.copy()
+        self.owner = np.full(size, -1, dtype=np.int64)        # the first DPU that wrote a byte
+        self.kind = np.zeros(size, dtype=np.int64)
+        self.site = np.zeros(size, dtype=np.int64)
+        self.other = np.full(size, -1, dtype=np.int64)        # a second DPU that wrote it
+        self.other_site = np.zeros(size, dtype=np.int64)
+
+    def position(self, lo: int) -> int:
+        k = int(np.searchsorted(self.starts, lo, side="right")) - 1
+        return int(self.offsets[k] + lo - self.starts[k])
+
+    def address(self, pos: int) -> int:
+        k = int(np.searchsorted(self.offsets, pos, side="right")) - 1
+        return int(self.starts[k] + pos - self.offsets[k])
+
+    def _use(self, pos: int, second: bool = False) -> Use:
+        if second:
+            return Use(int(self.other[pos]), int(self.kind[pos]), int(self.other_site[pos]))
+        return Use(int(self.owner[pos]), int(self.kind[pos]), int(self.site[pos]))
+
+    def add(self, dpu: int, claims: np.ndarray, finals: list[bytes]) -> None:
+        """DPU `dpu`'s writes (log rows) and their final bytes."""
+        if not len(claims):
+            return
+        kinds, los, his, sites = (claims[:, i] for i in range(4))
+        starts = np.array([self.position(lo) for lo in los.tolist()], dtype=np.int64)
+        lengths = his - los
+        # Every byte of every claim: its position, kind, site, value, and the
+        # offset in its claim's element (for atomics).
+        pos = np.repeat(starts, lengths) + _ranges(lengths)
+        kind = np.repeat(kinds, lengths)
+        site = np.repeat(sites, lengths)
+        value = np.frombuffer(b"".join(finals), dtype=np.uint8)
+        order = np.argsort(pos, kind="stable")
+        pos, kind, site, value = pos[order], kind[order], site[order], value[order]
+        first = np.ones(len(pos), dtype=bool)
+        first[1:] = pos[1:] != pos[:-1]
+        group = np.cumsum(first) - 1
+        # A byte the DPU both stored to and updated atomically (or by two atomics).
+        differs = np.zeros(int(group[-1]) + 1, dtype=bool)
+        np.logical_or.at(differs, group, kind != kind[first][group])
+        pos, kind, site, value = pos[first], kind[first], site[first], value[first]
+        kind[differs] = MIXED
+        new = self.owner[pos] == -1
+        shared = ~new
+        if shared.any():
+            self._check_shared(dpu, pos[shared], kind[shared], site[shared], value[shared])
+        self.owner[pos[new]] = dpu
+        self.kind[pos[new]] = kind[new]
+        self.site[pos[new]] = site[new]
+        self.result[pos[new]] = value[new]
+        later = shared & (self.other[pos] == -1)
+        self.other[pos[later]] = dpu
+        self.other_site[pos[later]] = site[later]
+
+    def _check_shared(self, dpu, pos, kind, site, value) -> None:
+        """Bytes DPU `dpu` wrote that an earlier DPU wrote too: equal stores
+        and merged atomics of one kind pass; the atomics are combined."""
+        bad = (self.kind[pos] != kind) | ~_mergeable(kind)
+        stores = ~bad & (kind == Access.WRITE)
+        bad |= stores & (self.result[pos] != value)
+        if bad.any():
+            i = int(np.argmax(bad))
+            why = "different values stored" if kind[i] == self.kind[pos[i]] == Access.WRITE else "shared"
+            raise SharingError(self.address(int(pos[i])), self._use(int(pos[i])),
+                               Use(dpu, int(kind[i]), int(site[i])), why)
+        atomic = ~stores
+        for k in np.unique(kind[atomic]).tolist():
+            size = atomic_parts(k).size
+            at = np.flatnonzero(atomic & (kind == k))
+            # Whole elements only: each claim starts at an element and is whole elements long.
+            starts = at[::size]
+            idx = pos[starts][:, None] + np.arange(size)
+            dtype = _dtype(k)
+            old = self.result[idx].copy().view(dtype).reshape(-1)
+            fin = value[starts[:, None] + np.arange(size)].copy().view(dtype).reshape(-1)
+            pri = self.pristine[idx].copy().view(dtype).reshape(-1)
+            with np.errstate(all="ignore"):
+                self.result[idx] = _combine(k, old, fin, pri).astype(dtype).view(np.uint8).reshape(-1, size)
+
+    def check_reads(self, dpu: int, reads: np.ndarray) -> None:
+        """A DPU may read only bytes no other DPU wrote."""
+        if not len(reads) or not len(self.union):
+            return
+        los, his = reads[:, 1], reads[:, 2]
+        k = np.searchsorted(self.ends, los, side="right")
+        hit = (k < len(self.union)) & (self.starts[np.minimum(k, len(self.union) - 1)] < his)
+        for row in np.flatnonzero(hit).tolist():
+            kind, lo, hi, site = (int(v) for v in reads[row])
+            j = int(k[row])
+            while j < len(self.union) and self.starts[j] < hi:
+                a = self.offsets[j] + max(lo, self.starts[j]) - self.starts[j]
+                b = self.offsets[j] + min(hi, self.ends[j]) - self.starts[j]
+                foreign = (self.owner[a:b] != dpu) | ((self.other[a:b] != -1) & (self.other[a:b] != dpu))
+                if foreign.any():
+                    p = int(a + np.argmax(foreign))
+                    writer = self._use(p, second=self.owner[p] == dpu)
+                    raise SharingError(self.address(p), writer, Use(dpu, kind, site), "read")
+                j += 1
+
+
+def _ranges(lengths: np.ndarray) -> np.ndarray:
+    """0..n-1 for each n of `lengths`, concatenated."""
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return np.arange(total, dtype=np.int64) - starts
