@@ -317,20 +317,25 @@ def _dma(gen, symbol, mram, wram, nbytes, mram_offset, wram_offset):
     gen.runtime_call(symbol, args, [])
 
 
-@register(L.mram_read, only=DPU, instead="index the memrefs (dst[i] = src[i]): a GPU thread "
-          "reads global memory directly")
-def _mram_read(gen, src, dst, nbytes, src_offset=0, dst_offset=0):
-    src = _dma_operand(src, abi.MRAM_ADDRSPACE, "source")
-    dst = _dma_operand(dst, abi.WRAM_ADDRSPACE, "destination")
-    _dma(gen, abi.MRAM_READ, src, dst, nbytes, src_offset, dst_offset)
+def _dma_intrinsic(intrinsic, symbol: str, verb: str) -> None:
+    """Register `intrinsic(src, dst, nbytes, src_offset=0, dst_offset=0)`, the
+    EDSL's DMA of `symbol` (abi.MRAM_READ: MRAM to WRAM; MRAM_WRITE: back)."""
+    reads = symbol == abi.MRAM_READ
+    spaces = (abi.MRAM_ADDRSPACE, abi.WRAM_ADDRSPACE) if reads else (abi.WRAM_ADDRSPACE, abi.MRAM_ADDRSPACE)
+
+    @register(intrinsic, only=DPU, instead=f"index the memrefs (dst[i] = src[i]): a GPU thread {verb} "
+              "global memory directly")
+    def lower(gen, src, dst, nbytes, src_offset=0, dst_offset=0):
+        src = _dma_operand(src, spaces[0], "source")
+        dst = _dma_operand(dst, spaces[1], "destination")
+        if reads:
+            _dma(gen, symbol, src, dst, nbytes, src_offset, dst_offset)
+        else:
+            _dma(gen, symbol, dst, src, nbytes, dst_offset, src_offset)
 
 
-@register(L.mram_write, only=DPU, instead="index the memrefs (dst[i] = src[i]): a GPU thread "
-          "writes global memory directly")
-def _mram_write(gen, src, dst, nbytes, src_offset=0, dst_offset=0):
-    src = _dma_operand(src, abi.WRAM_ADDRSPACE, "source")
-    dst = _dma_operand(dst, abi.MRAM_ADDRSPACE, "destination")
-    _dma(gen, abi.MRAM_WRITE, dst, src, nbytes, dst_offset, src_offset)
+_dma_intrinsic(L.mram_read, abi.MRAM_READ, "reads")
+_dma_intrinsic(L.mram_write, abi.MRAM_WRITE, "writes")
 
 
 @register(L.wram_alloc, only=DPU, instead="pass a tile from the kernel as an InOut "

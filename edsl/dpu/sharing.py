@@ -32,6 +32,7 @@ import numpy as np
 from .abi import LOG_ENTRY, Access, AtomicOp, atomic_parts
 
 MIXED = -1                     # a byte one DPU both stored to and updated atomically
+MIXED_ATOMICS = -2             # ... updated with different atomics
 
 
 @dataclass(frozen=True)
@@ -43,13 +44,15 @@ class Use:
 
     def verb(self) -> str:
         """What the use does to an element, as a verb phrase."""
-        access = self.kind & 3 if self.kind != MIXED else None
+        if self.kind == MIXED:
+            return "stores to and atomically updates"
+        if self.kind == MIXED_ATOMICS:
+            return "applies different atomics to"
+        access = self.kind & 3
         if access == Access.READ:
             return "reads"
         if access == Access.WRITE:
             return "stores to"
-        if access is None:
-            return "stores to and atomically updates"
         atomic = atomic_parts(self.kind)
         return f"applies atomic_{atomic.op.name.lower()}{' (its old value used)' if atomic.old_used else ''} to"
 
@@ -66,7 +69,7 @@ class SharingError(Exception):
 def _mergeable(kind: np.ndarray) -> np.ndarray:
     """Per kind: stores, or atomics the host merges."""
     out = kind == Access.WRITE
-    for k in np.unique(kind[(kind & 3) == Access.ATOMIC]):
+    for k in np.unique(kind[(kind > 0) & ((kind & 3) == Access.ATOMIC)]):
         if atomic_parts(int(k)).merged:
             out |= kind == k
     return out
@@ -211,11 +214,13 @@ class _Merge:
         first = np.ones(len(pos), dtype=bool)
         first[1:] = pos[1:] != pos[:-1]
         group = np.cumsum(first) - 1
-        # A byte the DPU both stored to and updated atomically (or by two atomics).
+        # A byte the DPU both stored to and updated atomically, or with two atomics.
         differs = np.zeros(int(group[-1]) + 1, dtype=bool)
+        stored = np.zeros(int(group[-1]) + 1, dtype=bool)
         np.logical_or.at(differs, group, kind != kind[first][group])
+        np.logical_or.at(stored, group, kind == Access.WRITE)
         pos, kind, site, value = pos[first], kind[first], site[first], value[first]
-        kind[differs] = MIXED
+        kind[differs] = np.where(stored[differs], MIXED, MIXED_ATOMICS)
         new = self.owner[pos] == -1
         shared = ~new
         if shared.any():

@@ -1,0 +1,234 @@
+"""Each DPU its own MRAM: programs on different DPUs see the arrays as
+transferred, atomics whose old value is unused merge across DPUs, and any
+other sharing across DPUs is a DpuError naming the array, an element, both
+DPUs and both lines; within one DPU everything stays legal.
+
+The property runs kernels that store or apply atomics through random index
+maps and compares them with a NumPy model of a UPMEM system: each DPU runs
+its programs in order on its own copy of the arrays, then the host gathers."""
+import re
+
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+from hypothesis import event, given, settings, strategies as st
+
+from edsl.dpu.abi import Access, AtomicOp, atomic_kind
+from edsl.dpu.sharing import Gather, SharingError
+from edsl.errors import DpuError
+
+BLOCK = 8
+
+
+@triton.jit
+def scatter(x_ptr, idx_ptr, out_ptr, MODE: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    idx = tl.load(idx_ptr + offs)
+    if MODE == "store":
+        tl.store(out_ptr + idx, x)
+    elif MODE == "add":
+        tl.atomic_add(out_ptr + idx, x)
+    elif MODE == "max":
+        tl.atomic_max(out_ptr + idx, x)
+    elif MODE == "xor":
+        tl.atomic_xor(out_ptr + idx, x)
+    elif MODE == "xchg":
+        tl.atomic_xchg(out_ptr + idx, x)
+    else:                                    # "gather": read what programs store
+        tl.store(out_ptr + offs, tl.load(out_ptr + idx) + x)
+
+
+def _upmem(mode, x, idx, out, dpus):
+    """What a UPMEM system gives (the merged array), or the kind of error."""
+    programs = len(x) // BLOCK
+    used = min(dpus, programs)
+    finals, touched, wrote = [], [], []
+    for d in range(used):
+        mine = out.copy()
+        seen, stored = set(), set()
+        for p in range(d, programs, dpus):
+            lanes = range(p * BLOCK, (p + 1) * BLOCK)
+            if mode == "gather":
+                vals = [mine[idx[k]] + x[k] for k in lanes]      # loads first, then the stores
+                seen |= {int(idx[k]) for k in lanes}
+                for k, v in zip(lanes, vals):
+                    mine[k] = v
+                    stored.add(k)
+                continue
+            for k in lanes:
+                i = int(idx[k])
+                mine[i] = {"store": x[k], "add": mine[i] + x[k], "max": max(mine[i], x[k]),
+                           "xor": mine[i] ^ x[k], "xchg": x[k]}[mode]
+                stored.add(i)
+        finals.append(mine)
+        touched.append(seen)
+        wrote.append(stored)
+    result = out.copy()
+    owner = {}
+    for d in range(used):
+        for i in sorted(wrote[d]):
+            if i in owner:
+                if mode in ("store", "gather") and finals[d][i] != result[i]:
+                    return "different values stored"
+                if mode == "xchg":
+                    return "xchg"
+            if i not in owner:
+                result[i] = finals[d][i]
+            elif mode == "add":
+                result[i] = result[i] + finals[d][i] - out[i]
+            elif mode == "max":
+                result[i] = max(result[i], finals[d][i])
+            elif mode == "xor":
+                result[i] = result[i] ^ finals[d][i] ^ out[i]
+            owner.setdefault(i, d)
+    for d in range(used):
+        for i in touched[d]:
+            if any(i in wrote[e] for e in range(used) if e != d):
+                return "read"
+    return result
+
+
+@settings(max_examples=60, deadline=None)
+@given(mode=st.sampled_from(["store", "add", "max", "xor", "xchg", "gather"]),
+       programs=st.integers(1, 6), dpus=st.integers(1, 8), tasklets=st.sampled_from([1, 3, 16]),
+       size=st.integers(1, 24), seed=st.integers(0, 2**16))
+def test_dpus_gather_as_upmem_does(mode, programs, dpus, tasklets, size, seed):
+    rng = np.random.default_rng(seed)
+    n = programs * BLOCK
+    x = rng.integers(-50, 50, n).astype(np.int32)
+    if mode == "gather":
+        size = n
+    if mode in ("store", "xchg", "gather"):
+        # no index twice within a program (its order among lanes is not defined)
+        idx = np.concatenate([rng.permutation(max(size, BLOCK))[:BLOCK] % max(size, BLOCK)
+                              for _ in range(programs)]).astype(np.int32)
+        size = max(size, BLOCK)
+    else:
+        idx = rng.integers(0, size, n).astype(np.int32)
+    out = rng.integers(-50, 50, size if mode != "gather" else n).astype(np.int32)
+    want = _upmem(mode, x, idx, out, dpus)
+    event(f"{mode}: {want if isinstance(want, str) else 'merged'}")
+    got = out.copy()
+    if isinstance(want, str):
+        with pytest.raises(DpuError, match="On UPMEM every DPU has its own MRAM") as err:
+            scatter[(programs,)](x, idx, got, MODE=mode, BLOCK=BLOCK, num_dpus=dpus, num_tasklets=tasklets)
+        assert "'out_ptr'" in str(err.value)
+        np.testing.assert_array_equal(got, out)           # nothing half-written
+    else:
+        scatter[(programs,)](x, idx, got, MODE=mode, BLOCK=BLOCK, num_dpus=dpus, num_tasklets=tasklets)
+        np.testing.assert_array_equal(got, want)
+
+
+@triton.jit
+def count(x_ptr, cnt_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK))
+    tl.atomic_add(cnt_ptr, tl.sum(x))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32, np.int64])
+def test_a_counter_that_every_program_adds_to_gives_what_a_gpu_gives(dtype):
+    x = np.ones(16 * 256, dtype)
+    cnt = np.zeros(1, dtype)
+    count[(16,)](x, cnt, BLOCK=256, num_dpus=4)
+    assert cnt[0] == 4096
+
+
+@triton.jit
+def flag(x_ptr):
+    pid = tl.program_id(0)
+    if pid == 0:
+        tl.store(x_ptr, 5)
+    else:
+        tl.store(x_ptr + pid, tl.load(x_ptr))
+
+
+def test_a_read_of_what_another_dpu_wrote_names_both():
+    x = np.zeros(8, np.int32)
+    with pytest.raises(DpuError) as err:
+        flag[(4,)](x, num_dpus=4)
+    message = str(err.value)
+    assert re.search(r"DPU 1 reads element 0 of array 'x_ptr' \(line \d+\), which DPU 0 stores to in "
+                     r"the same launch \(line \d+\)", message), message
+    assert err.value.loc.lineno == flag.fn.__code__.co_firstlineno + 6   # the load's line
+    np.testing.assert_array_equal(x, 0)
+    flag[(4,)](x, num_dpus=1)                      # one DPU: legal
+    assert list(x[:4]) == [5, 5, 5, 5]
+
+
+@triton.jit
+def locked_add(x_ptr, lock_ptr, acc_ptr):
+    while tl.atomic_cas(lock_ptr, 0, 1) == 1:
+        pass
+    tl.store(acc_ptr, tl.load(acc_ptr) + tl.load(x_ptr + tl.program_id(0)))
+    tl.atomic_xchg(lock_ptr, 0)
+
+
+def test_a_lock_across_dpus_is_refused_and_legal_on_one():
+    x = np.arange(1, 9, dtype=np.int32)
+    lock, acc = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    # (either sharing may be named first: the lock, or the sum it guards)
+    with pytest.raises(DpuError, match=r"DPU 0 applies different atomics to element 0 of array 'lock_ptr'"
+                                       r"|store different values to element 0 of array 'acc_ptr'"):
+        locked_add[(8,)](x, lock, acc, num_dpus=2)
+    assert acc[0] == 0 and lock[0] == 0
+    locked_add[(8,)](x, lock, acc, num_dpus=1)
+    assert acc[0] == 36
+
+
+# ---- the gathering itself, on logs written by hand ---------------------------------------
+
+class _Memory:
+    def __init__(self, data: bytes):
+        self.data = bytearray(data)
+
+    def read(self, address, n):
+        return bytes(self.data[address:address + n])
+
+    def write(self, address, data):
+        self.data[address:address + len(data)] = data
+
+
+def _run(memory, gather, dpu, writes, log):
+    for address, data in writes:
+        memory.write(address, data)
+    gather.take(dpu, np.array(log, dtype=np.int64).reshape(-1, 4))
+
+
+def test_float_adds_merge_dpu_by_dpu():
+    memory = _Memory(np.array([0.5, 0.0], np.float32).tobytes())
+    gather = Gather([(0, 8)], memory.read, memory.write)
+    add = atomic_kind(AtomicOp.FADD, False, 4, "f32")
+    for d, v in enumerate([0.25, 1e-8, 3.0]):
+        _run(memory, gather, d, [(0, np.float32(0.5 + v).tobytes())], [(add, 0, 4, 7)])
+    assert gather.restored()
+    gather.merge()
+    got = np.frombuffer(memory.read(0, 4), np.float32)[0]
+    want = np.float32(0.75)
+    for v in [1e-8, 3.0]:
+        want = np.float32(want + (np.float32(0.5 + v) - np.float32(0.5)))
+    assert got == want
+
+
+def test_a_dpu_that_stores_and_applies_an_atomic_to_one_element_shares_it_with_no_other():
+    memory = _Memory(bytes(8))
+    gather = Gather([(0, 8)], memory.read, memory.write)
+    add = atomic_kind(AtomicOp.ADD, False, 4, None)
+    _run(memory, gather, 0, [(0, b"\x02\0\0\0")], [(Access.WRITE, 0, 4, 1), (add, 0, 4, 2)])
+    _run(memory, gather, 1, [(0, b"\x01\0\0\0")], [(add, 0, 4, 3)])
+    with pytest.raises(SharingError) as err:
+        gather.merge()
+    assert (err.value.first.dpu, err.value.second.dpu, err.value.address) == (0, 1, 0)
+    assert err.value.first.verb() == "stores to and atomically updates"
+
+
+def test_equal_stores_from_two_dpus_agree_and_reads_of_own_writes_pass():
+    memory = _Memory(bytes(16))
+    gather = Gather([(0, 16)], memory.read, memory.write)
+    for d in range(2):
+        _run(memory, gather, d, [(0, b"\x07" * 4), (8 + 4 * d, b"\x01" * 4)],
+             [(Access.WRITE, 0, 4, 1), (Access.WRITE, 8 + 4 * d, 12 + 4 * d, 1), (Access.READ, 8 + 4 * d, 12 + 4 * d, 2)])
+    gather.merge()
+    assert memory.read(0, 16) == b"\x07" * 4 + bytes(4) + b"\x01" * 8
