@@ -183,9 +183,10 @@ class _Merge:
         self.other = np.full(size, -1, dtype=np.int64)        # a second DPU that wrote it
         self.other_site = np.zeros(size, dtype=np.int64)
 
-    def position(self, lo: int) -> int:
-        k = int(np.searchsorted(self.starts, lo, side="right")) - 1
-        return int(self.offsets[k] + lo - self.starts[k])
+    def position(self, lo: np.ndarray) -> np.ndarray:
+        """Where MRAM addresses `lo` (each inside the union) are in the byte arrays."""
+        k = np.searchsorted(self.starts, lo, side="right") - 1
+        return self.offsets[k] + lo - self.starts[k]
 
     def address(self, pos: int) -> int:
         k = int(np.searchsorted(self.offsets, pos, side="right")) - 1
@@ -200,27 +201,21 @@ class _Merge:
         """DPU `dpu`'s writes (log rows) and their final bytes."""
         if not len(claims):
             return
+        order = np.argsort(claims[:, 1], kind="stable")
+        claims, finals = claims[order], [finals[i] for i in order.tolist()]
         kinds, los, his, sites = (claims[:, i] for i in range(4))
-        starts = np.array([self.position(lo) for lo in los.tolist()], dtype=np.int64)
+        starts = self.position(los)
         lengths = his - los
-        # Every byte of every claim: its position, kind, site, value, and the
-        # offset in its claim's element (for atomics).
+        disjoint = not (los[1:] < np.maximum.accumulate(his)[:-1]).any()
+        if disjoint and len(claims) <= 256 and self._take_new(dpu, claims, starts, finals):
+            return
+        # Every byte of every claim: its position, kind, site and value.
         pos = np.repeat(starts, lengths) + _ranges(lengths)
         kind = np.repeat(kinds, lengths)
         site = np.repeat(sites, lengths)
         value = np.frombuffer(b"".join(finals), dtype=np.uint8)
-        order = np.argsort(pos, kind="stable")
-        pos, kind, site, value = pos[order], kind[order], site[order], value[order]
-        first = np.ones(len(pos), dtype=bool)
-        first[1:] = pos[1:] != pos[:-1]
-        group = np.cumsum(first) - 1
-        # A byte the DPU both stored to and updated atomically, or with two atomics.
-        differs = np.zeros(int(group[-1]) + 1, dtype=bool)
-        stored = np.zeros(int(group[-1]) + 1, dtype=bool)
-        np.logical_or.at(differs, group, kind != kind[first][group])
-        np.logical_or.at(stored, group, kind == Access.WRITE)
-        pos, kind, site, value = pos[first], kind[first], site[first], value[first]
-        kind[differs] = np.where(stored[differs], MIXED, MIXED_ATOMICS)
+        if not disjoint:
+            pos, kind, site, value = _one_use_per_byte(pos, kind, site, value)
         new = self.owner[pos] == -1
         shared = ~new
         if shared.any():
@@ -232,6 +227,17 @@ class _Merge:
         later = shared & (self.other[pos] == -1)
         self.other[pos[later]] = dpu
         self.other_site[pos[later]] = site[later]
+
+    def _take_new(self, dpu, claims, starts, finals) -> bool:
+        """A few disjoint claims on bytes no DPU wrote before: taken by slices
+        (the common case, fast); False, changing nothing, otherwise."""
+        spans = [(int(a), int(a) + len(f)) for a, f in zip(starts.tolist(), finals)]
+        if any((self.owner[a:b] != -1).any() for a, b in spans):
+            return False
+        for (a, b), (kind, _, _, site), final in zip(spans, claims.tolist(), finals):
+            self.owner[a:b], self.kind[a:b], self.site[a:b] = dpu, kind, site
+            self.result[a:b] = np.frombuffer(final, dtype=np.uint8)
+        return True
 
     def _check_shared(self, dpu, pos, kind, site, value) -> None:
         """Bytes DPU `dpu` wrote that an earlier DPU wrote too: equal stores
@@ -277,6 +283,23 @@ class _Merge:
                     writer = self._use(p, second=self.owner[p] == dpu)
                     raise SharingError(self.address(p), writer, Use(dpu, kind, site), "read")
                 j += 1
+
+
+def _one_use_per_byte(pos, kind, site, value):
+    """The bytes of a DPU's overlapping claims, each once: the first claim's
+    site, its kind, or MIXED (a store and an atomic) / MIXED_ATOMICS (two
+    atomics) where the claims differ; the value is the same in each."""
+    order = np.argsort(pos, kind="stable")
+    pos, kind, site, value = pos[order], kind[order], site[order], value[order]
+    first = np.ones(len(pos), dtype=bool)
+    first[1:] = pos[1:] != pos[:-1]
+    starts = np.flatnonzero(first)
+    group = np.cumsum(first) - 1
+    differs = np.logical_or.reduceat(kind != kind[starts][group], starts)
+    stored = np.logical_or.reduceat(kind == Access.WRITE, starts)
+    pos, kind, site, value = pos[starts], kind[starts], site[starts], value[starts]
+    kind[differs] = np.where(stored[differs], MIXED, MIXED_ATOMICS)
+    return pos, kind, site, value
 
 
 def _ranges(lengths: np.ndarray) -> np.ndarray:
