@@ -31,7 +31,12 @@ Python bindings and writes one C function per `llvm.func`:
   `barrier_wait(&edsl_barrier)`, `edsl_dpu_ctx()` to the running tasklet's
   context in WRAM (`edsl_ctx[me()]`). The model's host facilities (thread-local
   keys, futexes) have no DPU equivalent: a function reaching one is refused;
-- `llvm.intr.*` math maps to `math.h`.
+- `llvm.intr.*` math maps to `math.h`;
+- 16-bit floats (f16, bf16) reach the printer as the integers of their bits
+  (`uint16_t`): the export stores them so (edsl.lowering.floats.
+  soft_float_storage), as the DPU model does, once the soft-float pass has
+  made every conversion integer code, printed like any other. A float type
+  without a C type left in the module is an error.
 
 An op, type, intrinsic or callee the printer does not know raises a
 `CompileError` naming it: the printer never writes C it is not sure of.
@@ -204,8 +209,8 @@ class Printer:
         if text.startswith("!llvm.array<"):
             return self._array(t, op)
         if isinstance(t, (ir.F16Type, ir.BF16Type)):
-            raise _err(op, f"{t} values are not supported by the export (no 16-bit float type "
-                           "in the DPU toolchain's C)")
+            raise _err(op, f"{t} values must be stored as integers before printing (no 16-bit float "
+                           "type in the DPU toolchain's C): edsl.lowering.floats.soft_float_storage")
         raise _err(op, f"type {t} is not supported")
 
     def _struct(self, t, op) -> str:

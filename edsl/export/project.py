@@ -42,6 +42,10 @@ TYPES = {
     "u8": ("uint8_t", "uint8", "uint"), "u16": ("uint16_t", "uint16", "uint"),
     "u32": ("uint32_t", "uint32", "uint"), "u64": ("uint64_t", "uint64", "uint"),
     "fp32": ("float", "float32", "float"), "fp64": ("double", "float64", "float"),
+    # 16-bit floats are stored as their bits: the C of the DPU toolchain has no
+    # 16-bit float type, and the program converts them as the model does
+    # (edsl.lowering.floats: integer code, round to nearest even).
+    "fp16": ("uint16_t", "float16", "half"), "bf16": ("uint16_t", "bfloat16", "half"),
 }
 _NUMPY_TO_TRITON = {v[1]: k for k, v in TYPES.items() if not k.startswith("u1")}
 _NUMPY_TO_TRITON["bool"] = "i1"
@@ -50,7 +54,7 @@ _NUMPY_TO_TRITON["bool"] = "i1"
 # argument struct's own fields.
 _C_WORDS = set(P._RESERVED) | {"data", "out", "dpus", "grid", "check", "profile", "args",
                                "set", "dpu", "i", "status", "grid_x", "grid_y", "grid_z",
-                               "first_program", "program_step", "mram_bytes", "regions"}
+                               "first_program", "program_step", "mram_bytes", "scratch", "regions"}
 
 
 @dataclass
@@ -229,9 +233,11 @@ def _grid(grid, values, constexprs) -> tuple[int, int, int] | None:
 
 # -- compile -------------------------------------------------------------------
 def compile_for_export(fn, params: list[Param], constexprs: dict, num_dpus: int, num_tasklets: int,
-                       debug: bool = False):
+                       debug: bool = False, wram_bytes: int = abi.WRAM_BYTES):
     """(metadata, LLVM-dialect text) of `fn` for this signature, without launching:
-    the `llmlir` stage, the kernel before the runtime library is linked in."""
+    the `llmlir` stage, the kernel before the runtime library is linked in.
+    `wram_bytes`: the WRAM the kernel's buffers may take (beyond it, tiles are
+    kept in MRAM)."""
     import triton
     from triton.compiler import ASTSource
     from triton.compiler.errors import CompilationError
@@ -244,7 +250,7 @@ def compile_for_export(fn, params: list[Param], constexprs: dict, num_dpus: int,
     try:
         compiled = triton.compile(ASTSource(fn, sig, constexprs), target=TARGET,
                                   options={"num_dpus": num_dpus, "num_tasklets": num_tasklets,
-                                           "debug": debug})
+                                           "debug": debug, "wram_bytes": wram_bytes})
     except EdslError:
         raise
     except CompilationError as err:
@@ -259,11 +265,17 @@ def translate(llvm_text: str, kernel_name: str, n_params: int) -> P.CProgram:
     """The DPU program's functions, printed from the kernel's LLVM-dialect text
     with the DPU runtime library linked in (edsl.dpu.support)."""
     from mlir import ir
+
+    from ..lowering.floats import soft_float_storage
     ctx = ir.Context()
     ctx.allow_unregistered_dialects = True
     module = ir.Module.parse(llvm_text, ctx)
     with ctx:
         support.link(module)
+        # 16-bit floats as the integers of their bits, as the model builds its
+        # program (edsl.dpu.runtime.build): they only move once the soft-float
+        # pass has made their conversions integer code, which is printed as is.
+        soft_float_storage(module.operation)
         table = ir.SymbolTable(module.operation)
         main = table[abi.MAIN] if abi.MAIN in table else None
         if main is None or not main.regions[0].blocks:
@@ -334,16 +346,18 @@ def _per_array(params: list[Param], meta: dict) -> bool:
     return any(p.is_pointer for p in params) and not meta.get("regions")
 
 
-def _nregions(params: list[Param], per_array: bool) -> int:
-    return sum(p.is_pointer for p in params) if per_array else 1
+def _nregions(params: list[Param], per_array: bool, scratch: int) -> int:
+    """The MRAM regions of a transfer: each array and the scratch (as the model
+    has them), or the one region of the whole image, scratch included."""
+    return sum(p.is_pointer for p in params) + (scratch > 0) if per_array else 1
 
 
-def _args_bytes(params: list[Param], per_array: bool) -> int:
-    """sizeof(edsl_args_t): a field per parameter, 6 launch fields, the regions."""
-    return 8 * (len(params) + 6 + 2 * _nregions(params, per_array))
+def _args_bytes(params: list[Param], per_array: bool, scratch: int) -> int:
+    """sizeof(edsl_args_t): a field per parameter, 7 launch fields, the regions."""
+    return 8 * (len(params) + 7 + 2 * _nregions(params, per_array, scratch))
 
 
-def args_header(kernel: str, params: list[Param], per_array: bool) -> str:
+def args_header(kernel: str, params: list[Param], per_array: bool, scratch: int) -> str:
     fields = []
     for p in params:
         if p.is_pointer:
@@ -353,8 +367,12 @@ def args_header(kernel: str, params: list[Param], per_array: bool) -> str:
             fields.append(f"    {TYPES[p.type][0]} {p.cname} EDSL_ARG;  /* {p.type} */")
     what = ("the bytes of each array, in argument order" if per_array
             else "the whole image of the arrays")
-    return fill("kernel_args.h", kernel=kernel, fields="\n".join(fields), size=_args_bytes(params, per_array),
-                nregions=_nregions(params, per_array), regions_what=what)
+    if scratch:
+        what += ", then the scratch" if per_array else " and the scratch"
+    return fill("kernel_args.h", kernel=kernel, fields="\n".join(fields),
+                size=_args_bytes(params, per_array, scratch), nregions=_nregions(params, per_array, scratch),
+                regions_what=what, scratch_bytes=scratch,
+                half_scalars=int(any(TYPES[p.type][2] == "half" for p in params if not p.is_pointer)))
 
 
 ROUTE_NOTE = ("Route: the kernel's final LLVM-dialect MLIR printed as C (one function per "
@@ -408,6 +426,9 @@ def _scalar_literal(t: str, value) -> str:
             import numpy as np
             v = float(np.float32(v))
         return v.hex()
+    if kind == "half":                 # the bits, rounded as the model rounds the value
+        from .. import dtypes
+        return f"0x{dtypes.value_bits(dtypes.by_triton(t), float(v)).value:04x}u"
     if kind == "bool":
         return "1" if v else "0"
     v = int(v)
@@ -420,9 +441,10 @@ def host_runner(kernel: str, params: list[Param], outputs: list[str], meta: dict
                 source: str) -> str:
     arrays = [p for p in params if p.is_pointer]
     scalars = [p for p in params if not p.is_pointer]
-    kinds = {"int": "KIND_INT", "uint": "KIND_UINT", "float": "KIND_FLOAT", "bool": "KIND_UINT"}
+    kinds = {"int": "KIND_INT", "uint": "KIND_UINT", "float": "KIND_FLOAT", "bool": "KIND_UINT",
+             "half": "KIND_FLOAT", "bf16": "KIND_BF16"}   # (fp16 is KIND_FLOAT by its size)
     table = ",\n".join(
-        f'    {{"{p.name}", {_elem_size(p.elem)}, {kinds[TYPES[p.elem][2]]}, '
+        f'    {{"{p.name}", {_elem_size(p.elem)}, {kinds.get(p.elem) or kinds[TYPES[p.elem][2]]}, '
         f'{1 if p.name in outputs else 0}, NULL, 0, 0}}' for p in arrays)
     defaults = "\n".join(
         f"  int have_{p.cname} = EDSL_HAVE_DEFAULT_{p.cname};\n"
@@ -431,7 +453,8 @@ def host_runner(kernel: str, params: list[Param], outputs: list[str], meta: dict
     for p in scalars:
         kind = TYPES[p.type][2]
         conv = {"float": "strtod(value, &end)", "uint": "strtoull(value, &end, 0)",
-                "bool": "strtoull(value, &end, 0)", "int": "strtoll(value, &end, 0)"}[kind]
+                "bool": "strtoull(value, &end, 0)", "int": "strtoll(value, &end, 0)",
+                "half": f"edsl_half_bits(strtod(value, &end), {int(p.type == 'bf16')})"}[kind]
         parse.append(f'    }} else if (strcmp(key, "{p.name}") == 0) {{\n'
                      f"      args.{p.cname} = ({TYPES[p.type][0]}){conv};\n"
                      f"      have_{p.cname} = 1;")
@@ -468,8 +491,8 @@ def _place(filename: str, line, col=0) -> str:
 
 
 def _elem_size(t: str) -> int:
-    import numpy as np
-    return np.dtype(TYPES[t][1]).itemsize
+    from .. import dtypes
+    return dtypes.numpy_dtype(dtypes.by_triton(t)).itemsize
 
 
 def readme(kernel: str, params: list[Param], grid, num_dpus: int, num_tasklets: int,
@@ -589,35 +612,56 @@ def export(kernel, out_dir, *, signature=None, constants=None, sample_args=None,
     spec = ExportSpec.resolve(kernel, signature, constants, sample_args, grid, num_dpus, num_tasklets,
                               outputs, debug)
     _check_out_dir(out, overwrite)
-    files, kernel_name = _project_files(spec)
+    files, kernel_name, budget = _project_files(spec)
     data = (_sample_data(spec.fn, spec.params, spec.constexprs, spec.values, spec.grid, spec.num_dpus,
-                         spec.num_tasklets, spec.outputs, spec.debug) if spec.sampled else {})
+                         spec.num_tasklets, spec.outputs, spec.debug, budget) if spec.sampled else {})
     return _write(out, overwrite, files, data, ExportResult(
         path=out, kernel=kernel_name, params=spec.params, grid=spec.grid, num_dpus=spec.num_dpus,
         num_tasklets=spec.num_tasklets, outputs=spec.outputs, files=[]))
 
 
-def _project_files(spec: ExportSpec) -> tuple[dict[str, str], str]:
-    """The project's files (name -> text) and the kernel's name: the kernel
-    compiled and printed as DPU C, checked against the DPU's WRAM."""
+def _compile_to_fit(spec: ExportSpec):
+    """The kernel compiled and printed so that its WRAM and the exported
+    program's own (contexts, status, shared state, regions, arguments, printed
+    buffers) fit a DPU's: (metadata, program, WRAM budget, own bytes, total).
+    The model's WRAM budget is the kernel's alone (its contexts live on the
+    host), so a kernel that fills it is compiled again with less, which keeps
+    more of its tiles in MRAM (edsl.backend.convert.spill)."""
+    params, tasklets = spec.params, spec.num_tasklets
+    budget, error = abi.WRAM_BYTES, None
+    for _ in range(3):
+        try:
+            meta, llvm_text = compile_for_export(spec.fn, params, spec.constexprs, spec.num_dpus, tasklets,
+                                                 spec.debug, budget)
+        except DpuError:
+            if error is None:
+                raise
+            raise error from None               # (keeping tiles in MRAM does not make it fit)
+        prog = translate(llvm_text, meta["name"], len(params))
+        per_array, scratch = _per_array(params, meta), int(meta.get("scratch_bytes", 0))
+        wram = abi.align_up(max(int(meta.get("wram_bytes", 0)), abi.DMA_ALIGN))
+        own = (8 * (abi.CTX_SLOTS * (tasklets + 1) + abi.DPU_SLOTS + 2 * _nregions(params, per_array, scratch))
+               + _args_bytes(params, per_array, scratch))
+        need = prog.static_wram_bytes * tasklets + prog.global_wram_bytes + wram + own
+        if need <= abi.WRAM_BYTES:
+            return meta, prog, budget, own, need
+        error = DpuError(f"kernel '{meta['name']}': its WRAM buffers need {need} bytes with "
+                         f"{tasklets} tasklets, more than the {abi.WRAM_BYTES} bytes of a DPU")
+        budget = min(budget, wram) - (need - abi.WRAM_BYTES)
+        if budget <= 0:
+            break
+    raise error
+
+
+def _project_files(spec: ExportSpec) -> tuple[dict[str, str], str, int]:
+    """The project's files (name -> text), the kernel's name and its WRAM
+    budget: the kernel compiled and printed as DPU C, fitted to the DPU's WRAM."""
     params, num_tasklets = spec.params, spec.num_tasklets
-    meta, llvm_text = compile_for_export(spec.fn, params, spec.constexprs, spec.num_dpus, num_tasklets,
-                                         spec.debug)
+    meta, prog, budget, own, need = _compile_to_fit(spec)
     kernel_name = meta["name"]
-    if meta.get("scratch_bytes"):
-        raise DpuError(f"kernel '{kernel_name}' keeps tiles too large for WRAM in MRAM "
-                       f"({'; '.join(meta['spills'])}); the SDK export does not place that scratch "
-                       "yet: export it with smaller blocks")
-    prog = translate(llvm_text, kernel_name, len(params))
+    scratch = int(meta.get("scratch_bytes", 0))       # tiles kept in MRAM (edsl.backend.convert.spill)
     per_array = _per_array(params, meta)
     wram = abi.align_up(max(int(meta.get("wram_bytes", 0)), abi.DMA_ALIGN))
-    # contexts, status, shared state, regions, arguments
-    own = (8 * (abi.CTX_SLOTS * (num_tasklets + 1) + abi.DPU_SLOTS + 2 * _nregions(params, per_array))
-           + _args_bytes(params, per_array))
-    need = prog.static_wram_bytes * num_tasklets + prog.global_wram_bytes + wram + own
-    if need > abi.WRAM_BYTES:
-        raise DpuError(f"kernel '{kernel_name}': its WRAM buffers need {need} bytes with "
-                       f"{num_tasklets} tasklets, more than the {abi.WRAM_BYTES} bytes of a DPU")
     g = spec.grid
     manifest = {
         "kernel": kernel_name,
@@ -626,7 +670,8 @@ def _project_files(spec: ExportSpec) -> tuple[dict[str, str], str]:
         "grid": list(g) if g else None, "num_dpus": spec.num_dpus, "num_tasklets": num_tasklets,
         "outputs": spec.outputs, "debug": spec.debug,
         "mram_regions": "per array" if per_array else "whole image",
-        "wram_bytes": {"kernel": wram, "globals": prog.global_wram_bytes,
+        "scratch_bytes": scratch, "spilled_tiles": list(meta.get("spills", ())),
+        "wram_bytes": {"kernel_budget": budget, "kernel": wram, "globals": prog.global_wram_bytes,
                        "buffers_per_tasklet": prog.static_wram_bytes, "runtime": own, "total": need},
         "sample_scalars": {p.name: _jsonable(spec.values[p.name]) for p in params
                            if not p.is_pointer and p.name in spec.values},
@@ -635,7 +680,7 @@ def _project_files(spec: ExportSpec) -> tuple[dict[str, str], str]:
         "dpu_program.c": dpu_program(kernel_name, params, prog, wram, num_tasklets),
         "dpu_abi.h": abi_header(),
         "dma_rules.h": dma_rules_header(),
-        "kernel_args.h": args_header(kernel_name, params, per_array),
+        "kernel_args.h": args_header(kernel_name, params, per_array, scratch),
         "launch_config.h": launch_config(kernel_name, params, g, spec.num_dpus, spec.values),
         "host_runner.c": host_runner(kernel_name, params, spec.outputs, meta, per_array,
                                      spec.fn.fn.__code__.co_filename),
@@ -644,7 +689,7 @@ def _project_files(spec: ExportSpec) -> tuple[dict[str, str], str]:
                             spec.sampled, prog, wram, per_array),
         "manifest.json": json.dumps(manifest, indent=2) + "\n",
     }
-    return files, kernel_name
+    return files, kernel_name, budget
 
 
 def _jsonable(v):
@@ -655,8 +700,9 @@ def _jsonable(v):
     return repr(v)
 
 
-def _sample_data(fn, params, constexprs, values, grid, num_dpus, num_tasklets, outputs, debug):
-    """Inputs as bytes, and the expected outputs from a run on the DPU model."""
+def _sample_data(fn, params, constexprs, values, grid, num_dpus, num_tasklets, outputs, debug, wram_bytes):
+    """Inputs as bytes, and the expected outputs from a run on the DPU model
+    (of the program exported: compiled with the same WRAM budget)."""
     import numpy as np
     data, run_args = {}, {}
     for p in params:
@@ -669,7 +715,7 @@ def _sample_data(fn, params, constexprs, values, grid, num_dpus, num_tasklets, o
             run_args[p.name] = v
     run_args.update(constexprs)
     try:
-        fn[grid](**run_args, num_dpus=num_dpus, num_tasklets=num_tasklets, debug=debug)
+        fn[grid](**run_args, num_dpus=num_dpus, num_tasklets=num_tasklets, debug=debug, wram_bytes=wram_bytes)
     except EdslError:
         raise
     except Exception as err:  # noqa: BLE001 - a failure of the reference run

@@ -309,12 +309,3 @@ def test_arrays_and_scratch_over_the_mram_bank_fail_at_the_launch():
     assert err.value.loc.filename == __file__
     assert err.value.loc.lineno == _line_of(test_arrays_and_scratch_over_the_mram_bank_fail_at_the_launch,
                                             "# the launch")
-
-
-def test_export_refuses_a_kernel_with_tiles_in_mram(tmp_path):
-    from edsl.export import export
-    x = np.zeros(16384, np.float32)
-    with pytest.raises(DpuError, match=r"kernel 'copy_kernel' keeps tiles too large for WRAM in MRAM "
-                                       r"\(tt.load result at line \d+: 65536 bytes"):
-        export(copy_kernel, tmp_path / "project", sample_args=(x, x), constants={"BLOCK": 16384}, grid=(1,))
-    assert not (tmp_path / "project").exists()

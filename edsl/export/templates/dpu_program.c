@@ -109,8 +109,11 @@ int main(void) {
   int64_t *ctx = edsl_ctx[me()];
   for (int k = 0; k < EDSL_CTX_SLOTS; k++)
     ctx[k] = 0;
+  /* The launch's MRAM: the arrays, then the scratch of tiles kept in MRAM
+   * (its address in the context, 0 if the kernel has none, as on the model). */
   ctx[EDSL_CTX_MRAM_LO] = (int64_t)heap;
-  ctx[EDSL_CTX_MRAM_HI] = (int64_t)(heap + args->mram_bytes);
+  ctx[EDSL_CTX_MRAM_HI] = (int64_t)(heap + args->scratch + EDSL_SCRATCH_BYTES);
+  ctx[EDSL_CTX_SCRATCH] = EDSL_SCRATCH_BYTES ? (int64_t)(heap + args->scratch) : 0;
   ctx[EDSL_CTX_REGIONS] = (int64_t)(uintptr_t)edsl_regions;
   ctx[EDSL_CTX_NREGIONS] = EDSL_NR_REGIONS;
   ctx[EDSL_CTX_TID] = (int64_t)me();

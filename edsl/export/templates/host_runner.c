@@ -39,7 +39,8 @@
     } \
   } while (0)
 
-enum { KIND_INT, KIND_UINT, KIND_FLOAT };
+/* KIND_FLOAT: IEEE binary16/32/64 by the element size; KIND_BF16: bfloat16. */
+enum { KIND_INT, KIND_UINT, KIND_FLOAT, KIND_BF16 };
 
 struct array {
   const char *name;
@@ -101,8 +102,33 @@ static void write_file(const char *dir, const char *name, const void *data, size
   fclose(f);
 }
 
+/* A 16-bit float (`man` mantissa bits, exponent bias `bias`) as a double:
+ * exact, in integer code (no 16-bit float type or runtime helper needed). */
+static double half_value(uint16_t bits, int man, int bias) {
+  int exp = (bits & 0x7fff) >> man, top = 0x7fff >> man;
+  double sign = bits & 0x8000 ? -1.0 : 1.0, frac = (double)(bits & ((1u << man) - 1));
+  if (exp == top)
+    return frac != 0.0 ? NAN : sign * INFINITY;
+  if (exp == 0)                                    /* zero and subnormals */
+    return sign * ldexp(frac, 1 - bias - man);
+  return sign * ldexp(frac + (double)(1u << man), exp - bias - man);
+}
+
+/* Whether `a` holds 16-bit floats, and their mantissa bits and exponent bias. */
+static int half_format(const struct array *a, int *man, int *bias) {
+  *man = a->kind == KIND_BF16 ? 7 : 10;
+  *bias = a->kind == KIND_BF16 ? 127 : 15;
+  return a->kind == KIND_BF16 || (a->kind == KIND_FLOAT && a->elem == 2);
+}
+
 static double element(const struct array *a, const uint8_t *p, size_t i) {
   const uint8_t *e = p + i * a->elem;
+  int man, bias;
+  if (half_format(a, &man, &bias)) {
+    uint16_t v;
+    memcpy(&v, e, 2);
+    return half_value(v, man, bias);
+  }
   if (a->kind == KIND_FLOAT) {
     if (a->elem == 4) { float v; memcpy(&v, e, 4); return v; }
     double v; memcpy(&v, e, 8); return v;
@@ -123,16 +149,25 @@ static double element(const struct array *a, const uint8_t *p, size_t i) {
   }
 }
 
-/* 0 if `got` matches `want` (floats within the tolerances, NaN == NaN). */
+/* 0 if `got` matches `want` (floats within the tolerances, NaN == NaN). A
+ * 16-bit float may differ by its precision (2^-man of the value: a unit in
+ * its last place, or two at the top of a binade): the program computes in
+ * f32 and rounds, and f32 math (libm) differs in the last bit between
+ * machines. */
 static int compare(const struct array *a, const uint8_t *got, const uint8_t *want, size_t bytes) {
   size_t n = bytes / a->elem, bad = 0, first = 0;
   double worst = 0.0;
+  int is_float = a->kind == KIND_FLOAT || a->kind == KIND_BF16, man, bias;
+  double rtol = a->elem == 4 ? EDSL_RTOL_F32 : EDSL_RTOL_F64;
+  double atol = a->elem == 4 ? EDSL_ATOL_F32 : EDSL_ATOL_F64;
+  if (half_format(a, &man, &bias)) {       /* the precision, or the least subnormal */
+    rtol = ldexp(1.0, -man);
+    atol = half_value(1, man, bias);
+  }
   for (size_t i = 0; i < n; i++) {
     int ok;
-    if (a->kind == KIND_FLOAT) {
+    if (is_float) {
       double g = element(a, got, i), w = element(a, want, i);
-      double rtol = a->elem == 4 ? EDSL_RTOL_F32 : EDSL_RTOL_F64;
-      double atol = a->elem == 4 ? EDSL_ATOL_F32 : EDSL_ATOL_F64;
       if (isnan(g) || isnan(w))
         ok = isnan(g) && isnan(w);
       else if (isinf(g) || isinf(w))
@@ -298,9 +333,14 @@ ${missing}
   }
   if (mram_bytes == 0)
     mram_bytes = EDSL_DMA_ALIGN;
-  if (mram_bytes > EDSL_MRAM_BYTES) {
-    fprintf(stderr, "error: the arrays need %llu bytes of MRAM, more than a DPU's %d MiB\n",
-            (unsigned long long)mram_bytes, EDSL_MRAM_BYTES >> 20);
+  /* The scratch of the tiles the kernel keeps in MRAM follows the arrays
+   * (each DPU its own, in its MRAM; nothing is transferred to it). */
+  if (mram_bytes + EDSL_SCRATCH_BYTES > EDSL_MRAM_BYTES) {
+    fprintf(stderr, "error: the arrays need %llu bytes of MRAM", (unsigned long long)mram_bytes);
+    if (EDSL_SCRATCH_BYTES)
+      fprintf(stderr, " and the kernel's tiles kept in MRAM %llu bytes of scratch",
+              (unsigned long long)EDSL_SCRATCH_BYTES);
+    fprintf(stderr, ", more than a DPU's %d MiB\n", EDSL_MRAM_BYTES >> 20);
     return 2;
   }
   uint8_t *image = calloc(1, (size_t)mram_bytes);
@@ -312,10 +352,13 @@ ${set_ptrs}
   args.grid_z = grid[2];
   args.program_step = nr_dpus;
   args.mram_bytes = mram_bytes;
+  args.scratch = mram_bytes;
+  /* Per array: each array's bytes, then the scratch; else the whole image. */
   for (int k = 0; k < EDSL_NR_REGIONS; k++) {
-    int whole = !EDSL_REGION_PER_ARRAY || k >= NR_ARRAYS;
-    args.regions[k][0] = whole ? 0 : arrays[k].offset;
-    args.regions[k][1] = whole ? mram_bytes : arrays[k].offset + EDSL_ALIGN_UP(arrays[k].bytes);
+    int array = EDSL_REGION_PER_ARRAY && k < NR_ARRAYS;
+    args.regions[k][0] = array ? arrays[k].offset : EDSL_REGION_PER_ARRAY ? args.scratch : 0;
+    args.regions[k][1] = array ? arrays[k].offset + EDSL_ALIGN_UP(arrays[k].bytes)
+                               : args.scratch + EDSL_SCRATCH_BYTES;
   }
 
   struct dpu_set_t set, dpu;

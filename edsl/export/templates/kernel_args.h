@@ -12,6 +12,10 @@
 /* The MRAM regions a transfer may touch: ${regions_what}. */
 #define EDSL_NR_REGIONS ${nregions}
 
+/* Bytes of the per-DPU MRAM scratch where the kernel keeps tiles too large
+ * for WRAM (0: none), placed after the arrays. */
+#define EDSL_SCRATCH_BYTES ${scratch_bytes}ull
+
 typedef struct edsl_args_t {
 ${fields}
     uint32_t grid_x EDSL_ARG;         /* grid size (program instances per axis) */
@@ -20,9 +24,42 @@ ${fields}
     uint32_t first_program EDSL_ARG;  /* this DPU runs programs first, first + step, ... */
     uint32_t program_step EDSL_ARG;
     uint64_t mram_bytes EDSL_ARG;     /* MRAM bytes the arrays span from DPU_MRAM_HEAP_POINTER */
+    uint64_t scratch EDSL_ARG;        /* offset of the scratch from DPU_MRAM_HEAP_POINTER */
     uint64_t regions[EDSL_NR_REGIONS][2] EDSL_ARG;  /* [lo, hi) offsets from DPU_MRAM_HEAP_POINTER */
 } edsl_args_t;
 
 _Static_assert(sizeof(edsl_args_t) == ${size}, "edsl_args_t must have the same layout on host and DPU");
 
+#if ${half_scalars}
+/* A scalar argument of type fp16 (`bf16` zero) or bf16 is its bits: the
+ * host runner's `name=value` rounded as the DPU model rounds a Python number
+ * (edsl.dtypes.value_bits): to nearest even, fp16 from the double, bf16 from
+ * the double rounded to float first (as ml_dtypes does); a NaN becomes the
+ * quiet NaN of its sign. Integer code: no 16-bit float type needed. */
+static inline uint16_t edsl_half_bits(double x, int bf16) {
+  const int man = bf16 ? 7 : 10, bias = bf16 ? 127 : 15, top = bf16 ? 0xff : 0x1f;
+  union { double d; uint64_t u; } v;
+  v.d = bf16 ? (double)(float)x : x;
+  uint16_t sign = (uint16_t)(v.u >> 48 & 0x8000);
+  int e = (int)(v.u >> 52 & 0x7ff);
+  uint64_t sig = v.u & ((UINT64_C(1) << 52) - 1);
+  if (e == 0x7ff)                                  /* infinity, or a quiet NaN */
+    return (uint16_t)(sign | top << man | (sig ? 1u << (man - 1) : 0u));
+  if (e == 0)                                      /* double subnormals: far below both formats */
+    return sign;
+  sig |= UINT64_C(1) << 52;                        /* x = sig * 2^(e - 1075) */
+  /* The result's quantum 2^q: of the leading bit's binade, or of the subnormals. */
+  int qmin = 1 - bias - man, q = e - 1023 - man > qmin ? e - 1023 - man : qmin;
+  int drop = q - (e - 1075);                       /* at least 42 */
+  if (drop > 53)                                   /* below half the smallest subnormal */
+    return sign;
+  uint64_t kept = sig >> drop, rest = sig & ((UINT64_C(1) << drop) - 1), half = UINT64_C(1) << (drop - 1);
+  kept += rest > half || (rest == half && (kept & 1));
+  /* Exponent field and significand in one sum: rounding up carries into it. */
+  uint64_t enc = ((uint64_t)(q - qmin) << man) + kept;
+  if (enc >= (uint64_t)top << man)
+    enc = (uint64_t)top << man;                    /* overflow: infinity */
+  return (uint16_t)(sign | enc);
+}
+#endif
 #endif

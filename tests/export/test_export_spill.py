@@ -1,0 +1,166 @@
+"""Kernels with tiles too large for WRAM, kept in a per-DPU MRAM scratch
+(edsl.backend.convert.spill), exported: the runner places the scratch after
+the arrays in each DPU's MRAM and the program's contexts get its address.
+Each is built with the host C compiler against the SDK stand-ins
+(`make run-sim`) and compared bit for bit with the DPU model and with NumPy
+(Hypothesis: tile shapes around the WRAM limit, 1..24 tasklets)."""
+import json
+
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+from hypothesis import example, given, settings, strategies as st
+
+import edsl
+import edsl.backend
+import triton_matmul
+from edsl import Input, fl
+from edsl.dpu import abi
+from edsl.export import export
+
+from export_helpers import assert_sdk_only, build, build_and_run, needs_cc, output, run
+
+pytestmark = needs_cc
+
+
+def _export_run(folder, kernel, args, constants, grid, dpus=1, tasklets=1, **kw):
+    export(kernel, folder, sample_args=args, constants=constants, grid=grid, num_dpus=dpus,
+           num_tasklets=tasklets, **kw)
+    assert_sdk_only(folder)
+    r = build_and_run(folder)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "MISMATCH" not in r.stdout
+    return json.loads((folder / "manifest.json").read_text())
+
+
+def _model(kernel, args, constants, grid, dpus=1, tasklets=1, **kw):
+    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    kernel[grid](*copies, **constants, num_dpus=dpus, num_tasklets=tasklets, **kw)
+    return copies, edsl.backend.last_report()
+
+
+@triton.jit
+def tile_kernel(x_ptr, y_ptr, rows_ptr, cols_ptr, scan_ptr, R: tl.constexpr, C: tl.constexpr):
+    r = tl.arange(0, R)[:, None]
+    c = tl.arange(0, C)[None, :]
+    x = tl.load(x_ptr + r * C + c)
+    tl.store(y_ptr + r * C + c, x * 3 + 1)
+    tl.store(rows_ptr + tl.arange(0, R), tl.sum(x, axis=1))
+    tl.store(cols_ptr + tl.arange(0, C), tl.max(x, axis=0))
+    tl.store(scan_ptr + r * C + c, tl.cumsum(x, axis=1))
+
+
+@settings(max_examples=6, deadline=None)
+@example(rows=128, cols=256, tasklets=7, seed=1)          # the load and the scan result in MRAM
+@example(rows=64, cols=256, tasklets=20, seed=0)          # fits the model's WRAM, not with the program's
+@given(rows=st.sampled_from([64, 128]), cols=st.sampled_from([128, 256]), tasklets=st.integers(1, 24),
+       seed=st.integers(0, 2**16))
+def test_tiles_in_mram_export_and_give_the_models_results(tmp_path_factory, rows, cols, tasklets, seed):
+    """Tiles of 32 KiB to 128 KiB (int32, exact): those over the DPU's WRAM
+    are kept in the scratch, by the exported program as by the model. The
+    exported program's own WRAM (its tasklets' contexts, ...) leaves the
+    kernel less than the model gives it: the export compiles it with that
+    budget (`kernel_budget`), and the model with the same one keeps the same
+    tiles in MRAM; with the whole WRAM, the same results."""
+    x = np.random.default_rng(seed).integers(-1000, 1000, (rows, cols)).astype(np.int32)
+    args = [x, np.zeros_like(x), np.zeros(rows, np.int32), np.zeros(cols, np.int32), np.zeros_like(x)]
+    consts = {"R": rows, "C": cols}
+    folder = tmp_path_factory.mktemp("tiles") / "project"
+    manifest = _export_run(folder, tile_kernel, args, consts, (1,), tasklets=tasklets)
+    budget = manifest["wram_bytes"]["kernel_budget"]
+    assert manifest["wram_bytes"]["total"] <= abi.WRAM_BYTES
+    model, report = _model(tile_kernel, args, consts, (1,), tasklets=tasklets, wram_bytes=budget)
+    assert manifest["scratch_bytes"] == report.spill_bytes
+    assert manifest["spilled_tiles"] == report.spilled_tiles
+    whole, _ = _model(tile_kernel, args, consts, (1,), tasklets=tasklets)
+    if rows * cols * 4 > abi.WRAM_BYTES:
+        assert report.spill_bytes > 0
+        assert f"#define EDSL_SCRATCH_BYTES {report.spill_bytes}ull" in (folder / "kernel_args.h").read_text()
+    want = [x * 3 + 1, x.sum(axis=1), x.max(axis=0), np.cumsum(x, axis=1)]
+    for k, (name, ref) in enumerate(zip(["y_ptr", "rows_ptr", "cols_ptr", "scan_ptr"], want), 1):
+        got = output(folder, name, args[k])
+        np.testing.assert_array_equal(got, model[k])
+        np.testing.assert_array_equal(got, whole[k])
+        np.testing.assert_array_equal(got, ref)
+
+
+@pytest.mark.parametrize("dpus,tasklets", [(3, 1), (2, 5)])
+def test_loop_carried_accumulator_in_mram(tmp_path, dpus, tasklets):
+    """The tiled matmul example with 128 x 128 blocks: its accumulator and
+    dot results kept in MRAM over programs on several DPUs (each DPU's
+    scratch, reused by its programs)."""
+    rng = np.random.default_rng(dpus)
+    a = rng.standard_normal((150, 100)).astype(np.float32)
+    b = rng.standard_normal((100, 140)).astype(np.float32)
+    c = np.zeros((150, 140), np.float32)
+    args, consts, grid = (a, b, c, 150, 140, 100), {"BM": 128, "BN": 128, "BK": 32}, (2, 2)
+    manifest = _export_run(tmp_path / "project", triton_matmul.matmul_kernel, args, consts, grid, dpus,
+                           tasklets, outputs=["c_ptr"])
+    assert any(t.startswith("loop-carried tensor") for t in manifest["spilled_tiles"])
+    got = output(tmp_path / "project", "c_ptr", c)
+    model, report = _model(triton_matmul.matmul_kernel, args, consts, grid, dpus, tasklets)
+    assert report.spill_bytes == manifest["scratch_bytes"] > 0
+    np.testing.assert_array_equal(got, model[2])
+    np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4)
+
+
+@edsl.dialect
+def double_block(out: Input["memref<?xf32, MRAM>"], x: Input["memref<?xf32, MRAM>"], count: Input["i32"]):
+    for i in range(edsl.tasklet_id(), count, edsl.num_tasklets()):
+        out[i] = x[i] * 2.0
+
+
+@triton.jit
+def region_and_spill_kernel(x_ptr, out_ptr, w_ptr, v_ptr, n, BLOCK: tl.constexpr, BIG: tl.constexpr):
+    start = tl.program_id(0) * BLOCK
+    fl.call(double_block, [], [out_ptr + start, x_ptr + start, tl.minimum(n - start, BLOCK)])
+    offs = tl.program_id(0) * BIG + tl.arange(0, BIG)
+    tl.store(v_ptr + offs, tl.load(w_ptr + offs) * 3.0 + 1.0)
+
+
+def test_scratch_with_edsl_regions(tmp_path):
+    """A kernel with an EDSL region (its transfers may touch the whole image)
+    and a tile kept in MRAM: the one region spans the arrays and the scratch."""
+    rng = np.random.default_rng(11)
+    n, big = 1000, 16384
+    x = rng.standard_normal(n).astype(np.float32)
+    w = rng.standard_normal(2 * big).astype(np.float32)
+    args = (x, np.zeros_like(x), w, np.zeros_like(w), n)
+    consts, grid = {"BLOCK": 512, "BIG": big}, (2,)
+    manifest = _export_run(tmp_path / "project", region_and_spill_kernel, args, consts, grid, 1, 2,
+                           outputs=["out_ptr", "v_ptr"])
+    assert manifest["mram_regions"] == "whole image" and manifest["scratch_bytes"] > 0
+    model, _ = _model(region_and_spill_kernel, args, consts, grid, 1, 2)
+    for name, k, ref in (("out_ptr", 1, x * 2), ("v_ptr", 3, w * 3 + 1)):
+        got = output(tmp_path / "project", name, args[k])
+        np.testing.assert_array_equal(got, model[k])
+        np.testing.assert_array_equal(got, ref)
+
+
+@triton.jit
+def copy_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs) + 1)
+
+
+def test_arrays_and_scratch_over_the_mram_bank_are_refused_by_the_runner(tmp_path):
+    """As the model refuses the launch: arrays that leave less MRAM than the
+    scratch needs are an input error of the runner (exit status 2)."""
+    folder = tmp_path / "project"
+    export(copy_kernel, folder, signature={"x_ptr": "*fp32", "y_ptr": "*fp32"}, constants={"BLOCK": 16384},
+           grid=(1,))
+    scratch = json.loads((folder / "manifest.json").read_text())["scratch_bytes"]
+    assert scratch == 16384 * 4
+    build(folder)
+    x = np.arange(16384, dtype=np.float32)
+    (folder / "data" / "x_ptr.bin").write_bytes(x.tobytes())
+    (folder / "data" / "y_ptr.bin").write_bytes(np.zeros_like(x).tobytes())
+    r = run(folder)
+    assert r.returncode == 0, r.stdout + r.stderr
+    np.testing.assert_array_equal(output(folder, "y_ptr", x), x + 1)
+    big = np.zeros((abi.MRAM_BYTES - scratch) // 4 - 1024, np.float32)     # with x's 64 KiB: over
+    (folder / "data" / "y_ptr.bin").write_bytes(big.tobytes())
+    r = run(folder)
+    assert r.returncode == 2
+    assert f"kernel's tiles kept in MRAM {scratch} bytes of scratch, more than a DPU's 64 MiB" in r.stderr
