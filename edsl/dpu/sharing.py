@@ -131,7 +131,7 @@ class Gather:
         log = log.reshape(-1, LOG_ENTRY)
         access = log[:, 0] & 3
         self.reads.append((dpu, log[access == Access.READ]))
-        claims = log[(access != Access.READ) & (log[:, 2] > log[:, 1])]
+        claims = _coalesced(log[(access != Access.READ) & (log[:, 2] > log[:, 1])])
         finals = []
         for _, lo, hi, _ in claims.tolist():
             finals.append(self.read(lo, hi - lo))
@@ -283,6 +283,24 @@ class _Merge:
                     writer = self._use(p, second=self.owner[p] == dpu)
                     raise SharingError(self.address(p), writer, Use(dpu, kind, site), "read")
                 j += 1
+
+
+def _coalesced(claims: np.ndarray) -> np.ndarray:
+    """The claims of one DPU (its tasklets' logs), each run of overlapping or
+    adjacent claims of one kind as one (with the run's first site)."""
+    if len(claims) < 2:
+        return claims
+    claims = claims[np.lexsort((claims[:, 1], claims[:, 0]))]         # by kind, then address
+    # The furthest end so far within each kind (the kind's rank lifts its ends
+    # above every earlier kind's: addresses are below 2**50).
+    rank = np.cumsum(np.r_[0, claims[1:, 0] != claims[:-1, 0]]) << 50
+    reach = np.maximum.accumulate(claims[:, 2] + rank) - rank
+    new = np.ones(len(claims), dtype=bool)
+    new[1:] = (claims[1:, 0] != claims[:-1, 0]) | (claims[1:, 1] > reach[:-1])
+    starts = np.flatnonzero(new)
+    out = claims[starts].copy()
+    out[:, 2] = np.maximum.reduceat(claims[:, 2], starts)
+    return out
 
 
 def _one_use_per_byte(pos, kind, site, value):

@@ -232,3 +232,12 @@ def test_equal_stores_from_two_dpus_agree_and_reads_of_own_writes_pass():
              [(Access.WRITE, 0, 4, 1), (Access.WRITE, 8 + 4 * d, 12 + 4 * d, 1), (Access.READ, 8 + 4 * d, 12 + 4 * d, 2)])
     gather.merge()
     assert memory.read(0, 16) == b"\x07" * 4 + bytes(4) + b"\x01" * 8
+
+
+def test_a_dpus_claims_coalesce_within_one_kind_only():
+    from edsl.dpu.sharing import _coalesced
+    add = atomic_kind(AtomicOp.ADD, False, 4, None)
+    claims = np.array([[Access.WRITE, 0, 1000, 1], [add, 10, 20, 2], [add, 500, 504, 3], [add, 20, 24, 4],
+                       [Access.WRITE, 1000, 1008, 5]], dtype=np.int64)
+    got = sorted(map(tuple, _coalesced(claims).tolist()))
+    assert got == sorted([(Access.WRITE, 0, 1008, 1), (add, 10, 24, 2), (add, 500, 504, 3)])
