@@ -19,8 +19,12 @@
 - Program instances are spread over `num_dpus` DPUs round-robin (DPU d runs
   ids d, d + num_dpus, ...), one at a time per DPU; the model runs the DPUs
   in turn, each with its WRAM (the kernel's buffers, and a DMA staging buffer
-  per tasklet). As on hardware where every DPU has its own MRAM, the report
-  counts the arrays as broadcast to each DPU used and read back from each.
+  per tasklet). Every DPU has its own MRAM, as on hardware: on several DPUs
+  each runs on the arrays as transferred and the results are gathered as a
+  UPMEM host gathers them (`_run_apart`, edsl.dpu.sharing: atomics whose
+  old value is unused merge, any other sharing across DPUs is a DpuError).
+  The report counts the arrays as broadcast to each DPU used and read back
+  from each.
 - Tasklets: a kernel is compiled for `num_tasklets` (1..24) and every tasklet
   of a DPU runs it, sharing out the tile loops and meeting at barriers, each
   on its own launch context (edsl.dpu.runtime.Launch).
@@ -365,11 +369,16 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
     def dpus(first: int, end: int) -> None:
         # Every tasklet runs DPUs first..end-1 in turn (the same programs in the
         # same order, so their barriers meet; each program ends with a barrier
-        # where the next one's accesses could race this one's).
-        def tasklet(tid: int) -> None:
-            call = values + _entry_args(LAUNCH, first_dpu=first, end_dpu=end, tid=tid, **launch_args)
-            entry((ctypes.c_void_p * len(call))(*[ctypes.addressof(v) for v in call]))
-        run.run(tasklet)
+        # where the next one's accesses could race this one's). The entry
+        # enters and exits each DPU's context itself.
+        # The tasklets' arguments differ only in the last one, `tid` (`call`
+        # and `tids` hold the values the arrays point to).
+        assert ENTRY[LAUNCH][-1].name == "tid"
+        call = values + _entry_args(LAUNCH, first_dpu=first, end_dpu=end, tid=0, **launch_args)
+        common = [ctypes.addressof(v) for v in call[:-1]]
+        tids = [ctypes.c_int32(tid) for tid in range(tasklets)]
+        arrays = [(ctypes.c_void_p * len(call))(*common, ctypes.addressof(t)) for t in tids]
+        run.run_entry(program, LAUNCH, arrays, [run.address(first, tid) for tid in range(tasklets)])
     shared = None
     mram.copy_in()
     try:

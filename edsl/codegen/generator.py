@@ -564,20 +564,41 @@ class CodeGenerator(ast.NodeVisitor):
         if isinstance(value, ir.Value) and not S.is_scalar(value.type):
             raise TypeMismatchError(f"cannot store a value of type {value.type} into {base.type}")
         value = S.convert(value, elem)
+
+        def store():
+            memref.store(value, base, idx)
+            self._note_mram(base, idx, abi.Access.WRITE)
         if self.state.bounds_check:
             op = scf.IfOp(self._in_bounds(base, idx))
             with ir.InsertionPoint(op.then_block):
-                memref.store(value, base, idx)
+                store()
                 scf.yield_([])
         else:
-            memref.store(value, base, idx)
+            store()
 
     def _load(self, base, idx):
-        if not self.state.bounds_check:
+        def load():
+            self._note_mram(base, idx, abi.Access.READ)
             return memref.load(base, idx)
+        if not self.state.bounds_check:
+            return load()
         elem = ir.MemRefType(base.type).element_type
-        return S.if_value(self._in_bounds(base, idx), lambda: memref.load(base, idx),
-                          lambda: S.constant(0, elem))
+        return S.if_value(self._in_bounds(base, idx), load, lambda: S.constant(0, elem))
+
+    def _note_mram(self, base, idx, kind: int) -> None:
+        """Log an element access of an MRAM memref on a DPU (abi.NOTE_ACCESS:
+        what DPUs share is checked across them)."""
+        if self.target is not DPU or not abi.is_mram(base.type):
+            return
+        i64, index = S.int_type(64), ir.IndexType.get()
+        meta = memref.ExtractStridedMetadataOp(base)
+        offset = meta.offset
+        for i, stride in zip(idx, meta.strides):
+            offset = arith.addi(offset, arith.muli(S.convert(i, index), stride))
+        esize = S.bits(ir.MemRefType(base.type).element_type) // 8
+        start = arith.addi(memref.extract_aligned_pointer_as_index(base), arith.muli(offset, S.convert(esize, index)))
+        self.runtime_call(abi.NOTE_ACCESS, [S.constant(int(kind), i64), S.convert(start, i64),
+                                            S.constant(esize, i64), S.constant(self.site(), i64)], [])
 
     def _in_bounds(self, base, idx) -> ir.Value:
         """All indices within the sizes; if not, a run-time error at this line

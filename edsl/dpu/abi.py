@@ -122,6 +122,7 @@ COUNT_TRANSFER = "__dpu_count_transfer"
 # Record an access of a launch's arrays for the checks across DPUs (edsl.dpu.sharing):
 # (kind: an `Access` code, mram_addr, nbytes, site: i64, ctx: !llvm.ptr) -> ()
 NOTE = "__dpu_note"
+NOTE_ACCESS = "edsl_dpu_note_access"  # (kind, mram_addr, nbytes, site: i64) -> (): NOTE, in EDSL code
 LOG_FULL = "edsl_dpu_log_full"        # (ctx) -> (): the tasklet's log is full (model: grow it)
 # The one DMA routine, which kernels call directly:
 # (mram_addr, wram_addr, nbytes, direction, site: i64, ctx: !llvm.ptr) -> ()
@@ -241,6 +242,8 @@ class Dpu(IntEnum):
     TASKLETS = 2
     FAILED = 3           # set once an error stops the DPU: barriers and DMA give up
     WAIT_SITE = 4        # the site of the barrier tasklets last waited at
+    SCHEDULER = 5        # model: the block of the scheduler running the DPU's tasklets
+                         # on one host thread (edsl.dpu.runtime), 0: a thread each
 
 
 DPU_SLOTS = 8

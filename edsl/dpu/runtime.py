@@ -9,8 +9,13 @@ parameter type (f16 included) passes through memory.
 
 A launch runs on `Launch` contexts: one per tasklet of each DPU (the ABI's
 `Ctx` slots: tasklet id, DMA counters, the first error, the MRAM regions a
-transfer may touch) and one shared state per DPU (its barrier). Tasklets are
-host threads; the calling thread only waits, so Ctrl-C interrupts any launch
+transfer may touch) and one shared state per DPU (its barrier). A program's
+entry runs its tasklets on one worker thread (`Launch.run_entry`): each
+tasklet is a user-level context on a stack of its own, switched at its
+barriers by the runtime library's scheduler, so that a barrier costs a
+context switch in the process, not an OS thread switch (where the host has
+no usable ucontext, and for `Launch.run`'s Python work, each tasklet is a
+thread). The calling thread only waits, so Ctrl-C interrupts any launch
 (barriers and transfers then give up; a tasklet stuck in a loop of its own
 is left behind). Errors recorded by the compiled code (DMA rules, MRAM and
 WRAM bounds, assertions, index checks, deadlocked barriers) are raised as a
@@ -22,6 +27,7 @@ import contextlib
 import ctypes
 import functools
 import hashlib
+import mmap
 import queue
 import signal
 import threading
@@ -204,6 +210,9 @@ class Program:
         self.enter = _CTX_CALL(self._object.address(ENTER))
         self.exit = _CTX_CALL(self._object.address(EXIT))
 
+    def address(self, name: str) -> int:
+        return self._object.address(name)
+
     def entry(self, name: str) -> Callable[[ctypes.Array], None]:
         """The packed entry of function `name`: call it with a `void*[]`."""
         fn = self._entries.get(name)
@@ -309,10 +318,47 @@ class Launch:
         """`work(tid)` on one thread per tasklet; this thread waits (and can be
         interrupted with Ctrl-C)."""
         with _sigint_flag() as interrupted:
-            self._run(work, interrupted)
+            self._run(work, interrupted, self.tasklets)
 
-    def _run(self, work: Callable[[int], None], interrupted: list) -> None:
-        workers = _POOL.take(self.tasklets)
+    def run_entry(self, program: Program, entry: str, args: list, contexts: list[int],
+                  exit: bool = False) -> None:
+        """The packed entry `entry` of `program` on every tasklet `tid`, with
+        the argument array `args[tid]`, as the tasklet of context
+        `contexts[tid]` (and marked finished after it with `exit`, for an
+        entry that does not do so itself). The tasklets share one worker
+        thread (the runtime library's scheduler) where the host allows;
+        this thread waits (and can be interrupted with Ctrl-C)."""
+        if not support.coroutines():
+            packed = program.entry(entry)
+
+            def work(tid: int) -> None:
+                program.enter(contexts[tid])
+                packed(args[tid])
+                if exit:
+                    program.exit(contexts[tid])
+            self.run(work)
+            return
+        fibers = _FIBERS.take()
+        block = fibers.fill(self.tasklets, program.address(PACKED_PREFIX + entry),
+                            program.address(support.TASKLET_START), exit,
+                            [ctypes.addressof(a) for a in args], contexts)
+        run_tasklets = _CTX_CALL(program.address(support.RUN_TASKLETS))
+        self.state[:, Dpu.SCHEDULER] = block
+        try:
+            with _sigint_flag() as interrupted:
+                self._run(lambda _: run_tasklets(block), interrupted, 1)
+        except KeyboardInterrupt:
+            if _ABANDONED and _ABANDONED[-1][0] is self:
+                _ABANDONED.append((fibers, args, program))   # (in use by the tasklet left behind)
+                fibers = None
+            raise
+        finally:
+            if fibers is not None:
+                self.state[:, Dpu.SCHEDULER] = 0
+                _FIBERS.give_back(fibers)
+
+    def _run(self, work: Callable[[int], None], interrupted: list, threads: int) -> None:
+        workers = _POOL.take(threads)
         done: queue.SimpleQueue = queue.SimpleQueue()
         for tid, worker in enumerate(workers):
             worker.jobs.put((work, tid, done))
@@ -439,6 +485,71 @@ class _Pool:
 
 
 _POOL = _Pool()
+
+
+class _Fibers:
+    """What the scheduler of one launch needs (edsl.dpu.support): its block,
+    a ucontext and a jump buffer per tasklet and its own jump buffer, a stack per
+    tasklet, each below a guard page (an overflow faults instead of
+    overwriting another tasklet's stack). Stacks are reserved for
+    MAX_TASKLETS at once; the host commits their pages as they are first
+    touched, and they are reused launch after launch."""
+
+    STACK_BYTES = 1 << 20     # converted kernels keep tiles in WRAM: their frames are small
+
+    def __init__(self):
+        page = mmap.PAGESIZE
+        span = self.STACK_BYTES + page
+        self._stacks = mmap.mmap(-1, MAX_TASKLETS * span, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        base = ctypes.addressof(ctypes.c_char.from_buffer(self._stacks))
+        libc = _libc()
+        for t in range(MAX_TASKLETS):
+            if libc.mprotect(ctypes.c_void_p(base + t * span), ctypes.c_size_t(page), 0) != 0:
+                raise MemoryError("cannot protect the DPU model's tasklet stacks")
+        self.stacks = base + page + np.arange(MAX_TASKLETS, dtype=np.int64) * span
+        # A ucontext and a jump buffer per tasklet; the scheduler's jump buffer last.
+        each = support.UCONTEXT_BYTES + support.JMP_BUF_BYTES
+        self._contexts = np.zeros(MAX_TASKLETS * each + support.JMP_BUF_BYTES + 64, dtype=np.uint8)
+        self.contexts = align_up(self._contexts.ctypes.data, 64) + np.arange(MAX_TASKLETS + 1, dtype=np.int64) * each
+        self.block = np.zeros(support.SCHED_HEADER + MAX_TASKLETS * support.ROW_SLOTS, dtype=np.int64)
+
+    def fill(self, tasklets: int, entry: int, start: int, exit: bool, args: list[int],
+             contexts: list[int]) -> int:
+        """The block's address, filled for a launch of `tasklets` tasklets."""
+        b = self.block
+        b[:support.SCHED_HEADER] = 0
+        b[support.SCHED_TASKLETS], b[support.SCHED_ENTRY], b[support.SCHED_START] = tasklets, entry, start
+        b[support.SCHED_EXIT], b[support.SCHED_MAIN] = int(exit), self.contexts[MAX_TASKLETS]
+        rows = b[support.SCHED_HEADER:].reshape(MAX_TASKLETS, support.ROW_SLOTS)[:tasklets]
+        rows[:, support.ROW_UC] = self.contexts[:tasklets]
+        rows[:, support.ROW_JB] = self.contexts[:tasklets] + support.UCONTEXT_BYTES
+        rows[:, support.ROW_STACK] = self.stacks[:tasklets]
+        rows[:, support.ROW_STACK_BYTES] = self.STACK_BYTES
+        rows[:, support.ROW_ARGS] = args
+        rows[:, support.ROW_CTX] = contexts
+        rows[:, support.ROW_DONE] = 0
+        return b.ctypes.data
+
+
+class _FiberPool:
+    """Idle `_Fibers`: one per launch running at a time, kept for the next."""
+
+    def __init__(self):
+        self._idle: list[_Fibers] = []
+        self._lock = threading.Lock()
+
+    def take(self) -> _Fibers:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return _Fibers()
+
+    def give_back(self, fibers: _Fibers) -> None:
+        with self._lock:
+            self._idle.append(fibers)
+
+
+_FIBERS = _FiberPool()
 
 
 @contextlib.contextmanager

@@ -2,15 +2,17 @@
 // (edsl/dpu/abi.py), linked into every program the DPU model runs and printed
 // into exported DPU programs. Its placeholders are filled from the ABI by
 // edsl/dpu/support.py (symbols, context and DPU-state slots, error codes),
-// with the DMA-rule check generated from `abi.DMA_RULES` and the host's way
-// to sleep in a barrier (runtime_wait_*.mlir).
+// with the DMA-rule check generated from `abi.DMA_RULES`, the host's way
+// to sleep in a barrier (runtime_wait_*.mlir) and the scheduler that runs a
+// DPU's tasklets on one host thread (runtime_tasklets*.mlir).
 module {
   llvm.mlir.global external @${ctx_key}(0 : ${key_t}) {alignment = 8 : i64} : ${key_t}
   llvm.func @pthread_getspecific(${key_t}) -> !llvm.ptr
   llvm.func @pthread_setspecific(${key_t}, !llvm.ptr) -> i32
   llvm.func @realloc(!llvm.ptr, i64) -> !llvm.ptr
 
-  // The running tasklet's context: a thread-local on a key the loader sets.
+  // The running tasklet's context: a thread-local on a key the loader sets
+  // (set by `enter`, and by the scheduler for each tasklet it resumes).
   func.func @${ctx}() -> !llvm.ptr {
     %kp = llvm.mlir.addressof @${ctx_key} : !llvm.ptr
     %k = llvm.load %kp : !llvm.ptr -> ${key_t}
@@ -175,6 +177,13 @@ module {
         llvm.store %len3, %len_p : i64, !llvm.ptr
       }
     }
+    return
+  }
+
+  // An EDSL function's access of an MRAM element (its context is the thread's).
+  func.func @${note_access}(%kind: i64, %mram: i64, %n: i64, %site: i64) {
+    %ctx = func.call @${ctx}() : () -> !llvm.ptr
+    func.call @${note}(%kind, %mram, %n, %site, %ctx) : (i64, i64, i64, i64, !llvm.ptr) -> ()
     return
   }
 
@@ -351,8 +360,8 @@ ${dma_rules}
   // word counts arrivals (low half) and finished tasklets (high half), so
   // that the tasklet whose arrival makes `arrived + finished == tasklets`
   // with both non-zero knows, alone, that the barrier can never complete: a
-  // deadlock, recorded with the barrier's site. Waiters sleep, and give up
-  // once the DPU has failed or the host has interrupted the launch.
+  // deadlock, recorded with the barrier's site. Waiters pause (__dpu_pause),
+  // and give up once the DPU has failed or the host has interrupted the launch.
   func.func @${barrier}(%site: i64) {
     %ctx = func.call @${ctx}() : () -> !llvm.ptr
     %c0 = arith.constant 0 : i64
@@ -380,7 +389,12 @@ ${dma_rules}
       scf.if %last {
         %back = llvm.atomicrmw sub %count_p, %n acq_rel : !llvm.ptr, i64
         %next = llvm.atomicrmw add %gen_p, %c1 acq_rel : !llvm.ptr, i64
-        func.call @__dpu_wake(%gen_p) : (!llvm.ptr) -> ()
+        %sched_p = llvm.getelementptr %st[${dpu_scheduler}] : (!llvm.ptr) -> !llvm.ptr, i64
+        %sched = llvm.load %sched_p : !llvm.ptr -> i64
+        %threads = arith.cmpi eq, %sched, %c0 : i64
+        scf.if %threads {                 // (tasklets that share a thread sleep on nothing)
+          func.call @__dpu_wake(%gen_p) : (!llvm.ptr) -> ()
+        }
       } else {
         %sum = arith.addi %arrived, %finished : i64
         %all_in = arith.cmpi eq, %sum, %n : i64
@@ -392,7 +406,7 @@ ${dma_rules}
               : (!llvm.ptr, i64, i64, i64, i64, i64, i64) -> ()
         } else {
           scf.while : () -> () {
-            func.call @__dpu_wait(%gen_p, %gen32) : (!llvm.ptr, i32) -> ()
+            func.call @__dpu_pause(%st, %gen_p, %gen32, %ctx) : (!llvm.ptr, !llvm.ptr, i32, !llvm.ptr) -> ()
             %now = llvm.load %gen_p atomic acquire {alignment = 8 : i64} : !llvm.ptr -> i64
             %same = arith.cmpi eq, %now, %gen : i64
             %failed = func.call @__dpu_failed(%ctx) : (!llvm.ptr) -> i1
@@ -404,6 +418,23 @@ ${dma_rules}
           }
         }
       }
+    }
+    return
+  }
+
+  // A tasklet waits (at a barrier of generation `gen32`) and lets the others
+  // run: it yields to its DPU's scheduler when the DPU's tasklets share one
+  // host thread (runtime_tasklets.mlir), or sleeps when each is a thread.
+  func.func private @__dpu_pause(%st: !llvm.ptr, %gen_p: !llvm.ptr, %gen32: i32, %ctx: !llvm.ptr) {
+    %c0 = arith.constant 0 : i64
+    %sched_p = llvm.getelementptr %st[${dpu_scheduler}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %sched = llvm.load %sched_p : !llvm.ptr -> i64
+    %shared = arith.cmpi ne, %sched, %c0 : i64
+    scf.if %shared {
+      %s = llvm.inttoptr %sched : i64 to !llvm.ptr
+      func.call @__dpu_yield(%s, %ctx) : (!llvm.ptr, !llvm.ptr) -> ()
+    } else {
+      func.call @__dpu_wait(%gen_p, %gen32) : (!llvm.ptr, i32) -> ()
     }
     return
   }
@@ -442,4 +473,6 @@ ${dma_rules}
   }
 
 ${wait_functions}
+
+${tasklet_functions}
 }

@@ -25,6 +25,15 @@ to its last instruction without the interpreter.
   barrier can never complete: a deadlock, recorded with the barrier's site.
   Waiters sleep on a futex (Linux) with a timeout, and give up once the DPU
   has failed or the host has interrupted the launch.
+- `edsl_dpu_run_tasklets(block)`: the scheduler that runs a DPU's tasklets
+  on one host thread (`runtime_tasklets.mlir`): each tasklet runs on a
+  stack of its own (started with libc's ucontext, switched with
+  _setjmp/_longjmp), and a waiting tasklet switches back to the scheduler
+  instead of sleeping, so a barrier costs no OS thread switch.
+  The host fills the scheduler's block (`SCHED_*`, `ROW_*` slots) and sets
+  it in the DPU's state (`Dpu.SCHEDULER`); with none set, the tasklets are
+  threads and sleep. Where the host's `ucontext_t` layout is not known
+  (`coroutines()` false), there is no scheduler and tasklets are threads.
 """
 from __future__ import annotations
 
@@ -46,6 +55,33 @@ _FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE = 128, 129
 _WAIT_NS = 20_000_000               # a waiter re-checks the DPU's state every 20 ms
 # pthread_key_t: unsigned int on Linux, unsigned long elsewhere.
 KEY_BITS = 32 if sys.platform == "linux" else 64
+
+# The scheduler (runtime_tasklets.mlir) and its block: header slots, then a
+# row of ROW_SLOTS per tasklet (all i64; addresses as integers).
+RUN_TASKLETS = "edsl_dpu_run_tasklets"       # (block) -> (): run the tasklets to their end
+TASKLET_START = "edsl_dpu_tasklet_start"     # () -> (): where each tasklet's context starts
+SCHED_CURRENT, SCHED_TASKLETS, SCHED_ENTRY, SCHED_START, SCHED_EXIT, SCHED_MAIN = range(6)
+SCHED_HEADER = 8
+ROW_UC, ROW_JB, ROW_STACK, ROW_STACK_BYTES, ROW_ARGS, ROW_CTX, ROW_DONE, ROW_STARTED = range(8)
+ROW_SLOTS = 8
+# glibc and musl on 64-bit Linux: ucontext_t starts with uc_flags, uc_link,
+# then uc_stack (ss_sp, ss_flags, ss_size). Its size differs by architecture
+# (968 bytes on x86-64, about 4.5 KiB on AArch64): the host allocates
+# UCONTEXT_BYTES per context, more than any of them; and JMP_BUF_BYTES per
+# jump buffer (jmp_buf: 200 bytes on x86-64, 312 on AArch64).
+_UC_LINK, _UC_STACK_SP, _UC_STACK_SIZE = 8, 16, 32
+UCONTEXT_BYTES = 16 * 1024
+JMP_BUF_BYTES = 1024
+
+
+@functools.lru_cache(None)
+def coroutines() -> bool:
+    """Whether a DPU's tasklets can share one host thread: 64-bit Linux (a
+    known `ucontext_t` layout) whose C library has the context calls."""
+    if sys.platform != "linux" or sys.maxsize < 2 ** 63 - 1:
+        return False
+    from . import jit
+    return all(jit._provided(f) for f in ("getcontext", "makecontext", "setcontext", "_setjmp", "_longjmp"))
 
 
 def dma_rules_function() -> str:
@@ -84,7 +120,7 @@ def _fields(path: Path, **given) -> dict:
     known = {name.lower(): getattr(abi, name) for name in
              ("ME", "NR_TASKLETS", "BARRIER", "MRAM_READ", "MRAM_WRITE", "ASSERT_FAIL",
               "BOUNDS_FAIL", "STEP_FAIL", "COUNTERS", "DMA", "FAIL", "CTX", "ENTER", "EXIT",
-              "COUNT_TRANSFER", "READ", "WRITE", "NOTE", "LOG_FULL", "LOG_ENTRY")}
+              "COUNT_TRANSFER", "READ", "WRITE", "NOTE", "NOTE_ACCESS", "LOG_FULL", "LOG_ENTRY")}
     known |= {f"ctx_{s.name.lower()}": int(s) for s in abi.Ctx}
     known |= {f"dpu_{s.name.lower()}": int(s) for s in abi.Dpu}
     known |= {f"err_{e.name.lower()}": int(e) for e in abi.Err}
@@ -103,9 +139,20 @@ def _source() -> str:
         wait = templates.fill(HERE / "runtime_wait_futex.mlir", wait_ns=_WAIT_NS, futex=_FUTEX,
                               futex_wait_private=_FUTEX_WAIT_PRIVATE,
                               futex_wake_private=_FUTEX_WAKE_PRIVATE)
+    if coroutines():
+        path = HERE / "runtime_tasklets.mlir"
+        tasklets = templates.fill(path, **_fields(
+            path, start=TASKLET_START, run_tasklets=RUN_TASKLETS, s_header=SCHED_HEADER,
+            s_row=ROW_SLOTS, s_current=SCHED_CURRENT, s_tasklets=SCHED_TASKLETS, s_entry=SCHED_ENTRY,
+            s_start=SCHED_START, s_exit=SCHED_EXIT, s_main=SCHED_MAIN, r_uc=ROW_UC, r_stack=ROW_STACK,
+            r_stack_bytes=ROW_STACK_BYTES, r_args=ROW_ARGS, r_ctx=ROW_CTX, r_done=ROW_DONE,
+            r_jb=ROW_JB, r_started=ROW_STARTED,
+            uc_link=_UC_LINK, uc_stack_sp=_UC_STACK_SP, uc_stack_size=_UC_STACK_SIZE))
+    else:
+        tasklets = templates.fill(HERE / "runtime_tasklets_none.mlir")
     path = HERE / "runtime_library.mlir"
     return templates.fill(path, **_fields(path, key_t=f"i{KEY_BITS}", dma_rules=dma_rules_function(),
-                                          wait_functions=wait))
+                                          wait_functions=wait, tasklet_functions=tasklets))
 
 
 @functools.lru_cache(None)

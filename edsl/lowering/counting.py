@@ -39,7 +39,7 @@ from mlir import ir
 from mlir.dialects import llvm
 from mlir.passmanager import PassManager
 
-from ..dpu.abi import BARRIER, COUNTERS, DMA, FAIL, ME, MRAM_READ, MRAM_WRITE, NOTE, NR_TASKLETS
+from ..dpu.abi import BARRIER, COUNTERS, DMA, FAIL, ME, MRAM_READ, MRAM_WRITE, NOTE, NOTE_ACCESS, NR_TASKLETS
 from ..errors import LoweringError
 
 COUNTERS_ATTR = "edsl.counters"      # i64: how many counters the program uses
@@ -50,7 +50,7 @@ DMA_CALLEES = frozenset({MRAM_READ, MRAM_WRITE, DMA})
 SYNC_CALLEES = frozenset({BARRIER})
 REGISTER_CALLEES = frozenset({ME, NR_TASKLETS})
 # The model's own bookkeeping (the access log of a launch on several DPUs): no DPU work.
-MODEL_CALLEES = frozenset({NOTE})
+MODEL_CALLEES = frozenset({NOTE, NOTE_ACCESS})
 # Functions of the runtime itself, whose blocks are not the program's work.
 RUNTIME_PREFIX = "edsl_dpu_"
 

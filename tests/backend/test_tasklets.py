@@ -21,12 +21,13 @@ from test_memory import atomic_kernel, column_kernel, copy_kernel
 from test_tile_ops import loop_kernel, reduce_kernel, scan_kernel
 
 COUNTS = [1, 5, 16]
+MANY_COUNTS = [1, 2, 3, 11, 16, 24]
 
 
-def _same_for_all_counts(launch, *outs):
-    """Run `launch(tasklets)` for each count in COUNTS; all results bit-identical."""
+def _same_for_all_counts(launch, *outs, counts=COUNTS):
+    """Run `launch(tasklets)` for each count in `counts`; all results bit-identical."""
     results = []
-    for t in COUNTS:
+    for t in counts:
         for o in outs:
             o.fill(0)
         launch(t)
@@ -238,3 +239,29 @@ def test_long_rows_fit_in_wram_with_many_tasklets(start):
     assert (res[:start] == 0).all() and (res[start + 4000:] == 0).all()
     r = edsl.backend.last_report()
     assert r.wram_bytes <= 64 * 1024 and sum(1 for d in r.per_tasklet_dma if d) == 4   # a row each
+
+
+def test_kernels_with_barriers_give_the_same_bits_for_1_to_24_tasklets():
+    """Barriers (reductions, a k-loop of tl.dot, a debug barrier) with tasklet
+    counts that divide the tiles and counts that do not, up to the hardware's 24."""
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((5, 700)) * 4).astype(np.float32)
+    w, b = rng.standard_normal(700).astype(np.float32), rng.standard_normal(700).astype(np.float32)
+    sm, ln = np.empty_like(x), np.empty_like(x)
+    a = rng.standard_normal((40, 24)).astype(np.float32)
+    bm = rng.standard_normal((24, 36)).astype(np.float32)
+    mm = np.empty((40, 36), np.float32)
+    bx, bout = np.empty(256, np.float32), np.empty(256, np.float32)
+
+    def launch(t):
+        triton_softmax.softmax_kernel[(5,)](sm, x, 700, 700, BLOCK=1024, num_dpus=2, num_tasklets=t)
+        triton_layernorm.layernorm_kernel[(5,)](x, ln, w, b, 700, 1e-5, BLOCK=1024, num_tasklets=t)
+        triton_matmul.matmul_kernel[(3, 2)](a, bm, mm, 40, 36, 24, BM=16, BN=32, BK=8, num_dpus=2,
+                                            num_tasklets=t)
+        bx[:] = np.arange(256, dtype=np.float32)
+        barrier_kernel[(1,)](bx, bout, BLOCK=256, num_tasklets=t)
+        assert edsl.backend.last_report().per_tasklet_dma.__len__() == t
+    res = _same_for_all_counts(launch, sm, ln, mm, bx, bout, counts=MANY_COUNTS)
+    np.testing.assert_allclose(res[0], triton_softmax.reference(x), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(res[2], a @ bm, rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(res[3], np.arange(256, dtype=np.float32)[::-1] + 1)

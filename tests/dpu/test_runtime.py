@@ -13,8 +13,11 @@ from mlir import ir
 
 import edsl
 from edsl import InOut, Input
-from edsl.dpu import runtime
+from edsl.codegen.target import DPU
+from edsl.dpu import runtime, support
+from edsl.dpu.abi import Ctx, Err
 from edsl.errors import LoweringError
+from edsl.hostcall import pack_arguments
 
 with open(__file__) as _f:
     _SOURCE_LINES = _f.read().splitlines()
@@ -73,6 +76,68 @@ def test_barriers_every_tasklet_reaches_are_no_deadlock():
     assert (y[:16] == 3).all() and y[16] == 48
 
 
+def run_on_one_thread(fn, *args, tasklets, check=True):
+    """`fn(*args)` on `tasklets` tasklets that share one host thread (the
+    runtime library's scheduler: `Launch.run_entry`), as `fn.run` would."""
+    program = fn.program(False)
+    packed, keep = pack_arguments(fn.params_for(DPU), args, None)
+    launch = runtime.Launch(1, tasklets, [0, 2 ** 63 - 1])
+    launch.run_entry(program, fn.__name__, [packed] * tasklets,
+                     [launch.address(0, t) for t in range(tasklets)], exit=True)
+    del keep                                    # (what `packed` points to, alive until here)
+    if check:
+        launch.raise_error(f"{fn.__name__}()", program.sites)
+    return launch
+
+
+@edsl.dialect
+def meet_and_sum(y: InOut["memref<?xi32>"]):
+    t = edsl.tasklet_id()
+    for k in range(3):
+        y[t] = y[t] + 1
+        edsl.barrier()
+    if t == 0:
+        for u in range(edsl.num_tasklets()):
+            y[24] = y[24] + y[u]
+
+
+needs_one_thread = pytest.mark.skipif(not support.coroutines(), reason="no ucontext on this host")
+
+
+@needs_one_thread
+@pytest.mark.parametrize("tasklets", [2, 5, 24])
+def test_tasklets_on_one_thread_meet_at_barriers_and_find_deadlocks(tasklets, monkeypatch):
+    taken = []
+    take = runtime._POOL.take
+    monkeypatch.setattr(runtime._POOL, "take", lambda n: taken.append(n) or take(n))
+    y = np.zeros(25, np.int32)
+    run_on_one_thread(meet_and_sum, y, tasklets=tasklets)
+    assert (y[:tasklets] == 3).all() and y[24] == 3 * tasklets
+    assert taken == [1]                         # one worker thread for every tasklet
+    for fn, marker in ((some_reach_the_barrier, "half-barrier"), (all_but_one_wait, "all-but-one")):
+        with pytest.raises(edsl.DpuError, match="deadlock") as err:
+            run_on_one_thread(fn, np.zeros(25, np.int32), tasklets=tasklets)
+        assert err.value.loc.lineno == line_of(marker)
+
+
+@needs_one_thread
+def test_a_tasklet_error_is_recorded_in_its_context_and_stops_the_others():
+    @edsl.dialect
+    def third_fails(y: InOut["memref<?xi32>"]):
+        t = edsl.tasklet_id()
+        for k in range(3):
+            if t == 2 and k == 1:
+                assert y[0] == 99
+            y[t + 1] = y[t + 1] + 1
+            edsl.barrier()
+    y = np.zeros(8, np.int32)
+    with pytest.raises(edsl.DpuError, match="assertion failed"):
+        run_on_one_thread(third_fails, y, tasklets=4)
+    launch = run_on_one_thread(third_fails, y, tasklets=4, check=False)
+    assert launch.ctx[0, 2, Ctx.ERROR] == Err.ASSERT
+    assert not launch.ctx[0, [0, 1, 3], Ctx.ERROR].any()
+
+
 SPIN = textwrap.dedent('''
     import sys, numpy as np, edsl
     from edsl import InOut, Input
@@ -88,20 +153,37 @@ SPIN = textwrap.dedent('''
             while y[0] == 0:
                 edsl.barrier()
 
+    import triton, triton.language as tl
+    import edsl.backend
+    edsl.backend.activate()
+
+    @triton.jit
+    def meet_forever(x_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        while tl.sum(tl.load(x_ptr + offs), axis=0) == 0:     # (a barrier in every trip)
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs))
+
     which = sys.argv[1]
     y, x = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    z = np.zeros(64, np.int32)
     spin.program(); wait_forever.program()
+    if which == "tasklets":
+        meet_forever.warmup(z, BLOCK=64, num_tasklets=16, grid=(1,))
     print("started", flush=True)
     try:
-        spin.run(y, x) if which == "spin" else wait_forever.run(y, tasklets=1)
+        if which == "tasklets":
+            meet_forever[(1,)](z, BLOCK=64, num_tasklets=16)
+        else:
+            spin.run(y, x) if which == "spin" else wait_forever.run(y, tasklets=1)
     except KeyboardInterrupt:
         print("interrupted", flush=True)
         sys.exit(3)
 ''')
 
 
-@pytest.mark.parametrize("which", ["spin", "wait_forever"])
+@pytest.mark.parametrize("which", ["spin", "wait_forever", "tasklets"])
 def test_ctrl_c_interrupts_a_launch(tmp_path, which):
+    """"tasklets": 16 tasklets that meet at barriers forever on one host thread."""
     script = tmp_path / "spin.py"
     script.write_text(SPIN)
     env = dict(os.environ, EDSL_CACHE_DIR=str(tmp_path / "cache"))

@@ -1,0 +1,74 @@
+"""Tasklets on the DPU model: the wall-clock time of the same launch with 1 and
+16 tasklets per DPU (vector add, row-normalize softmax, matmul), on 64 DPUs
+and on one DPU.
+
+    python benchmarks/tasklets.py
+
+A DPU's tasklets run on one host thread, switched at their barriers, so that
+more tasklets cost about what the work costs, not OS thread switches: the
+goal is 16 tasklets within 1.5x of one. Best of 10 launches after a warm-up;
+the 16-tasklet results must equal the one-tasklet results bit for bit.
+On 64 DPUs the model runs the DPUs one by one and merges their access logs
+(edsl.dpu.sharing), which 16 tasklets make longer; one DPU shows the
+tasklets alone.
+"""
+import os
+import pathlib
+import sys
+import tempfile
+
+os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="dpu-bench-cache-"))
+os.environ.setdefault("TRITON_DEFAULT_BACKEND", "dpu")
+BENCHMARKS = pathlib.Path(__file__).resolve().parent
+sys.path[:0] = [str(BENCHMARKS.parent / "examples"), str(BENCHMARKS)]
+
+import numpy as np  # noqa: E402
+
+import edsl.backend  # noqa: E402, F401
+import triton_matmul  # noqa: E402
+import triton_softmax  # noqa: E402
+import triton_vector_add  # noqa: E402
+from measure import best  # noqa: E402
+
+DPUS = 64
+GOAL = 1.5
+
+
+def main():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(1 << 18).astype(np.float32)
+    y = rng.standard_normal(1 << 18).astype(np.float32)
+    add_out = np.empty_like(x)
+    m = rng.standard_normal((512, 1024)).astype(np.float32)
+    sm = np.empty_like(m)
+    a = rng.standard_normal((128, 128)).astype(np.float32)
+    b = rng.standard_normal((128, 128)).astype(np.float32)
+    mm = np.empty((128, 128), np.float32)
+    cases = {
+        "vector add": (lambda t, d: triton_vector_add.add_kernel[(x.size // 1024,)](
+            x, y, add_out, x.size, BLOCK=1024, num_dpus=d, num_tasklets=t), add_out,
+            f"{x.size} f32"),
+        "softmax": (lambda t, d: triton_softmax.softmax_kernel[(512,)](
+            sm, m, 1024, 1024, BLOCK=1024, num_dpus=d, num_tasklets=t), sm, "512 x 1024 f32"),
+        "matmul": (lambda t, d: triton_matmul.matmul_kernel[(4, 4)](
+            a, b, mm, 128, 128, 128, BM=32, BN=32, BK=16, num_dpus=d, num_tasklets=t), mm,
+            "128 x 128 x 128 f32"),
+    }
+    for dpus in (DPUS, 1):
+        worst = 0.0
+        for name, (launch, out, what) in cases.items():
+            times, results = {}, {}
+            for t in (1, 16):
+                times[t] = best(lambda: launch(t, dpus), 10, warm=True)
+                results[t] = out.copy()
+            same = np.array_equal(results[1].view(np.uint8), results[16].view(np.uint8))
+            ratio = times[16] / times[1]
+            worst = max(worst, ratio)
+            print(f"{name:>10} ({what}, {dpus} DPU{'s' if dpus > 1 else ''}): 1 tasklet "
+                  f"{times[1] * 1e3:7.2f} ms, 16 tasklets {times[16] * 1e3:7.2f} ms = {ratio:5.2f}x"
+                  f"{'' if same else '  RESULTS DIFFER'}")
+        print(f"{dpus} DPU{'s' if dpus > 1 else ''}: worst ratio {worst:.2f}x (goal: within {GOAL}x)")
+
+
+if __name__ == "__main__":
+    main()
