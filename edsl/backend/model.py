@@ -362,7 +362,6 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
     table = program.counters
     run = Launch(dpus_used, tasklets, mram.table, counters=table.counters if table else 0)
     run.ctx[..., Ctx.SCRATCH] = mram.scratch
-    entry = program.entry(LAUNCH)
     launch_args = dict(grid_x=gx, grid_y=gy, grid_z=gz, step=num_dpus, wram=(wram_addr, wram_bytes),
                        ctx=run.address())
 
