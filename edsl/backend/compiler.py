@@ -187,6 +187,7 @@ class DpuBackend(BaseBackend):
         metadata["asserts"] = info.asserts
         metadata["sites"] = info.sites
         metadata["stored"] = info.stored
+        metadata["prints"] = "tt.print" in text      # (its launches must not run twice)
         state["context"] = module.context
         return module.operation.get_asm(enable_debug_info=True)
 

@@ -47,7 +47,7 @@ from .. import dtypes
 from ..dpu.abi import (DMA_ALIGN, ENTRY, LAUNCH, MRAM_BYTES, WRAM_MEMREF, Ctx, align_up,
                        lowered_entry_types)
 from ..dpu.runtime import Launch, LaunchReport, Program
-from ..dpu.sharing import Gather, SharingError
+from ..dpu.sharing import Gather, SharingError, apart
 from ..dpu.timing import clock_hz, estimate, launch_estimate
 from ..errors import ArgumentError, DpuError
 
@@ -258,15 +258,29 @@ def _entry_args(entry: str, **values) -> list:
     return out
 
 
-def _run_apart(run: Launch, dpus, mram: Mram) -> SharingError | None:
-    """Run the DPUs of a launch one by one, each on the arrays as transferred
+def _run_apart(run: Launch, dpus, mram: Mram, once: bool) -> SharingError | None:
+    """Run the DPUs of a launch each on the arrays as transferred
     (edsl.dpu.sharing), and write the gathered results into them; or leave
     them as they were and return why the DPUs' results do not merge. A DPU
-    that fails stops the launch (its error is in its contexts)."""
+    that fails stops the launch (its error is in its contexts).
+
+    First all DPUs run in one pass on the arrays: where they kept apart
+    (`sharing.apart`), that is what each on its own MRAM gives. Otherwise
+    (and for a kernel that must run `once`, as one that prints) the DPUs run
+    one by one, each on the arrays restored."""
     def write(address: int, data: bytes) -> None:
         ctypes.memmove(address, data, len(data))
     gather = Gather(mram.array_spans(), ctypes.string_at, write)
     run.keep_logs()
+    if not once:
+        dpus(0, run.dpus)
+        if run.ctx[..., Ctx.ERROR].any():
+            gather.restore()
+            return None
+        if apart([run.take_log(dpu) for dpu in range(run.dpus)]):
+            return None
+        gather.restore()
+        run.clear()
     for dpu in range(run.dpus):
         dpus(dpu, dpu + 1)
         gather.take(dpu, run.take_log(dpu))
@@ -384,7 +398,7 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
         if dpus_used == 1:
             dpus(0, 1)
         else:
-            shared = _run_apart(run, dpus, mram)
+            shared = _run_apart(run, dpus, mram, once=bool(meta.get("prints")))
     finally:
         run.free_logs()
         mram.copy_out()

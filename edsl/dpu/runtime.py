@@ -289,6 +289,15 @@ class Launch:
                 raise MemoryError("cannot allocate the DPU model's access log")
             c[Ctx.LOG_CAP], c[Ctx.LOG_LEN] = entries, 0
 
+    def clear(self) -> None:
+        """Forget what the tasklets did (counts, errors, logs, barriers) to run again."""
+        for slot in (*range(Ctx.READS, Ctx.ERR_DIR + 1), *range(Ctx.SPILL_READS, Ctx.SPILL_WRITE_BYTES + 1),
+                     Ctx.LOG_LEN):
+            self.ctx[..., slot] = 0
+        for slot in (Dpu.COUNT, Dpu.GENERATION, Dpu.FAILED, Dpu.WAIT_SITE):
+            self.state[:, slot] = 0
+        self.counters.fill(0)
+
     def take_log(self, dpu: int) -> np.ndarray:
         """The entries (rows of LOG_ENTRY i64) the tasklets of `dpu` logged; its logs are emptied."""
         rows = []

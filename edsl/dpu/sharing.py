@@ -141,6 +141,11 @@ class Gather:
                 self.write(lo, before)
         self.claims.append((dpu, claims, finals))
 
+    def restore(self) -> None:
+        """Put every array back as transferred."""
+        for (lo, _), p in zip(self.spans, self.pristine):
+            self.write(lo, p.tobytes())
+
     def restored(self) -> bool:
         """Whether the arrays are as transferred (every write was logged)."""
         return all(self.read(lo, hi - lo) == p.tobytes() for (lo, hi), p in zip(self.spans, self.pristine))
@@ -283,6 +288,51 @@ class _Merge:
                     writer = self._use(p, second=self.owner[p] == dpu)
                     raise SharingError(self.address(p), writer, Use(dpu, kind, site), "read")
                 j += 1
+
+
+def apart(logs: list[np.ndarray]) -> bool:
+    """Whether the DPUs whose access logs these are (DPU d's at index d) kept
+    apart: no byte that one DPU wrote is read or written by another. DPUs
+    that kept apart give the same results on one shared copy of the arrays
+    as each on its own (`Gather`), so they need not run one by one."""
+    rows = [(d, log.reshape(-1, LOG_ENTRY)) for d, log in enumerate(logs)]
+    claims = [(d, _coalesced(log[((log[:, 0] & 3) != Access.READ) & (log[:, 2] > log[:, 1])]))
+              for d, log in rows]
+    dpu = np.concatenate([np.full(len(c), d, dtype=np.int64) for d, c in claims])
+    table = np.concatenate([c for _, c in claims]) if claims else np.zeros((0, LOG_ENTRY), np.int64)
+    if len(table) == 0:
+        return True
+    order = np.argsort(table[:, 1], kind="stable")
+    lo, hi, dpu = table[order, 1], table[order, 2], dpu[order]
+    # Claims of two DPUs overlap iff some claim starts before the furthest
+    # end so far of a claim of another DPU (the furthest end's owner is
+    # enough: the first overlap in address order is always seen so).
+    reach_at = _running_argmax(hi)
+    before = reach_at[:-1]
+    if ((lo[1:] < hi[before]) & (dpu[before] != dpu[1:])).any():
+        return False
+    # Reads: each of a claimed byte must be its own DPU's (claims now disjoint).
+    # (Claims a read may touch: from the first whose running end passes its
+    # start to the last starting before its end; a few more than it touches.)
+    ends = np.maximum.accumulate(hi)
+    changes = np.flatnonzero(dpu[1:] != dpu[:-1]) + 1
+    for d, log in rows:
+        reads = log[(log[:, 0] & 3) == Access.READ]
+        first = np.searchsorted(ends, reads[:, 1], side="right")
+        last = np.searchsorted(lo, reads[:, 2], side="left")
+        some = first < last
+        first, last = first[some], last[some]
+        mixed = np.searchsorted(changes, last, side="left") > np.searchsorted(changes, first, side="right")
+        if mixed.any() or (dpu[first] != d).any():
+            return False
+    return True
+
+
+def _running_argmax(v: np.ndarray) -> np.ndarray:
+    """For each i, the index of the largest of v[:i + 1] (the first such)."""
+    best = np.maximum.accumulate(v)
+    new = np.r_[True, best[1:] > best[:-1]]
+    return np.maximum.accumulate(np.where(new, np.arange(len(v)), 0))
 
 
 def _coalesced(claims: np.ndarray) -> np.ndarray:

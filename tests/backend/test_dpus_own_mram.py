@@ -241,3 +241,19 @@ def test_a_dpus_claims_coalesce_within_one_kind_only():
                        [Access.WRITE, 1000, 1008, 5]], dtype=np.int64)
     got = sorted(map(tuple, _coalesced(claims).tolist()))
     assert got == sorted([(Access.WRITE, 0, 1008, 1), (add, 10, 24, 2), (add, 500, 504, 3)])
+
+
+def test_dpus_that_keep_apart_need_not_run_one_by_one():
+    from edsl.dpu.sharing import apart
+    W, R = int(Access.WRITE), int(Access.READ)
+    add = atomic_kind(AtomicOp.ADD, False, 4, None)
+
+    def logs(*per_dpu):
+        return [np.array(rows, dtype=np.int64).reshape(-1, 4) for rows in per_dpu]
+    assert apart(logs([(W, 0, 8, 1), (R, 0, 8, 2), (R, 100, 200, 2)], [(W, 8, 16, 1), (R, 100, 200, 2)]))
+    assert apart(logs([(W, 0, 100, 1), (add, 40, 44, 3)], [(W, 100, 104, 1)], []))
+    assert not apart(logs([(W, 0, 100, 1)], [(W, 96, 104, 1)]))              # a byte written by two
+    assert not apart(logs([(add, 0, 4, 1)], [(add, 0, 4, 1)]))               # even merged atomics
+    assert not apart(logs([(W, 0, 100, 1), (W, 10, 20, 1)], [(W, 150, 160, 1)], [(W, 15, 16, 1)]))
+    assert not apart(logs([(W, 0, 8, 1)], [(R, 4, 12, 2)]))                  # a read of another's write
+    assert not apart(logs([(R, 0, 4, 2)], [(W, 0, 8, 1)]))                   # ... whichever runs first
