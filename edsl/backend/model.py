@@ -40,6 +40,8 @@ returns the most recent launch's.
 from __future__ import annotations
 
 import ctypes
+import functools
+import os
 
 import numpy as np
 
@@ -202,10 +204,14 @@ class Mram:
                 return lo + mram - m
         return None
 
-    def array_spans(self) -> list[tuple[int, int]]:
-        """The MRAM spans of the arrays a DPU may reach (its scratch excluded)."""
-        pairs = self.table.reshape(-1, 2)[:self.n_table].tolist()
-        return [(lo, hi) for lo, hi in pairs if not (self.scratch and lo == self.scratch)]
+    def array_spans(self, memories: list[Memory] | None = None) -> list[tuple[int, int]]:
+        """The MRAM spans (whole 8-byte words) of the arrays a DPU may reach,
+        or of `memories` only."""
+        if memories is None:
+            pairs = self.table.reshape(-1, 2)[:self.n_table].tolist()
+            return [(lo, hi) for lo, hi in pairs if not (self.scratch and lo == self.scratch)]
+        return [(self.address(m.lo) - self.address(m.lo) % DMA_ALIGN, align_up(self.address(m.lo) + m.nbytes))
+                for m in memories if m.nbytes]
 
     def copy_in(self) -> None:
         for lo, hi, m, copied, _ in self.regions:
@@ -258,22 +264,64 @@ def _entry_args(entry: str, **values) -> list:
     return out
 
 
-def _run_apart(run: Launch, dpus, mram: Mram, once: bool) -> SharingError | None:
+def dpu_workers() -> int:
+    """The host threads a launch's DPUs may run on at once: EDSL_DPU_WORKERS,
+    else the machine's cores."""
+    value = os.environ.get("EDSL_DPU_WORKERS", "")
+    if value:
+        if not value.isdigit() or int(value) < 1:
+            raise ArgumentError(f"EDSL_DPU_WORKERS must be a positive integer, not {value!r}")
+        return int(value)
+    return os.cpu_count() or 1
+
+
+_EXECUTOR: list = []
+
+
+def _in_parallel(jobs: list, run: Launch) -> None:
+    """Run `jobs` (callables) on host threads at once; Ctrl-C stops the launch."""
+    import concurrent.futures
+    if not _EXECUTOR or _EXECUTOR[0]._max_workers < len(jobs):
+        _EXECUTOR[:] = [concurrent.futures.ThreadPoolExecutor(max(len(jobs), os.cpu_count() or 1),
+                                                              thread_name_prefix="edsl dpu")]
+    futures = [_EXECUTOR[0].submit(job) for job in jobs]
+    try:
+        concurrent.futures.wait(futures)
+    except KeyboardInterrupt:
+        run.interrupt()
+        concurrent.futures.wait(futures, timeout=1.0)
+        raise
+    for f in futures:
+        f.result()
+
+
+def _run_apart(run: Launch, dpus, mram: Mram, once: bool, wram: tuple[int, int],
+               written: list[Memory] | None) -> SharingError | None:
     """Run the DPUs of a launch each on the arrays as transferred
     (edsl.dpu.sharing), and write the gathered results into them; or leave
     them as they were and return why the DPUs' results do not merge. A DPU
     that fails stops the launch (its error is in its contexts).
 
-    First all DPUs run in one pass on the arrays: where they kept apart
-    (`sharing.apart`), that is what each on its own MRAM gives. Otherwise
-    (and for a kernel that must run `once`, as one that prints) the DPUs run
-    one by one, each on the arrays restored."""
+    First all DPUs run in one pass on the arrays, on `wram[1]` host threads
+    at once (each with a WRAM of `wram[0]` bytes): where they kept apart
+    (`sharing.apart`), that is what each on its own MRAM gives, whatever
+    ran when. Otherwise (and for a kernel that must run `once`, as one that
+    prints) the DPUs run one by one, each on the arrays restored. `written`:
+    the arrays the kernel may write, when known (only those are restored)."""
     def write(address: int, data: bytes) -> None:
         ctypes.memmove(address, data, len(data))
-    gather = Gather(mram.array_spans(), ctypes.string_at, write)
+    gather = Gather(mram.array_spans(written), ctypes.string_at, write)
     run.keep_logs()
     if not once:
-        dpus(0, run.dpus)
+        workers = min(wram[1], run.dpus)
+        if workers == 1:
+            dpus(0, run.dpus)
+        else:
+            chunk = -(-run.dpus // workers)
+            buffers = [np.zeros(wram[0] + 8, dtype=np.uint8) for _ in range(workers)]
+            _in_parallel([functools.partial(dpus, lo, min(lo + chunk, run.dpus),
+                                            (align_up(b.ctypes.data), wram[0]))
+                          for lo, b in zip(range(0, run.dpus, chunk), buffers)], run)
         if run.ctx[..., Ctx.ERROR].any():
             gather.restore()
             return None
@@ -376,10 +424,9 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
     table = program.counters
     run = Launch(dpus_used, tasklets, mram.table, counters=table.counters if table else 0)
     run.ctx[..., Ctx.SCRATCH] = mram.scratch
-    launch_args = dict(grid_x=gx, grid_y=gy, grid_z=gz, step=num_dpus, wram=(wram_addr, wram_bytes),
-                       ctx=run.address())
+    launch_args = dict(grid_x=gx, grid_y=gy, grid_z=gz, step=num_dpus, ctx=run.address())
 
-    def dpus(first: int, end: int) -> None:
+    def dpus(first: int, end: int, wram: tuple[int, int] = (wram_addr, wram_bytes)) -> None:
         # Every tasklet runs DPUs first..end-1 in turn (the same programs in the
         # same order, so their barriers meet; each program ends with a barrier
         # where the next one's accesses could race this one's). The entry
@@ -387,18 +434,22 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
         # The tasklets' arguments differ only in the last one, `tid` (`call`
         # and `tids` hold the values the arrays point to).
         assert ENTRY[LAUNCH][-1].name == "tid"
-        call = values + _entry_args(LAUNCH, first_dpu=first, end_dpu=end, tid=0, **launch_args)
+        call = values + _entry_args(LAUNCH, first_dpu=first, end_dpu=end, tid=0, wram=wram, **launch_args)
         common = [ctypes.addressof(v) for v in call[:-1]]
         tids = [ctypes.c_int32(tid) for tid in range(tasklets)]
         arrays = [(ctypes.c_void_p * len(call))(*common, ctypes.addressof(t)) for t in tids]
-        run.run_entry(program, LAUNCH, arrays, [run.address(first, tid) for tid in range(tasklets)])
+        run.run_entry(program, LAUNCH, arrays, [run.address(first, tid) for tid in range(tasklets)],
+                      dpus=range(first, end))
     shared = None
     mram.copy_in()
     try:
         if dpus_used == 1:
             dpus(0, 1)
         else:
-            shared = _run_apart(run, dpus, mram, once=bool(meta.get("prints")))
+            workers = 1 if meta.get("prints") or scratch else dpu_workers()
+            shared = _run_apart(run, dpus, mram, once=bool(meta.get("prints")),
+                                wram=(wram_bytes, workers),
+                                written=None if stored is None else [memories[i] for i in stored if i in memories])
     finally:
         run.free_logs()
         mram.copy_out()

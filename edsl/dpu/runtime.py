@@ -330,13 +330,16 @@ class Launch:
             self._run(work, interrupted, self.tasklets)
 
     def run_entry(self, program: Program, entry: str, args: list, contexts: list[int],
-                  exit: bool = False) -> None:
+                  exit: bool = False, dpus: range | None = None) -> None:
         """The packed entry `entry` of `program` on every tasklet `tid`, with
         the argument array `args[tid]`, as the tasklet of context
         `contexts[tid]` (and marked finished after it with `exit`, for an
         entry that does not do so itself). The tasklets share one worker
         thread (the runtime library's scheduler) where the host allows;
-        this thread waits (and can be interrupted with Ctrl-C)."""
+        this thread waits (and can be interrupted with Ctrl-C). `dpus`: the
+        DPUs the entry runs (all by default; launches of disjoint ones may
+        run at once on several threads)."""
+        rows = slice(None) if dpus is None else slice(dpus.start, dpus.stop)
         if not support.coroutines():
             packed = program.entry(entry)
 
@@ -352,7 +355,7 @@ class Launch:
                             program.address(support.TASKLET_START), exit,
                             [ctypes.addressof(a) for a in args], contexts)
         run_tasklets = _CTX_CALL(program.address(support.RUN_TASKLETS))
-        self.state[:, Dpu.SCHEDULER] = block
+        self.state[rows, Dpu.SCHEDULER] = block
         try:
             with _sigint_flag() as interrupted:
                 self._run(lambda _: run_tasklets(block), interrupted, 1)
@@ -363,7 +366,7 @@ class Launch:
             raise
         finally:
             if fibers is not None:
-                self.state[:, Dpu.SCHEDULER] = 0
+                self.state[rows, Dpu.SCHEDULER] = 0
                 _FIBERS.give_back(fibers)
 
     def _run(self, work: Callable[[int], None], interrupted: list, threads: int) -> None:

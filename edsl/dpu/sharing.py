@@ -111,7 +111,12 @@ class Gather:
     DPUs run on."""
 
     def __init__(self, spans, read: Callable[[int, int], bytes], write: Callable[[int, bytes], None]):
-        self.spans = sorted((int(lo), int(hi)) for lo, hi in spans if hi > lo)
+        self.spans: list[tuple[int, int]] = []
+        for lo, hi in sorted((int(lo), int(hi)) for lo, hi in spans if hi > lo):
+            if self.spans and lo <= self.spans[-1][1]:               # (overlapping views of one array)
+                self.spans[-1] = (self.spans[-1][0], max(hi, self.spans[-1][1]))
+            else:
+                self.spans.append((lo, hi))
         self._starts = [lo for lo, _ in self.spans]
         self.read, self.write = read, write
         self.pristine = [np.frombuffer(read(lo, hi - lo), dtype=np.uint8).copy() for lo, hi in self.spans]

@@ -257,3 +257,30 @@ def test_dpus_that_keep_apart_need_not_run_one_by_one():
     assert not apart(logs([(W, 0, 100, 1), (W, 10, 20, 1)], [(W, 150, 160, 1)], [(W, 15, 16, 1)]))
     assert not apart(logs([(W, 0, 8, 1)], [(R, 4, 12, 2)]))                  # a read of another's write
     assert not apart(logs([(R, 0, 4, 2)], [(W, 0, 8, 1)]))                   # ... whichever runs first
+
+
+@pytest.mark.parametrize("tasklets", [1, 4])
+def test_dpus_on_several_host_threads_give_the_same_bits(monkeypatch, tasklets):
+    import triton_softmax
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((48, 300)) * 3).astype(np.float32)
+    ints, idx = rng.integers(-50, 50, 64).astype(np.int32), rng.integers(0, 5, 64).astype(np.int32)
+    results = []
+    for workers in ("1", "2", "5"):
+        monkeypatch.setenv("EDSL_DPU_WORKERS", workers)
+        out = np.zeros_like(x)
+        triton_softmax.softmax_kernel[(48,)](out, x, 300, 300, BLOCK=512, num_dpus=7, num_tasklets=tasklets)
+        added = np.zeros(5, np.int32)
+        scatter[(8,)](ints, idx, added, MODE="add", BLOCK=BLOCK, num_dpus=8, num_tasklets=tasklets)
+        flags = np.zeros(8, np.int32)
+        with pytest.raises(DpuError) as err:
+            flag[(4,)](flags, num_dpus=4, num_tasklets=tasklets)
+        results.append((out.tobytes(), added.tobytes(), str(err.value)))
+    assert results[0] == results[1] == results[2]
+    np.testing.assert_array_equal(np.frombuffer(results[0][1], np.int32), np.bincount(idx, ints, 5).astype(np.int32))
+
+
+def test_the_worker_count_is_checked(monkeypatch):
+    monkeypatch.setenv("EDSL_DPU_WORKERS", "0")
+    with pytest.raises(Exception, match="EDSL_DPU_WORKERS must be a positive integer, not '0'"):
+        count[(4,)](np.ones(4 * 256, np.int32), np.zeros(1, np.int32), BLOCK=256, num_dpus=2)
