@@ -312,6 +312,8 @@ def _run_apart(run: Launch, dpus, mram: Mram, once: bool, wram: tuple[int, int],
         ctypes.memmove(address, data, len(data))
     gather = Gather(mram.array_spans(written), ctypes.string_at, write)
     run.keep_logs()
+    run.ctx[..., Ctx.WATCH_LO] = min((lo for lo, _ in gather.spans), default=0)
+    run.ctx[..., Ctx.WATCH_HI] = max((hi for _, hi in gather.spans), default=0)
     if not once:
         workers = min(wram[1], run.dpus)
         if workers == 1:

@@ -230,9 +230,11 @@ class Ctx(IntEnum):
     LOG = 24             # the tasklet's access log (`NOTE`): address of LOG_CAP entries
     LOG_LEN = 25         # ... entries used (of LOG_ENTRY i64 each), 0 = logging off
     LOG_CAP = 26
+    WATCH_LO = 27        # input: reads outside [WATCH_LO, WATCH_HI) (what the launch may write) are not logged
+    WATCH_HI = 28
 
 
-CTX_SLOTS = 27
+CTX_SLOTS = 29
 
 
 class Dpu(IntEnum):

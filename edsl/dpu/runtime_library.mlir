@@ -115,13 +115,27 @@ module {
   // A full log goes to ${log_full}: the model grows it, a DPU flushes it to MRAM.
   func.func @${note}(%kind: i64, %mram: i64, %n: i64, %site: i64, %ctx: !llvm.ptr) {
     %c0 = arith.constant 0 : i64
+    %true = arith.constant true
     %c1 = arith.constant 1 : i64
     %width = arith.constant ${log_entry} : i64
     %cap_p = llvm.getelementptr %ctx[${ctx_log_cap}] : (!llvm.ptr) -> !llvm.ptr, i64
     %cap = llvm.load %cap_p : !llvm.ptr -> i64
-    %on = arith.cmpi ne, %cap, %c0 : i64
+    %logging = arith.cmpi ne, %cap, %c0 : i64
+    // (a read of bytes no DPU of the launch may write shares nothing)
+    %end = arith.addi %mram, %n : i64
+    %wlo_p = llvm.getelementptr %ctx[${ctx_watch_lo}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %whi_p = llvm.getelementptr %ctx[${ctx_watch_hi}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %wlo = llvm.load %wlo_p : !llvm.ptr -> i64
+    %whi = llvm.load %whi_p : !llvm.ptr -> i64
+    %k_read = arith.constant ${access_read} : i64
+    %is_read = arith.cmpi eq, %kind, %k_read : i64
+    %below = arith.cmpi ule, %end, %wlo : i64
+    %above = arith.cmpi uge, %mram, %whi : i64
+    %outside = arith.ori %below, %above : i1
+    %unwatched = arith.andi %is_read, %outside : i1
+    %watched = arith.xori %unwatched, %true : i1
+    %on = arith.andi %logging, %watched : i1
     scf.if %on {
-      %end = arith.addi %mram, %n : i64
       %len_p = llvm.getelementptr %ctx[${ctx_log_len}] : (!llvm.ptr) -> !llvm.ptr, i64
       %log_p = llvm.getelementptr %ctx[${ctx_log}] : (!llvm.ptr) -> !llvm.ptr, i64
       %len = llvm.load %len_p : !llvm.ptr -> i64
