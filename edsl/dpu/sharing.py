@@ -119,7 +119,7 @@ class Gather:
                 self.spans.append((lo, hi))
         self._starts = [lo for lo, _ in self.spans]
         self.read, self.write = read, write
-        self.pristine = [np.frombuffer(read(lo, hi - lo), dtype=np.uint8).copy() for lo, hi in self.spans]
+        self.pristine = [np.frombuffer(read(lo, hi - lo), dtype=np.uint8) for lo, hi in self.spans]
         self.claims: list[tuple[int, np.ndarray, list[bytes]]] = []     # (dpu, log rows, final bytes)
         self.reads: list[tuple[int, np.ndarray]] = []
 
@@ -153,7 +153,7 @@ class Gather:
 
     def restored(self) -> bool:
         """Whether the arrays are as transferred (every write was logged)."""
-        return all(self.read(lo, hi - lo) == p.tobytes() for (lo, hi), p in zip(self.spans, self.pristine))
+        return all(self.read(lo, hi - lo) == p.data for (lo, hi), p in zip(self.spans, self.pristine))
 
     def merge(self) -> None:
         """Write the launch's results into the arrays (raises SharingError)."""
