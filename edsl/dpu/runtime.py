@@ -89,21 +89,11 @@ class LaunchReport:
     def tasklets(self) -> int:
         return self.num_tasklets
 
-    @property
-    def dma_transfers(self) -> int:
-        return self.dma_reads + self.dma_writes
-
-    @property
-    def dma_bytes(self) -> int:
-        return self.dma_read_bytes + self.dma_write_bytes
-
-    @property
-    def spill_dma_transfers(self) -> int:
-        return self.spill_dma_reads + self.spill_dma_writes
-
-    @property
-    def spill_dma_bytes(self) -> int:
-        return self.spill_dma_read_bytes + self.spill_dma_write_bytes
+    # Totals over both directions.
+    dma_transfers = property(lambda self: self.dma_reads + self.dma_writes)
+    dma_bytes = property(lambda self: self.dma_read_bytes + self.dma_write_bytes)
+    spill_dma_transfers = property(lambda self: self.spill_dma_reads + self.spill_dma_writes)
+    spill_dma_bytes = property(lambda self: self.spill_dma_read_bytes + self.spill_dma_write_bytes)
 
 
 # ---- programs ---------------------------------------------------------------------------
