@@ -327,7 +327,7 @@ def _run_apart(run: Launch, dpus, mram: Mram, once: bool, wram: tuple[int, int],
         if run.ctx[..., Ctx.ERROR].any():
             gather.restore()
             return None
-        if apart([run.take_log(dpu) for dpu in range(run.dpus)]):
+        if apart([run.take_log(dpu) for dpu in range(run.dpus)], word=DMA_ALIGN if workers > 1 else 1):
             return None
         gather.restore()
         run.clear()

@@ -295,13 +295,17 @@ class _Merge:
                 j += 1
 
 
-def apart(logs: list[np.ndarray]) -> bool:
+def apart(logs: list[np.ndarray], word: int = 1) -> bool:
     """Whether the DPUs whose access logs these are (DPU d's at index d) kept
     apart: no byte that one DPU wrote is read or written by another. DPUs
     that kept apart give the same results on one shared copy of the arrays
-    as each on its own (`Gather`), so they need not run one by one."""
+    as each on its own (`Gather`), so they need not run one by one.
+
+    DPUs that ran at the same time must also have written no `word` (8: a
+    DMA transfer's unit) in common: a store of part of a word reads and
+    writes back all of it, which loses another DPU's store into the rest."""
     rows = [(d, log.reshape(-1, LOG_ENTRY)) for d, log in enumerate(logs)]
-    claims = [(d, _coalesced(log[((log[:, 0] & 3) != Access.READ) & (log[:, 2] > log[:, 1])]))
+    claims = [(d, _coalesced(_words(log[((log[:, 0] & 3) != Access.READ) & (log[:, 2] > log[:, 1])], word)))
               for d, log in rows]
     dpu = np.concatenate([np.full(len(c), d, dtype=np.int64) for d, c in claims])
     table = np.concatenate([c for _, c in claims]) if claims else np.zeros((0, LOG_ENTRY), np.int64)
@@ -331,6 +335,16 @@ def apart(logs: list[np.ndarray]) -> bool:
         if mixed.any() or (dpu[first] != d).any():
             return False
     return True
+
+
+def _words(claims: np.ndarray, word: int) -> np.ndarray:
+    """The claims widened to whole `word`s."""
+    if word == 1 or not len(claims):
+        return claims
+    out = claims.copy()
+    out[:, 1] -= out[:, 1] % word
+    out[:, 2] += -out[:, 2] % word
+    return out
 
 
 def _running_argmax(v: np.ndarray) -> np.ndarray:

@@ -284,3 +284,29 @@ def test_the_worker_count_is_checked(monkeypatch):
     monkeypatch.setenv("EDSL_DPU_WORKERS", "0")
     with pytest.raises(Exception, match="EDSL_DPU_WORKERS must be a positive integer, not '0'"):
         count[(4,)](np.ones(4 * 256, np.int32), np.zeros(1, np.int32), BLOCK=256, num_dpus=2)
+
+
+def test_dpus_that_ran_at_once_must_not_share_a_word_they_wrote():
+    from edsl.dpu.sharing import apart
+    W = int(Access.WRITE)
+    logs = [np.array([(W, 0, 4, 1)], np.int64), np.array([(W, 4, 8, 1)], np.int64)]
+    assert apart(logs) and not apart(logs, word=8)
+
+
+@triton.jit
+def block_sums(x_ptr, sum_ptr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    tl.store(sum_ptr + pid, tl.sum(tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK)), axis=0))
+
+
+def test_dpus_on_several_threads_that_store_parts_of_one_word_run_again_one_by_one(monkeypatch):
+    # One 2-byte sum per program: programs on neighbouring DPUs store into
+    # one 8-byte word, each by reading and writing it whole, which DPUs
+    # running at once could lose (what the rule above catches).
+    monkeypatch.setenv("EDSL_DPU_WORKERS", "4")
+    x = (np.arange(4096 * 8) % 7 + 1).astype(np.int16)
+    want = x.reshape(4096, 8).sum(axis=1).astype(np.int16)
+    for _ in range(5):
+        sums = np.zeros(4096, np.int16)
+        block_sums[(4096,)](x, sums, BLOCK=8, num_dpus=4, num_tasklets=1)
+        np.testing.assert_array_equal(sums, want)
