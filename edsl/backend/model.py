@@ -321,8 +321,7 @@ def _run_apart(run: Launch, dpus, mram: Mram, once: bool, wram: tuple[int, int],
         else:
             chunk = -(-run.dpus // workers)
             buffers = [np.zeros(wram[0] + 8, dtype=np.uint8) for _ in range(workers)]
-            _in_parallel([functools.partial(dpus, lo, min(lo + chunk, run.dpus),
-                                            (align_up(b.ctypes.data), wram[0]))
+            _in_parallel([functools.partial(dpus, lo, min(lo + chunk, run.dpus), b)
                           for lo, b in zip(range(0, run.dpus, chunk), buffers)], run)
         if run.ctx[..., Ctx.ERROR].any():
             gather.restore()
@@ -422,13 +421,12 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
     # turn, so one host buffer serves them all).
     wram_bytes = max(8, int(meta["wram_bytes"]))
     wram = np.zeros(wram_bytes + 8, dtype=np.uint8)
-    wram_addr = align_up(wram.ctypes.data)
     table = program.counters
     run = Launch(dpus_used, tasklets, mram.table, counters=table.counters if table else 0)
     run.ctx[..., Ctx.SCRATCH] = mram.scratch
     launch_args = dict(grid_x=gx, grid_y=gy, grid_z=gz, step=num_dpus, ctx=run.address())
 
-    def dpus(first: int, end: int, wram: tuple[int, int] = (wram_addr, wram_bytes)) -> None:
+    def dpus(first: int, end: int, wram_buffer: np.ndarray = wram) -> None:
         # Every tasklet runs DPUs first..end-1 in turn (the same programs in the
         # same order, so their barriers meet; each program ends with a barrier
         # where the next one's accesses could race this one's). The entry
@@ -436,12 +434,13 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
         # The tasklets' arguments differ only in the last one, `tid` (`call`
         # and `tids` hold the values the arrays point to).
         assert ENTRY[LAUNCH][-1].name == "tid"
-        call = values + _entry_args(LAUNCH, first_dpu=first, end_dpu=end, tid=0, wram=wram, **launch_args)
+        call = values + _entry_args(LAUNCH, first_dpu=first, end_dpu=end, tid=0,
+                                    wram=(align_up(wram_buffer.ctypes.data), wram_bytes), **launch_args)
         common = [ctypes.addressof(v) for v in call[:-1]]
         tids = [ctypes.c_int32(tid) for tid in range(tasklets)]
         arrays = [(ctypes.c_void_p * len(call))(*common, ctypes.addressof(t)) for t in tids]
         run.run_entry(program, LAUNCH, arrays, [run.address(first, tid) for tid in range(tasklets)],
-                      dpus=range(first, end))
+                      dpus=range(first, end), keep_alive=(call, tids, wram_buffer, mram))
     shared = None
     mram.copy_in()
     try:

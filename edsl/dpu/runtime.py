@@ -320,7 +320,7 @@ class Launch:
             self._run(work, interrupted, self.tasklets)
 
     def run_entry(self, program: Program, entry: str, args: list, contexts: list[int],
-                  exit: bool = False, dpus: range | None = None) -> None:
+                  exit: bool = False, dpus: range | None = None, keep_alive=()) -> None:
         """The packed entry `entry` of `program` on every tasklet `tid`, with
         the argument array `args[tid]`, as the tasklet of context
         `contexts[tid]` (and marked finished after it with `exit`, for an
@@ -328,7 +328,8 @@ class Launch:
         thread (the runtime library's scheduler) where the host allows;
         this thread waits (and can be interrupted with Ctrl-C). `dpus`: the
         DPUs the entry runs (all by default; launches of disjoint ones may
-        run at once on several threads)."""
+        run at once on several threads). `keep_alive`: what else the
+        tasklets use (their WRAM), kept with a tasklet Ctrl-C leaves behind."""
         rows = slice(None) if dpus is None else slice(dpus.start, dpus.stop)
         if not support.coroutines():
             packed = program.entry(entry)
@@ -351,7 +352,7 @@ class Launch:
                 self._run(lambda _: run_tasklets(block), interrupted, 1)
         except KeyboardInterrupt:
             if _ABANDONED and _ABANDONED[-1][0] is self:
-                _ABANDONED.append((fibers, args, program))   # (in use by the tasklet left behind)
+                _leave_behind(fibers, args, program, keep_alive)   # (in use by the tasklet left behind)
                 fibers = None
             raise
         finally:
@@ -389,7 +390,7 @@ class Launch:
             if pending:
                 # A tasklet in a loop of its own: its threads are not reused, and
                 # its memory and program stay valid for it.
-                _ABANDONED.append((self, work))
+                _leave_behind(self, work)
                 workers = []
             raise
         finally:
@@ -448,6 +449,16 @@ class Launch:
 
 
 _ABANDONED: list = []          # launches interrupted while a tasklet still ran
+
+
+def _leave_behind(*objects) -> None:
+    """Keep what a tasklet left running uses (its program, stacks, contexts,
+    arguments) for the life of the process, interpreter shutdown included
+    (a reference no one drops: freeing them under the running tasklet would
+    crash the process as it exits)."""
+    for obj in objects:
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+    _ABANDONED.append(objects)
 
 
 class _Worker:
