@@ -171,14 +171,53 @@ def test_a_reduction_waits_for_the_whole_tile():
     many, _ = convert_ttir(HEAD + SIG + REDUCE + TAIL, tasklets=4)
     text = str(many)
     kernel = text[text.index("func.func @k("):text.index("func.func @__dpu_main")]
-    # After the load and before the sum reads every element; at the end, as the
-    # next program's load must wait for this one's sum (and two on the slow store path).
+    # After the load and before the tasklets' accumulators read every element;
+    # after the accumulators, before every tasklet combines them (the next
+    # program's load then waits for nothing); two on the slow store path.
     first = kernel.index("call @edsl_dpu_barrier")
     assert kernel.index("call @__dpu_dma") < first < kernel.index("arith.addf")
-    top = re.findall(r"^    llvm.call @edsl_dpu_barrier", kernel, re.M)
+    top = [m.start() for m in re.finditer(r"^    llvm.call @edsl_dpu_barrier", kernel, re.M)]
     assert len(top) == 2 and _barriers(kernel) == 4
-    assert re.search(r"llvm.call @edsl_dpu_barrier\(%\w+\) : \(i64\) -> \(\)[^\n]*\n    return", kernel)
-    assert _barriers(str(one)) == 0
+    # Each tasklet its accumulators, one at a time (4 of 16 each); every tasklet the 15 combines.
+    assert re.search(r"iter_args\(%\w+ = %\w+\) -> \(f32\)", kernel[top[0]:top[1]])
+    assert len(re.findall(r"^    %\w+ = arith.addf", kernel[top[1]:], re.M)) == 15
+    assert _barriers(str(one)) == 0 and "-> (f32, f32, f32, f32, f32, f32, f32, f32" in str(one)
+
+
+@triton.jit
+def scalar_reduce_kernel(x_ptr, i_ptr, out_ptr, iout_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=0.0)
+    i = tl.load(i_ptr + offs, mask=m, other=0)
+    tl.store(out_ptr + 0, tl.sum(x * x + 1.0, axis=0))
+    tl.store(out_ptr + 1, tl.max(tl.where(m, x, -float("inf")), axis=0))
+    tl.store(out_ptr + 2, tl.reduce(tl.where(m, x * 0.01 + 1.0, 1.0), 0, _mul))
+    tl.store(iout_ptr + 0, tl.argmax(x, axis=0))
+    tl.store(iout_ptr + 1, tl.xor_sum(i, axis=0))
+    tl.store(out_ptr + 3 + offs, x - tl.sum(x, axis=0), mask=m)
+
+
+@triton.jit
+def _mul(a, b):
+    return a * b
+
+
+@pytest.mark.parametrize("n, block", [(1000, 1024), (64, 64), (20, 32)])
+def test_scalar_reductions_give_the_same_bits_for_1_to_24_tasklets(n, block):
+    """Reductions of a whole tile: the tasklets share out the accumulators (or
+    one tasklet computes a sequential one), every tasklet reads the result."""
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal(n) * 3).astype(np.float32)
+    x[n // 3] = np.nan
+    i = rng.integers(-1000, 1000, n).astype(np.int32)
+    out, iout = np.zeros(3 + n, np.float32), np.zeros(2, np.int32)
+
+    def launch(t):
+        scalar_reduce_kernel[(2,)](x, i, out, iout, n, BLOCK=block, num_tasklets=t)
+    res, ires = _same_for_all_counts(launch, out, iout, counts=MANY_COUNTS)
+    assert ires[0] == np.nanargmax(x) and ires[1] == np.bitwise_xor.reduce(i)
+    np.testing.assert_allclose(res[1], np.nanmax(x))
 
 
 def test_wram_counts_a_staging_buffer_per_tasklet():

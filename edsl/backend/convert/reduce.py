@@ -9,7 +9,9 @@ next elements. A reduction whose combine is one commutative op (`sum`,
 (element i goes to accumulator i mod LANES; they are combined pairwise at
 the end): a fixed order, the same whatever the number of tasklets, that the
 host compiler turns into vector code. Float sums are thereby reassociated,
-as on GPUs.
+as on GPUs. A reduction of a whole tile (a scalar) on several tasklets is
+computed once: they share its accumulators out, or tasklet 0 computes a
+sequential one, into WRAM cells that every tasklet reads after a barrier.
 """
 from __future__ import annotations
 
@@ -17,7 +19,9 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from .control import lower_body
-from .core import Tile, is_float, is_tensor, load_elem, lowers, scalar_type, store_elem
+from ..ttir_text import user_location
+from .core import (Tile, buffer_type, byte_size, is_float, is_tensor, load_elem, lowers, scalar_type,
+                   store_elem)
 from .elementwise import convert_float, emit_like
 
 
@@ -158,9 +162,58 @@ def _lanes_reduce(conv, block, tile, at, n):
     for k in range(n - groups * LANES):
         nxt = tile.at(at(conv.index(groups * LANES + k)))
         accs[k] = _combine(conv, block, [accs[k]], [nxt])[0]
+    return _pairwise(conv, block, accs)
+
+
+def _pairwise(conv, block, accs):
+    """The LANES accumulators combined pairwise, (0, 1), (2, 3), ... then their results alike."""
     while len(accs) > 1:
         accs = [_combine(conv, block, [accs[i]], [accs[i + 1]])[0] for i in range(0, len(accs), 2)]
     return accs[0]
+
+
+def _lane(conv, block, tile, n, k):
+    """Accumulator `k` (an index) of `_lanes_reduce` over a rank-1 tile, alone:
+    elements k, k + LANES, ... combined in the same order."""
+    groups = n // LANES
+    loop = scf.ForOp(conv.index(1), conv.index(groups), conv.index(1), [tile.at([k])])
+    with ir.InsertionPoint(loop.body):
+        nxt = tile.at([arith.addi(arith.muli(loop.induction_variable, conv.index(LANES)), k)])
+        scf.yield_(_combine(conv, block, list(loop.inner_iter_args), [nxt]))
+    acc = loop.results[0]
+    rest = n - groups * LANES
+    if not rest:
+        return acc
+    tail = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, k, conv.index(rest)), [acc.type], has_else=True)
+    with ir.InsertionPoint(tail.then_block):
+        scf.yield_(_combine(conv, block, [acc], [tile.at([arith.addi(k, conv.index(groups * LANES))])]))
+    with ir.InsertionPoint(tail.else_block):
+        scf.yield_([acc])
+    return tail.results[0]
+
+
+def _cells(conv, shape, elem, op):
+    """A WRAM buffer of `shape` x `elem` for what the tasklets of a reduction share."""
+    count = 1
+    for d in shape:
+        count *= d
+    return conv.wram.buffer(shape, buffer_type(elem), count * byte_size(elem), "tt.reduce partial results",
+                            user_location(op.location))
+
+
+def _shared_lanes_reduce(conv, block, tile, n, op):
+    """`_lanes_reduce` of a whole rank-1 tile on several tasklets, each
+    accumulator computed once: the tasklets share the accumulators out (each
+    computed alone, `_lane`) and store them in WRAM cells; after a barrier
+    every tasklet combines the cells pairwise (LANES - 1 combines). The same
+    ops in the same order as one tasklet's, for any tasklet count."""
+    cells = _cells(conv, (LANES, 1), tile.elem, op)        # (rank 2: chunks of one accumulator)
+
+    def lane(ivs):
+        store_elem(conv.accesses, _lane(conv, block, tile, n, ivs[0]), cells, [ivs[0], conv.index(0)])
+    conv.par_nest((LANES,), lane, (LANES, 1))
+    return _pairwise(conv, block, [load_elem(conv.accesses, cells, [conv.index(k), conv.index(0)], tile.elem)
+                                   for k in range(LANES)])
 
 
 @lowers("tt.reduce")
@@ -199,8 +252,17 @@ def lower_reduce(conv, op):
                 store_elem(conv.accesses, v, buf, oivs)
     if out_shape:
         conv.par_nest(out_shape, body)      # rows are independent: shared out
+    elif conv.tasklets > 1 and lanes:       # a scalar: computed once, read by every tasklet
+        scalars.append(_shared_lanes_reduce(conv, block, inputs[0], n, op))
+    elif conv.tasklets > 1 and n >= 2 * LANES:
+        cells = [_cells(conv, (1,), e, op) for e in elems]
+        with conv.single():
+            body([])
+            for v, cell in zip(scalars, cells):
+                store_elem(conv.accesses, v, cell, [conv.index(0)])
+        scalars[:] = [load_elem(conv.accesses, cell, [conv.index(0)], e) for cell, e in zip(cells, elems)]
     else:
-        body([])                            # a scalar: every tasklet computes it alike
+        body([])                            # a short one: every tasklet computes it alike
     for k, result in enumerate(op.results):
         if bufs is None:
             conv.set(result, scalars[k])
