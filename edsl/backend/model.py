@@ -46,7 +46,7 @@ import os
 import numpy as np
 
 from .. import dtypes
-from ..dpu.abi import (DMA_ALIGN, ENTRY, LAUNCH, MRAM_BYTES, WRAM_MEMREF, Ctx, align_up,
+from ..dpu.abi import (DMA_ALIGN, ENTRY, LAUNCH, MRAM_BYTES, SHARING_ADVICE, WRAM_MEMREF, Ctx, align_up,
                        lowered_entry_types)
 from ..dpu.runtime import Launch, LaunchReport, Program
 from ..dpu.sharing import Gather, SharingError, apart
@@ -365,11 +365,7 @@ def _sharing_error(err: SharingError, kernel: str, mram: Mram, memories: list[Me
     else:
         what = (f"DPU {first.dpu} {first.verb()} {where}{line(first)} and DPU {second.dpu} "
                 f"{second.verb()} it{line(second)}")
-    return DpuError(f"kernel '{kernel}': {what}. On UPMEM every DPU has its own MRAM: DPUs see only "
-                    "their own writes, and the host merges only atomics whose old value is unused "
-                    "(add, max, min, and, or, xor); run the programs that share it on one DPU "
-                    "(num_dpus=1), or give each its own part of the array",
-                    sites.get(second.site))
+    return DpuError(f"kernel '{kernel}': {what}. {SHARING_ADVICE}", sites.get(second.site))
 
 
 def check_grid(grid) -> tuple[int, int, int]:

@@ -330,6 +330,12 @@ def atomic_parts(kind: int) -> AtomicKind:
                       floats.get((kind >> 12) & 0xF))
 
 
+# What the error for DPUs that share array elements says after naming them:
+# the model (edsl.backend.model) and the exported host runner say the same.
+SHARING_ADVICE = ("On UPMEM every DPU has its own MRAM: DPUs see only their own writes, and the host "
+                  "merges only atomics whose old value is unused (add, max, min, and, or, xor); run the "
+                  "programs that share it on one DPU (num_dpus=1), or give each its own part of the array")
+
 # Why a transfer outside the launch's arrays (Err.MRAM_BOUNDS) happens and what
 # to do: the model and the exported host runner say the same after its operands.
 OUTSIDE_ARRAYS = ("is outside the launch's arrays: an out-of-bounds pointer, or a pointer loaded "

@@ -29,7 +29,8 @@ Python bindings and writes one C function per `llvm.func`:
   `mram_read` / `mram_write`, `edsl_dpu_me()` to `me()`,
   `edsl_dpu_nr_tasklets()` to `NR_TASKLETS`, `edsl_dpu_barrier(site)` to
   `barrier_wait(&edsl_barrier)`, `edsl_dpu_ctx()` to the running tasklet's
-  context in WRAM (`edsl_ctx[me()]`). The model's host facilities (thread-local
+  context in WRAM (`edsl_ctx[me()]`), `edsl_dpu_log_full(ctx)` (a full
+  access log) to `edsl_log_flush(ctx)`. The model's host facilities (thread-local
   keys, futexes) have no DPU equivalent: a function reaching one is refused;
 - `llvm.intr.*` math maps to `math.h`;
 - 16-bit floats (f16, bf16) reach the printer as the integers of their bits
@@ -57,7 +58,8 @@ from ..errors import CompileError
 # for the primitives below.
 CTX_ARRAY = "edsl_ctx"          # int64_t edsl_ctx[NR_TASKLETS][EDSL_CTX_SLOTS]: the tasklets' contexts
 BARRIER_VAR = "edsl_barrier"    # BARRIER_INIT(edsl_barrier, NR_TASKLETS)
-PROGRAM_NAMES = (CTX_ARRAY, BARRIER_VAR, "edsl_state", "edsl_regions", "edsl_status", "edsl_wram",
+LOG_FLUSH = "edsl_log_flush"    # void edsl_log_flush(void *ctx): the WRAM access log to MRAM
+PROGRAM_NAMES = (CTX_ARRAY, BARRIER_VAR, LOG_FLUSH, "edsl_log", "edsl_log_count", "edsl_state", "edsl_regions", "edsl_status", "edsl_wram",
                  "edsl_args_t", "edsl_copy", "edsl_move", "edsl_fill", "edsl_maximumf",
                  "edsl_minimumf", "edsl_maximum", "edsl_minimum")
 
@@ -72,8 +74,9 @@ PRIMITIVES = {
     abi.NR_TASKLETS: lambda a: "(uint32_t)NR_TASKLETS",
     abi.BARRIER: lambda a: f"barrier_wait(&{BARRIER_VAR})",
     abi.CTX: lambda a: f"(void *){CTX_ARRAY}[me()]",
-    # (an exported program keeps no access log: its contexts' LOG_CAP is 0)
-    abi.LOG_FULL: lambda a: "(void)0",
+    # A tasklet's full WRAM access log goes to its log in MRAM (a launch on
+    # several DPUs; templates/dpu_program.c), where the host runner reads it.
+    abi.LOG_FULL: lambda a: f"{LOG_FLUSH}({a[0]})",
 }
 
 # Host facilities of the DPU model's runtime, which a DPU does not have.

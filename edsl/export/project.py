@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from .. import templates
-from ..dpu import abi, support
+from ..dpu import abi, sharing, support
 from ..errors import ArgumentError, CompileError, DpuError, EdslError, caller_location, file_of_kernel_site
 from . import printer as P
 
@@ -54,7 +54,13 @@ _NUMPY_TO_TRITON["bool"] = "i1"
 # argument struct's own fields.
 _C_WORDS = set(P._RESERVED) | {"data", "out", "dpus", "grid", "check", "profile", "args",
                                "set", "dpu", "i", "status", "grid_x", "grid_y", "grid_z",
-                               "first_program", "program_step", "mram_bytes", "scratch", "regions"}
+                               "first_program", "program_step", "mram_bytes", "scratch", "regions",
+                               "log_offset", "log_cap"}
+
+# Entries of a tasklet's access log kept in WRAM (abi.LOG_ENTRY i64 each; a
+# launch on several DPUs logs what each load, store and atomic used): few, as
+# WRAM is the kernel's; a full one is flushed to the tasklet's log in MRAM.
+LOG_WRAM_ENTRIES = 4
 
 
 @dataclass
@@ -311,6 +317,30 @@ def abi_header() -> str:
                                    ("MESSAGE_OUTSIDE_ARRAYS", _c_string(abi.OUTSIDE_ARRAYS))]))
 
 
+def _log_codes() -> list[tuple[str, Any]]:
+    """The access log's codes (abi.Access, abi.AtomicOp, the fields of an
+    atomic's kind) as (name, value) pairs for C: the fields' shifts and masks
+    are read off `abi.atomic_kind`, so that they stay its."""
+    base = abi.atomic_kind(abi.AtomicOp(1), False, 0, None)
+
+    def shift(kind: int) -> int:                 # the lowest bit a field moves
+        return ((kind ^ base) & -(kind ^ base)).bit_length() - 1
+    op_shift = shift(abi.atomic_kind(abi.AtomicOp(2), False, 0, None))
+    float_shift = shift(abi.atomic_kind(abi.AtomicOp(1), False, 0, "f16"))
+    size_shift = shift(abi.atomic_kind(abi.AtomicOp(1), False, 1, None))
+    old_shift = abi.ATOMIC_OLD_USED.bit_length() - 1
+    merged = sum(1 << int(op) for op in abi.MERGED_ATOMICS)
+    return [*((f"ACCESS_{a.name}", int(a)) for a in abi.Access),
+            ("ACCESS_MASK", (1 << max(int(a) for a in abi.Access).bit_length()) - 1),
+            *((f"ATOMIC_{op.name}", int(op)) for op in abi.AtomicOp),
+            ("ATOMIC_OP_SHIFT", op_shift), ("ATOMIC_OP_MASK", (1 << (old_shift - op_shift)) - 1),
+            ("ATOMIC_OLD_USED", abi.ATOMIC_OLD_USED),
+            ("ATOMIC_FLOAT_SHIFT", float_shift), ("ATOMIC_FLOAT_MASK", (1 << (size_shift - float_shift)) - 1),
+            *((f"ATOMIC_FLOAT_{t.upper()}", v) for t, v in abi.ATOMIC_FLOAT.items()),
+            ("ATOMIC_SIZE_SHIFT", size_shift), ("MERGED_ATOMICS", f"{merged:#x}u"),
+            ("MIXED", f"({sharing.MIXED})"), ("MIXED_ATOMICS", f"({sharing.MIXED_ATOMICS})")]
+
+
 def dma_rules_header() -> str:
     """dma_rules.h: the DMA rules (edsl.dpu.abi.DMA_RULES) as C."""
     checks, messages = [], []
@@ -353,11 +383,17 @@ def _nregions(params: list[Param], per_array: bool, scratch: int) -> int:
 
 
 def _args_bytes(params: list[Param], per_array: bool, scratch: int) -> int:
-    """sizeof(edsl_args_t): a field per parameter, 7 launch fields, the regions."""
-    return 8 * (len(params) + 7 + 2 * _nregions(params, per_array, scratch))
+    """sizeof(edsl_args_t): a field per parameter, 9 launch fields, the regions."""
+    return 8 * (len(params) + 9 + 2 * _nregions(params, per_array, scratch))
 
 
-def args_header(kernel: str, params: list[Param], per_array: bool, scratch: int) -> str:
+def _log_bytes(tasklets: int) -> int:
+    """WRAM of the access logs (templates/dpu_program.c): each tasklet's
+    entries and its count of entries."""
+    return 8 * tasklets * (LOG_WRAM_ENTRIES * abi.LOG_ENTRY + 1)
+
+
+def args_header(kernel: str, params: list[Param], per_array: bool, scratch: int, tasklets: int) -> str:
     fields = []
     for p in params:
         if p.is_pointer:
@@ -371,7 +407,8 @@ def args_header(kernel: str, params: list[Param], per_array: bool, scratch: int)
         what += ", then the scratch" if per_array else " and the scratch"
     return fill("kernel_args.h", kernel=kernel, fields="\n".join(fields),
                 size=_args_bytes(params, per_array, scratch), nregions=_nregions(params, per_array, scratch),
-                regions_what=what, scratch_bytes=scratch,
+                regions_what=what, scratch_bytes=scratch, tasklets=tasklets,
+                log=_defines([("LOG_ENTRY", abi.LOG_ENTRY), ("LOG_WRAM_ENTRIES", LOG_WRAM_ENTRIES)]),
                 half_scalars=int(any(TYPES[p.type][2] == "half" for p in params if not p.is_pointer)))
 
 
@@ -478,7 +515,14 @@ def host_runner(kernel: str, params: list[Param], outputs: list[str], meta: dict
                 region_per_array=int(per_array),
                 parse="\n".join(parse), missing=missing, set_ptrs=set_ptrs,
                 asserts=",\n".join(asserts) or "    {NULL, NULL}", sites=sites,
-                usage=usage)
+                usage=usage, log_codes=_defines(_log_codes()), atomic_names=_atomic_names(),
+                sharing_advice=_c_string(abi.SHARING_ADVICE))
+
+
+def _atomic_names() -> str:
+    """The C table of the atomics' names (abi.AtomicOp), by code."""
+    names = {int(op): op.name.lower() for op in abi.AtomicOp}
+    return ",\n".join(f"    {_c_string(names[k]) if k in names else 'NULL'}" for k in range(max(names) + 1))
 
 
 def _place(filename: str, line, col=0) -> str:
@@ -641,7 +685,7 @@ def _compile_to_fit(spec: ExportSpec):
         per_array, scratch = _per_array(params, meta), int(meta.get("scratch_bytes", 0))
         wram = abi.align_up(max(int(meta.get("wram_bytes", 0)), abi.DMA_ALIGN))
         own = (8 * (abi.CTX_SLOTS * (tasklets + 1) + abi.DPU_SLOTS + 2 * _nregions(params, per_array, scratch))
-               + _args_bytes(params, per_array, scratch))
+               + _args_bytes(params, per_array, scratch) + _log_bytes(tasklets))
         need = prog.static_wram_bytes * tasklets + prog.global_wram_bytes + wram + own
         if need <= abi.WRAM_BYTES:
             return meta, prog, budget, own, need
@@ -680,7 +724,7 @@ def _project_files(spec: ExportSpec) -> tuple[dict[str, str], str, int]:
         "dpu_program.c": dpu_program(kernel_name, params, prog, wram, num_tasklets),
         "dpu_abi.h": abi_header(),
         "dma_rules.h": dma_rules_header(),
-        "kernel_args.h": args_header(kernel_name, params, per_array, scratch),
+        "kernel_args.h": args_header(kernel_name, params, per_array, scratch, num_tasklets),
         "launch_config.h": launch_config(kernel_name, params, g, spec.num_dpus, spec.values),
         "host_runner.c": host_runner(kernel_name, params, spec.outputs, meta, per_array,
                                      spec.fn.fn.__code__.co_filename),

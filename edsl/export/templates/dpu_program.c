@@ -93,6 +93,39 @@ EDSL_MAXIMUM(double, edsl_maximum)
 EDSL_MINIMUM(double, edsl_minimum)
 #endif
 
+/* Each tasklet's access log, kept when the launch runs on several DPUs
+ * (args->log_cap non-zero): the runtime library's __dpu_note logs the bytes
+ * of the arrays each load, store and atomic used, so that the host runner
+ * merges the DPUs' results as edsl's DPU model does (edsl/dpu/sharing.py).
+ * The log holds a few entries in WRAM (the WRAM is the kernel's); a full one,
+ * and at the end what is left, goes to the tasklet's log in MRAM
+ * (args->log_cap entries from args->log_offset, after the scratch), with
+ * addresses as offsets from DPU_MRAM_HEAP_POINTER. edsl_log_count: the
+ * entries each tasklet logged; more than log_cap means its MRAM log
+ * overflowed (the later entries are lost), which the host reports. */
+static int64_t edsl_log[NR_TASKLETS][EDSL_LOG_WRAM_ENTRIES * EDSL_LOG_ENTRY] __dma_aligned;
+__host int64_t edsl_log_count[NR_TASKLETS];
+_Static_assert(sizeof edsl_log[0] <= EDSL_DMA_MAX_BYTES, "a WRAM log goes to MRAM in one transfer");
+
+static void edsl_log_flush(void *context) {
+  int64_t *ctx = (int64_t *)context;
+  const edsl_args_t *args = &DPU_INPUT_ARGUMENTS;
+  uint64_t heap = (uint64_t)(uintptr_t)DPU_MRAM_HEAP_POINTER;
+  uint32_t t = (uint32_t)ctx[EDSL_CTX_TID];
+  int64_t *log = edsl_log[t], n = ctx[EDSL_CTX_LOG_LEN];
+  uint64_t at = (uint64_t)edsl_log_count[t];
+  if (n > 0 && at + (uint64_t)n <= args->log_cap) {
+    for (int64_t e = 0; e < n; e++) {
+      log[e * EDSL_LOG_ENTRY + 1] -= (int64_t)heap;
+      log[e * EDSL_LOG_ENTRY + 2] -= (int64_t)heap;
+    }
+    uint64_t mram = heap + args->log_offset + ((uint64_t)t * args->log_cap + at) * (EDSL_LOG_ENTRY * 8);
+    mram_write(log, (__mram_ptr void *)(uintptr_t)mram, (unsigned int)(n * EDSL_LOG_ENTRY * 8));
+  }
+  edsl_log_count[t] = (int64_t)(at + (uint64_t)n);
+  ctx[EDSL_CTX_LOG_LEN] = 0;
+}
+
 /* LLVM struct and array types */
 ${types}
 
@@ -120,6 +153,16 @@ int main(void) {
   ctx[EDSL_CTX_NTASKLETS] = NR_TASKLETS;
   ctx[EDSL_CTX_DPU] = (int64_t)(uintptr_t)edsl_state;
   ctx[EDSL_CTX_DPU_ID] = (int64_t)args->first_program;
+  edsl_log_count[me()] = 0;
+  if (args->log_cap) {
+    ctx[EDSL_CTX_LOG] = (int64_t)(uintptr_t)edsl_log[me()];
+    ctx[EDSL_CTX_LOG_CAP] = EDSL_LOG_WRAM_ENTRIES;
+    /* Reads are logged within the arrays (the model watches only those the
+     * kernel may store into: a read elsewhere shares nothing; more is only
+     * more log). */
+    ctx[EDSL_CTX_WATCH_LO] = (int64_t)heap;
+    ctx[EDSL_CTX_WATCH_HI] = (int64_t)(heap + args->mram_bytes);
+  }
   if (me() == 0) {
     for (int k = 0; k < EDSL_NR_REGIONS; k++) {
       edsl_regions[k][0] = heap + args->regions[k][0];
@@ -133,6 +176,8 @@ int main(void) {
   }
   barrier_wait(&edsl_barrier);
   ${main}(${main_args});
+  if (ctx[EDSL_CTX_LOG_CAP])
+    edsl_log_flush(ctx);
   barrier_wait(&edsl_barrier);
   if (me() == 0) {
     /* The root cause first, as the DPU model reports it: a deadlock may follow

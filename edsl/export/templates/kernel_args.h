@@ -12,6 +12,15 @@
 /* The MRAM regions a transfer may touch: ${regions_what}. */
 #define EDSL_NR_REGIONS ${nregions}
 
+/* The tasklets the DPU program was compiled for (NR_TASKLETS): the host
+ * runner places one access log per tasklet. */
+#define EDSL_TASKLETS ${tasklets}
+
+/* A tasklet's access log (a launch on several DPUs; edsl.dpu.abi): entries of
+ * LOG_ENTRY int64_t (kind, MRAM lo, MRAM hi, site), LOG_WRAM_ENTRIES of them
+ * in WRAM, flushed to the tasklet's log in MRAM (log_offset, log_cap below). */
+${log}
+
 /* Bytes of the per-DPU MRAM scratch where the kernel keeps tiles too large
  * for WRAM (0: none), placed after the arrays. */
 #define EDSL_SCRATCH_BYTES ${scratch_bytes}ull
@@ -26,14 +35,17 @@ ${fields}
     uint64_t mram_bytes EDSL_ARG;     /* MRAM bytes the arrays span from DPU_MRAM_HEAP_POINTER */
     uint64_t scratch EDSL_ARG;        /* offset of the scratch from DPU_MRAM_HEAP_POINTER */
     uint64_t regions[EDSL_NR_REGIONS][2] EDSL_ARG;  /* [lo, hi) offsets from DPU_MRAM_HEAP_POINTER */
+    uint64_t log_offset EDSL_ARG;     /* offset of the tasklets' MRAM access logs (after the scratch) */
+    uint64_t log_cap EDSL_ARG;        /* entries each tasklet's MRAM log holds; 0: no log (one DPU) */
 } edsl_args_t;
 
 _Static_assert(sizeof(edsl_args_t) == ${size}, "edsl_args_t must have the same layout on host and DPU");
 
-#if ${half_scalars}
+#if ${half_scalars} || defined(EDSL_HOST_RUNNER)
 /* A scalar argument of type fp16 (`bf16` zero) or bf16 is its bits: the
  * host runner's `name=value` rounded as the DPU model rounds a Python number
- * (edsl.dtypes.value_bits): to nearest even, fp16 from the double, bf16 from
+ * (edsl.dtypes.value_bits), and the host runner's merge of 16-bit float
+ * atomics rounds its results (exact in double) so: to nearest even, fp16 from the double, bf16 from
  * the double rounded to float first (as ml_dtypes does); a NaN becomes the
  * quiet NaN of its sign. Integer code: no 16-bit float type needed. */
 static inline uint16_t edsl_half_bits(double x, int bf16) {

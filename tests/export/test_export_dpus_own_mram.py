@@ -1,0 +1,173 @@
+"""Each DPU its own MRAM, in the exported project: on several DPUs the host
+runner merges the DPUs' results from their access logs as the DPU model does
+(edsl/dpu/sharing.py): stores and atomics whose old value is unused merge,
+any other sharing is the model's error, with exit status 5 and no output.
+
+The property runs one exported project per (mode, tasklets) on random data,
+grids and DPU counts (runner arguments) and compares `make sim`'s runner with
+the model: the same outputs, or the same error text."""
+import pathlib
+import re
+import tempfile
+
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+from hypothesis import event, given, settings, strategies as st
+
+import edsl
+from edsl.dpu import abi
+from edsl.errors import DpuError
+from edsl.export import project
+from export_helpers import build, needs_cc, output, run
+
+BLOCK = 8
+SHARING_EXIT = 5
+
+
+@triton.jit
+def scatter(x_ptr, idx_ptr, out_ptr, MODE: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    idx = tl.load(idx_ptr + offs)
+    if MODE == "store":
+        tl.store(out_ptr + idx, x)
+    elif MODE == "add":
+        tl.atomic_add(out_ptr + idx, x)
+    elif MODE == "max":
+        tl.atomic_max(out_ptr + idx, x)
+    elif MODE == "xor":
+        tl.atomic_xor(out_ptr + idx, x)
+    elif MODE == "xchg":
+        tl.atomic_xchg(out_ptr + idx, x)
+    else:                                    # "gather": read what programs store
+        tl.store(out_ptr + offs, tl.load(out_ptr + idx) + x)
+
+
+@pytest.fixture(scope="module")
+def projects(tmp_path_factory):
+    """One exported and built project per (mode, tasklets), made on first use."""
+    base, made = tmp_path_factory.mktemp("own_mram"), {}
+
+    def get(mode, tasklets):
+        if (mode, tasklets) not in made:
+            folder = base / f"{mode}_{tasklets}"
+            edsl.export(scatter, folder, signature={"x_ptr": "*i32", "idx_ptr": "*i32", "out_ptr": "*i32"},
+                        constants={"MODE": mode, "BLOCK": BLOCK}, num_tasklets=tasklets, outputs=["out_ptr"])
+            build(folder)
+            made[mode, tasklets] = folder
+        return made[mode, tasklets]
+    return get
+
+
+def _message(text: str) -> str:
+    """An error's words from "kernel '...'" on (the model's location prefix
+    has the file's path, the runner's its base name)."""
+    return text[text.index("kernel '"):].splitlines()[0]
+
+
+@needs_cc
+@settings(max_examples=12, deadline=None)
+@given(mode=st.sampled_from(["store", "add", "max", "xor", "xchg", "gather"]),
+       programs=st.integers(1, 6), dpus=st.integers(1, 8), tasklets=st.sampled_from([1, 3, 16]),
+       size=st.integers(1, 24), seed=st.integers(0, 2**16))
+def test_the_runner_gathers_as_the_model_does(projects, mode, programs, dpus, tasklets, size, seed):
+    rng = np.random.default_rng(seed)
+    n = programs * BLOCK
+    x = rng.integers(-50, 50, n).astype(np.int32)
+    if mode in ("store", "xchg", "gather"):
+        # no index twice within a program (its order among lanes is not defined)
+        size = n if mode == "gather" else max(size, BLOCK)
+        idx = np.concatenate([rng.permutation(size)[:BLOCK] for _ in range(programs)]).astype(np.int32)
+    else:
+        idx = rng.integers(0, size, n).astype(np.int32)
+    out = rng.integers(-50, 50, size).astype(np.int32)
+    folder = projects(mode, tasklets)
+    data = pathlib.Path(tempfile.mkdtemp(dir=folder))
+    for name, a in (("x_ptr", x), ("idx_ptr", idx), ("out_ptr", out)):
+        (data / f"{name}.bin").write_bytes(a.tobytes())
+    got_dir = data / "out"
+    r = run(folder, f"data={data}", f"out={got_dir}", f"dpus={dpus}", f"grid={programs}", "check=0")
+    want = out.copy()
+    try:
+        scatter[(programs,)](x, idx, want, MODE=mode, BLOCK=BLOCK, num_dpus=dpus, num_tasklets=tasklets)
+    except DpuError as err:
+        event(f"{mode}: refused")
+        assert "On UPMEM every DPU has its own MRAM" in str(err)
+        assert r.returncode == SHARING_EXIT, r.stdout + r.stderr
+        assert _message(r.stderr) == _message(str(err))
+        assert not got_dir.exists()                      # nothing written
+        return
+    event(f"{mode}: merged")
+    assert r.returncode == 0, r.stdout + r.stderr
+    np.testing.assert_array_equal(np.frombuffer((got_dir / "out_ptr.bin").read_bytes(), np.int32), want)
+
+
+@triton.jit
+def count(x_ptr, cnt_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK))
+    tl.atomic_add(cnt_ptr, tl.sum(x))
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+def test_a_counter_every_program_adds_to_on_4_dpus(tmp_path, dtype):
+    x = np.ones(16 * 256, dtype)
+    cnt = np.zeros(1, dtype)
+    folder = tmp_path / "count"
+    edsl.export(count, folder, sample_args=(x, cnt), constants={"BLOCK": 256}, grid=(16,), num_dpus=4)
+    build(folder)
+    r = run(folder)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "cnt_ptr: OK" in r.stdout
+    assert output(folder, "cnt_ptr", cnt)[0] == 4096
+
+
+@triton.jit
+def flag(x_ptr):
+    pid = tl.program_id(0)
+    if pid == 0:
+        tl.store(x_ptr, 5)
+    else:
+        tl.store(x_ptr + pid, tl.load(x_ptr))
+
+
+@needs_cc
+def test_a_read_of_what_another_dpu_wrote_is_the_models_error_at_its_line(tmp_path):
+    x = np.zeros(8, np.int32)
+    folder = tmp_path / "flag"
+    edsl.export(flag, folder, signature={"x_ptr": "*i32"}, grid=(4,), num_dpus=4)
+    (folder / "data" / "x_ptr.bin").write_bytes(x.tobytes())
+    build(folder)
+    r = run(folder)
+    assert r.returncode == SHARING_EXIT
+    line = flag.fn.__code__.co_firstlineno          # (the decorator's line)
+    assert re.match(rf"error: {pathlib.Path(__file__).name}:{line + 6}:\d+: kernel 'flag': DPU 1 reads "
+                    rf"element 0 of array 'x_ptr' \(line {line + 6}\), which DPU 0 stores to in the same "
+                    rf"launch \(line {line + 4}\)\. On UPMEM every DPU has its own MRAM", r.stderr), r.stderr
+    assert not (folder / "out").exists()
+    with pytest.raises(DpuError) as err:                # the model's words
+        flag[(4,)](x.copy(), num_dpus=4)
+    assert _message(r.stderr) == _message(str(err.value))
+    r = run(folder, "dpus=1")                   # one DPU: legal
+    assert r.returncode == 0, r.stderr
+    assert list(output(folder, "x_ptr", x)[:4]) == [5, 5, 5, 5]
+
+
+def test_the_log_codes_in_c_decode_the_abis_kinds():
+    codes = dict(project._log_codes())
+    for op in abi.AtomicOp:
+        for old_used in (False, True):
+            for size, float_type in ((1, None), (2, "bf16"), (4, "f32"), (8, None), (2, "f16"), (8, "f64")):
+                kind = abi.atomic_kind(op, old_used, size, float_type)
+                assert kind & codes["ACCESS_MASK"] == codes["ACCESS_ATOMIC"]
+                assert (kind >> codes["ATOMIC_OP_SHIFT"]) & codes["ATOMIC_OP_MASK"] == codes[f"ATOMIC_{op.name}"]
+                assert bool(kind & codes["ATOMIC_OLD_USED"]) == old_used
+                fl = (kind >> codes["ATOMIC_FLOAT_SHIFT"]) & codes["ATOMIC_FLOAT_MASK"]
+                assert fl == (codes[f"ATOMIC_FLOAT_{float_type.upper()}"] if float_type else 0)
+                assert kind >> codes["ATOMIC_SIZE_SHIFT"] == size
+                merged = int(codes["MERGED_ATOMICS"].rstrip("u"), 16) >> int(op) & 1
+                assert (bool(merged) and not old_used) == abi.atomic_parts(kind).merged
+
