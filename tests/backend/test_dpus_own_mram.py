@@ -17,28 +17,9 @@ from hypothesis import event, given, settings, strategies as st
 from edsl.dpu.abi import Access, AtomicOp, atomic_kind
 from edsl.dpu.sharing import Gather, SharingError
 from edsl.errors import DpuError
+from sharing_kernels import BLOCK, count, flag, scatter
 
-BLOCK = 8
 
-
-@triton.jit
-def scatter(x_ptr, idx_ptr, out_ptr, MODE: tl.constexpr, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + offs)
-    idx = tl.load(idx_ptr + offs)
-    if MODE == "store":
-        tl.store(out_ptr + idx, x)
-    elif MODE == "add":
-        tl.atomic_add(out_ptr + idx, x)
-    elif MODE == "max":
-        tl.atomic_max(out_ptr + idx, x)
-    elif MODE == "xor":
-        tl.atomic_xor(out_ptr + idx, x)
-    elif MODE == "xchg":
-        tl.atomic_xchg(out_ptr + idx, x)
-    else:                                    # "gather": read what programs store
-        tl.store(out_ptr + offs, tl.load(out_ptr + idx) + x)
 
 
 def _upmem(mode, x, idx, out, dpus):
@@ -122,11 +103,6 @@ def test_dpus_gather_as_upmem_does(mode, programs, dpus, tasklets, size, seed):
         np.testing.assert_array_equal(got, want)
 
 
-@triton.jit
-def count(x_ptr, cnt_ptr, BLOCK: tl.constexpr):
-    x = tl.load(x_ptr + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK))
-    tl.atomic_add(cnt_ptr, tl.sum(x))
-
 
 @pytest.mark.parametrize("dtype", [np.int32, np.float32, np.int64])
 def test_a_counter_that_every_program_adds_to_gives_what_a_gpu_gives(dtype):
@@ -135,14 +111,6 @@ def test_a_counter_that_every_program_adds_to_gives_what_a_gpu_gives(dtype):
     count[(16,)](x, cnt, BLOCK=256, num_dpus=4)
     assert cnt[0] == 4096
 
-
-@triton.jit
-def flag(x_ptr):
-    pid = tl.program_id(0)
-    if pid == 0:
-        tl.store(x_ptr, 5)
-    else:
-        tl.store(x_ptr + pid, tl.load(x_ptr))
 
 
 def test_a_read_of_what_another_dpu_wrote_names_both():

@@ -19,31 +19,12 @@ from hypothesis import event, given, settings, strategies as st
 import edsl
 from edsl.dpu import abi
 from edsl.errors import DpuError
+from sharing_kernels import BLOCK, count, flag, scatter
 from edsl.export import project
 from export_helpers import build, needs_cc, output, run
 
-BLOCK = 8
 SHARING_EXIT = 5
 
-
-@triton.jit
-def scatter(x_ptr, idx_ptr, out_ptr, MODE: tl.constexpr, BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + offs)
-    idx = tl.load(idx_ptr + offs)
-    if MODE == "store":
-        tl.store(out_ptr + idx, x)
-    elif MODE == "add":
-        tl.atomic_add(out_ptr + idx, x)
-    elif MODE == "max":
-        tl.atomic_max(out_ptr + idx, x)
-    elif MODE == "xor":
-        tl.atomic_xor(out_ptr + idx, x)
-    elif MODE == "xchg":
-        tl.atomic_xchg(out_ptr + idx, x)
-    else:                                    # "gather": read what programs store
-        tl.store(out_ptr + offs, tl.load(out_ptr + idx) + x)
 
 
 @pytest.fixture(scope="module")
@@ -105,11 +86,6 @@ def test_the_runner_gathers_as_the_model_does(projects, mode, programs, dpus, ta
     np.testing.assert_array_equal(np.frombuffer((got_dir / "out_ptr.bin").read_bytes(), np.int32), want)
 
 
-@triton.jit
-def count(x_ptr, cnt_ptr, BLOCK: tl.constexpr):
-    x = tl.load(x_ptr + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK))
-    tl.atomic_add(cnt_ptr, tl.sum(x))
-
 
 @needs_cc
 @pytest.mark.parametrize("dtype", [np.int32, np.float32])
@@ -125,14 +101,6 @@ def test_a_counter_every_program_adds_to_on_4_dpus(tmp_path, dtype):
     assert output(folder, "cnt_ptr", cnt)[0] == 4096
 
 
-@triton.jit
-def flag(x_ptr):
-    pid = tl.program_id(0)
-    if pid == 0:
-        tl.store(x_ptr, 5)
-    else:
-        tl.store(x_ptr + pid, tl.load(x_ptr))
-
 
 @needs_cc
 def test_a_read_of_what_another_dpu_wrote_is_the_models_error_at_its_line(tmp_path):
@@ -144,7 +112,8 @@ def test_a_read_of_what_another_dpu_wrote_is_the_models_error_at_its_line(tmp_pa
     r = run(folder)
     assert r.returncode == SHARING_EXIT
     line = flag.fn.__code__.co_firstlineno          # (the decorator's line)
-    assert re.match(rf"error: {pathlib.Path(__file__).name}:{line + 6}:\d+: kernel 'flag': DPU 1 reads "
+    name = pathlib.Path(flag.fn.__code__.co_filename).name
+    assert re.match(rf"error: {name}:{line + 6}:\d+: kernel 'flag': DPU 1 reads "
                     rf"element 0 of array 'x_ptr' \(line {line + 6}\), which DPU 0 stores to in the same "
                     rf"launch \(line {line + 4}\)\. On UPMEM every DPU has its own MRAM", r.stderr), r.stderr
     assert not (folder / "out").exists()
