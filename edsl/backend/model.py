@@ -295,17 +295,17 @@ def _in_parallel(jobs: list, run: Launch) -> None:
         f.result()
 
 
-def _run_apart(run: Launch, dpus, mram: Mram, once: bool, wram: tuple[int, int],
+def _run_apart(run: Launch, dpus, mram: Mram, once: bool, threads: int, wram_bytes: int,
                written: list[Memory] | None) -> SharingError | None:
     """Run the DPUs of a launch each on the arrays as transferred
     (edsl.dpu.sharing), and write the gathered results into them; or leave
     them as they were and return why the DPUs' results do not merge. A DPU
     that fails stops the launch (its error is in its contexts).
 
-    First all DPUs run in one pass on the arrays, on `wram[1]` host threads
-    at once (each with a WRAM of `wram[0]` bytes): where they kept apart
-    (`sharing.apart`), that is what each on its own MRAM gives, whatever
-    ran when. Otherwise (and for a kernel that must run `once`, as one that
+    First all DPUs run in one pass on the arrays, on `threads` host threads
+    at once (each with a WRAM of `wram_bytes`): where they kept apart
+    (`sharing.apart`), that is what each on its own MRAM gives (errors
+    included), whatever ran when. Otherwise (and for a kernel that must run `once`, as one that
     prints) the DPUs run one by one, each on the arrays restored. `written`:
     the arrays the kernel may write, when known (only those are restored)."""
     def write(address: int, data: bytes) -> None:
@@ -315,18 +315,17 @@ def _run_apart(run: Launch, dpus, mram: Mram, once: bool, wram: tuple[int, int],
     run.ctx[..., Ctx.WATCH_LO] = min((lo for lo, _ in gather.spans), default=0)
     run.ctx[..., Ctx.WATCH_HI] = max((hi for _, hi in gather.spans), default=0)
     if not once:
-        workers = min(wram[1], run.dpus)
+        workers = min(threads, run.dpus)
         if workers == 1:
             dpus(0, run.dpus)
         else:
             chunk = -(-run.dpus // workers)
-            buffers = [np.zeros(wram[0] + 8, dtype=np.uint8) for _ in range(workers)]
+            buffers = [np.zeros(wram_bytes + 8, dtype=np.uint8) for _ in range(workers)]
             _in_parallel([functools.partial(dpus, lo, min(lo + chunk, run.dpus), b)
                           for lo, b in zip(range(0, run.dpus, chunk), buffers)], run)
-        if run.ctx[..., Ctx.ERROR].any():
-            gather.restore()
-            return None
         if apart([run.take_log(dpu) for dpu in range(run.dpus)], word=DMA_ALIGN if workers > 1 else 1):
+            if run.ctx[..., Ctx.ERROR].any():
+                gather.restore()                 # (nothing half-written)
             return None
         gather.restore()
         run.clear()
@@ -444,9 +443,8 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
             dpus(0, 1)
         else:
             workers = 1 if meta.get("prints") or scratch else dpu_workers()
-            shared = _run_apart(run, dpus, mram, once=bool(meta.get("prints")),
-                                wram=(wram_bytes, workers),
-                                written=None if stored is None else [memories[i] for i in stored if i in memories])
+            written = None if stored is None else [memories[i] for i in stored if i in memories]
+            shared = _run_apart(run, dpus, mram, bool(meta.get("prints")), workers, wram_bytes, written)
     finally:
         run.free_logs()
         mram.copy_out()
