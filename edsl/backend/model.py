@@ -265,8 +265,8 @@ def _entry_args(entry: str, **values) -> list:
 
 
 def dpu_workers() -> int:
-    """The host threads a launch's DPUs may run on at once: EDSL_DPU_WORKERS,
-    else the machine's cores."""
+    """The host threads a launch's DPUs may run on at once (each with its own
+    WRAM): EDSL_DPU_WORKERS, else the machine's cores."""
     value = os.environ.get("EDSL_DPU_WORKERS", "")
     if value:
         if not value.isdigit() or int(value) < 1:
@@ -442,7 +442,10 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
         if dpus_used == 1:
             dpus(0, 1)
         else:
-            workers = 1 if meta.get("prints") or scratch else dpu_workers()
+            # One thread for DPUs that share more than the arrays: a kernel that
+            # prints, keeps tiles in the (one) MRAM scratch, or calls EDSL
+            # functions (their WRAM buffers are the program's globals).
+            workers = 1 if meta.get("prints") or scratch or meta.get("regions") else dpu_workers()
             written = None if stored is None else [memories[i] for i in stored if i in memories]
             shared = _run_apart(run, dpus, mram, bool(meta.get("prints")), workers, wram_bytes, written)
     finally:

@@ -278,3 +278,19 @@ def test_dpus_on_several_threads_that_store_parts_of_one_word_run_again_one_by_o
         sums = np.zeros(4096, np.int16)
         block_sums[(4096,)](x, sums, BLOCK=8, num_dpus=4, num_tasklets=1)
         np.testing.assert_array_equal(sums, want)
+
+
+def test_dpus_of_a_kernel_with_edsl_functions_share_their_wram_globals_on_one_thread(monkeypatch):
+    # The EDSL function's WRAM buffers are globals of the program: DPUs
+    # running at once would use them together.
+    import fl_vector_add
+
+    import edsl.backend.model as model
+    monkeypatch.setenv("EDSL_DPU_WORKERS", "4")
+    monkeypatch.setattr(model, "_in_parallel", lambda jobs, run: pytest.fail("DPUs ran at once"))
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal(40_000).astype(np.float32), rng.standard_normal(40_000).astype(np.float32)
+    for _ in range(3):
+        out = np.zeros_like(x)
+        fl_vector_add.add_kernel[(10,)](x, y, out, x.size, BLOCK=4096, num_dpus=4, num_tasklets=4)
+        np.testing.assert_array_equal(out, x + y)
