@@ -8,7 +8,6 @@ import argparse
 import os
 import pathlib
 import sys
-import time
 
 import numpy as np
 
@@ -17,16 +16,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples")
 import edsl.backend  # noqa: E402
 import triton_matmul  # noqa: E402
 import triton_softmax  # noqa: E402
-
-
-def best(launch, repeat: int) -> float:
-    launch()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        launch()
-        times.append(time.perf_counter() - start)
-    return min(times)
+from measure import best  # noqa: E402
 
 
 def main() -> None:
@@ -52,7 +42,7 @@ def main() -> None:
             seen, times = [], {}
             for workers in (1, cores):
                 os.environ["EDSL_DPU_WORKERS"] = str(workers)
-                times[workers] = best(lambda: launch(out), a.repeat)
+                times[workers] = best(lambda: launch(out), a.repeat, warm=True)
                 seen.append(out.tobytes())
             assert seen[0] == seen[1], f"{name}: results differ between 1 and {cores} threads"
             want = triton_softmax.reference(x) if out.shape == x.shape else p @ q

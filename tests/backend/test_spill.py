@@ -24,6 +24,7 @@ from edsl.errors import DpuError
 from test_convert import HEAD, SIG, TAIL, VECTOR
 from test_convert_steps import _kernel_text, corpus_kernel
 from region_kernels import region_kernel
+from tile_kernels import tile_kernel
 from test_tile_ops import dot_kernel
 
 BIG = 1 << 20           # a WRAM budget no tile here reaches: the unspilled path
@@ -122,17 +123,6 @@ def test_lines_are_single_transfers_that_no_two_tasklets_write(shape, es, cap, t
 
 
 # ---- results --------------------------------------------------------------------------------
-
-@triton.jit
-def tile_kernel(x_ptr, y_ptr, rows_ptr, cols_ptr, scan_ptr, R: tl.constexpr, C: tl.constexpr):
-    r = tl.arange(0, R)[:, None]
-    c = tl.arange(0, C)[None, :]
-    x = tl.load(x_ptr + r * C + c)
-    tl.store(y_ptr + r * C + c, x * 3 + 1)
-    tl.store(rows_ptr + tl.arange(0, R), tl.sum(x, axis=1))
-    tl.store(cols_ptr + tl.arange(0, C), tl.max(x, axis=0))
-    tl.store(scan_ptr + r * C + c, tl.cumsum(x, axis=1))
-
 
 def _tiles(x, tasklets, **kw):
     R, C = x.shape

@@ -61,13 +61,15 @@ def test_deadlock_found_when_the_last_tasklet_finishes():
 
 @edsl.dialect
 def every_tasklet_meets(y: InOut["memref<?xi32>"]):
+    """Each tasklet counts its 3 barriers in y[tid]; tasklet 0 sums them into y[-1]."""
     t = edsl.tasklet_id()
+    last = y.shape[0] - 1
     for k in range(3):
         y[t] = y[t] + 1
         edsl.barrier()
     if t == 0:
         for u in range(edsl.num_tasklets()):
-            y[16] = y[16] + y[u]
+            y[last] = y[last] + y[u]
 
 
 def test_barriers_every_tasklet_reaches_are_no_deadlock():
@@ -90,17 +92,6 @@ def run_on_one_thread(fn, *args, tasklets, check=True):
     return launch
 
 
-@edsl.dialect
-def meet_and_sum(y: InOut["memref<?xi32>"]):
-    t = edsl.tasklet_id()
-    for k in range(3):
-        y[t] = y[t] + 1
-        edsl.barrier()
-    if t == 0:
-        for u in range(edsl.num_tasklets()):
-            y[24] = y[24] + y[u]
-
-
 needs_one_thread = pytest.mark.skipif(not support.coroutines(), reason="no ucontext on this host")
 
 
@@ -111,7 +102,7 @@ def test_tasklets_on_one_thread_meet_at_barriers_and_find_deadlocks(tasklets, mo
     take = runtime._POOL.take
     monkeypatch.setattr(runtime._POOL, "take", lambda n: taken.append(n) or take(n))
     y = np.zeros(25, np.int32)
-    run_on_one_thread(meet_and_sum, y, tasklets=tasklets)
+    run_on_one_thread(every_tasklet_meets, y, tasklets=tasklets)
     assert (y[:tasklets] == 3).all() and y[24] == 3 * tasklets
     assert taken == [1]                         # one worker thread for every tasklet
     for fn, marker in ((some_reach_the_barrier, "half-barrier"), (all_but_one_wait, "all-but-one")):

@@ -55,3 +55,23 @@ def assert_sdk_only(folder):
         code = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
         found = re.search(NOT_ON_THE_DPU, code)
         assert found is None, (name, found and found.group(0))
+
+
+def export_and_run(folder, kernel, args, constants, grid, dpus=1, tasklets=1, **kw):
+    """Export `kernel` for these sample arguments, build it and run it on
+    them; the runner must pass its check against the model. Its CompletedProcess."""
+    from edsl.export import export
+    export(kernel, folder, sample_args=args, constants=constants, grid=grid, num_dpus=dpus,
+           num_tasklets=tasklets, **kw)
+    assert_sdk_only(folder)
+    r = build_and_run(folder)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "MISMATCH" not in r.stdout
+    return r
+
+
+def run_on_model(kernel, args, constants, grid, dpus=1, tasklets=1, **kw):
+    """The arguments after a launch on the DPU model (arrays copied first)."""
+    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    kernel[grid](*copies, **constants, num_dpus=dpus, num_tasklets=tasklets, **kw)
+    return copies

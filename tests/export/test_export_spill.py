@@ -19,36 +19,19 @@ from edsl import Input, fl
 from edsl.dpu import abi
 from edsl.export import export
 
-from export_helpers import assert_sdk_only, build, build_and_run, needs_cc, output, run
+from export_helpers import build, export_and_run, needs_cc, output, run, run_on_model
+from tile_kernels import tile_kernel
 
 pytestmark = needs_cc
 
 
 def _export_run(folder, kernel, args, constants, grid, dpus=1, tasklets=1, **kw):
-    export(kernel, folder, sample_args=args, constants=constants, grid=grid, num_dpus=dpus,
-           num_tasklets=tasklets, **kw)
-    assert_sdk_only(folder)
-    r = build_and_run(folder)
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert "MISMATCH" not in r.stdout
+    export_and_run(folder, kernel, args, constants, grid, dpus, tasklets, **kw)
     return json.loads((folder / "manifest.json").read_text())
 
 
 def _model(kernel, args, constants, grid, dpus=1, tasklets=1, **kw):
-    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    kernel[grid](*copies, **constants, num_dpus=dpus, num_tasklets=tasklets, **kw)
-    return copies, edsl.backend.last_report()
-
-
-@triton.jit
-def tile_kernel(x_ptr, y_ptr, rows_ptr, cols_ptr, scan_ptr, R: tl.constexpr, C: tl.constexpr):
-    r = tl.arange(0, R)[:, None]
-    c = tl.arange(0, C)[None, :]
-    x = tl.load(x_ptr + r * C + c)
-    tl.store(y_ptr + r * C + c, x * 3 + 1)
-    tl.store(rows_ptr + tl.arange(0, R), tl.sum(x, axis=1))
-    tl.store(cols_ptr + tl.arange(0, C), tl.max(x, axis=0))
-    tl.store(scan_ptr + r * C + c, tl.cumsum(x, axis=1))
+    return run_on_model(kernel, args, constants, grid, dpus, tasklets, **kw), edsl.backend.last_report()
 
 
 @settings(max_examples=6, deadline=None)
