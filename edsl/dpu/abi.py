@@ -300,8 +300,14 @@ class AtomicOp(IntEnum):
 # Atomics that several DPUs may apply to one element: the host combines each
 # DPU's result with the others' (those whose old value is unused).
 MERGED_ATOMICS = frozenset(AtomicOp) - {AtomicOp.XCHG, AtomicOp.CAS}
+# The fields of a log entry's kind: the access in its low bits, an atomic's
+# operation, whether its old value is used, its float format, its element size.
+ACCESS_MASK = 3
+ATOMIC_OP_SHIFT, ATOMIC_OP_MASK = 2, 0x3F
 ATOMIC_OLD_USED = 1 << 8              # kind flag: the atomic's old value is used
-ATOMIC_FLOAT = {"f16": 1, "bf16": 2, "f32": 3, "f64": 4}   # kind bits 12-15; the size from bit 16
+ATOMIC_FLOAT_SHIFT, ATOMIC_FLOAT_MASK = 12, 0xF
+ATOMIC_SIZE_SHIFT = 16
+ATOMIC_FLOAT = {"f16": 1, "bf16": 2, "f32": 3, "f64": 4}
 
 
 class AtomicKind(NamedTuple):
@@ -319,15 +325,15 @@ class AtomicKind(NamedTuple):
 
 def atomic_kind(op: AtomicOp, old_used: bool, size: int, float_type: str | None) -> int:
     """The log kind of an atomic on elements of `size` bytes of `float_type`."""
-    return (Access.ATOMIC | int(op) << 2 | (ATOMIC_OLD_USED if old_used else 0)
-            | ATOMIC_FLOAT.get(float_type, 0) << 12 | size << 16)
+    return (Access.ATOMIC | int(op) << ATOMIC_OP_SHIFT | (ATOMIC_OLD_USED if old_used else 0)
+            | ATOMIC_FLOAT.get(float_type, 0) << ATOMIC_FLOAT_SHIFT | size << ATOMIC_SIZE_SHIFT)
 
 
 def atomic_parts(kind: int) -> AtomicKind:
     """The atomic a log entry's kind describes."""
     floats = {v: k for k, v in ATOMIC_FLOAT.items()}
-    return AtomicKind(AtomicOp((kind >> 2) & 0x3F), bool(kind & ATOMIC_OLD_USED), kind >> 16,
-                      floats.get((kind >> 12) & 0xF))
+    return AtomicKind(AtomicOp((kind >> ATOMIC_OP_SHIFT) & ATOMIC_OP_MASK), bool(kind & ATOMIC_OLD_USED),
+                      kind >> ATOMIC_SIZE_SHIFT, floats.get((kind >> ATOMIC_FLOAT_SHIFT) & ATOMIC_FLOAT_MASK))
 
 
 # What the error for DPUs that share array elements says after naming them:

@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from .abi import LOG_ENTRY, Access, AtomicOp, atomic_parts
+from .abi import ACCESS_MASK, LOG_ENTRY, Access, AtomicOp, atomic_parts
 
 MIXED = -1                     # a byte one DPU both stored to and updated atomically
 MIXED_ATOMICS = -2             # ... updated with different atomics
@@ -48,7 +48,7 @@ class Use:
             return "stores to and atomically updates"
         if self.kind == MIXED_ATOMICS:
             return "applies different atomics to"
-        access = self.kind & 3
+        access = self.kind & ACCESS_MASK
         if access == Access.READ:
             return "reads"
         if access == Access.WRITE:
@@ -69,7 +69,7 @@ class SharingError(Exception):
 def _mergeable(kind: np.ndarray) -> np.ndarray:
     """Per kind: stores, or atomics the host merges."""
     out = kind == Access.WRITE
-    for k in np.unique(kind[(kind > 0) & ((kind & 3) == Access.ATOMIC)]):
+    for k in np.unique(kind[(kind > 0) & ((kind & ACCESS_MASK) == Access.ATOMIC)]):
         if atomic_parts(int(k)).merged:
             out |= kind == k
     return out
@@ -134,12 +134,9 @@ class Gather:
         """After DPU `dpu` ran (its access log `log`): keep the bytes it wrote,
         and restore them as transferred."""
         log = log.reshape(-1, LOG_ENTRY)
-        access = log[:, 0] & 3
-        self.reads.append((dpu, log[access == Access.READ]))
-        claims = _coalesced(log[(access != Access.READ) & (log[:, 2] > log[:, 1])])
-        finals = []
-        for _, lo, hi, _ in claims.tolist():
-            finals.append(self.read(lo, hi - lo))
+        self.reads.append((dpu, log[(log[:, 0] & ACCESS_MASK) == Access.READ]))
+        claims = _coalesced(_claims(log))
+        finals = [self.read(lo, hi - lo) for _, lo, hi, _ in claims.tolist()]
         for _, lo, hi, _ in claims.tolist():
             before = self._pristine(lo, hi)
             if before is not None:
@@ -305,8 +302,7 @@ def apart(logs: list[np.ndarray], word: int = 1) -> bool:
     DMA transfer's unit) in common: a store of part of a word reads and
     writes back all of it, which loses another DPU's store into the rest."""
     rows = [(d, log.reshape(-1, LOG_ENTRY)) for d, log in enumerate(logs)]
-    claims = [(d, _coalesced(_words(log[((log[:, 0] & 3) != Access.READ) & (log[:, 2] > log[:, 1])], word)))
-              for d, log in rows]
+    claims = [(d, _coalesced(_words(_claims(log), word))) for d, log in rows]
     dpu = np.concatenate([np.full(len(c), d, dtype=np.int64) for d, c in claims])
     table = np.concatenate([c for _, c in claims]) if claims else np.zeros((0, LOG_ENTRY), np.int64)
     if len(table) == 0:
@@ -326,7 +322,7 @@ def apart(logs: list[np.ndarray], word: int = 1) -> bool:
     ends = np.maximum.accumulate(hi)
     changes = np.flatnonzero(dpu[1:] != dpu[:-1]) + 1
     for d, log in rows:
-        reads = log[(log[:, 0] & 3) == Access.READ]
+        reads = log[(log[:, 0] & ACCESS_MASK) == Access.READ]
         first = np.searchsorted(ends, reads[:, 1], side="right")
         last = np.searchsorted(lo, reads[:, 2], side="left")
         some = first < last
@@ -335,6 +331,11 @@ def apart(logs: list[np.ndarray], word: int = 1) -> bool:
         if mixed.any() or (dpu[first] != d).any():
             return False
     return True
+
+
+def _claims(log: np.ndarray) -> np.ndarray:
+    """The rows of an access log that write (stores and atomics), non-empty."""
+    return log[((log[:, 0] & ACCESS_MASK) != Access.READ) & (log[:, 2] > log[:, 1])]
 
 
 def _words(claims: np.ndarray, word: int) -> np.ndarray:

@@ -319,25 +319,15 @@ def abi_header() -> str:
 
 def _log_codes() -> list[tuple[str, Any]]:
     """The access log's codes (abi.Access, abi.AtomicOp, the fields of an
-    atomic's kind) as (name, value) pairs for C: the fields' shifts and masks
-    are read off `abi.atomic_kind`, so that they stay its."""
-    base = abi.atomic_kind(abi.AtomicOp(1), False, 0, None)
-
-    def shift(kind: int) -> int:                 # the lowest bit a field moves
-        return ((kind ^ base) & -(kind ^ base)).bit_length() - 1
-    op_shift = shift(abi.atomic_kind(abi.AtomicOp(2), False, 0, None))
-    float_shift = shift(abi.atomic_kind(abi.AtomicOp(1), False, 0, "f16"))
-    size_shift = shift(abi.atomic_kind(abi.AtomicOp(1), False, 1, None))
-    old_shift = abi.ATOMIC_OLD_USED.bit_length() - 1
+    atomic's kind) as (name, value) pairs for C."""
     merged = sum(1 << int(op) for op in abi.MERGED_ATOMICS)
     return [*((f"ACCESS_{a.name}", int(a)) for a in abi.Access),
-            ("ACCESS_MASK", (1 << max(int(a) for a in abi.Access).bit_length()) - 1),
+            *((name, getattr(abi, name)) for name in ("ACCESS_MASK", "ATOMIC_OP_SHIFT", "ATOMIC_OP_MASK",
+                                                       "ATOMIC_OLD_USED", "ATOMIC_FLOAT_SHIFT",
+                                                       "ATOMIC_FLOAT_MASK", "ATOMIC_SIZE_SHIFT")),
             *((f"ATOMIC_{op.name}", int(op)) for op in abi.AtomicOp),
-            ("ATOMIC_OP_SHIFT", op_shift), ("ATOMIC_OP_MASK", (1 << (old_shift - op_shift)) - 1),
-            ("ATOMIC_OLD_USED", abi.ATOMIC_OLD_USED),
-            ("ATOMIC_FLOAT_SHIFT", float_shift), ("ATOMIC_FLOAT_MASK", (1 << (size_shift - float_shift)) - 1),
             *((f"ATOMIC_FLOAT_{t.upper()}", v) for t, v in abi.ATOMIC_FLOAT.items()),
-            ("ATOMIC_SIZE_SHIFT", size_shift), ("MERGED_ATOMICS", f"{merged:#x}u"),
+            ("MERGED_ATOMICS", f"{merged:#x}u"),
             ("MIXED", f"({sharing.MIXED})"), ("MIXED_ATOMICS", f"({sharing.MIXED_ATOMICS})")]
 
 
