@@ -33,6 +33,14 @@ class SourceLoc:
         return file << 48 | (self.lineno & 0xFFFFFFFF) << 16 | min(self.col or 0, 0xFFFF)
 
 
+@dataclass(frozen=True)
+class AccessSite(SourceLoc):
+    """The position of a memory access whose pointer was loaded from memory
+    (a table of addresses), with where that load is: "line N", or "file:line"
+    in another file than the access's."""
+    pointer_load: str = ""
+
+
 class EdslError(Exception):
     """Base of all edsl errors. `loc` is the user's source position, if known."""
 

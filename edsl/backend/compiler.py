@@ -186,6 +186,7 @@ class DpuBackend(BaseBackend):
         metadata["spills"] = [r.describe() for r in info.spills]
         metadata["asserts"] = info.asserts
         metadata["sites"] = info.sites
+        metadata["pointer_loads"] = info.pointer_loads
         metadata["stored"] = info.stored
         metadata["prints"] = "tt.print" in text      # (its launches must not run twice)
         state["context"] = module.context
@@ -219,7 +220,7 @@ class DpuBackend(BaseBackend):
         table = counter_table(state["module"])
         obj = build(state["module"], [LAUNCH], f"kernel '{metadata['name']}'")
         header = {key: metadata[key] for key in ("name", "wram_bytes", "asserts", "tasklets",
-                                                  "regions", "sites", "stored", "scratch_bytes", "spills")}
+                                                  "regions", "sites", "pointer_loads", "stored", "scratch_bytes", "spills")}
         header["counters"] = table.to_json() if table is not None else None
         return json.dumps(header).encode() + b"\n" + obj
 

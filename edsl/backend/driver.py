@@ -152,12 +152,15 @@ class DpuUtils:
             import json
 
             from ..dpu.runtime import Program
-            from ..errors import SourceLoc
+            from ..errors import AccessSite, SourceLoc
             header, _, obj = kernel.partition(b"\n")
             meta = json.loads(header)
             # Lines of the kernel's run-time checks and of the EDSL functions
             # inlined in it, so that their errors name them.
             sites = {code: SourceLoc(f, line, col) for code, f, line, col in meta.get("sites", [])}
+            for code, where in meta.get("pointer_loads", []):
+                if code in sites:
+                    sites[code] = AccessSite(*dataclasses.astuple(sites[code]), pointer_load=where)
             table = None
             if meta.get("counters"):         # built with dpu_timing
                 from ..lowering.counting import CounterTable

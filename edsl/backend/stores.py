@@ -1,4 +1,5 @@
-"""Which pointer parameters of a kernel it may store through.
+"""Which pointer parameters of a kernel it may store through, and which
+load gave an access its pointer.
 
 A read-only array passed for such a parameter is refused before the launch
 (edsl.backend.model). Found on the TTIR as parsed by the reader: the pointer
@@ -18,10 +19,7 @@ _FOLLOW = {"tt.addptr", "tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshap
 # Ops whose result may point where any of their pointer operands point.
 _ANY = {"arith.select", "tt.join", "tt.cat", "tt.split", "tt.gather"}
 _STORES = {"tt.store", "tt.atomic_rmw", "tt.atomic_cas", "tt.descriptor_store"}
-
-
-class _Unknown(Exception):
-    pass
+ACCESSES = {"tt.load", *_STORES}
 
 
 def _is_ptr(t: ir.Type) -> bool:
@@ -29,12 +27,54 @@ def _is_ptr(t: ir.Type) -> bool:
     return "!tt.ptr" in text
 
 
+def _sources(v: ir.Value, entry: ir.Block, params: set[int], others: list, seen: set) -> None:
+    """Where pointer `v` may point: the indices of the parameters of the
+    kernel (whose entry block is `entry`) it is derived from, into `params`,
+    and the ops that made it otherwise (a load, an integer cast; None for a
+    value not followed), into `others`."""
+    if v in seen:
+        return
+    seen.add(v)
+
+    def follow(u: ir.Value) -> None:
+        _sources(u, entry, params, others, seen)
+    if isinstance(v, ir.BlockArgument):
+        if v.owner == entry:
+            params.add(v.arg_number)
+            return
+        parent = v.owner.owner
+        if parent.name == "scf.for" and v.arg_number > 0:
+            k = v.arg_number - 1
+            follow(parent.operands[3 + k])                          # the initial value
+            follow(list(v.owner.operations)[-1].operands[k])        # the next iteration's
+            return
+        others.append(None)
+        return
+    op = v.owner
+    name = op.name
+    if name in _FOLLOW:
+        follow(op.operands[0])
+    elif name in _ANY:
+        for operand in op.operands:
+            if _is_ptr(operand.type):
+                follow(operand)
+    elif name == "scf.for":
+        k = v.result_number
+        follow(op.operands[3 + k])
+        follow(list(op.regions[0].blocks[0].operations)[-1].operands[k])
+    elif name == "scf.if":
+        k = v.result_number
+        for region in op.regions:
+            for block in region.blocks:
+                follow(list(block.operations)[-1].operands[k])
+    else:
+        others.append(op)
+
+
 def stored_params(kernel) -> list[int] | None:
     """Indices of the parameters of `kernel` (a func.func of parsed TTIR) that
     a store may go through; None if that cannot be told."""
     entry = kernel.regions[0].blocks[0]
-    params = list(entry.arguments)
-    found: set[int] = set()
     targets: list[ir.Value] = []
 
     def visit(op):
@@ -45,47 +85,31 @@ def stored_params(kernel) -> list[int] | None:
             targets.extend(v for v in op.operands if _is_ptr(v.type))
         return ir.WalkResult.ADVANCE
     kernel.walk(visit)
+    params: set[int] = set()
+    others: list = []
     seen: set = set()
-
-    def trace(v: ir.Value) -> None:
-        key = v
-        if key in seen:
-            return
-        seen.add(key)
-        if isinstance(v, ir.BlockArgument):
-            if v.owner == entry:
-                found.add(v.arg_number)
-                return
-            parent = v.owner.owner
-            if parent.name == "scf.for" and v.arg_number > 0:
-                k = v.arg_number - 1
-                trace(parent.operands[3 + k])                          # the initial value
-                yielded = list(v.owner.operations)[-1]
-                trace(yielded.operands[k])                              # the next iteration's
-                return
-            raise _Unknown
-        op = v.owner
-        name = op.name
-        if name in _FOLLOW:
-            trace(op.operands[0])
-        elif name in _ANY:
-            for operand in op.operands:
-                if _is_ptr(operand.type):
-                    trace(operand)
-        elif name == "scf.for":
-            k = v.result_number
-            trace(op.operands[3 + k])
-            trace(list(op.regions[0].blocks[0].operations)[-1].operands[k])
-        elif name == "scf.if":
-            k = v.result_number
-            for region in op.regions:
-                for block in region.blocks:
-                    trace(list(block.operations)[-1].operands[k])
-        else:
-            raise _Unknown
-    try:
-        for t in targets:
-            trace(t)
-    except _Unknown:
+    for t in targets:
+        _sources(t, entry, params, others, seen)
+    if others:
         return None
-    return sorted(i for i in found if _is_ptr(params[i].type))
+    return sorted(i for i in params if _is_ptr(entry.arguments[i].type))
+
+
+# Ops an integer passes through unchanged in meaning on its way to tt.int_to_ptr.
+_INT_FOLLOW = {"arith.extsi", "arith.extui", "arith.trunci", "tt.splat", "tt.broadcast", "tt.expand_dims",
+               "tt.reshape", "tt.bitcast"}
+
+
+def pointer_load(kernel, access) -> ir.Operation | None:
+    """The load that produced the pointer of `access` (a load, store or
+    atomic of `kernel`): a loaded pointer, or an integer loaded and cast to a
+    pointer (a table of addresses); None if it comes from no load."""
+    others: list = []
+    _sources(access.operands[0], kernel.regions[0].blocks[0], set(), others, set())
+    for op in others:
+        while op is not None and op.name in _INT_FOLLOW | {"tt.int_to_ptr"}:
+            u = op.operands[0]
+            op = None if isinstance(u, ir.BlockArgument) else u.owner
+        if op is not None and op.name == "tt.load":
+            return op
+    return None

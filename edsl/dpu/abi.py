@@ -349,6 +349,12 @@ OUTSIDE_ARRAYS = ("is outside the launch's arrays: an out-of-bounds pointer, or 
                   "only the MRAM the host transferred: pass each array the kernel reaches as a "
                   "writable argument of the kernel, e.g. a tuple of arrays)")
 
+# ... and when the transfer's pointer was loaded from memory at {where}.
+OUTSIDE_ARRAYS_LOADED = ("is outside the launch's arrays: its pointer was loaded from memory at {where} "
+                         "and points into an array the launch did not pass (a DPU reaches only the MRAM "
+                         "the host transferred: pass each array the kernel reaches as a writable argument "
+                         "of the kernel, e.g. a tuple of arrays)")
+
 # What an error means, for the codes whose message has no operands: the model
 # and the exported host runner say the same.
 MESSAGES = {

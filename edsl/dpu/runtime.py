@@ -40,7 +40,7 @@ import numpy as np
 from .. import cache
 from ..errors import DpuError, LoweringError, SourceLoc
 from . import jit, support
-from .abi import (CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, LOG_ENTRY, MAX_TASKLETS, MESSAGES, OUTSIDE_ARRAYS, READ, Ctx,
+from .abi import (CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, LOG_ENTRY, MAX_TASKLETS, MESSAGES, OUTSIDE_ARRAYS, OUTSIDE_ARRAYS_LOADED, READ, Ctx,
                   Dpu, Err, align_up, dma_violation)
 from .timing import TimingEstimate
 
@@ -426,7 +426,9 @@ class Launch:
         if code == Err.DMA_RULE:
             message = f"{kind} breaks the DMA rules: {dma_violation(mram, wram, n)}"
         elif code == Err.MRAM_BOUNDS:
-            message = f"{kind} of {n} bytes at MRAM address {mram:#x} {OUTSIDE_ARRAYS}"
+            loaded = getattr(loc, "pointer_load", "")
+            why = OUTSIDE_ARRAYS_LOADED.format(where=loaded) if loaded else OUTSIDE_ARRAYS
+            message = f"{kind} of {n} bytes at MRAM address {mram:#x} {why}"
         elif code in (Err.MRAM_OVERRUN, Err.WRAM_OVERRUN):
             side = {(Err.MRAM_OVERRUN, "mram_read"): "MRAM source", (Err.WRAM_OVERRUN, "mram_read"): "WRAM buffer",
                     (Err.MRAM_OVERRUN, "mram_write"): "MRAM destination",

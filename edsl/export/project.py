@@ -314,7 +314,14 @@ def abi_header() -> str:
                 dpu=_defines([*((f"DPU_{s.name}", int(s)) for s in abi.Dpu), ("DPU_SLOTS", abi.DPU_SLOTS)]),
                 errors=_defines((f"ERR_{e.name}", int(e)) for e in abi.Err),
                 messages=_defines([*((f"MESSAGE_{e.name}", _c_string(text)) for e, text in abi.MESSAGES.items()),
-                                   ("MESSAGE_OUTSIDE_ARRAYS", _c_string(abi.OUTSIDE_ARRAYS))]))
+                                   ("MESSAGE_OUTSIDE_ARRAYS", _c_string(abi.OUTSIDE_ARRAYS)),
+                                   *_split_message("MESSAGE_OUTSIDE_ARRAYS_LOADED", abi.OUTSIDE_ARRAYS_LOADED)]))
+
+
+def _split_message(name: str, text: str) -> list[tuple[str, str]]:
+    """A message with one `{where}` as the C strings before and after it."""
+    before, after = text.split("{where}")
+    return [(f"{name}_BEFORE", _c_string(before)), (f"{name}_AFTER", _c_string(after))]
 
 
 def _log_codes() -> list[tuple[str, Any]]:
@@ -495,8 +502,10 @@ def host_runner(kernel: str, params: list[Param], outputs: list[str], meta: dict
         filename, _, line = where.rpartition(":")
         place = _place(file_of_kernel_site(filename, source), line) if where else ""
         asserts.append(f"    {{{_c_string(text)}, {_c_string(place)}}}")
-    sites = ",\n".join(f"    {{INT64_C({code}), {_c_string(_place(file_of_kernel_site(name, source), line, col))}}}"
-                       for code, name, line, col in meta.get("sites", [])) or "    {0, NULL}"
+    loads = dict(meta.get("pointer_loads", []))
+    sites = ",\n".join(f"    {{INT64_C({code}), {_c_string(_place(file_of_kernel_site(name, source), line, col))}, "
+                       f"{_c_string(loads[code]) if code in loads else 'NULL'}}}"
+                       for code, name, line, col in meta.get("sites", [])) or "    {0, NULL, NULL}"
     usage = ("usage: %s [data=DIR] [out=DIR] [dpus=N] [grid=X,Y,Z] [check=0|1] [profile=...] "
              + " ".join(f"{p.name}=..." for p in scalars)).rstrip()
     return fill("host_runner.c", kernel=kernel, narrays=len(arrays), defaults=defaults,

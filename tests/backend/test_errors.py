@@ -78,12 +78,14 @@ def row_kernel(table_ptr, out_ptr, BLOCK: tl.constexpr):
 
 
 def test_pointer_loaded_to_an_array_not_passed_is_a_dpu_error():
-    """A DPU reaches only the MRAM the host transferred: the launch's arrays."""
+    """A DPU reaches only the MRAM the host transferred: the launch's arrays. The
+    error is at the access and names the load the pointer came from."""
     row = np.arange(16, dtype=np.float32)
     table, out = np.array([row.ctypes.data], dtype=np.int64), np.zeros(16, np.float32)
-    with pytest.raises(DpuError, match=r"outside the launch's arrays: .* a pointer loaded from memory .* "
-                       r"pass each array the kernel reaches as a writable argument of the kernel, e\.g\. "
-                       r"a tuple of arrays") as err:
+    load = _line_of(row_kernel, "tl.load(table_ptr")
+    with pytest.raises(DpuError, match=rf"outside the launch's arrays: its pointer was loaded from memory at "
+                       rf"line {load} and points into an array the launch did not pass .* pass each array "
+                       r"the kernel reaches as a writable argument of the kernel, e\.g\. a tuple of arrays") as err:
         row_kernel[(1,)](table, out, BLOCK=16)
     assert err.value.loc.lineno == _line_of(row_kernel, "tl.load(row + offs)")
 

@@ -91,9 +91,9 @@ CASES = {
     "08-grouped-gemm": ("", "", (
         "its matrices reach the kernel only through tables of their data_ptr() values, not as "
         "arguments of the launch: a DPU reaches only the launch's arrays (DpuError at its first load "
-        "through such a pointer)",
+        "through such a pointer, naming the load of the pointer)",
         r"08-grouped-gemm\.py:151:\d+: kernel 'grouped_matmul_kernel': mram_read of \d+ bytes .* "
-        r"outside the launch's arrays: .* a pointer loaded from memory")),
+        r"outside the launch's arrays: its pointer was loaded from memory at line 131 ")),
     # Its validate() allocates on device="cuda" and matmul_persistent reads
     # torch.cuda's properties: the tutorial's naive kernel with its own run_test check.
     "09-persistent-matmul": (

@@ -216,6 +216,31 @@ def test_signature_only_export_and_out_of_bounds_pointer(tmp_path):
     assert _first_error(r) == _as_runner(err.value)
 
 
+@triton.jit
+def table_row(table_ptr, out_ptr, BLOCK: tl.constexpr):
+    row = tl.load(table_ptr + tl.program_id(0)).to(tl.pointer_type(tl.float32))
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(row + offs))
+
+
+@needs_cc
+def test_pointer_loaded_from_a_table_is_refused_naming_its_load(tmp_path):
+    """A table of host addresses: the model and the exported runner refuse the
+    access through it with the same words, naming the load of the pointer."""
+    row = np.arange(16, dtype=np.float32)
+    table, out = np.array([row.ctypes.data], dtype=np.int64), np.zeros(16, np.float32)
+    folder = tmp_path / "table"
+    export(table_row, folder, signature={"table_ptr": "*i64", "out_ptr": "*fp32"}, constants={"BLOCK": 16},
+           grid=(1,))
+    (folder / "data" / "table_ptr.bin").write_bytes(table.tobytes())
+    (folder / "data" / "out_ptr.bin").write_bytes(out.tobytes())
+    build(folder)
+    r = run(folder)
+    with pytest.raises(DpuError, match="its pointer was loaded from memory at line") as err:
+        table_row[(1,)](table, out, BLOCK=16)
+    assert r.returncode == 4 and _first_error(r) == _as_runner(err.value)
+
+
 def _masked(text: str) -> str:
     return re.sub(r"0x[0-9a-f]+", "0x...", text)     # MRAM addresses: the host's, or the DPU's
 

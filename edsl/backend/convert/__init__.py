@@ -19,14 +19,16 @@ grid sizes, the DPU's WRAM and the tasklet's launch context.
 """
 from __future__ import annotations
 
+import os
+
 from mlir import ir
 from mlir.dialects import func
 
 from ...dpu.abi import ENTRY, KERNEL, entry_types
 from ...errors import CompileError
 from ...lowering.pipeline import location_of, verify
-from ..stores import stored_params
-from ..ttir_text import OpView, read_ttir
+from ..stores import ACCESSES, pointer_load, stored_params
+from ..ttir_text import OpView, read_ttir, user_location
 from . import calls, control, dot, elementwise, memory, reduce, shape, spill, wram  # noqa: F401  (register lowerings)
 from . import debug as debug_ops
 from .barriers import place_barriers
@@ -84,6 +86,23 @@ def convert_ttir(text: str, ctx: ir.Context | None = None, *, debug: bool = Fals
     return out, info
 
 
+def _pointer_loads(kernel, conv) -> list:
+    """[site code, where the load is] of each access of `kernel` whose pointer
+    was loaded from memory, so that its error names that load too."""
+    found = []
+
+    def visit(op):
+        load = pointer_load(kernel, op) if op.name in ACCESSES else None
+        access, source = (user_location(op.location), user_location(load.location)) if load else (None, None)
+        if access is not None and source is not None:
+            where = (f"line {source.lineno}" if source.filename == access.filename else
+                     f"{conv.file_name(source.filename) or os.path.basename(conv.kernel_file or '')}:{source.lineno}")
+            found.append([access.site, where])
+        return ir.WalkResult.ADVANCE
+    kernel.walk(visit)
+    return found
+
+
 def _convert(kernel, callees: dict, text: str, debug: bool, tasklets: int, plan):
     """One conversion of the kernel function (its tiles kept in MRAM as `plan`
     says), calls to `callees` lowered in place."""
@@ -113,6 +132,7 @@ def _convert(kernel, callees: dict, text: str, debug: bool, tasklets: int, plan)
         func.ReturnOp([])
     place_barriers(entry, tasklets, out.body, info)
     conv.finish()
+    info.pointer_loads = _pointer_loads(kernel, conv)
     # The support text declares the kernel so that it verifies on its own;
     # declarations `out` already holds are dropped when the support moves in.
     param_types = [str(t) for t in params]

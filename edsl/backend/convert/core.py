@@ -227,6 +227,8 @@ class KernelInfo:
     # run-time check sites of the kernel and of those EDSL functions: [code, file, line, col]
     # (file "" here and in `asserts`: the kernel's own file, see `Converter.file_name`)
     sites: list = field(default_factory=list)
+    # accesses whose pointer was loaded from memory: [site code, where the load is]
+    pointer_loads: list = field(default_factory=list)
     stored: list | None = None          # pointer parameters stores may go through (None: unknown)
     spills: list[SpillRecord] = field(default_factory=list)   # tiles kept in MRAM
     scratch_bytes: int = 0              # the DPU's MRAM scratch they take

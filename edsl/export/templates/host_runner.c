@@ -61,10 +61,12 @@ ${arrays}
  * arrays (a kernel with EDSL regions gets the whole image, as on the model). */
 #define EDSL_REGION_PER_ARRAY ${region_per_array}
 
-/* The source positions of the run-time checks: site code -> file:line:col. */
+/* The source positions of the run-time checks: site code -> file:line:col,
+ * and for an access whose pointer was loaded from memory, where that load is. */
 static const struct site {
   int64_t code;
   const char *where;
+  const char *pointer_load;
 } sites[] = {
 ${sites}
 };
@@ -196,11 +198,16 @@ static int compare(const struct array *a, const uint8_t *got, const uint8_t *wan
   return 0;
 }
 
-static const char *site_of(int64_t code) {
+static const struct site *site_entry(int64_t code) {
   for (size_t k = 0; k < sizeof sites / sizeof sites[0]; k++)
     if (sites[k].where && sites[k].code == code)
-      return sites[k].where;
+      return &sites[k];
   return NULL;
+}
+
+static const char *site_of(int64_t code) {
+  const struct site *s = site_entry(code);
+  return s ? s->where : NULL;
 }
 
 /* The error recorded in a DPU's status (its first tasklet context with one),
@@ -212,17 +219,24 @@ static void report(uint32_t dpu, uint32_t dpus_used, const int64_t *status) {
   int write = status[EDSL_CTX_ERR_DIR] != EDSL_READ;
   const char *kind = write ? "mram_write" : "mram_read";
   const char *where = site_of(site);
-  char message[512], rule[256];
+  char message[1024], rule[256];
   int nasserts = (int)(sizeof assert_messages / sizeof assert_messages[0]);
   switch (code) {
     case EDSL_ERR_DMA_RULE:
       edsl_dma_violation(rule, sizeof rule, mram, wram, n);
       snprintf(message, sizeof message, "%s breaks the DMA rules: %s", kind, rule);
       break;
-    case EDSL_ERR_MRAM_BOUNDS:
-      snprintf(message, sizeof message, "%s of %lld bytes at MRAM address 0x%llx %s", kind, (long long)n,
-               (unsigned long long)mram, EDSL_MESSAGE_OUTSIDE_ARRAYS);
+    case EDSL_ERR_MRAM_BOUNDS: {
+      const struct site *s = site_entry(site);
+      if (s && s->pointer_load)
+        snprintf(message, sizeof message, "%s of %lld bytes at MRAM address 0x%llx %s%s%s", kind, (long long)n,
+                 (unsigned long long)mram, EDSL_MESSAGE_OUTSIDE_ARRAYS_LOADED_BEFORE, s->pointer_load,
+                 EDSL_MESSAGE_OUTSIDE_ARRAYS_LOADED_AFTER);
+      else
+        snprintf(message, sizeof message, "%s of %lld bytes at MRAM address 0x%llx %s", kind, (long long)n,
+                 (unsigned long long)mram, EDSL_MESSAGE_OUTSIDE_ARRAYS);
       break;
+    }
     case EDSL_ERR_MRAM_OVERRUN:
     case EDSL_ERR_WRAM_OVERRUN:
       snprintf(message, sizeof message, "%s: %lld bytes overrun the %s", kind, (long long)n,
