@@ -314,6 +314,8 @@ def abi_header() -> str:
                 dpu=_defines([*((f"DPU_{s.name}", int(s)) for s in abi.Dpu), ("DPU_SLOTS", abi.DPU_SLOTS)]),
                 errors=_defines((f"ERR_{e.name}", int(e)) for e in abi.Err),
                 messages=_defines([*((f"MESSAGE_{e.name}", _c_string(text)) for e, text in abi.MESSAGES.items()),
+                                   ("FIXED_MESSAGES", ", ".join(f"{{EDSL_ERR_{e.name}, EDSL_MESSAGE_{e.name}}}"
+                                                                for e in abi.MESSAGES)),
                                    ("MESSAGE_OUTSIDE_ARRAYS", _c_string(abi.OUTSIDE_ARRAYS)),
                                    *_split_message("MESSAGE_OUTSIDE_ARRAYS_LOADED", abi.OUTSIDE_ARRAYS_LOADED)]))
 

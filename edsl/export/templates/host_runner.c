@@ -210,6 +210,18 @@ static const char *site_of(int64_t code) {
   return s ? s->where : NULL;
 }
 
+/* The message of an error code without operands (abi.MESSAGES); NULL for another. */
+static const char *fixed_message(int64_t code) {
+  static const struct {
+    int64_t code;
+    const char *text;
+  } fixed[] = {EDSL_FIXED_MESSAGES};
+  for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++)
+    if (fixed[k].code == code)
+      return fixed[k].text;
+  return NULL;
+}
+
 /* The error recorded in a DPU's status (its first tasklet context with one),
  * worded as the DPU model's DpuError: "file:line:col: kernel 'k' [on DPU i]: ...". */
 static void report(uint32_t dpu, uint32_t dpus_used, const int64_t *status) {
@@ -221,7 +233,10 @@ static void report(uint32_t dpu, uint32_t dpus_used, const int64_t *status) {
   const char *where = site_of(site);
   char message[1024], rule[256];
   int nasserts = (int)(sizeof assert_messages / sizeof assert_messages[0]);
-  switch (code) {
+  const char *fixed = fixed_message(code);
+  if (fixed)
+    snprintf(message, sizeof message, "%s", fixed);
+  else switch (code) {
     case EDSL_ERR_DMA_RULE:
       edsl_dma_violation(rule, sizeof rule, mram, wram, n);
       snprintf(message, sizeof message, "%s breaks the DMA rules: %s", kind, rule);
@@ -243,12 +258,6 @@ static void report(uint32_t dpu, uint32_t dpus_used, const int64_t *status) {
                code == EDSL_ERR_MRAM_OVERRUN ? (write ? "MRAM destination" : "MRAM source")
                                              : (write ? "WRAM source" : "WRAM buffer"));
       break;
-    case EDSL_ERR_ASSERT:
-      snprintf(message, sizeof message, "%s", EDSL_MESSAGE_ASSERT);
-      break;
-    case EDSL_ERR_ZERO_STEP:
-      snprintf(message, sizeof message, "%s", EDSL_MESSAGE_ZERO_STEP);
-      break;
     case EDSL_ERR_DEVICE_ASSERT:
       if (site > 0 && site <= nasserts && assert_messages[site - 1][0]) {
         snprintf(message, sizeof message, "device assertion failed (program %lld): %s", (long long)mram,
@@ -257,12 +266,6 @@ static void report(uint32_t dpu, uint32_t dpus_used, const int64_t *status) {
       } else {
         snprintf(message, sizeof message, "error code %lld", (long long)code);
       }
-      break;
-    case EDSL_ERR_INDEX:
-      snprintf(message, sizeof message, "%s", EDSL_MESSAGE_INDEX);
-      break;
-    case EDSL_ERR_DEADLOCK:
-      snprintf(message, sizeof message, "%s", EDSL_MESSAGE_DEADLOCK);
       break;
     case EDSL_ERR_POLL:
       snprintf(message, sizeof message, "tl.atomic_poll waits forever: the value is %lld, not %lld",
