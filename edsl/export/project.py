@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .. import templates
+from .. import dtypes, templates
 from ..dpu import abi, sharing, support
 from ..errors import ArgumentError, CompileError, DpuError, EdslError, caller_location, file_of_kernel_site
 from . import printer as P
@@ -105,6 +105,25 @@ def _kernel_params(kernel):
     return fn, list(fn.params)
 
 
+def _as_numpy(name: str, value):
+    """A torch CPU tensor as a NumPy array of its elements (a copy; NumPy's or
+    ml_dtypes' dtype of the same name); any other value as it is."""
+    if not (callable(getattr(value, "data_ptr", None)) and hasattr(value, "element_size")
+            and hasattr(value, "numel")):
+        return value
+    import ctypes
+
+    import numpy as np
+    scalar = next((s for s in dtypes.SCALARS if s.numpy == str(value.dtype).removeprefix("torch.")), None)
+    if scalar is None:
+        raise ArgumentError(f"argument '{name}': tensors of dtype {value.dtype} cannot be exported")
+    if getattr(value.device, "type", "cpu") != "cpu":
+        raise ArgumentError(f"argument '{name}' is on device {value.device}: export takes CPU tensors")
+    t = value.detach().contiguous()
+    raw = (ctypes.c_uint8 * (t.numel() * t.element_size())).from_address(t.data_ptr())
+    return np.frombuffer(raw, dtype=dtypes.numpy_dtype(scalar)).reshape(tuple(t.shape)).copy()
+
+
 def _type_of_value(name: str, value) -> str:
     import numpy as np
     if isinstance(value, np.ndarray) or (hasattr(value, "dtype") and hasattr(value, "shape")
@@ -169,6 +188,7 @@ def resolve_arguments(kernel, signature, constants, sample_args):
                 raise ArgumentError(f"kernel '{fn.__name__}' takes {len(params)} arguments, "
                                     f"{len(sample_args)} sample arguments were given")
             values = {p.name: v for p, v in zip(params, sample_args)}
+        values = {k: _as_numpy(k, v) for k, v in values.items()}
         extra = [k for k in values if k not in names]
         if extra:
             raise ArgumentError(f"sample arguments {extra} are not parameters of kernel '{fn.__name__}'")

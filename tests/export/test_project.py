@@ -544,3 +544,21 @@ def test_printed_names_cannot_clash_with_the_program_around_them():
     from edsl.export.printer import PROGRAM_NAMES
     defined = set(re.findall(r"\bedsl_\w+", (TEMPLATES / "dpu_program.c").read_text()))
     assert defined and defined <= set(PROGRAM_NAMES), defined - set(PROGRAM_NAMES)
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int16"])
+def test_torch_tensors_export_as_sample_arguments(tmp_path, dtype):
+    """A Triton user's arrays are torch CPU tensors: they export as NumPy's (ml_dtypes' for
+    bf16), and the exported run gives the model's outputs."""
+    from export_helpers import export_and_run
+    torch = pytest.importorskip("torch")
+    x = torch.arange(100).to(getattr(torch, dtype))
+    y = torch.full((100,), 3).to(getattr(torch, dtype))
+    out = torch.zeros(100, dtype=getattr(torch, dtype))
+    r = export_and_run(tmp_path / "p", triton_vector_add.add_kernel, (x, y, out, 100), {"BLOCK": 32}, (4,),
+                       dpus=2)
+    assert "out_ptr: OK" in r.stdout
+    like = np.zeros(100, ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
+    np.testing.assert_array_equal(output(tmp_path / "p", "out_ptr", like).astype(np.float64),
+                                  (x + y).double().numpy())
