@@ -34,9 +34,10 @@ from ..errors import ArgumentError
 
 TARGET = GPUTarget("dpu", "upmem", 1)
 # `num_warps` is a GPU option that a DPU has no use for (its tasklets are
-# `num_tasklets`); it is taken as GPUs take it: a power of 2, at most the 32
-# warps of a 1024-thread NVIDIA block (Triton checks the launch against it).
-MAX_NUM_WARPS = 32
+# `num_tasklets`); it is taken as GPUs take it: a power of 2, at most the 1024
+# threads of a GPU block, a warp being one thread here (warp_size 1). Triton
+# checks the launch against it. Only `tl.device_print` reads it (see make_ttir).
+MAX_NUM_WARPS = 1024
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,11 @@ class DpuBackend(BaseBackend):
         passes.common.add_symbol_dce(pm)
         passes.ttir.add_loop_unroll(pm)
         pm.run(mod, "make_ttir")
+        # The threads of a GPU program, as Triton's TTGIR records them: a
+        # scalar `tl.device_print` prints once per thread (convert.debug).
+        b = ir.builder(mod.context)
+        mod.set_attr("ttg.num-warps", b.get_int32_attr(options.num_warps))
+        mod.set_attr("ttg.threads-per-warp", b.get_int32_attr(options.warp_size))
         return mod
 
     @staticmethod
@@ -220,7 +226,7 @@ class DpuBackend(BaseBackend):
         table = counter_table(state["module"])
         obj = build(state["module"], [LAUNCH], f"kernel '{metadata['name']}'")
         header = {key: metadata[key] for key in ("name", "wram_bytes", "asserts", "tasklets",
-                                                  "regions", "sites", "pointer_loads", "stored", "scratch_bytes", "spills")}
+                                                  "regions", "prints", "sites", "pointer_loads", "stored", "scratch_bytes", "spills")}
         header["counters"] = table.to_json() if table is not None else None
         return json.dumps(header).encode() + b"\n" + obj
 

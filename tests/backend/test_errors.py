@@ -190,5 +190,5 @@ def print_kernel(x_ptr, BLOCK: tl.constexpr):
 def test_device_print(capfd):
     print_kernel[(1,)](np.array([5, -6], dtype=np.int32), BLOCK=2)
     out = capfd.readouterr().out
-    assert "pid (0, 0, 0) idx (0)  val: 5\n" in out
-    assert "pid (0, 0, 0) idx (1)  val: -6\n" in out
+    assert "pid (0, 0, 0) idx (0) val: 5\n" in out
+    assert "pid (0, 0, 0) idx (1) val: -6\n" in out

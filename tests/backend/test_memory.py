@@ -157,16 +157,17 @@ def test_bad_argument_types():
 
 
 def test_num_warps_is_taken_as_gpus_take_it():
-    """A GPU option with no meaning on a DPU: any power of 2 up to 32 runs (a
-    GPU kernel's num_warps=32 included); others fail as on Triton's GPU backends."""
+    """A GPU option with no meaning on a DPU: any power of 2 up to the 1024
+    threads of a GPU block runs (warps of one thread); others fail as on
+    Triton's GPU backends."""
     x, out = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
-    for warps in (1, 4, 32):
+    for warps in (1, 4, 32, 128, 1024):
         copy_kernel[(1,)](x, out, 8, BLOCK=8, num_warps=warps)
         np.testing.assert_array_equal(out, x)
     with pytest.raises(AssertionError, match="num_warps must be a power of 2, not 3"):
         copy_kernel[(1,)](x, out, 8, BLOCK=8, num_warps=3)
-    with pytest.raises(triton.runtime.errors.OutOfResources, match="threads, Required: 64, Hardware limit: 32"):
-        copy_kernel[(1,)](x, out, 8, BLOCK=8, num_warps=64)
+    with pytest.raises(triton.runtime.errors.OutOfResources, match="threads, Required: 2048, Hardware limit: 1024"):
+        copy_kernel[(1,)](x, out, 8, BLOCK=8, num_warps=2048)
 
 
 def test_strided_view_is_a_pointer_to_its_first_element():

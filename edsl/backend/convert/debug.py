@@ -1,18 +1,21 @@
 """Debug ops: tt.print (`tl.device_print`) and tt.assert (`tl.device_assert`).
 
-`tl.device_print` prints one line per element through the C library's
-`printf`, as `pid (x, y, z) idx (i, j) <prefix><value>`. A failed
-`tl.device_assert` (compiled only with `debug=True`, as in Triton) records
-the assertion's number and the program id in the tasklet's launch context
-(the runtime's `__dpu_fail`); the host raises a `DpuError` quoting its
-message and line after the launch.
+`tl.device_print` prints through the C library's `printf` the lines Triton
+prints on a GPU: one per element, `pid (x, y, z) idx (i, j)<prefix><value>`
+(Triton's frontend makes the prefix ` name: `), each index padded to the
+width of its dimension's largest, `(operand n) ` before the value when there
+are several operands, and a scalar, or a print of no operand, once per thread
+of the GPU program. A failed `tl.device_assert` (compiled only with
+`debug=True`, as in Triton) records the assertion's number and the program id
+in the tasklet's launch context (the runtime's `__dpu_fail`); the host raises a
+`DpuError` quoting its message and line after the launch.
 """
 from __future__ import annotations
 
 from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
-from .core import Tile, is_float, lowers
+from .core import Tile, is_float, is_ptr, is_tensor, lowers
 from ...dpu.abi import FAIL, Err
 
 SUPPORT_TEXT = """
@@ -34,15 +37,27 @@ def _global_string(conv, text: str) -> ir.Value:
     return llvm.AddressOfOp(llvm.PointerType.get(), name).result
 
 
-def _printf_arg(v: ir.Value, signed: bool) -> tuple[ir.Value, str]:
+def _printf_arg(v: ir.Value, signed: bool, hex: bool, ptr: bool) -> tuple[ir.Value, str]:
+    """`v` as a printf argument (f64 or i64), and its conversion as a GPU's
+    printf has it: `%f`/`%a`, integers `%lld`/`%llu` or zero-padded hex of
+    the type's width, pointers `0x` and their address."""
     t = v.type
     if is_float(t):
         f64 = ir.F64Type.get()
-        return (v if t == f64 else arith.extf(f64, v)), "%f"
+        return (v if t == f64 else arith.extf(f64, v)), "%a" if hex else "%f"
+    if ptr:
+        return v, "0x%llx"
     width = ir.IntegerType(t).width
-    i64 = ir.IntegerType.get_signless(64)
+    i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
+    if width < 32:
+        # A GPU's printf gets an i32, extended as the type's sign says (in
+        # hex, a negative value shows 32 bits).
+        v = arith.extsi(i32, v) if signed and width > 1 else arith.extui(i32, v)
+    if hex:
+        digits = width // 4
+        return (arith.extui(i64, v) if width < 64 else v), f"0x%0{digits}llx" if digits else "0x%llx"
     if width < 64:
-        v = arith.extsi(i64, v) if signed and width > 1 else arith.extui(i64, v)
+        v = arith.extsi(i64, v) if signed else arith.extui(i64, v)
     return v, "%lld" if signed else "%llu"
 
 
@@ -55,32 +70,62 @@ def _printf(conv, fmt: str, values) -> None:
     llvm.call(i32, [llvm.mlir_zero(ptr)], [], [], callee=ir.FlatSymbolRefAttr.get("fflush"))
 
 
+def _gpu_threads(op) -> int:
+    """The threads of one program on a GPU (num_warps * warp size), as the
+    backend records them on the TTIR module; 1 where it does not say."""
+    top = op.operation
+    while top.parent is not None:
+        top = top.parent
+    n = 1
+    for key in ("ttg.num-warps", "ttg.threads-per-warp"):
+        if key in top.attributes:
+            n *= ir.IntegerAttr(top.attributes[key]).value
+    return n
+
+
 @lowers("tt.print")
 def lower_print(conv, op):
-    prefix = ir.StringAttr(op.attributes["prefix"]).value
-    signed_flags = list(ir.DenseI32ArrayAttr(op.attributes["isSigned"])) if "isSigned" in op.attributes else []
     with conv.single():                     # one tasklet prints
-        _print(conv, op, prefix, signed_flags)
+        _print(conv, op)
 
 
-def _print(conv, op, prefix, signed_flags):
+def _print(conv, op):
+    attrs = op.attributes
+    prefix = _global_string(conv, ir.StringAttr(attrs["prefix"]).value)   # (an argument: it may hold '%')
+    hex = "hex" in attrs and ir.BoolAttr(attrs["hex"]).value
+    signed_flags = list(ir.DenseI32ArrayAttr(attrs["isSigned"])) if "isSigned" in attrs else []
     pids = [arith.extsi(ir.IntegerType.get_signless(64), p) for p in conv.program_ids]
+    pid = "pid (%lld, %lld, %lld)"
+
+    def repeated(fmt, values):
+        # A GPU prints a value that is not a tensor once per thread of the
+        # program (each holds it), so it is printed that many times here too.
+        loop = scf.ForOp(conv.index(0), conv.index(_gpu_threads(op)), conv.index(1))
+        with ir.InsertionPoint(loop.body):
+            _printf(conv, fmt, values)
+            scf.yield_([])
+
     if not len(op.operands):
-        _printf(conv, f"pid (%lld, %lld, %lld) {prefix}\n", pids)
+        repeated(f"{pid}%s\n", pids + [prefix])
         return
+    several = len(op.operands) > 1
     for k, operand in enumerate(op.operands):
         value = conv.get(operand)
         signed = bool(signed_flags[k]) if k < len(signed_flags) else True
+        t = operand.type
+        ptr = is_ptr(ir.RankedTensorType(t).element_type if is_tensor(t) else t)
+        tail = f"%s{f'(operand {k}) ' if several else ''}"
         if not isinstance(value, Tile):
-            v, spec = _printf_arg(value, signed)
-            _printf(conv, f"pid (%lld, %lld, %lld) idx () {prefix}{spec}\n", pids + [v])
+            v, spec = _printf_arg(value, signed, hex, ptr)
+            repeated(f"{pid} idx (){tail}{spec}\n", pids + [prefix, v])
             continue
+        # Each index as wide as its dimension's largest (`%3lld` for 128).
+        places = ", ".join(f"%{len(str(max(d - 1, 0)))}lld" for d in value.shape)
 
-        def body(ivs, value=value, signed=signed):
-            v, spec = _printf_arg(value.at(ivs), signed)
+        def body(ivs, value=value, signed=signed, ptr=ptr, tail=tail, places=places):
+            v, spec = _printf_arg(value.at(ivs), signed, hex, ptr)
             idx = [arith.index_cast(ir.IntegerType.get_signless(64), i) for i in ivs]
-            places = ", ".join(["%lld"] * len(ivs))
-            _printf(conv, f"pid (%lld, %lld, %lld) idx ({places}) {prefix}{spec}\n", pids + idx + [v])
+            _printf(conv, f"{pid} idx ({places}){tail}{spec}\n", pids + idx + [prefix, v])
         conv.loop_nest(value.shape, body)
 
 
