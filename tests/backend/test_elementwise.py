@@ -188,9 +188,9 @@ def rint_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def bessel_i0_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+def erfinv_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
-    tl.store(out_ptr + offs, libdevice.cyl_bessel_i0(tl.load(x_ptr + offs)))
+    tl.store(out_ptr + offs, libdevice.erfinv(tl.load(x_ptr + offs)))
 
 
 def test_libdevice_as_imported_by_gpu_kernels():
@@ -200,10 +200,10 @@ def test_libdevice_as_imported_by_gpu_kernels():
     out = np.zeros_like(x)
     rint_kernel[(1,)](x, out, BLOCK=8)
     np.testing.assert_array_equal(out, np.rint(x))
-    with pytest.raises(CompileError, match="extern function '__nv_cyl_bessel_i0f' is not supported") as err:
-        bessel_i0_kernel[(1,)](x, out, BLOCK=8)
+    with pytest.raises(CompileError, match="extern function '__nv_erfinvf' is not supported") as err:
+        erfinv_kernel[(1,)](x, out, BLOCK=8)
     assert err.value.loc.filename == __file__
-    assert err.value.loc.lineno == bessel_i0_kernel.fn.__code__.co_firstlineno + 3
+    assert err.value.loc.lineno == erfinv_kernel.fn.__code__.co_firstlineno + 3
 
 
 @triton.jit

@@ -13,6 +13,7 @@ from mlir.dialects import arith, func, math
 from ... import dtypes
 from ...lowering.floats import SATURATE_ATTR
 from ...lowering.libdevice import lowering_for
+from .bessel import BESSEL_I, bessel_i
 from .core import (LaneRange, RowForm, Tile, and_valid, const_int, is_float, is_ptr, is_tensor, lowers,
                    scalar_type, store_elem)
 
@@ -372,13 +373,36 @@ def _map_nary(conv, op, fn, extra_cost=1):
                           cost=cost), op)
 
 
+def _lower_bessel_i(conv, op, symbol: str, base: str, elem: ir.Type) -> None:
+    """libdevice's I0 or I1 on f32 or f64: a call of the module's f64
+    function. f32 is computed in f64 too: in f32 the series' cancellation
+    near x = 8 costs up to 20 ulps; from f64 the rounded result is within an
+    ulp."""
+    f32, f64 = ir.F32Type.get(), ir.F64Type.get()
+    if elem not in (f32, f64):
+        raise conv.error(op, f"extern function '{symbol}' is supported for float32 and float64 "
+                             f"only (got {elem})")
+    callee = bessel_i(conv, base)
+
+    def call(x):
+        if elem == f64:
+            return func.CallOp([f64], callee, [x]).result
+        return arith.truncf(f32, func.CallOp([f64], callee, [arith.extf(f64, x)]).result)
+    _map_nary(conv, op, call, 1 + 16)
+
+
 @lowers("tt.extern_elementwise")
 def lower_extern_elementwise(conv, op):
     """A `tl.extra.libdevice` function (the dpu backend maps that module to
     Triton's CUDA one, whose functions call `__nv_<name>`) that is one of
-    libm's: the MLIR op computing it, as `tl.math` functions are lowered."""
+    libm's: the MLIR op computing it, as `tl.math` functions are lowered; the
+    Bessel functions I0 and I1: a call of a function the module defines."""
     symbol = ir.StringAttr(op.attributes["symbol"]).value
     elem = _elem(op.results[0].type)
+    base = symbol.removeprefix("__nv_").removesuffix("f")
+    if base in BESSEL_I and symbol.startswith("__nv_"):
+        _lower_bessel_i(conv, op, symbol, base, elem)
+        return
     kind, name = lowering_for(symbol) or (None, None)
     if kind == "math":
         _map_nary(conv, op, lambda *xs: _emit(name, list(xs), [elem], loc=op.location)[0],
@@ -405,7 +429,8 @@ def lower_extern_elementwise(conv, op):
     else:
         raise conv.error(op, f"extern function '{symbol}' is not supported by the DPU backend "
                              "(of libdevice: the C math library's functions, clz, popc, the "
-                             "isinf/isnan/isfinite tests and the Bessel functions j0, j1, y0, y1)")
+                             "isinf/isnan/isfinite tests and the Bessel functions j0, j1, y0, y1, "
+                             "cyl_bessel_i0, cyl_bessel_i1)")
 
 
 @lowers("tt.precise_divf")
