@@ -11,7 +11,9 @@ Python bindings and writes one C function per `llvm.func`:
 - one C statement per op; every SSA value is a variable declared at the top of
   its function; constants are printed inline (floats as exact hex literals);
 - integers are unsigned `uintN_t` (wrapping, as LLVM's), signed ops cast to
-  `intN_t`; `i1` is `bool`; LLVM struct types become C structs (arrays
+  `intN_t`; `i1` is `bool`; an integer of 2 to 7 bits (the i4 nibble of an
+  e2m1 value) is a `uint8_t` zero above its width, which only `llvm.trunc`
+  makes and `llvm.zext` reads; LLVM struct types become C structs (arrays
   wrapped in a struct so that they can be values); `!llvm.ptr` is a WRAM
   `void *`, `!llvm.ptr<255>` a `__mram_ptr void *`;
 - `llvm.alloca` of a constant size becomes a static WRAM buffer (one per
@@ -194,6 +196,8 @@ class Printer:
                 return "bool"
             if w in (8, 16, 32, 64):
                 return f"uint{w}_t"
+            if w < 8:
+                return "uint8_t"
             raise _err(op, f"integer type {t} has no C type")
         if isinstance(t, ir.F32Type):
             return "float"
@@ -487,6 +491,8 @@ class _FunctionPrinter:
             self.emit(f"/* {loc} */")
         if name == "llvm.mlir.constant":
             return
+        if _narrow_unsupported(o):
+            raise _err(o, f"integers narrower than a byte are not supported by '{name}' in the C printer")
         handler = _OPS.get(name)
         if handler is None:
             if name.startswith("llvm.intr."):
@@ -628,12 +634,25 @@ def _select(fp, op):
     fp.emit(f"{fp.result(op)} = {fp.v(c)} ? {fp.v(a)} : {fp.v(b)};")
 
 
+def _narrow_unsupported(o) -> bool:
+    """Whether `o` has an integer of 2 to 7 bits it cannot print: only
+    llvm.trunc makes one (masked), only llvm.zext to a byte or more reads one
+    (the byte that holds it is zero above its width: a cast)."""
+    def narrow(values):
+        return any(isinstance(v.type, ir.IntegerType) and 1 < v.type.width < 8 for v in values)
+    if o.name == "llvm.trunc":
+        return False
+    return narrow(o.results) or (o.name != "llvm.zext" and narrow(o.operands))
+
+
 def _trunc(fp, op):
     a = op.operation.operands[0]
     t = op.operation.results[0].type
     r = fp.result(op)
     if t.width == 1:
         fp.emit(f"{r} = ({fp.v(a)} & 1u) != 0;")
+    elif t.width < 8:
+        fp.emit(f"{r} = (uint8_t)({fp.v(a)} & {(1 << t.width) - 1}u);")
     else:
         fp.emit(f"{r} = (uint{t.width}_t){fp.v(a)};")
 

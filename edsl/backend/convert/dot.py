@@ -308,9 +308,9 @@ def lower_dot_scaled(conv, op):
     (TritonGPU's DecomposeScaledBlocked): each operand is decoded into the
     compute type (f16 if either operand is fp16, else bf16: e2m1 unpacked two
     values a byte, low nibble first, along K or, without k-packing, the other
-    dimension; fp8, bf16 and fp16 converted), multiplied by its e8m0 scale
-    (2**(s - 127), as that type: one per `K / scale columns` values of K; 255
-    gives NaN unless fastMath), then an ordinary dot into the f32 accumulator."""
+    dimension; fp8, bf16 and fp16 converted), multiplied by its scale (one
+    per `K / scale columns` values of K: 32 for mxfp, 16 for nvfp4; see
+    `_scale_factor`), then an ordinary dot into the f32 accumulator."""
     sizes = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
     a, b, c, *scales = op.operands
     a_scale = scales[0] if sizes[3] else None
@@ -334,7 +334,7 @@ def _scaled_operand(conv, src, scale, fmt, k_pack, compute, side, fast, shape):
     rank = len(shape)
     k_axis = rank - 1 if side == 0 else rank - 2
     packed = (k_axis if k_pack else (rank - 2 if side == 0 else rank - 1)) if fmt == "e2m1" else None
-    i8, i32 = ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(32)
+    i8 = ir.IntegerType.get_signless(8)
     factor = shape[k_axis] // scale.shape[-1] if scale is not None else 1
 
     def value(ivs):
@@ -353,16 +353,27 @@ def _scaled_operand(conv, src, scale, fmt, k_pack, compute, side, fast, shape):
         # The scale is indexed as if it were the lhs' (rows of N for the rhs).
         other = ivs[-2] if side == 0 else ivs[-1]
         s = scale.at(ivs[:-2] + [other, arith.divui(ivs[k_axis], conv.index(factor))])
-        if isinstance(compute, ir.BF16Type):
-            i16 = ir.IntegerType.get_signless(16)
-            s16 = arith.bitcast(compute, arith.shli(arith.extui(i16, s), arith.constant(i16, 7)))
-        else:
-            f32 = arith.bitcast(ir.F32Type.get(), arith.shli(arith.extui(i32, s), arith.constant(i32, 23)))
-            s16 = arith.truncf(compute, f32)
-        out = arith.mulf(v, s16)
-        if fast:
+        out = arith.mulf(v, _scale_factor(s, compute))
+        if fast or is_float(s.type):
             return out
         nan = arith.constant(compute, float("nan"))
         return arith.select(arith.cmpi(arith.CmpIPredicate.eq, s, arith.constant(i8, -1)), nan, out)
     cost = 6 + src.cost + (scale.cost if scale is not None else 0)
     return Tile(tuple(shape), compute, fn=element, cost=cost)
+
+
+def _scale_factor(s, compute):
+    """A dot_scaled scale as a `compute` value, decoded by its element type
+    as DecomposeScaledBlocked::scaleTo16 does. A float scale (nvfp4's fp8
+    e4m3) is its own value, converted exactly; its NaN needs no mask, the
+    product is NaN. A byte is e8m0, 2**(s - 127): the byte shifted into the
+    exponent field of a bf16, or of an f32 rounded to f16 (0 gives 0 either
+    way; the caller masks 255, NaN)."""
+    if is_float(s.type):
+        return convert_float(s, compute)
+    if isinstance(compute, ir.BF16Type):
+        i16 = ir.IntegerType.get_signless(16)
+        return arith.bitcast(compute, arith.shli(arith.extui(i16, s), arith.constant(i16, 7)))
+    i32 = ir.IntegerType.get_signless(32)
+    f32 = arith.bitcast(ir.F32Type.get(), arith.shli(arith.extui(i32, s), arith.constant(i32, 23)))
+    return arith.truncf(compute, f32)
