@@ -25,6 +25,9 @@
   old value is unused merge, any other sharing across DPUs is a DpuError).
   The report counts the arrays as broadcast to each DPU used and read back
   from each.
+- Ranks (64 DPUs): with Ray initialised, the ranks of a launch on several
+  run as Ray tasks (edsl.backend.ranks), each on the MRAM image rebuilt at
+  the same addresses; the results merge here as above.
 - Tasklets: a kernel is compiled for `num_tasklets` (1..24) and every tasklet
   of a DPU runs it, sharing out the tile loops and meeting at barriers, each
   on its own launch context (edsl.dpu.runtime.Launch).
@@ -40,18 +43,17 @@ returns the most recent launch's.
 from __future__ import annotations
 
 import ctypes
-import functools
-import os
 
 import numpy as np
 
 from .. import dtypes
-from ..dpu.abi import (DMA_ALIGN, ENTRY, LAUNCH, MRAM_BYTES, SHARING_ADVICE, WRAM_MEMREF, Ctx, align_up,
-                       lowered_entry_types)
+from ..dpu.abi import DMA_ALIGN, MRAM_BYTES, SHARING_ADVICE, align_up
 from ..dpu.runtime import Launch, LaunchReport, Program
-from ..dpu.sharing import Gather, SharingError, apart
+from ..dpu.sharing import SharingError
 from ..dpu.timing import clock_hz, estimate, launch_estimate
 from ..errors import ArgumentError, DpuError
+from . import ranks
+from .dpu_run import DpuJob, dpu_runner, dpu_workers, run_apart
 
 _LAST: list = [None]
 
@@ -158,6 +160,7 @@ class Mram:
                            "of a DPU")
         self.data_bytes = sum(hi - lo for lo, hi, _, _ in layout)
         self.direct = direct
+        self.scratch_bytes = scratch
         # (host lo, host hi, MRAM address of lo, copied?, writable)
         self.regions = []
         self._buffers = []
@@ -247,102 +250,6 @@ def _mram_for(memories: list[Memory], direct: bool, scratch: int) -> Mram:
     return mram
 
 
-def _entry_args(entry: str, **values) -> list:
-    """The ctypes values of the arguments `abi.ENTRY[entry]` lists, each given
-    by name: an int for i32, an address for a pointer, (address, bytes) for
-    the WRAM memref (its descriptor's five fields)."""
-    out = []
-    for arg in ENTRY[entry]:
-        v = values[arg.name]
-        if arg.type == WRAM_MEMREF:
-            buffer, nbytes = v
-            out += [ctypes.c_void_p(buffer), ctypes.c_void_p(buffer), ctypes.c_int64(0),
-                    ctypes.c_int64(nbytes), ctypes.c_int64(1)]
-        else:
-            out.append(ctypes.c_int32(v) if arg.type == "i32" else ctypes.c_void_p(v))
-    assert len(out) == len(lowered_entry_types(entry))
-    return out
-
-
-def dpu_workers() -> int:
-    """The host threads a launch's DPUs may run on at once (each with its own
-    WRAM): EDSL_DPU_WORKERS, else the machine's cores."""
-    value = os.environ.get("EDSL_DPU_WORKERS", "")
-    if value:
-        if not value.isdigit() or int(value) < 1:
-            raise ArgumentError(f"EDSL_DPU_WORKERS must be a positive integer, not {value!r}")
-        return int(value)
-    return os.cpu_count() or 1
-
-
-_EXECUTOR: list = []
-
-
-def _in_parallel(jobs: list, run: Launch) -> None:
-    """Run `jobs` (callables) on host threads at once; Ctrl-C stops the launch."""
-    import concurrent.futures
-    if not _EXECUTOR or _EXECUTOR[0]._max_workers < len(jobs):
-        _EXECUTOR[:] = [concurrent.futures.ThreadPoolExecutor(max(len(jobs), os.cpu_count() or 1),
-                                                              thread_name_prefix="edsl dpu")]
-    futures = [_EXECUTOR[0].submit(job) for job in jobs]
-    try:
-        concurrent.futures.wait(futures)
-    except KeyboardInterrupt:
-        run.interrupt()
-        concurrent.futures.wait(futures, timeout=1.0)
-        raise
-    for f in futures:
-        f.result()
-
-
-def _run_apart(run: Launch, dpus, mram: Mram, once: bool, threads: int, wram_bytes: int,
-               written: list[Memory] | None) -> SharingError | None:
-    """Run the DPUs of a launch each on the arrays as transferred
-    (edsl.dpu.sharing), and write the gathered results into them; or leave
-    them as they were and return why the DPUs' results do not merge. A DPU
-    that fails stops the launch (its error is in its contexts).
-
-    First all DPUs run in one pass on the arrays, on `threads` host threads
-    at once (each with a WRAM of `wram_bytes`): where they kept apart
-    (`sharing.apart`), that is what each on its own MRAM gives (errors
-    included), whatever ran when. Otherwise (and for a kernel that must run `once`, as one that
-    prints) the DPUs run one by one, each on the arrays restored. `written`:
-    the arrays the kernel may write, when known (only those are restored)."""
-    def write(address: int, data: bytes) -> None:
-        ctypes.memmove(address, data, len(data))
-    gather = Gather(mram.array_spans(written), ctypes.string_at, write)
-    run.keep_logs()
-    run.ctx[..., Ctx.WATCH_LO] = min((lo for lo, _ in gather.spans), default=0)
-    run.ctx[..., Ctx.WATCH_HI] = max((hi for _, hi in gather.spans), default=0)
-    if not once:
-        workers = min(threads, run.dpus)
-        if workers == 1:
-            dpus(0, run.dpus)
-        else:
-            chunk = -(-run.dpus // workers)
-            buffers = [np.zeros(wram_bytes + 8, dtype=np.uint8) for _ in range(workers)]
-            _in_parallel([functools.partial(dpus, lo, min(lo + chunk, run.dpus), b)
-                          for lo, b in zip(range(0, run.dpus, chunk), buffers)], run)
-        if apart([run.take_log(dpu) for dpu in range(run.dpus)], word=DMA_ALIGN if workers > 1 else 1):
-            if run.ctx[..., Ctx.ERROR].any():
-                gather.restore()                 # (nothing half-written)
-            return None
-        gather.restore()
-        run.clear()
-    for dpu in range(run.dpus):
-        dpus(dpu, dpu + 1)
-        gather.take(dpu, run.take_log(dpu))
-        if run.ctx[dpu, :, Ctx.ERROR].any():
-            return None
-    if not gather.restored():
-        raise AssertionError("the DPU model wrote MRAM without logging it (edsl.dpu.sharing)")
-    try:
-        gather.merge()
-    except SharingError as err:
-        return err
-    return None
-
-
 def _sharing_error(err: SharingError, kernel: str, mram: Mram, memories: list[Memory], sites) -> DpuError:
     """A DpuError naming the array, the element, the two DPUs and their lines."""
     host = mram.host_address(err.address)
@@ -380,12 +287,35 @@ def check_grid(grid) -> tuple[int, int, int]:
 def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
            num_tasklets: int) -> LaunchReport:
     """Run every program instance of `grid` on the DPU model."""
-    gx, gy, gz = check_grid(grid)
-    total = gx * gy * gz
+    grid = check_grid(grid)
+    total = grid[0] * grid[1] * grid[2]
     tasklets = int(meta.get("tasklets", 1))
     if tasklets != num_tasklets:
         raise DpuError(f"kernel '{meta['name']}' was compiled for {tasklets} tasklets, "
                        f"not {num_tasklets}")
+    memories, mram, values = _arguments(meta, signature, args)
+    dpus_used = min(num_dpus, total)
+    report = LaunchReport(kernel=meta["name"], grid=grid, num_dpus=num_dpus,
+                          dpus_used=dpus_used, num_tasklets=num_tasklets,
+                          tasklets_used=num_tasklets if total else 0,
+                          programs=total, wram_bytes=meta["wram_bytes"],
+                          spilled_tiles=list(meta.get("spills", ())), spill_bytes=mram.scratch_bytes)
+    if total == 0:
+        if program.counters is not None:
+            report.timing = estimate([], (), clock_hz())
+    else:
+        job = _job(program, meta, grid, num_dpus, dpus_used, values, memories, mram)
+        run, shared = _run(program, job, mram)
+        _raise_errors(program, meta, run, shared, mram, memories)
+        _fill_report(report, program, meta, run, mram, memories)
+    _LAST[0] = report
+    return report
+
+
+def _arguments(meta: dict, signature, args) -> tuple[dict[int, Memory], Mram, list]:
+    """The pointer arguments' memories (by argument number), the launch's
+    MRAM image of them, and every argument's ctypes value (pointers as MRAM
+    addresses)."""
     memories = {i: Memory(v, name) for i, ((name, ty), v) in enumerate(zip(signature, args))
                 if ty.startswith("*")}
     # Pointers the kernel stores through (None: not known at compile time;
@@ -395,63 +325,58 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
         if not m.writable and stored is not None and i in stored:
             raise ArgumentError(f"argument '{m.name}' is a read-only array, and kernel "
                                 f"'{meta['name']}' stores through it: pass a writable array")
-    scratch = int(meta.get("scratch_bytes", 0))
-    mram = _mram_for(list(memories.values()), not meta.get("regions", False), scratch)
+    mram = _mram_for(list(memories.values()), not meta.get("regions", False),
+                     int(meta.get("scratch_bytes", 0)))
     values = []
     for i, ((name, ty), v) in enumerate(zip(signature, args)):
         values.append(ctypes.c_int64(mram.address(memories[i].ptr)) if i in memories
                       else _scalar(ty, v, name))
-    dpus_used = min(num_dpus, total)
-    report = LaunchReport(kernel=meta["name"], grid=(gx, gy, gz), num_dpus=num_dpus,
-                          dpus_used=dpus_used, num_tasklets=num_tasklets,
-                          tasklets_used=num_tasklets if total else 0,
-                          programs=total, wram_bytes=meta["wram_bytes"],
-                          spilled_tiles=list(meta.get("spills", ())), spill_bytes=scratch)
-    if total == 0:
-        if program.counters is not None:
-            report.timing = estimate([], (), clock_hz())
-        _LAST[0] = report
-        return report
-    # A DPU's WRAM: the kernel's buffers and staging buffers (the DPUs run in
-    # turn, so one host buffer serves them all).
-    wram_bytes = max(8, int(meta["wram_bytes"]))
-    wram = np.zeros(wram_bytes + 8, dtype=np.uint8)
-    table = program.counters
-    run = Launch(dpus_used, tasklets, mram.table, counters=table.counters if table else 0)
-    run.ctx[..., Ctx.SCRATCH] = mram.scratch
-    launch_args = dict(grid_x=gx, grid_y=gy, grid_z=gz, step=num_dpus, ctx=run.address())
+    return memories, mram, values
 
-    def dpus(first: int, end: int, wram_buffer: np.ndarray = wram) -> None:
-        # Every tasklet runs DPUs first..end-1 in turn (the same programs in the
-        # same order, so their barriers meet; each program ends with a barrier
-        # where the next one's accesses could race this one's). The entry
-        # enters and exits each DPU's context itself.
-        # The tasklets' arguments differ only in the last one, `tid` (`call`
-        # and `tids` hold the values the arrays point to).
-        assert ENTRY[LAUNCH][-1].name == "tid"
-        call = values + _entry_args(LAUNCH, first_dpu=first, end_dpu=end, tid=0,
-                                    wram=(align_up(wram_buffer.ctypes.data), wram_bytes), **launch_args)
-        common = [ctypes.addressof(v) for v in call[:-1]]
-        tids = [ctypes.c_int32(tid) for tid in range(tasklets)]
-        arrays = [(ctypes.c_void_p * len(call))(*common, ctypes.addressof(t)) for t in tids]
-        run.run_entry(program, LAUNCH, arrays, [run.address(first, tid) for tid in range(tasklets)],
-                      dpus=range(first, end), keep_alive=(call, tids, wram_buffer, mram))
+
+def _job(program: Program, meta: dict, grid, num_dpus: int, dpus_used: int, values: list,
+         memories: dict[int, Memory], mram: Mram) -> DpuJob:
+    """What running the launch's DPUs needs, its MRAM image laid out."""
+    threads = 1
+    if dpus_used > 1 and not (meta.get("prints") or mram.scratch_bytes or meta.get("regions")):
+        # One thread for DPUs that share more than the arrays: a kernel that
+        # prints, keeps tiles in the (one) MRAM scratch, or calls EDSL
+        # functions (their WRAM buffers are the program's globals).
+        threads = dpu_workers()
+    stored = meta.get("stored")
+    written = None if stored is None else [memories[i] for i in stored if i in memories]
+    return DpuJob(grid=grid, step=num_dpus, dpus=dpus_used, tasklets=int(meta.get("tasklets", 1)),
+                  values=values, table=mram.table, scratch=mram.scratch,
+                  spans=mram.array_spans(written), wram_bytes=max(8, int(meta["wram_bytes"])),
+                  threads=threads, once=bool(meta.get("prints")),
+                  counters=program.counters.counters if program.counters is not None else 0)
+
+
+def _run(program: Program, job: DpuJob, mram: Mram) -> tuple[Launch, SharingError | None]:
+    """Run the launch's DPUs, here or (its ranks) as Ray tasks
+    (edsl.backend.ranks): their contexts, and why their results do not merge
+    (None: the arrays hold the results, or were left as they were on an error)."""
+    run = job.contexts()
     shared = None
     mram.copy_in()
     try:
-        if dpus_used == 1:
-            dpus(0, 1)
+        if job.dpus == 1:
+            dpu_runner(program, job, run, mram)(0, 1)
+        elif ranks.on_ray(job):
+            shared = ranks.run_ranks(program, job, run)
         else:
-            # One thread for DPUs that share more than the arrays: a kernel that
-            # prints, keeps tiles in the (one) MRAM scratch, or calls EDSL
-            # functions (their WRAM buffers are the program's globals).
-            workers = 1 if meta.get("prints") or scratch or meta.get("regions") else dpu_workers()
-            written = None if stored is None else [memories[i] for i in stored if i in memories]
-            shared = _run_apart(run, dpus, mram, bool(meta.get("prints")), workers, wram_bytes, written)
+            shared = run_apart(program, job, run, mram)
     finally:
         run.free_logs()
         mram.copy_out()
-    if stored is None:
+    return run, shared
+
+
+def _raise_errors(program: Program, meta: dict, run: Launch, shared: SharingError | None, mram: Mram,
+                  memories: dict[int, Memory]) -> None:
+    """The launch's error, if it had one: stores into read-only arrays, a
+    DPU's error, sharing across DPUs."""
+    if meta.get("stored") is None:
         for lo, hi in mram.changed_read_only():
             names = ", ".join(f"'{m.name}'" for m in memories.values() if lo <= m.lo < hi)
             raise ArgumentError(f"kernel '{meta['name']}' stored into read-only array argument "
@@ -459,16 +384,21 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
     run.raise_error(f"kernel '{meta['name']}'", program.sites, meta.get("asserts", ()))
     if shared is not None:
         raise _sharing_error(shared, meta["name"], mram, list(memories.values()), program.sites)
+
+
+def _fill_report(report: LaunchReport, program: Program, meta: dict, run: Launch, mram: Mram,
+                 memories: dict[int, Memory]) -> None:
+    """What the DPUs did: DMA, programs per DPU, host<->MRAM bytes, timing."""
     for k, v in run.totals().items():
         setattr(report, k, v)
     report.per_tasklet_dma = run.per_tasklet_dma()
-    report.per_dpu_programs = [len(range(dpu, total, num_dpus)) for dpu in range(dpus_used)]
-    report.host_to_mram_bytes = mram.data_bytes * dpus_used
-    report.mram_to_host_bytes = mram.data_bytes * dpus_used
+    report.per_dpu_programs = [len(range(dpu, report.programs, report.num_dpus)) for dpu in range(run.dpus)]
+    report.host_to_mram_bytes = mram.data_bytes * run.dpus
+    report.mram_to_host_bytes = mram.data_bytes * run.dpus
+    table = program.counters
     if table is not None:
         # Inputs: every array; outputs: those the kernel stores through.
+        stored = meta.get("stored")
         out = [m for i, m in memories.items() if (i in stored if stored is not None else m.writable)]
         report.timing = launch_estimate(table, run.counters, run.ctx, sum(m.nbytes for m in memories.values()),
                                         sum(m.nbytes for m in out))
-    _LAST[0] = report
-    return report

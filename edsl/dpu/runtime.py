@@ -191,6 +191,7 @@ class Program:
     def __init__(self, obj: bytes, name: str, sites: Mapping[int, SourceLoc] | None = None,
                  counters: CounterTable | None = None):
         self.name = name
+        self.obj = obj                # (what a process that runs the program elsewhere loads)
         self.sites = dict(sites or {})
         self.counters = counters      # what its executed-block counters count, if it has them
         self._object = jit.ObjectProgram(obj, name)
@@ -240,12 +241,18 @@ def _ctx_key() -> int:
 
 class Launch:
     """The contexts of one launch: `dpus` x `tasklets` tasklet contexts and a
-    shared state per DPU, over the MRAM regions `regions` ([lo, hi) pairs)."""
+    shared state per DPU, over the MRAM regions `regions` ([lo, hi) pairs).
+    `first`: the number of its first DPU, for the DPUs first .. first + dpus - 1
+    of a larger launch (a rank run in another process, edsl.backend.ranks);
+    methods take DPU numbers, and `address()` is where DPU 0's row would be."""
 
-    def __init__(self, dpus: int, tasklets: int, regions, counters: int = 0):
+    # The slots a tasklet's run fills (DMA counts, its first error).
+    RESULTS = (*range(Ctx.READS, Ctx.ERR_DIR + 1), *range(Ctx.SPILL_READS, Ctx.SPILL_WRITE_BYTES + 1))
+
+    def __init__(self, dpus: int, tasklets: int, regions, counters: int = 0, first: int = 0):
         if not 1 <= tasklets <= MAX_TASKLETS:
             raise DpuError(f"a DPU runs 1 to {MAX_TASKLETS} tasklets, not {tasklets}")
-        self.dpus, self.tasklets = dpus, tasklets
+        self.dpus, self.tasklets, self.first = dpus, tasklets, first
         self.regions = np.ascontiguousarray(np.asarray(regions, dtype=np.int64).reshape(-1))
         self.state = np.zeros((dpus, DPU_SLOTS), dtype=np.int64)
         self.state[:, Dpu.TASKLETS] = tasklets
@@ -258,7 +265,7 @@ class Launch:
         c[..., Ctx.TID] = np.arange(tasklets)[None, :]
         c[..., Ctx.NTASKLETS] = tasklets
         c[..., Ctx.DPU] = (self.state.ctypes.data + np.arange(dpus) * DPU_SLOTS * 8)[:, None]
-        c[..., Ctx.DPU_ID] = np.arange(dpus)[:, None]
+        c[..., Ctx.DPU_ID] = first + np.arange(dpus)[:, None]
         # Each tasklet's counters on 64-byte cache lines of their own.
         row = align_up(counters, 8)
         flat = np.zeros(dpus * tasklets * row + 8, dtype=np.int64)
@@ -281,8 +288,7 @@ class Launch:
 
     def clear(self) -> None:
         """Forget what the tasklets did (counts, errors, logs, barriers) to run again."""
-        for slot in (*range(Ctx.READS, Ctx.ERR_DIR + 1), *range(Ctx.SPILL_READS, Ctx.SPILL_WRITE_BYTES + 1),
-                     Ctx.LOG_LEN):
+        for slot in (*self.RESULTS, Ctx.LOG_LEN):
             self.ctx[..., slot] = 0
         for slot in (Dpu.COUNT, Dpu.GENERATION, Dpu.FAILED, Dpu.WAIT_SITE):
             self.state[:, slot] = 0
@@ -291,7 +297,7 @@ class Launch:
     def take_log(self, dpu: int) -> np.ndarray:
         """The entries (rows of LOG_ENTRY i64) the tasklets of `dpu` logged; its logs are emptied."""
         rows = []
-        for c in self.ctx[dpu]:
+        for c in self.ctx[dpu - self.first]:
             n = int(c[Ctx.LOG_LEN])
             if n:
                 rows.append(np.frombuffer(ctypes.string_at(int(c[Ctx.LOG]), n * LOG_ENTRY * 8),
@@ -307,7 +313,11 @@ class Launch:
             c[Ctx.LOG] = c[Ctx.LOG_CAP] = c[Ctx.LOG_LEN] = 0
 
     def address(self, dpu: int = 0, tid: int = 0) -> int:
-        return self.ctx.ctypes.data + (dpu * self.tasklets + tid) * CTX_SLOTS * 8
+        return self.ctx.ctypes.data + ((dpu - self.first) * self.tasklets + tid) * CTX_SLOTS * 8
+
+    def failed(self, dpu: int) -> bool:
+        """Whether a tasklet of DPU `dpu` recorded an error."""
+        return bool(self.ctx[dpu - self.first, :, Ctx.ERROR].any())
 
     def interrupt(self) -> None:
         """Stop every DPU: barriers and transfers give up."""
@@ -330,7 +340,7 @@ class Launch:
         DPUs the entry runs (all by default; launches of disjoint ones may
         run at once on several threads). `keep_alive`: what else the
         tasklets use (their WRAM), kept with a tasklet Ctrl-C leaves behind."""
-        rows = slice(None) if dpus is None else slice(dpus.start, dpus.stop)
+        rows = slice(None) if dpus is None else slice(dpus.start - self.first, dpus.stop - self.first)
         if not support.coroutines():
             packed = program.entry(entry)
 

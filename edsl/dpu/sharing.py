@@ -133,15 +133,21 @@ class Gather:
     def take(self, dpu: int, log: np.ndarray) -> None:
         """After DPU `dpu` ran (its access log `log`): keep the bytes it wrote,
         and restore them as transferred."""
-        log = log.reshape(-1, LOG_ENTRY)
-        self.reads.append((dpu, log[(log[:, 0] & ACCESS_MASK) == Access.READ]))
-        claims = _coalesced(_claims(log))
+        claims, reads = uses(log)
         finals = [self.read(lo, hi - lo) for _, lo, hi, _ in claims.tolist()]
         for _, lo, hi, _ in claims.tolist():
             before = self._pristine(lo, hi)
             if before is not None:
                 self.write(lo, before)
+        self.add(dpu, claims, finals, reads)
+
+    def add(self, dpu: int, claims: np.ndarray, finals: list[bytes], reads: np.ndarray) -> None:
+        """DPU `dpu`'s result as `take` keeps it: its writes (coalesced log
+        rows) with their final bytes, and its reads (log rows); `take` on
+        another copy of the arrays gives them for a DPU run elsewhere
+        (edsl.backend.ranks)."""
         self.claims.append((dpu, claims, finals))
+        self.reads.append((dpu, reads))
 
     def restore(self) -> None:
         """Put every array back as transferred."""
@@ -290,6 +296,13 @@ class _Merge:
                     writer = self._use(p, second=self.owner[p] == dpu)
                     raise SharingError(self.address(p), writer, Use(dpu, kind, site), "read")
                 j += 1
+
+
+def uses(log: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A DPU's access log as `Gather` keeps it: the rows that write
+    (coalesced) and those that read."""
+    log = log.reshape(-1, LOG_ENTRY)
+    return _coalesced(_claims(log)), log[(log[:, 0] & ACCESS_MASK) == Access.READ]
 
 
 def apart(logs: list[np.ndarray], word: int = 1) -> bool:
