@@ -36,7 +36,11 @@ MODES = {
     # mode -> (variables set, variables removed)
     "dpu": ({"TRITON_DEFAULT_BACKEND": "dpu"}, ("TRITON_INTERPRET",)),
     "interpreter": ({"TRITON_INTERPRET": "1"}, ("TRITON_DEFAULT_BACKEND",)),
+    # dpu, and every launch also exported and run against the SDK stand-ins
+    # (the pytest plugin conformance/export_each_launch.py)
+    "dpu-export": ({"TRITON_DEFAULT_BACKEND": "dpu"}, ("TRITON_INTERPRET",)),
 }
+EXPORT_PLUGIN = Path(__file__).resolve().parent / "conformance" / "export_each_launch.py"
 PASSING = ("passed", "xpassed")
 # Outcomes, in the order the tables print them.
 OUTCOMES = ("passed", "failed", "error", "timeout", "crashed", "skipped", "xfailed", "xpassed", "missing")
@@ -79,6 +83,10 @@ def environment(mode: str, scratch: Path) -> dict:
     env["TRITON_CACHE_DIR"] = str(scratch / "triton-cache")
     env["EDSL_CACHE_DIR"] = str(scratch / "edsl-cache")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if mode == "dpu-export":
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(EXPORT_PLUGIN.parent), env.get("PYTHONPATH")]))
+        env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} -p {EXPORT_PLUGIN.stem}".strip()
+        env["TMPDIR"] = str(scratch)
     return env
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -162,3 +163,51 @@ def test_a_stopped_run_leaves_no_pytest_behind(folder, tmp_path):
         time.sleep(0.2)
     os.kill(pid, signal.SIGKILL)
     pytest.fail("the pytest process outlived its runner")
+
+
+EXPORT_TESTS = """
+import numpy as np
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
+
+
+@triton.jit
+def show(x_ptr):
+    tl.device_print("x", tl.load(x_ptr))
+
+
+def test_exported():
+    x, y = np.arange(100, dtype=np.float32), np.ones(100, np.float32)
+    out = np.zeros_like(x)
+    add[(4,)](x, y, out, 100, BLOCK=32, num_dpus=2)
+    np.testing.assert_array_equal(out, x + y)
+
+
+def test_not_exportable():
+    show[(1,)](np.ones(1, np.float32))
+"""
+
+
+@pytest.mark.skipif(not (shutil.which("make") and (shutil.which("cc") or shutil.which("gcc"))),
+                    reason="needs make and a C compiler")
+def test_export_mode_exports_builds_and_runs_every_launch(tmp_path):
+    """--mode dpu-export: a launch the export writes, builds and runs with the
+    model's outputs passes; one it refuses (a kernel that prints) fails the case."""
+    folder = tmp_path / "tests"
+    folder.mkdir()
+    (folder / "conftest.py").write_text(CONFTEST)
+    (folder / "test_core.py").write_text(textwrap.dedent(EXPORT_TESTS))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    ids = conformance.collect(folder, "dpu-export", None, scratch)
+    cases = conformance.run_cases(folder, "dpu-export", ids, timeout=300, stall_s=None, scratch=scratch).cases
+    assert cases["test_core.py::test_exported"]["outcome"] == "passed", cases["test_core.py::test_exported"]
+    refused = cases["test_core.py::test_not_exportable"]
+    assert refused["outcome"] == "failed" and "stdio" in refused["error"], refused

@@ -46,6 +46,10 @@ TYPES = {
     # 16-bit float type, and the program converts them as the model does
     # (edsl.lowering.floats: integer code, round to nearest even).
     "fp16": ("uint16_t", "float16", "half"), "bf16": ("uint16_t", "bfloat16", "half"),
+    # 8-bit floats, the same way (arrays only: Triton passes no 8-bit float
+    # scalars); their outputs are checked bit for bit. (fp8e4b15 arrays have no
+    # NumPy dtype Triton takes: Triton reads them as uint8 reinterpreted.)
+    **{t: ("uint8_t", dtypes.by_triton(t).numpy, "fp8") for t in ("fp8e4nv", "fp8e5", "fp8e4b8", "fp8e5b16")},
 }
 _NUMPY_TO_TRITON = {v[1]: k for k, v in TYPES.items() if not k.startswith("u1")}
 _NUMPY_TO_TRITON["bool"] = "i1"
@@ -106,22 +110,26 @@ def _kernel_params(kernel):
 
 
 def _as_numpy(name: str, value):
-    """A torch CPU tensor as a NumPy array of its elements (a copy; NumPy's or
-    ml_dtypes' dtype of the same name); any other value as it is."""
-    if not (callable(getattr(value, "data_ptr", None)) and hasattr(value, "element_size")
-            and hasattr(value, "numel")):
-        return value
+    """A torch CPU tensor, or Triton's view of one as another dtype
+    (`triton.reinterpret`), as a NumPy array of its elements (a copy; NumPy's
+    or ml_dtypes' dtype); any other value as it is."""
     import ctypes
 
     import numpy as np
-    scalar = next((s for s in dtypes.SCALARS if s.numpy == str(value.dtype).removeprefix("torch.")), None)
-    if scalar is None:
-        raise ArgumentError(f"argument '{name}': tensors of dtype {value.dtype} cannot be exported")
-    if getattr(value.device, "type", "cpu") != "cpu":
-        raise ArgumentError(f"argument '{name}' is on device {value.device}: export takes CPU tensors")
-    t = value.detach().contiguous()
+    if isinstance(value, np.ndarray) or not callable(getattr(value, "data_ptr", None)):
+        return value
+    dtype, tensor = value.dtype, getattr(value, "base", value)     # (a TensorWrapper's tensor)
+    if not (hasattr(tensor, "detach") and hasattr(tensor, "numel")):
+        return value
+    scalar = (dtypes.of_triton_dtype(dtype) if hasattr(dtype, "primitive_bitwidth") else
+              next((s for s in dtypes.SCALARS if s.numpy == str(dtype).removeprefix("torch.")), None))
+    if scalar is None or scalar.numpy is None:
+        raise ArgumentError(f"argument '{name}': arrays of dtype {dtype} cannot be exported")
+    if getattr(tensor.device, "type", "cpu") != "cpu":
+        raise ArgumentError(f"argument '{name}' is on device {tensor.device}: export takes CPU tensors")
+    t = tensor.detach().contiguous()
     raw = (ctypes.c_uint8 * (t.numel() * t.element_size())).from_address(t.data_ptr())
-    return np.frombuffer(raw, dtype=dtypes.numpy_dtype(scalar)).reshape(tuple(t.shape)).copy()
+    return np.frombuffer(raw, dtype=dtypes.numpy_dtype(scalar)).reshape(tuple(value.shape)).copy()
 
 
 def _type_of_value(name: str, value) -> str:
@@ -218,6 +226,11 @@ def resolve_arguments(kernel, signature, constants, sample_args):
         if p.name in constants:
             raise ArgumentError(f"parameter '{p.name}' is not a tl.constexpr; give its type in the "
                                 "signature (or a sample value) instead of a constant")
+        if p.name not in values and p.has_default and sample_args is not None:
+            values[p.name] = p.default             # (as a launch that leaves it out)
+        if p.name in values and values[p.name] is None:
+            constexprs[p.name] = values.pop(p.name)        # Triton specializes None as a constant
+            continue
         if signature is not None and p.name in signature:
             t = _check_type(p.name, signature[p.name])
             if p.name in values:
@@ -272,7 +285,7 @@ def compile_for_export(fn, params: list[Param], constexprs: dict, num_dpus: int,
     sig = {}
     by_name = {p.name: p for p in params}
     for p in fn.params:
-        sig[p.name] = "constexpr" if p.is_constexpr else by_name[p.name].type
+        sig[p.name] = "constexpr" if p.name in constexprs else by_name[p.name].type
     try:
         compiled = triton.compile(ASTSource(fn, sig, constexprs), target=TARGET,
                                   options={"num_dpus": num_dpus, "num_tasklets": num_tasklets,
@@ -498,7 +511,7 @@ def host_runner(kernel: str, params: list[Param], outputs: list[str], meta: dict
     arrays = [p for p in params if p.is_pointer]
     scalars = [p for p in params if not p.is_pointer]
     kinds = {"int": "KIND_INT", "uint": "KIND_UINT", "float": "KIND_FLOAT", "bool": "KIND_UINT",
-             "half": "KIND_FLOAT", "bf16": "KIND_BF16"}   # (fp16 is KIND_FLOAT by its size)
+             "half": "KIND_FLOAT", "bf16": "KIND_BF16", "fp8": "KIND_UINT"}   # (fp16 is KIND_FLOAT by its size)
     table = ",\n".join(
         f'    {{"{p.name}", {_elem_size(p.elem)}, {kinds.get(p.elem) or kinds[TYPES[p.elem][2]]}, '
         f'{1 if p.name in outputs else 0}, NULL, 0, 0}}' for p in arrays)

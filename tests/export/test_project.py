@@ -562,3 +562,28 @@ def test_torch_tensors_export_as_sample_arguments(tmp_path, dtype):
     like = np.zeros(100, ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
     np.testing.assert_array_equal(output(tmp_path / "p", "out_ptr", like).astype(np.float64),
                                   (x + y).double().numpy())
+
+
+@triton.jit
+def scaled_copy(x_ptr, out_ptr, scale_ptr, n, shift=3, BLOCK: tl.constexpr = 16):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    if scale_ptr is not None:
+        x = x * tl.load(scale_ptr)
+    tl.store(out_ptr + offs, x + shift, mask=m)
+
+
+@needs_cc
+def test_sample_arguments_as_a_launch_takes_them(tmp_path):
+    """What a launch accepts, export takes: None for a pointer (a constant, as Triton
+    specializes it), a parameter left to its default, Triton's reinterpreted view of a
+    torch tensor."""
+    from export_helpers import export_and_run
+    torch = pytest.importorskip("torch")
+    x = torch.arange(16, dtype=torch.int32)
+    out = torch.zeros(16, dtype=torch.int32)
+    args = (triton.reinterpret(x, tl.uint32), out, None, 10)
+    export_and_run(tmp_path / "p", scaled_copy, args, {}, (1,))
+    got = output(tmp_path / "p", "out_ptr", np.zeros(16, np.int32))
+    np.testing.assert_array_equal(got[:10], np.arange(10) + 3)
