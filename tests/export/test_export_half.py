@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 import triton
 import triton.language as tl
-from hypothesis import example, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
 from edsl import dtypes
 from edsl.errors import ArgumentError
 from edsl.export import export
 
-from export_helpers import assert_sdk_only, build, needs_cc, run
+from export_helpers import assert_sdk_only, build, export_and_run, needs_cc, output, run, run_on_model
 
 pytestmark = needs_cc
 
@@ -285,16 +285,36 @@ def test_half_scalar_from_the_command_line_is_rounded_as_the_model_rounds(scale_
     _same_bits(np.frombuffer((out / "a_ptr.bin").read_bytes(), dt), model[2])
 
 
-# -- what is still refused ---------------------------------------------------------
-def test_8_bit_float_arrays_are_refused_at_the_callers_line(tmp_path):
-    """The 8-bit floats have no reading in the runner: an `ArgumentError` at
-    the line calling `edsl.export`, and nothing written."""
-    fp8 = np.zeros(4, ml_dtypes.float8_e4m3fn)
-    with pytest.raises(ArgumentError, match="float8_e4m3fn cannot be exported") as err:
-        export(scale_kernel, tmp_path / "p", sample_args=(fp8, fp8, fp8, 1.0, 4), constants={"BLOCK": 4},
-               grid=(1,))
-    assert (err.value.loc.filename, err.value.loc.lineno) == (__file__, err.tb.tb_lineno)
-    with pytest.raises(ArgumentError, match="unsupported element type 'fp8e4nv'"):
+# -- 8-bit floats -------------------------------------------------------------------
+@triton.jit
+def fp8_scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, (x.to(tl.float32) * 1.5).to(out_ptr.dtype.element_ty), mask=m)
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"])
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(bits=st.lists(st.integers(0, 255), min_size=1, max_size=80))
+def test_8_bit_float_arrays_export_bit_for_bit(tmp_path_factory, dtype, bits):
+    """8-bit float arrays are stored as their bits and converted as the model
+    converts them: the exported run's outputs are the model's, bit for bit."""
+    dt = np.dtype(getattr(ml_dtypes, dtype))
+    x = np.array(bits, np.uint8).view(dt)
+    args = (x, np.zeros(len(x), dt), len(x))
+    want = run_on_model(fp8_scale_kernel, args, {"BLOCK": 32}, (-(-len(x) // 32),))[1]
+    folder = tmp_path_factory.mktemp("fp8") / "p"
+    export_and_run(folder, fp8_scale_kernel, args, {"BLOCK": 32}, (-(-len(x) // 32),))
+    np.testing.assert_array_equal(output(folder, "out_ptr", want).view(np.uint8), want.view(np.uint8))
+
+
+def test_fp8e4b15_arrays_are_refused_at_the_callers_line(tmp_path):
+    """fp8e4b15 has no NumPy dtype that Triton takes as it (Triton reads uint8
+    data reinterpreted): an `ArgumentError` at the line calling `edsl.export`."""
+    with pytest.raises(ArgumentError, match="unsupported element type 'fp8e4b15'") as err:
         export(scale_kernel, tmp_path / "p", constants={"BLOCK": 4},
-               signature={"x_ptr": "*fp8e4nv", "out_ptr": "*fp16", "a_ptr": "*fp16", "a": "fp16", "n": "i32"})
+               signature={"x_ptr": "*fp8e4b15", "out_ptr": "*fp16", "a_ptr": "*fp16", "a": "fp16", "n": "i32"})
+    assert (err.value.loc.filename, err.value.loc.lineno) == (__file__, err.tb.tb_lineno)
     assert not (tmp_path / "p").exists()
