@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import triton
 import triton.language as tl
+from triton.language.semantic import TritonSemantic
 from hypothesis import given, settings, strategies as st
 
 from mlir import ir
@@ -115,8 +116,13 @@ def launch(a, a_scale, b, b_fmt, b_scale, c, M, N, K, vec, bm, a_kpack, b_kpack,
     return out
 
 
+# Groups of e4m3 scales: Triton deduces them from the shapes since its
+# `deduce_scale_factor`; before (3.6) its front end fixes them at 16.
+E4M3_GROUPS = [16, 32] if hasattr(TritonSemantic, "deduce_scale_factor") else [16]
+
+
 @settings(max_examples=20)
-@given(vec=st.sampled_from([16, 32]), b_fmt=st.sampled_from(["e2m1", "e2m1", "bf16", "fp16"]),
+@given(vec=st.sampled_from(E4M3_GROUPS), b_fmt=st.sampled_from(["e2m1", "e2m1", "bf16", "fp16"]),
        scaled=st.sampled_from([(True, True), (True, False), (False, True)]), a_kpack=st.booleans(),
        b_kpack=st.booleans(), nan=st.booleans(), seed=st.integers(0, 2 ** 16), dpus=DPUS, tasklets=TASKLETS)
 def test_nvfp4_dot_scaled_is_exact(vec, b_fmt, scaled, a_kpack, b_kpack, nan, seed, dpus, tasklets):
