@@ -278,13 +278,11 @@ class Launch:
     # -- access logs (a launch on several DPUs: edsl.dpu.sharing) ------------
     def keep_logs(self, entries: int = 256) -> None:
         """Every tasklet logs the bytes of the arrays it uses (abi.NOTE) in a
-        C-heap buffer that its program grows; `free_logs` releases them."""
-        libc = _libc()
-        for c in self.ctx.reshape(-1, CTX_SLOTS):
-            c[Ctx.LOG] = libc.malloc(entries * LOG_ENTRY * 8) or 0
-            if not c[Ctx.LOG]:
-                raise MemoryError("cannot allocate the DPU model's access log")
-            c[Ctx.LOG_CAP], c[Ctx.LOG_LEN] = entries, 0
+        C-heap buffer that its program grows; `free_logs` releases them
+        (buffers of earlier launches are used again: `_LOGS`)."""
+        flat = self.ctx.reshape(-1, CTX_SLOTS)
+        flat[:, Ctx.LOG], flat[:, Ctx.LOG_CAP] = _LOGS.take(len(flat), entries)
+        flat[:, Ctx.LOG_LEN] = 0
 
     def clear(self) -> None:
         """Forget what the tasklets did (counts, errors, logs, barriers) to run again."""
@@ -296,21 +294,22 @@ class Launch:
 
     def take_log(self, dpu: int) -> np.ndarray:
         """The entries (rows of LOG_ENTRY i64) the tasklets of `dpu` logged; its logs are emptied."""
-        rows = []
-        for c in self.ctx[dpu - self.first]:
-            n = int(c[Ctx.LOG_LEN])
-            if n:
-                rows.append(np.frombuffer(ctypes.string_at(int(c[Ctx.LOG]), n * LOG_ENTRY * 8),
-                                          dtype=np.int64).reshape(n, LOG_ENTRY))
-            c[Ctx.LOG_LEN] = 0
-        return np.concatenate(rows) if rows else np.zeros((0, LOG_ENTRY), dtype=np.int64)
+        contexts = self.ctx[dpu - self.first]
+        lengths = contexts[:, Ctx.LOG_LEN].tolist()
+        out = np.empty((sum(lengths), LOG_ENTRY), dtype=np.int64)
+        at = out.ctypes.data
+        for log, n in zip(contexts[:, Ctx.LOG].tolist(), lengths):
+            ctypes.memmove(at, log, n * LOG_ENTRY * 8)
+            at += n * LOG_ENTRY * 8
+        contexts[:, Ctx.LOG_LEN] = 0
+        return out
 
     def free_logs(self) -> None:
-        libc = _libc()
-        for c in self.ctx.reshape(-1, CTX_SLOTS):
-            if c[Ctx.LOG]:
-                libc.free(ctypes.c_void_p(int(c[Ctx.LOG])))
-            c[Ctx.LOG] = c[Ctx.LOG_CAP] = c[Ctx.LOG_LEN] = 0
+        flat = self.ctx.reshape(-1, CTX_SLOTS)
+        kept = flat[:, Ctx.LOG] != 0
+        if not any(entry[0] is self for entry in _ABANDONED):    # (a tasklet left behind may still log)
+            _LOGS.give_back(flat[kept, Ctx.LOG], flat[kept, Ctx.LOG_CAP])
+        flat[:, Ctx.LOG] = flat[:, Ctx.LOG_CAP] = flat[:, Ctx.LOG_LEN] = 0
 
     def address(self, dpu: int = 0, tid: int = 0) -> int:
         return self.ctx.ctypes.data + ((dpu - self.first) * self.tasklets + tid) * CTX_SLOTS * 8
@@ -460,6 +459,48 @@ class Launch:
         raise DpuError(f"{where}: {message}", loc)
 
 
+class _LogBuffers:
+    """C-heap access-log buffers (abi.LOG_ENTRY rows) kept between launches:
+    a launch on many DPUs needs one per tasklet, and allocating and freeing
+    them one by one is host time every launch would spend. Buffers that grew
+    past `LARGEST` entries are freed, not kept."""
+    LARGEST = 1 << 16
+    KEPT = 1 << 14
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._ptrs = np.zeros(0, np.int64)
+        self._caps = np.zeros(0, np.int64)
+
+    def take(self, n: int, entries: int) -> tuple[np.ndarray, np.ndarray]:
+        with self._lock:
+            k = min(n, len(self._ptrs))
+            ptrs, caps = self._ptrs[len(self._ptrs) - k:], self._caps[len(self._caps) - k:]
+            self._ptrs, self._caps = self._ptrs[:len(self._ptrs) - k], self._caps[:len(self._caps) - k]
+        libc = _libc()
+        new = [libc.malloc(entries * LOG_ENTRY * 8) or 0 for _ in range(n - k)]
+        if not all(new):
+            self.give_back(np.array([p for p in new if p], np.int64), np.full(sum(map(bool, new)), entries))
+            self.give_back(ptrs, caps)
+            raise MemoryError("cannot allocate the DPU model's access log")
+        return (np.concatenate([ptrs, np.array(new, np.int64)]),
+                np.concatenate([caps, np.full(len(new), entries, np.int64)]))
+
+    def give_back(self, ptrs: np.ndarray, caps: np.ndarray) -> None:
+        keep = caps <= self.LARGEST
+        with self._lock:
+            room = max(0, self.KEPT - len(self._ptrs))
+            kept = np.flatnonzero(keep)[:room]
+            self._ptrs = np.concatenate([self._ptrs, ptrs[kept]])
+            self._caps = np.concatenate([self._caps, caps[kept]])
+        dropped = np.ones(len(ptrs), dtype=bool)
+        dropped[kept] = False
+        libc = _libc()
+        for p in ptrs[dropped]:
+            libc.free(ctypes.c_void_p(int(p)))
+
+
+_LOGS = _LogBuffers()
 _ABANDONED: list = []          # launches interrupted while a tasklet still ran
 
 

@@ -312,53 +312,49 @@ def apart(logs: list[np.ndarray], word: int = 1) -> bool:
     as each on its own (`Gather`), so they need not run one by one.
 
     DPUs that ran at the same time must also have written no `word` (8: a
-    DMA transfer's unit) in common: a store of part of a word reads and
-    writes back all of it, which loses another DPU's store into the rest."""
-    rows = [(d, log.reshape(-1, LOG_ENTRY)) for d, log in enumerate(logs)]
-    claims = [(d, _coalesced(_words(_claims(log), word))) for d, log in rows]
-    dpu = np.concatenate([np.full(len(c), d, dtype=np.int64) for d, c in claims])
-    table = np.concatenate([c for _, c in claims]) if claims else np.zeros((0, LOG_ENTRY), np.int64)
-    if len(table) == 0:
+    DMA transfer's unit, a power of 2) in common: a store of part of a word
+    reads and writes back all of it, which loses another DPU's store into
+    the rest. (All DPUs' rows at once: a launch's host time goes here.)"""
+    rows = [log.reshape(-1, LOG_ENTRY) for log in logs]
+    counts = [len(r) for r in rows]
+    if not sum(counts):
         return True
-    order = np.argsort(table[:, 1], kind="stable")
-    lo, hi, dpu = table[order, 1], table[order, 2], dpu[order]
+    table = np.concatenate(rows)
+    dpu = np.repeat(np.arange(len(rows)), counts)
+    read = (table[:, 0] & ACCESS_MASK) == Access.READ
+    claim = ~read & (table[:, 2] > table[:, 1])
+    lo, hi, owner = table[claim, 1], table[claim, 2], dpu[claim]
+    if not len(lo):
+        return True
+    if word > 1:
+        lo, hi = lo & -word, (hi + word - 1) & -word
+    order = np.argsort(lo, kind="stable")
+    lo, hi, owner = lo[order], hi[order], owner[order]
     # Claims of two DPUs overlap iff some claim starts before the furthest
     # end so far of a claim of another DPU (the furthest end's owner is
     # enough: the first overlap in address order is always seen so).
     reach_at = _running_argmax(hi)
     before = reach_at[:-1]
-    if ((lo[1:] < hi[before]) & (dpu[before] != dpu[1:])).any():
+    if ((lo[1:] < hi[before]) & (owner[before] != owner[1:])).any():
         return False
-    # Reads: each of a claimed byte must be its own DPU's (claims now disjoint).
-    # (Claims a read may touch: from the first whose running end passes its
-    # start to the last starting before its end; a few more than it touches.)
+    # Reads: each claimed byte a read touches must be its own DPU's (claims of
+    # different DPUs are now disjoint). Claims a read may touch: from the first
+    # whose running end passes its start to the last starting before its end
+    # (a few more than it touches: a read near another DPU's claim may make
+    # the DPUs run again one by one, never a wrong answer).
     ends = np.maximum.accumulate(hi)
-    changes = np.flatnonzero(dpu[1:] != dpu[:-1]) + 1
-    for d, log in rows:
-        reads = log[(log[:, 0] & ACCESS_MASK) == Access.READ]
-        first = np.searchsorted(ends, reads[:, 1], side="right")
-        last = np.searchsorted(lo, reads[:, 2], side="left")
-        some = first < last
-        first, last = first[some], last[some]
-        mixed = np.searchsorted(changes, last, side="left") > np.searchsorted(changes, first, side="right")
-        if mixed.any() or (dpu[first] != d).any():
-            return False
-    return True
+    changes = np.flatnonzero(owner[1:] != owner[:-1]) + 1
+    first = np.searchsorted(ends, table[read, 1], side="right")
+    last = np.searchsorted(lo, table[read, 2], side="left")
+    some = first < last
+    first, last, reader = first[some], last[some], dpu[read][some]
+    mixed = np.searchsorted(changes, last, side="left") > np.searchsorted(changes, first, side="right")
+    return not (mixed.any() or (owner[first] != reader).any())
 
 
 def _claims(log: np.ndarray) -> np.ndarray:
     """The rows of an access log that write (stores and atomics), non-empty."""
     return log[((log[:, 0] & ACCESS_MASK) != Access.READ) & (log[:, 2] > log[:, 1])]
-
-
-def _words(claims: np.ndarray, word: int) -> np.ndarray:
-    """The claims widened to whole `word`s."""
-    if word == 1 or not len(claims):
-        return claims
-    out = claims.copy()
-    out[:, 1] -= out[:, 1] % word
-    out[:, 2] += -out[:, 2] % word
-    return out
 
 
 def _running_argmax(v: np.ndarray) -> np.ndarray:

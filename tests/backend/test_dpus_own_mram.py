@@ -294,3 +294,29 @@ def test_dpus_of_a_kernel_with_edsl_functions_share_their_wram_globals_on_one_th
         out = np.zeros_like(x)
         fl_vector_add.add_kernel[(10,)](x, y, out, x.size, BLOCK=4096, num_dpus=4, num_tasklets=4)
         np.testing.assert_array_equal(out, x + y)
+
+
+_LOG_ROW = st.tuples(st.sampled_from([int(Access.WRITE), int(Access.READ),
+                                      atomic_kind(AtomicOp.ADD, False, 4, None)]),
+                     st.integers(0, 64), st.integers(0, 12), st.integers(1, 3))
+
+
+@settings(max_examples=300, deadline=None)
+@given(per_dpu=st.lists(st.lists(_LOG_ROW, max_size=6), min_size=1, max_size=5), word=st.sampled_from([1, 8]))
+def test_dpus_said_to_keep_apart_kept_apart(per_dpu, word):
+    """`apart` never says yes wrongly: then no byte (word, with `word` 8) one
+    DPU wrote is written by another, and no byte one wrote is read by another
+    (checked byte by byte); and DPUs that write nothing keep apart."""
+    from edsl.dpu.sharing import apart
+    logs = [np.array([(k, lo, lo + n, site) for k, lo, n, site in rows], dtype=np.int64).reshape(-1, 4)
+            for rows in per_dpu]
+    writes = [{b // word for k, lo, n, _ in rows if k != Access.READ for b in range(lo, lo + n)}
+              for rows in per_dpu]
+    reads = [{b for k, lo, n, _ in rows if k == Access.READ for b in range(lo, lo + n)} for rows in per_dpu]
+    written = [{b for k, lo, n, _ in rows if k != Access.READ for b in range(lo, lo + n)} for rows in per_dpu]
+    truly = all(not (writes[d] & writes[e]) and not (written[d] & reads[e])
+                for d in range(len(logs)) for e in range(len(logs)) if d != e)
+    if apart(logs, word):
+        assert truly
+    if not any(writes):
+        assert apart(logs, word)
