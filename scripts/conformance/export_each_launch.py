@@ -63,4 +63,8 @@ def _launch_and_export(self, *args, grid, warmup, **kwargs):
 
 
 def pytest_configure(config):
+    # The DPU model's driver, also where a GPU's is active (Triton 3.6 reads
+    # no TRITON_DEFAULT_BACKEND and refuses two active drivers).
+    import edsl.backend
+    edsl.backend.activate()
     JITFunction.run = _launch_and_export
