@@ -50,6 +50,9 @@ def _example(name):
 
 
 def test_interpreter_and_dpu_backend_agree(tmp_path):
+    from interpreter_probe import interpreter_problem
+    if interpreter_problem():
+        pytest.skip(f"Triton's interpreter does not run here: {interpreter_problem()}")
     x = np.random.default_rng(3).standard_normal((5, 70)).astype(np.float32)
     b = np.random.default_rng(4).standard_normal((40, 24)).astype(np.float32)
     np.save(tmp_path / "x.npy", x)
