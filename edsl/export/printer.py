@@ -553,19 +553,14 @@ def _binary_int(c_op: str, signed: bool = False):
     return handler
 
 
-def _shift(kind: str):
+def _shift(c_op: str, signed: bool = False):
     def handler(fp: _FunctionPrinter, op):
         a, b = op.operation.operands
         w = fp._width(a)
-        r = fp.result(op)
         if w == 1:
             raise _err(op, "shifts of i1 values are not supported")
-        if kind == "shl":
-            fp.emit(f"{r} = (uint{w}_t)({fp.wide(a)} << {fp.v(b)});")
-        elif kind == "lshr":
-            fp.emit(f"{r} = (uint{w}_t)({fp.wide(a)} >> {fp.v(b)});")
-        else:
-            fp.emit(f"{r} = (uint{w}_t)({fp.signed(a)} >> {fp.v(b)});")
+        left = fp.signed(a) if signed else fp.wide(a)
+        fp.emit(f"{fp.result(op)} = (uint{w}_t)({left} {c_op} {fp.v(b)});")
     return handler
 
 
@@ -1024,7 +1019,7 @@ _OPS = {
     "llvm.and": _binary_int("&"), "llvm.or": _binary_int("|"), "llvm.xor": _binary_int("^"),
     "llvm.udiv": _binary_int("/"), "llvm.urem": _binary_int("%"),
     "llvm.sdiv": _binary_int("/", signed=True), "llvm.srem": _binary_int("%", signed=True),
-    "llvm.shl": _shift("shl"), "llvm.lshr": _shift("lshr"), "llvm.ashr": _shift("ashr"),
+    "llvm.shl": _shift("<<"), "llvm.lshr": _shift(">>"), "llvm.ashr": _shift(">>", signed=True),
     "llvm.fadd": _binary_float("+"), "llvm.fsub": _binary_float("-"),
     "llvm.fmul": _binary_float("*"), "llvm.fdiv": _binary_float("/"),
     "llvm.frem": _frem, "llvm.fneg": _fneg,
