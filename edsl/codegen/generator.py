@@ -727,6 +727,27 @@ class CodeGenerator(ast.NodeVisitor):
         if flag == "broke":
             loop.exits.append(set(self.unset))
 
+    def _trip_count(self, call, lo, hi, st, step, t) -> ir.Value:
+        """The trips of `range(lo, hi, st)` (of type `t`; `step`: the step as
+        given, an int when static), never negative."""
+        zero = S.constant(0, t)
+        if S.is_static(step):
+            span = arith.subi(hi, lo) if step > 0 else arith.subi(lo, hi)
+            return arith.maxsi(arith.ceildivsi(span, S.constant(abs(step), t)), zero)
+        # A zero step fails at run time at the step (Python raises ValueError);
+        # the loop then runs no trip, and the division below is by 1, not 0.
+        stopped = arith.cmpi(arith.CmpIPredicate.eq, st, zero)
+        with self._at(call.args[2]):
+            op = scf.IfOp(stopped)
+            with ir.InsertionPoint(op.then_block):
+                self.report_failure(abi.STEP_FAIL, abi.MESSAGES[abi.Err.ZERO_STEP])
+                scf.yield_([])
+        up = arith.cmpi(arith.CmpIPredicate.sgt, st, zero)
+        span = arith.select(up, arith.subi(hi, lo), arith.subi(lo, hi))
+        size = arith.select(stopped, S.constant(1, t), arith.select(up, st, arith.subi(zero, st)))
+        span = arith.select(stopped, zero, span)
+        return arith.maxsi(arith.ceildivsi(span, size), zero)
+
     def _range_loop(self, node):
         call = node.iter
         if call.keywords or not 1 <= len(call.args) <= 3:
@@ -764,24 +785,7 @@ class CodeGenerator(ast.NodeVisitor):
             # General case: iterate k over the trip count and set i = start + k*step,
             # which works for any sign of step; a `break` turns it into a while loop.
             zero = S.constant(0, t)
-            if S.is_static(step):
-                span = arith.subi(hi, lo) if step > 0 else arith.subi(lo, hi)
-                trips = arith.ceildivsi(span, S.constant(abs(step), t))
-            else:
-                # A zero step fails at run time at the step (Python raises ValueError);
-                # the loop then runs no trip, and the division below is by 1, not 0.
-                stopped = arith.cmpi(arith.CmpIPredicate.eq, st, zero)
-                with self._at(call.args[2]):
-                    op = scf.IfOp(stopped)
-                    with ir.InsertionPoint(op.then_block):
-                        self.report_failure(abi.STEP_FAIL, abi.MESSAGES[abi.Err.ZERO_STEP])
-                        scf.yield_([])
-                up = arith.cmpi(arith.CmpIPredicate.sgt, st, zero)
-                span = arith.select(up, arith.subi(hi, lo), arith.subi(lo, hi))
-                size = arith.select(stopped, S.constant(1, t), arith.select(up, st, arith.subi(zero, st)))
-                span = arith.select(stopped, zero, span)
-                trips = arith.ceildivsi(span, size)
-            trips = arith.maxsi(trips, zero)
+            trips = self._trip_count(call, lo, hi, st, step, t)
 
             def bind(k):
                 return lambda: self.assign(target.id, arith.addi(lo, arith.muli(k, st)))
