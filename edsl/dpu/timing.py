@@ -307,12 +307,17 @@ class TaskletWork:
             raise ValueError(f"unknown operation class {err.args[0]!r}") from None
 
     def dma_latency(self) -> float:
-        return (self.dma_reads * ALPHA_READ + self.dma_writes * ALPHA_WRITE
-                + BETA * (self.dma_read_bytes + self.dma_write_bytes))
+        return _dma_latency(self.dma_reads, self.dma_writes, self.dma_bytes)
 
     @property
     def dma_bytes(self) -> int:
         return self.dma_read_bytes + self.dma_write_bytes
+
+
+def _dma_latency(reads, writes, nbytes):
+    """Cycles of `reads` + `writes` MRAM<->WRAM transfers of `nbytes` in all
+    (numbers, or arrays of them): alpha per transfer, beta per byte."""
+    return reads * ALPHA_READ + writes * ALPHA_WRITE + BETA * nbytes
 
 
 @dataclass(frozen=True)
@@ -323,7 +328,7 @@ class DpuCycles:
     dma: float         # the DMA transfers alone: the DMA engine's busy time
 
 
-def _overlap(tasklets: int, slots: float, transfers: float, latency: float) -> float:
+def _overlap(tasklets: int, slots: np.ndarray, transfers: np.ndarray, latency: np.ndarray) -> np.ndarray:
     """Cycles of `tasklets` tasklets, each issuing `slots` and waiting `latency`
     for its `transfers` DMA transfers, taken as alternating evenly between the
     two: a closed queueing network of two stations, solved by mean-value
@@ -335,37 +340,47 @@ def _overlap(tasklets: int, slots: float, transfers: float, latency: float) -> f
     taken as one server of `c` cycles a visit and a delay of 10 * c
     (Seidmann's approximation of a multi-server station); the DMA engine is
     one server of a transfer's latency. Exponential service times, as MVA
-    assumes, make the queues somewhat longer than the DPU's regular ones."""
-    if tasklets < 1 or transfers <= 0:
-        return 0.0
-    c, d = slots / transfers, latency / transfers       # per visit: slots before a transfer, its latency
-    queued_pipe = queued_dma = 0.0
+    assumes, make the queues somewhat longer than the DPU's regular ones.
+    Element-wise over DPUs (the arguments' entries); 0 where no transfer."""
+    moving = transfers > 0
+    if tasklets < 1 or not moving.any():
+        return np.zeros_like(slots, dtype=float)
+    per = np.where(moving, transfers, 1.0)
+    c, d = slots / per, latency / per       # per visit: slots before a transfer, its latency
+    queued_pipe = queued_dma = np.zeros_like(c)
     for n in range(1, tasklets + 1):
         at_pipe = c * (1 + queued_pipe) + (REVOLVER - 1) * c
         at_dma = d * (1 + queued_dma)
         visits_per_cycle = n / (at_pipe + at_dma)
         queued_pipe, queued_dma = visits_per_cycle * c * (1 + queued_pipe), visits_per_cycle * at_dma
-    return tasklets * transfers / visits_per_cycle
+    return np.where(moving, tasklets * per / visits_per_cycle, 0.0)
 
 
-def dpu_cycles(tasklets: Sequence[TaskletWork]) -> DpuCycles:
-    """Cycles of one DPU running `tasklets` (see the module docstring)."""
-    if not tasklets:
-        return DpuCycles(0.0, 0.0, 0.0)
-    slots = [t.issue_slots() for t in tasklets]
-    latency = [t.dma_latency() for t in tasklets]
-    pipeline = sum(slots)
-    critical = max(REVOLVER * s + d for s, d in zip(slots, latency))
+def _dpus_cycles(slots: np.ndarray, latency: np.ndarray, transfers: np.ndarray) -> list[DpuCycles]:
+    """Cycles of DPUs whose tasklet t issued `slots[d, t]`, waited
+    `latency[d, t]` for DMA and made `transfers[d, t]` transfers."""
+    if slots.shape[1] == 0:
+        return [DpuCycles(0.0, 0.0, 0.0) for _ in range(slots.shape[0])]
+    pipeline = slots.sum(axis=1)
+    critical = (REVOLVER * slots + latency).max(axis=1)
     # One DMA engine serves one transfer at a time, for its whole latency: 16
     # tasklets of STREAM COPY-DMA (1,024-byte read then write) then move
     # 2,048 B per 77 + 61 + 1,024 cycles, 617 MB/s at 350 MHz, where PrIM
     # measured 624.02 (FIGURES["stream_copy_dma"]; beta alone would give 700).
-    engine = sum(latency)
-    n = len(tasklets)
-    transfers = sum(t.dma_reads + t.dma_writes for t in tasklets)
-    overlap = _overlap(n, pipeline / n, transfers / n, engine / n)
-    issue = max(pipeline, REVOLVER * max(slots))
-    return DpuCycles(max(pipeline, critical, engine, overlap), issue, engine)
+    engine = latency.sum(axis=1)
+    n = slots.shape[1]
+    overlap = _overlap(n, pipeline / n, transfers.sum(axis=1) / n, engine / n)
+    issue = np.maximum(pipeline, REVOLVER * slots.max(axis=1))
+    cycles = np.maximum.reduce([pipeline, critical, engine, overlap])
+    return [DpuCycles(float(c), float(i), float(e)) for c, i, e in zip(cycles, issue, engine)]
+
+
+def dpu_cycles(tasklets: Sequence[TaskletWork]) -> DpuCycles:
+    """Cycles of one DPU running `tasklets` (see the module docstring)."""
+    slots = np.array([[t.issue_slots() for t in tasklets]], dtype=float)
+    latency = np.array([[t.dma_latency() for t in tasklets]], dtype=float)
+    transfers = np.array([[t.dma_reads + t.dma_writes for t in tasklets]], dtype=float)
+    return _dpus_cycles(slots.reshape(1, -1), latency.reshape(1, -1), transfers.reshape(1, -1))[0]
 
 
 @dataclass(frozen=True)
@@ -433,21 +448,26 @@ def clock_hz() -> float:
 def estimate(dpus: Sequence[Sequence[TaskletWork]], transfers: Sequence[HostTransfer] = (),
              clock_hz: float = DEFAULT_CLOCK_HZ) -> TimingEstimate:
     """The estimate of a launch: `dpus[d][t]` is what tasklet t of DPU d did."""
-    clock_hz = _positive_clock(clock_hz)
-    per = [dpu_cycles(ts) for ts in dpus]
-    worst = max(per, key=lambda c: c.cycles, default=DpuCycles(0.0, 0.0, 0.0))
-    host: dict[str, float] = {}
-    for t in transfers:
-        key = f"{t.direction}/{t.kind}"
-        host[key] = host.get(key, 0.0) + t.seconds
     ops: dict[str, float] = {}
     for ts in dpus:
         for t in ts:
             for k, n in t.ops.items():
                 ops[k] = ops.get(k, 0) + n
+    return _estimate([dpu_cycles(ts) for ts in dpus], transfers, clock_hz, ops)
+
+
+def _estimate(per: Sequence[DpuCycles], transfers: Sequence[HostTransfer], clock_hz: float,
+              ops: Mapping[str, float]) -> TimingEstimate:
+    """The estimate of a launch whose DPUs take `per` and that executed `ops`."""
+    clock_hz = _positive_clock(clock_hz)
+    worst = max(per, key=lambda c: c.cycles, default=DpuCycles(0.0, 0.0, 0.0))
+    host: dict[str, float] = {}
+    for t in transfers:
+        key = f"{t.direction}/{t.kind}"
+        host[key] = host.get(key, 0.0) + t.seconds
     cycles = tuple(c.cycles for c in per)
     return TimingEstimate(clock_hz, worst.cycles, sum(cycles) / len(cycles) if cycles else 0.0,
-                          worst.issue, worst.dma, host, cycles, ops)
+                          worst.issue, worst.dma, host, cycles, dict(ops))
 
 
 def launch_estimate(table: CounterTable, counters: np.ndarray, ctx: np.ndarray, in_bytes: int,
@@ -457,11 +477,15 @@ def launch_estimate(table: CounterTable, counters: np.ndarray, ctx: np.ndarray, 
     [dpu, tasklet, slot] its tasklets' contexts (DMA by direction), and
     `in_bytes`/`out_bytes` the bytes of its input/output arrays in MRAM."""
     classes = sorted(table.ops)
+    unknown = [c for c in classes if c not in ISSUE_SLOTS]
+    if unknown:
+        raise ValueError(f"unknown operation class {unknown[0]!r}")
     per_block = np.array([table.ops[c] for c in classes], dtype=np.int64).reshape(len(classes), table.counters)
     executed = counters[..., :table.counters] @ per_block.T          # [dpu, tasklet, class]
-    dma = ctx[..., [Ctx.READS, Ctx.READ_BYTES, Ctx.WRITES, Ctx.WRITE_BYTES]].tolist()
-    work = [[TaskletWork(dict(zip(classes, executed[d, t].tolist())), *dma[d][t])
-             for t in range(ctx.shape[1])] for d in range(ctx.shape[0])]
+    slots = executed @ np.array([ISSUE_SLOTS[c] for c in classes])
+    reads, writes = ctx[..., Ctx.READS].astype(float), ctx[..., Ctx.WRITES].astype(float)
+    latency = _dma_latency(reads, writes, ctx[..., Ctx.READ_BYTES] + ctx[..., Ctx.WRITE_BYTES])
     transfers = launch_transfers(ctx[..., Ctx.READ_BYTES].sum(axis=1).tolist(),
                                  ctx[..., Ctx.WRITE_BYTES].sum(axis=1).tolist(), in_bytes, out_bytes)
-    return estimate(work, transfers, clock_hz())
+    ops = dict(zip(classes, executed.sum(axis=(0, 1)).tolist()))
+    return _estimate(_dpus_cycles(slots, latency, reads + writes), transfers, clock_hz(), ops)

@@ -26,8 +26,11 @@ bit length of the smaller operand (at least 1) to one more counter, the last
 (class `mul32_step`, one per step; `mul32` is the routine's fixed part, read
 from the SDK's source of `__mulsi3`).
 
-The counters are plain loads and stores on the tasklet's own array; the rest
-of the program is unchanged, so results are bit-identical with and without
+Each counted function keeps its counters in locals (stack slots LLVM keeps
+in registers: a loop's counts cost a register, or are its trip count) and
+adds them to the tasklet's array where it returns, so that counting costs
+the model little time (`benchmarks/dpu_timing.py --overhead`); the rest of
+the program is unchanged, so results are bit-identical with and without
 counting.
 """
 from __future__ import annotations
@@ -246,7 +249,6 @@ def count_executed_blocks(module: ir.Module, skip: Iterable[str] = ()) -> Counte
     ctx = module.context
     with ctx, ir.Location.unknown(ctx):
         i64 = ir.IntegerType.get_signless(64)
-        ptr = llvm.PointerType.get()
         funcs = [op.operation for op in module.body.operations if op.operation.name == "llvm.func"]
         bases: dict = {}
         per_block: list[dict[str, int]] = []
@@ -277,25 +279,14 @@ def count_executed_blocks(module: ir.Module, skip: Iterable[str] = ()) -> Counte
                             and any(v in data64 for v in op.operands) and _bits(op.results[0].type) == 64:
                         data64.add(op.results[0])
                 per_block.append(tally)
-            entry = blocks[0]
-            with ir.InsertionPoint.at_block_begin(entry):
-                base = llvm.call(ptr, [], [], [], callee=ir.FlatSymbolRefAttr.get(COUNTERS))
-            bases[func] = base
-            one = llvm.ConstantOp(i64, ir.IntegerAttr.get(i64, 1),
-                                  ip=ir.InsertionPoint.after(base.owner)).result
-            for k, block in enumerate(blocks):
-                where = ir.InsertionPoint.after(one.owner) if block == entry \
-                    else ir.InsertionPoint.at_block_begin(block)
-                with where:
-                    slot = llvm.getelementptr(ptr, base, [], [first + k], i64, 0)
-                    old = llvm.load(i64, slot)
-                    new = llvm.add(old, one, 0)
-                    llvm.store(new, slot)
+            bases[func] = _FunctionCounters(blocks, first)
         if muls:                      # the multiply-step counter, after the blocks' ones
             slot_index = len(per_block)
             per_block.append({"mul32_step": 1})
             for op, func in muls:
-                _count_mul_steps(op, bases[func], slot_index)
+                _count_mul_steps(op, bases[func].local(slot_index))
+        for counters in bases.values():
+            counters.flush_at_returns()
         n = len(per_block)
         classes = sorted({c for tally in per_block for c in tally})
         table = {c: tuple(t.get(c, 0) for t in per_block) for c in classes}
@@ -310,10 +301,52 @@ def count_executed_blocks(module: ir.Module, skip: Iterable[str] = ()) -> Counte
     return CounterTable(n, table)
 
 
-def _count_mul_steps(mul: ir.Operation, base: ir.Value, index: int) -> None:
-    """After `mul`, add to counter `index` the `mul_step`s of `__mulsi3`: the
-    bit length of the smaller operand as unsigned 32-bit (addresses and
-    indices are 32-bit on the DPU), at least 1."""
+class _FunctionCounters:
+    """A counted function's counters: each a local i64 (a stack slot that
+    LLVM keeps in a register, so that a loop's counts are a register's, or
+    its trip count, not a load and a store per trip), added to the tasklet's
+    counters (`edsl_dpu_counters()`) where the function returns. (A function
+    that does not return, as one that fails, leaves its counts uncounted.)"""
+
+    def __init__(self, blocks: list, first: int):
+        i64 = ir.IntegerType.get_signless(64)
+        self.blocks, self.locals = blocks, {}
+        with ir.InsertionPoint.at_block_begin(blocks[0]):
+            self.one = llvm.ConstantOp(i64, ir.IntegerAttr.get(i64, 1)).result
+            self.zero = llvm.ConstantOp(i64, ir.IntegerAttr.get(i64, 0)).result
+        self._last = self.zero.owner.operation      # the entry's locals come after it
+        for k, block in enumerate(blocks):
+            slot = self.local(first + k)
+            with ir.InsertionPoint.after(self._last) if k == 0 else ir.InsertionPoint.at_block_begin(block):
+                llvm.StoreOp(llvm.add(llvm.load(i64, slot), self.one, 0), slot)
+
+    def local(self, index: int) -> ir.Value:
+        """The local of counter `index` (made zero in the entry block)."""
+        if index not in self.locals:
+            i64 = ir.IntegerType.get_signless(64)
+            with ir.InsertionPoint.after(self._last):
+                slot = llvm.alloca(llvm.PointerType.get(), self.one, i64, alignment=8)
+                self._last = llvm.StoreOp(self.zero, slot).operation
+            self.locals[index] = slot
+        return self.locals[index]
+
+    def flush_at_returns(self) -> None:
+        i64, ptr = ir.IntegerType.get_signless(64), llvm.PointerType.get()
+        for block in self.blocks:
+            end = list(block.operations)[-1].operation
+            if end.name != "llvm.return":
+                continue
+            with ir.InsertionPoint(end):
+                base = llvm.call(ptr, [], [], [], callee=ir.FlatSymbolRefAttr.get(COUNTERS))
+                for index, local in sorted(self.locals.items()):
+                    slot = llvm.getelementptr(ptr, base, [], [index], i64, 0)
+                    llvm.StoreOp(llvm.add(llvm.load(i64, slot), llvm.load(i64, local), 0), slot)
+
+
+def _count_mul_steps(mul: ir.Operation, local: ir.Value) -> None:
+    """After `mul`, add to the multiply-step counter's `local` the
+    `mul_step`s of `__mulsi3`: the bit length of the smaller operand as
+    unsigned 32-bit (addresses and indices are 32-bit on the DPU), at least 1."""
     i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
     with ir.InsertionPoint.after(mul):
         a, b = mul.operands[0], mul.operands[1]
@@ -325,8 +358,7 @@ def _count_mul_steps(mul: ir.Operation, base: ir.Value, index: int) -> None:
         c32 = llvm.ConstantOp(i32, ir.IntegerAttr.get(i32, 32)).result
         small = llvm.or_(llvm.intr_umin(a, b), c1)           # | 1: zero still takes one step
         steps = llvm.sub(c32, llvm.intr_ctlz(small, False, results=[i32]), 0)
-        slot = llvm.getelementptr(ir.Type.parse("!llvm.ptr"), base, [], [index], i64, 0)
-        llvm.store(llvm.add(llvm.load(i64, slot), llvm.zext(i64, steps), 0), slot)
+        llvm.store(llvm.add(llvm.load(i64, local), llvm.zext(i64, steps), 0), local)
 
 
 def counting_pass(skip: Iterable[str] = ()):
