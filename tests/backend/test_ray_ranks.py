@@ -11,6 +11,7 @@ import triton.language as tl
 
 import edsl.backend
 from edsl.errors import ArgumentError, DpuError
+import triton_vector_add
 from sharing_kernels import count
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'triton-edsl[ray]')")
@@ -58,13 +59,6 @@ def _error(launch):
 
 
 @triton.jit
-def add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2.5 + tl.load(y_ptr + offs, mask=m), mask=m)
-
-
-@triton.jit
 def share(x_ptr, OTHER: tl.constexpr, READ: tl.constexpr):
     pid = tl.program_id(0)
     if pid == 0:
@@ -90,7 +84,7 @@ def _vector_add(timing=False):
     rng = np.random.default_rng(3)
     x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
     out = np.zeros_like(x)
-    add[(160,)](x, y, out, n, BLOCK=64, num_dpus=160, num_tasklets=4, dpu_timing=timing)
+    triton_vector_add.add_kernel[(160,)](x, y, out, n, BLOCK=64, num_dpus=160, num_tasklets=4, dpu_timing=timing)
     return out.tobytes(), edsl.backend.last_report()
 
 
@@ -157,7 +151,8 @@ def test_a_rank_a_worker_cannot_run_runs_here(monkeypatch):
         here, there = _both(monkeypatch, _vector_add)
     assert here == there
     assert [str(w.message).split(" ran in")[0] for w in warned] == \
-        ["DPUs 0..63 of kernel 'add'", "DPUs 64..127 of kernel 'add'", "DPUs 128..159 of kernel 'add'"]
+        ["DPUs 0..63 of kernel 'add_kernel'", "DPUs 64..127 of kernel 'add_kernel'",
+         "DPUs 128..159 of kernel 'add_kernel'"]
 
 
 def test_what_a_worker_cannot_run():
