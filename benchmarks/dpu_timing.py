@@ -7,6 +7,7 @@
     python benchmarks/dpu_timing.py --overhead      # what counting costs the DPU model's run time
     python benchmarks/dpu_timing.py --validate      # PrIM's programs against real-hardware times
     python benchmarks/dpu_timing.py --validate --plot docs/dpu_validation.png   # ... drawn (matplotlib)
+    python benchmarks/dpu_timing.py --versus-ports  # Triton kernels against PrIM's programs, same data
 
 `--overhead` runs the kernels of benchmarks/bench_backend.py (vector add and
 softmax on 1M float32, 64 DPUs) and benchmarks/bench_edsl.py (saxpy, sum,
@@ -88,6 +89,50 @@ def print_workloads(dpus: int, tasklets: int, scale: float) -> None:
         # values could not be read here: no published figure to compare with.
         print(f"{name:10} {'n/a':>10} {est.dpu_seconds * 1e3:8.2f}ms {'n/a':>6}  "
               f"{est.issue_cycles:,.0f} / {est.dma_cycles:,.0f}; {host}")
+
+
+def _port_cycles(name: str, args: tuple, consts: dict) -> float:
+    """The estimated cycles of PrIM's program (benchmarks/prim/ports.py) for
+    the data a Triton workload took (`args`), on one DPU, checked against NumPy."""
+    import numpy as np
+    from prim import ports
+    if name == "VA":
+        a, b = args[0], args[1]
+        c, shares = ports.va(a, b, 1)
+        ok = np.array_equal(c, a + b)
+    elif name == "RED":
+        total, shares = ports.red(args[0], 1)
+        ok = total == args[0].sum()
+    elif name == "SCAN-SSA":
+        out, shares = ports.scan(args[0], 1)
+        ok = np.array_equal(out, np.cumsum(args[0]))
+    elif name == "GEMV":
+        y, shares = ports.gemv(args[0], args[1], 1)
+        ok = np.array_equal(y, args[0] @ args[1])
+    else:
+        h, shares = ports.hst(args[0], consts["BINS"], 1)
+        ok = np.array_equal(h, np.bincount((args[0].astype(np.int64) * consts["BINS"]) >> consts["DEPTH"],
+                                           minlength=consts["BINS"]))
+    if not ok:
+        raise SystemExit(f"{name}: PrIM's program gave a wrong result on the DPU model")
+    return sum(s.cycles for s in shares)
+
+
+def print_versus_ports(tasklets: int, scale: float) -> None:
+    """Triton kernels (benchmarks/prim/workloads.py) against PrIM's programs
+    (benchmarks/prim/ports.py) on the same data, one DPU, estimated DPU time."""
+    print(f"\nPrIM's workloads on one DPU, {tasklets} tasklets, dataset x{scale:g}: the Triton kernel's "
+          f"estimated DPU time against PrIM's program's, at {timing.clock_hz() / 1e6:g} MHz")
+    print(f"{'kernel':10} {'Triton':>10} {'PrIM':>10} {'ratio':>6}")
+    for name, make in workloads.WORKLOADS.items():
+        kernel, args, consts, check = make(1, scale)
+        kernel[(1,)](*args, num_dpus=1, num_tasklets=tasklets, dpu_timing=True, **consts)
+        if not check():
+            raise SystemExit(f"{name}: wrong result on the DPU model")
+        ours = edsl.backend.last_report().timing.dpu_cycles_max
+        prim = _port_cycles(name, args, consts)
+        hz = timing.clock_hz()
+        print(f"{name:10} {ours / hz * 1e3:8.2f}ms {prim / hz * 1e3:8.2f}ms {ours / prim:6.2f}")
 
 
 # DPU kernel times of PrIM's VA measured on UPMEM hardware by a third party:
@@ -255,6 +300,8 @@ def main(argv=None) -> int:
     parser.add_argument("--validate", action="store_true",
                         help="estimate PrIM's programs at the uPIMulator workbook's rows against its hardware times")
     parser.add_argument("--only", metavar="BENCH", help="with --validate: one benchmark's rows")
+    parser.add_argument("--versus-ports", action="store_true",
+                        help="the Triton workloads against PrIM's programs on the same data (one DPU)")
     parser.add_argument("--reps", type=int, default=7, help="repetitions for --overhead")
     parser.add_argument("--plot", metavar="PNG", nargs="?", const="dpu_timing.png",
                         help="draw estimated vs published curves, or with --validate estimated vs "
@@ -265,6 +312,9 @@ def main(argv=None) -> int:
         return 0
     if args.costs:
         print_costs()
+        return 0
+    if args.versus_ports:
+        print_versus_ports(args.tasklets, args.scale)
         return 0
     if args.validate:
         rows = print_validation(args.only)

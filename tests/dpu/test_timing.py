@@ -173,3 +173,13 @@ def test_calibration_points_within_15_percent(_):
             assert p.ratio < 0.85, p       # if this passes the bar, take it off the list
             continue
         assert abs(p.ratio - 1) <= 0.15, p
+
+
+def test_triton_workloads_against_prims_programs(capsys):
+    """`dpu_timing.py --versus-ports`: each Triton workload and PrIM's program
+    run on the same data (both checked), their estimates printed with the ratio."""
+    import dpu_timing
+    assert dpu_timing.main(["--versus-ports", "--scale", "0.01"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.endswith(tuple("0123456789"))]
+    assert [r[0] for r in rows] == ["VA", "RED", "SCAN-SSA", "GEMV", "HST-S"]
+    assert all(float(r[3]) > 0 for r in rows)
