@@ -136,8 +136,8 @@ def call(fn, outs, ins, _semantic=None, _generator=None):
     module = _generator.module
     symbol = placeholder_symbol(fn)
     if not module.has_function(symbol):
-        from triton._C.libtriton import ir
-        detached = ir.builder(_generator.context)  # a declaration is built with no insertion point
+        from .backend.triton_internals import libtriton
+        detached = libtriton().ir.builder(_generator.context)  # a declaration is built with no insertion point
         fn_ty = detached.get_function_ty([v.type.to_ir(builder) for v in operands],
                                          [v.type.to_ir(builder) for v in outs])
         decl = detached.get_or_insert_function(module, symbol, fn_ty, "private", False)
@@ -243,9 +243,9 @@ def kernel_key_part(fn: EdslFunction) -> tuple:
 
 
 def _key_part_class():
-    try:
-        from triton.runtime.jit import JITCallable
-    except ImportError:  # a Triton without it hashes `__annotations__`
+    from .backend.triton_internals import jit_callable_class
+    JITCallable = jit_callable_class()
+    if JITCallable is None:  # a Triton without it hashes `__annotations__`
         return None
 
     class KernelKeyPart(JITCallable):

@@ -31,6 +31,7 @@ from triton.backends.compiler import BaseBackend, GPUTarget, Language
 
 from ..dpu.abi import MAX_TASKLETS, WRAM_BYTES
 from ..errors import ArgumentError
+from . import triton_internals
 
 TARGET = GPUTarget("dpu", "upmem", 1)
 # `num_warps` is a GPU option that a DPU has no use for (its tasklets are
@@ -149,7 +150,7 @@ class DpuBackend(BaseBackend):
     # -- stages --------------------------------------------------------------
     @staticmethod
     def make_ttir(mod, metadata, options):
-        from triton._C.libtriton import ir, passes
+        ir, passes = triton_internals.libtriton().ir, triton_internals.libtriton().passes
         # A DPU program is one function: `noinline` is a code-size hint the
         # model has no use for, so every call is inlined.
         names = []

@@ -8,8 +8,7 @@ Launch options: `kernel[grid](..., num_dpus=4, num_tasklets=16, dpu_timing=True)
 Pointer arguments are NumPy arrays. Stock Triton types a pointer argument by
 its `data_ptr()` and `dtype`, which a bare `numpy.ndarray` lacks; while this
 driver is active, the argument specializer Triton's launcher binds
-(`triton.runtime.jit.native_specialize_impl`, looked up when a kernel's binder
-is first built) is wrapped so that a bare array (an item of a tuple argument
+(`triton_internals.wrap_specialization`) is wrapped so that a bare array (an item of a tuple argument
 too) is typed as a zero-copy `edsl.backend.array(a)` view and a NumPy scalar
 as the Python number it holds.
 An array of an 8-bit float of ml_dtypes is typed by its Triton name (Triton's
@@ -29,6 +28,7 @@ from triton.backends.driver import DriverBase
 
 from ..dpu.abi import MAX_TASKLETS, MRAM_BYTES
 from ..errors import ArgumentError, EdslError, file_of_kernel_site
+from . import triton_internals
 from .compiler import MAX_NUM_WARPS
 
 # 32-bit registers of a DPU tasklet (each of the 24 hardware threads has its own).
@@ -60,14 +60,6 @@ def _other_driver_active() -> bool:
 _OTHER_ACTIVE: list = []
 
 
-def _triton_reads_default_backend() -> bool:
-    """Whether Triton creates its driver from TRITON_DEFAULT_BACKEND (3.7 on;
-    3.6 refuses a second active driver)."""
-    import importlib
-    module = importlib.import_module("triton.runtime.driver")   # (`triton.runtime.driver` is its config)
-    return "TRITON_DEFAULT_BACKEND" in module._create_driver.__code__.co_consts
-
-
 _DRIVER: list = []
 
 
@@ -75,34 +67,27 @@ def activate(driver=None):
     """Make `driver` (default: the DPU model's) Triton's active driver in this
     process, also where a GPU driver is active; returns the one it replaces
     (None: Triton's default, created when first asked for)."""
-    from triton.runtime import driver as config
     if driver is None:
         if not _DRIVER:
             _DRIVER.append(DpuDriver())
         driver = _DRIVER[0]
-    previous = config._active
-    config.set_active(driver)
+    previous = triton_internals.active_driver()
+    triton_internals.set_active_driver(driver)
     return previous
 
 
 @contextmanager
 def activated(driver=None):
     """`activate(driver)` for the block; the active driver before it after."""
-    from triton.runtime import driver as config
     previous = activate(driver)
     try:
         yield
     finally:
-        config.set_active(previous)
+        triton_internals.set_active_driver(previous)
 
 
 def install_array_specialization() -> None:
     """Let launches take bare NumPy arrays and scalars (see the module docstring)."""
-    import triton.runtime.jit as jit
-    native = getattr(jit, "native_specialize_impl", None)
-    if native is None or getattr(native, "_edsl_dpu", False):
-        return
-
     import numpy as np
     from .arrays import DpuArray
 
@@ -118,12 +103,11 @@ def install_array_specialization() -> None:
             arg = _typed_fp8(arg)
         return arg
 
-    def specialize(backend, arg, is_const, specialize_value, align):
-        return native(backend, typed(arg), is_const, specialize_value, align)
-
-    specialize._edsl_dpu = True
-    specialize.native = native
-    jit.native_specialize_impl = specialize
+    def wrap(native):
+        def specialize(backend, arg, is_const, specialize_value, align):
+            return native(backend, typed(arg), is_const, specialize_value, align)
+        return specialize
+    triton_internals.wrap_specialization(wrap)
 
 
 def _typed_fp8(a):
@@ -257,11 +241,11 @@ def _runtime_arguments(signature, args) -> tuple[list, list]:
                 visit(f"{name}[{k}]", t, v)
             return
         if isinstance(ty, str) and ty.startswith("tensordesc"):
-            try:
-                from triton.backends.driver import decompose_descriptor, expand_signature
-            except ImportError:      # Triton before 3.7 has no host-side decomposition
+            expansion = triton_internals.descriptor_expansion()
+            if expansion is None:    # Triton before 3.7 has no host-side decomposition
                 raise ArgumentError(f"argument '{name}' of type {ty}: host-side tensor descriptors "
-                                    "need triton 3.7 or later on the DPU backend") from None
+                                    "need triton 3.7 or later on the DPU backend")
+            expand_signature, decompose_descriptor = expansion
             types = expand_signature([ty], None, "tensordesc")
             parts = decompose_descriptor(value)
             runtime.extend((f"{name}[{k}]", t) for k, t in enumerate(types))
@@ -302,7 +286,7 @@ class DpuDriver(DriverBase):
         if not _OTHER_ACTIVE:
             _OTHER_ACTIVE.append(_other_driver_active())
         if os.environ.get("TRITON_DEFAULT_BACKEND") == "dpu":
-            if _OTHER_ACTIVE[0] and not _triton_reads_default_backend():
+            if _OTHER_ACTIVE[0] and not triton_internals.reads_default_backend():
                 raise RuntimeError(
                     "TRITON_DEFAULT_BACKEND=dpu: this Triton cannot choose between the GPU driver "
                     "and the DPU model (Triton 3.7 and later read the variable); choose the DPU "

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from triton.language import core
 
+from . import triton_internals
+
 # |x| is clamped to this f16 (1.75) before encoding, as NVIDIA's conversion does.
 MAX_F16_BITS = 0x3F00
 
@@ -41,7 +43,7 @@ def _decode(x, dst, _semantic):
 
 
 def _encode(x, rounding, _semantic):
-    from triton._C.libtriton import ir
+    ir = triton_internals.libtriton().ir
     if x.type.scalar.is_bf16():
         x = x.to(core.float32, _semantic=_semantic)
     if not x.type.scalar.is_fp16():

@@ -100,7 +100,8 @@ class ExportResult:
 
 # -- arguments -----------------------------------------------------------------
 def _kernel_params(kernel):
-    from triton.runtime.jit import JITFunction
+    from ..backend.triton_internals import jit_function_class
+    JITFunction = jit_function_class()
     fn = kernel
     while not isinstance(fn, JITFunction) and hasattr(fn, "fn"):
         fn = fn.fn                     # autotuner / heuristics wrappers
@@ -277,22 +278,19 @@ def compile_for_export(fn, params: list[Param], constexprs: dict, num_dpus: int,
     the `llmlir` stage, the kernel before the runtime library is linked in.
     `wram_bytes`: the WRAM the kernel's buffers may take (beyond it, tiles are
     kept in MRAM)."""
-    import triton
-    from triton.compiler import ASTSource
-    from triton.compiler.errors import CompilationError
-
+    from ..backend import triton_internals
     from ..backend.compiler import TARGET
     sig = {}
     by_name = {p.name: p for p in params}
     for p in fn.params:
         sig[p.name] = "constexpr" if p.name in constexprs else by_name[p.name].type
     try:
-        compiled = triton.compile(ASTSource(fn, sig, constexprs), target=TARGET,
-                                  options={"num_dpus": num_dpus, "num_tasklets": num_tasklets,
-                                           "debug": debug, "wram_bytes": wram_bytes})
+        compiled = triton_internals.compile_kernel(fn, sig, constexprs, TARGET,
+                                                   {"num_dpus": num_dpus, "num_tasklets": num_tasklets,
+                                                    "debug": debug, "wram_bytes": wram_bytes})
     except EdslError:
         raise
-    except CompilationError as err:
+    except triton_internals.compilation_error_class() as err:
         raise CompileError(f"kernel '{fn.__name__}' does not compile for the DPU: {err}") from None
     except Exception as err:  # noqa: BLE001 - an internal failure of a compile stage
         raise CompileError(f"kernel '{fn.__name__}' does not compile for the DPU: "

@@ -29,7 +29,7 @@ import os
 import re
 import tempfile
 
-from triton import knobs
+from ..backend import triton_internals
 
 from .. import cache
 from ..errors import CompileError
@@ -62,16 +62,16 @@ class StagesHook:
 
 def install() -> StagesHook:
     """Install edsl's hook (once), composed with a hook already set."""
-    current = knobs.runtime.add_stages_inspection_hook
+    current = triton_internals.stages_hook()
     if isinstance(current, StagesHook):
         return current
     hook = StagesHook(current)
-    knobs.runtime.add_stages_inspection_hook = hook
+    triton_internals.set_stages_hook(hook)
     return hook
 
 
 def require_installed() -> None:
-    if not isinstance(knobs.runtime.add_stages_inspection_hook, StagesHook):
+    if not isinstance(triton_internals.stages_hook(), StagesHook):
         raise RuntimeError(
             "fl.call on the nvidia backend needs edsl's stages hook, but "
             "triton.knobs.runtime.add_stages_inspection_hook was replaced after edsl installed it; "

@@ -14,6 +14,7 @@ from edsl.dpu.abi import MAX_TASKLETS, MRAM_BYTES
 
 from edsl.backend.driver import DpuDriver
 import edsl.backend.driver as dpu_driver
+from edsl.backend import triton_internals
 
 
 def active():
@@ -166,24 +167,18 @@ def test_the_reader_drops_them_line_for_line():
 # ---- the backend beside a GPU ----------------------------------------------------------------
 
 def test_activated_makes_the_dpu_model_the_active_driver_for_a_block():
-    config = triton.runtime.driver
     other = object()
-    previous = config._active
-    config.set_active(other)
+    previous = triton_internals.active_driver()
+    triton_internals.set_active_driver(other)
     try:
         with dpu_driver.activated():
-            assert isinstance(config.active, DpuDriver)
+            assert isinstance(triton.runtime.driver.active, DpuDriver)
             out = np.zeros(8, np.float32)
             copy_kernel[(1,)](np.arange(8, dtype=np.float32), out, BLOCK=8)
             assert (out == np.arange(8)).all()
-        assert config._active is other
+        assert triton_internals.active_driver() is other
     finally:
-        config.set_active(previous)
-
-
-def test_triton_reads_the_variable_from_3_7_on():
-    version = tuple(int(x) for x in triton.__version__.split(".")[:2])
-    assert dpu_driver._triton_reads_default_backend() == (version >= (3, 7))
+        triton_internals.set_active_driver(previous)
 
 
 def test_the_variable_cannot_choose_on_a_triton_that_does_not_read_it(monkeypatch):
@@ -191,10 +186,10 @@ def test_the_variable_cannot_choose_on_a_triton_that_does_not_read_it(monkeypatc
     DPU driver says what to do instead."""
     monkeypatch.setenv("TRITON_DEFAULT_BACKEND", "dpu")
     monkeypatch.setattr(dpu_driver, "_OTHER_ACTIVE", [True])
-    monkeypatch.setattr(dpu_driver, "_triton_reads_default_backend", lambda: False)
+    monkeypatch.setattr(triton_internals, "reads_default_backend", lambda: False)
     with pytest.raises(RuntimeError, match=r"edsl\.backend\.activate\(\)"):
         DpuDriver.is_active()
-    monkeypatch.setattr(dpu_driver, "_triton_reads_default_backend", lambda: True)
+    monkeypatch.setattr(triton_internals, "reads_default_backend", lambda: True)
     assert DpuDriver.is_active()
     monkeypatch.delenv("TRITON_DEFAULT_BACKEND")
     assert not DpuDriver.is_active()                 # (the GPU's is Triton's default)
