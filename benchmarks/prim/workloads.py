@@ -10,11 +10,10 @@ in CMU-SAFARI/prim-benchmarks: VA -i 2621440, RED -i 6553600, SCAN-SSA
 and -b 256 bins). Element types as chosen here: VA int32, RED and SCAN-SSA
 int64, GEMV uint32, HST-S uint32 pixels of 12 bits.
 
-HST-S: the `dpu` backend does not convert `tl.histogram`, so each program
-adds its elements into its own DPU's histogram with `tl.atomic_add`, as a
-Triton kernel on a GPU would (PrIM's DPU code keeps one histogram per
-tasklet in WRAM and merges them; the backend runs a program's atomics on
-one tasklet, each a read-modify-write through MRAM).
+HST-S: each program (one a DPU) counts its tiles with `tl.histogram` into a
+histogram tile it keeps and stores it as its DPU's histogram; the host adds
+the DPUs' (PrIM's DPU code keeps one histogram per tasklet in WRAM and
+merges them).
 """
 from __future__ import annotations
 
@@ -74,11 +73,13 @@ def gemv_kernel(a_ptr, x_ptr, y_ptr, rows, cols, rows_per_dpu, BLOCK: tl.constex
 def hst_kernel(a_ptr, hist_ptr, n, per_dpu, BINS: tl.constexpr, DEPTH: tl.constexpr, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     start = pid * per_dpu
+    counts = tl.zeros((BINS,), tl.int32)
     for off in range(start, start + per_dpu, BLOCK):
         offs = off + tl.arange(0, BLOCK)
         m = offs < n
         x = tl.load(a_ptr + offs, mask=m, other=0)
-        tl.atomic_add(hist_ptr + pid * BINS + ((x * BINS) >> DEPTH), 1, mask=m)
+        counts += tl.histogram(((x * BINS) >> DEPTH).to(tl.int32), BINS, mask=m)
+    tl.store(hist_ptr + pid * BINS + tl.arange(0, BINS), counts.to(tl.uint32))
 
 
 def _split(n: int, dpus: int, block: int) -> int:
