@@ -2,7 +2,9 @@
 
 One program instance per DPU (grid = number of DPUs), each walking its share
 of the data in BLOCK-element tiles, as PrIM's DPU code walks its MRAM part
-in blocks; the backend shares each tile among the tasklets.
+in blocks; the backend shares each tile among the tasklets. BLOCK gives each
+of 16 tasklets PrIM's 1,024-byte transfer (VA, SCAN-SSA, HST-S), or is what
+runs fastest here (RED 1,024 int64, GEMV 256 columns).
 
 Dataset sizes: those of PrIM's 1-rank strong-scaling runs (run_strong_rank.py
 in CMU-SAFARI/prim-benchmarks: VA -i 2621440, RED -i 6553600, SCAN-SSA
@@ -94,7 +96,7 @@ def va(dpus: int, scale: float = 1.0):
     a = np.arange(n, dtype=np.int32)
     b = np.ones(n, dtype=np.int32)
     c = np.zeros(n, dtype=np.int32)
-    block = 256
+    block = 4096
     return va_kernel, (a, b, c, n, _split(n, dpus, block)), {"BLOCK": block}, lambda: np.array_equal(c, a + b)
 
 
@@ -102,7 +104,7 @@ def red(dpus: int, scale: float = 1.0):
     n = int(6_553_600 * scale)
     a = np.arange(n, dtype=np.int64) % 1000
     out = np.zeros(dpus, dtype=np.int64)
-    block = 128
+    block = 1024
     return red_kernel, (a, out, n, _split(n, dpus, block)), {"BLOCK": block}, lambda: out.sum() == a.sum()
 
 
@@ -110,7 +112,7 @@ def scan(dpus: int, scale: float = 1.0):
     n = int(3_932_160 * scale)
     a = np.arange(n, dtype=np.int64) % 7
     out = np.zeros(n, dtype=np.int64)
-    block = 128
+    block = 2048
     per = _split(n, dpus, block)
 
     def check():
@@ -134,7 +136,7 @@ def hst(dpus: int, scale: float = 1.0):
     bins, depth = 256, 12
     a = (np.arange(n, dtype=np.uint64) * 2654435761 % (1 << depth)).astype(np.uint32)
     hist = np.zeros(dpus * bins, dtype=np.uint32)
-    block = 256
+    block = 4096
     expect = np.bincount((a.astype(np.int64) * bins) >> depth, minlength=bins)
     return (hst_kernel, (a, hist, n, _split(n, dpus, block)), {"BINS": bins, "DEPTH": depth, "BLOCK": block},
             lambda: np.array_equal(hist.reshape(dpus, bins).sum(axis=0), expect))
