@@ -95,9 +95,9 @@ def stored_params(kernel) -> list[int] | None:
     return sorted(i for i in params if _is_ptr(entry.arguments[i].type))
 
 
-# Ops an integer passes through unchanged in meaning on its way to tt.int_to_ptr.
-_INT_FOLLOW = {"arith.extsi", "arith.extui", "arith.trunci", "tt.splat", "tt.broadcast", "tt.expand_dims",
-               "tt.reshape", "tt.bitcast"}
+# Ops an address passes through on its way from a load to a pointer (tt.int_to_ptr).
+_INT_FOLLOW = {"tt.int_to_ptr", "arith.extsi", "arith.extui", "arith.trunci", "tt.splat", "tt.broadcast",
+               "tt.expand_dims", "tt.reshape", "tt.bitcast"}
 
 
 def pointer_load(kernel, access) -> ir.Operation | None:
@@ -107,7 +107,7 @@ def pointer_load(kernel, access) -> ir.Operation | None:
     others: list = []
     _sources(access.operands[0], kernel.regions[0].blocks[0], set(), others, set())
     for op in others:
-        while op is not None and op.name in _INT_FOLLOW | {"tt.int_to_ptr"}:
+        while op is not None and op.name in _INT_FOLLOW:
             u = op.operands[0]
             op = None if isinstance(u, ir.BlockArgument) else u.owner
         if op is not None and op.name == "tt.load":

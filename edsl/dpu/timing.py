@@ -380,7 +380,7 @@ def dpu_cycles(tasklets: Sequence[TaskletWork]) -> DpuCycles:
     slots = np.array([[t.issue_slots() for t in tasklets]], dtype=float)
     latency = np.array([[t.dma_latency() for t in tasklets]], dtype=float)
     transfers = np.array([[t.dma_reads + t.dma_writes for t in tasklets]], dtype=float)
-    return _dpus_cycles(slots.reshape(1, -1), latency.reshape(1, -1), transfers.reshape(1, -1))[0]
+    return _dpus_cycles(slots, latency, transfers)[0]
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,12 @@ functions and Triton kernels, computed in f32 and rounded as ml_dtypes rounds.""
 import ml_dtypes
 import numpy as np
 import pytest
-import triton
-import triton.language as tl
 from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import edsl
 from edsl import InOut, Input
+from float_kernels import halve_kernel
 
 
 @edsl.dialect
@@ -50,18 +49,10 @@ def test_a_float32_array_for_a_bf16_memref_is_refused():
         scale_bf16(np.zeros(4, np.float32), np.zeros(4, np.float32), 1.0)
 
 
-@triton.jit
-def _halve(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    x = tl.load(x_ptr + offs, mask=m)
-    tl.store(y_ptr + offs, (x.to(tl.float32) * 0.5).to(y_ptr.dtype.element_ty), mask=m)
-
-
 @pytest.mark.parametrize("dtype", [ml_dtypes.bfloat16, np.float16])
 def test_triton_kernels_take_bf16_arrays(dtype):
     x = (np.arange(300, dtype=np.float32) - 150).astype(dtype)
     y = np.zeros_like(x)
-    _halve[(3,)](x, y, 300, BLOCK=128)
+    halve_kernel[(3,)](x, y, 300, BLOCK=128)
     want = (x.astype(np.float32) * np.float32(0.5)).astype(dtype)
     np.testing.assert_array_equal(y.view(np.uint16), want.view(np.uint16))

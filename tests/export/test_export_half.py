@@ -22,6 +22,7 @@ from edsl.errors import ArgumentError
 from edsl.export import export
 
 from export_helpers import assert_sdk_only, build, export_and_run, needs_cc, output, run, run_on_model
+from float_kernels import halve_kernel
 
 pytestmark = needs_cc
 
@@ -286,14 +287,6 @@ def test_half_scalar_from_the_command_line_is_rounded_as_the_model_rounds(scale_
 
 
 # -- 8-bit floats -------------------------------------------------------------------
-@triton.jit
-def fp8_scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    x = tl.load(x_ptr + offs, mask=m)
-    tl.store(out_ptr + offs, (x.to(tl.float32) * 1.5).to(out_ptr.dtype.element_ty), mask=m)
-
-
 @needs_cc
 @pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz"])
 @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
@@ -304,10 +297,10 @@ def test_8_bit_float_arrays_export_bit_for_bit(tmp_path_factory, dtype, bits):
     dt = np.dtype(getattr(ml_dtypes, dtype))
     x = np.array(bits, np.uint8).view(dt)
     args = (x, np.zeros(len(x), dt), len(x))
-    want = run_on_model(fp8_scale_kernel, args, {"BLOCK": 32}, (-(-len(x) // 32),))[1]
+    want = run_on_model(halve_kernel, args, {"BLOCK": 32}, (-(-len(x) // 32),))[1]
     folder = tmp_path_factory.mktemp("fp8") / "p"
-    export_and_run(folder, fp8_scale_kernel, args, {"BLOCK": 32}, (-(-len(x) // 32),))
-    np.testing.assert_array_equal(output(folder, "out_ptr", want).view(np.uint8), want.view(np.uint8))
+    export_and_run(folder, halve_kernel, args, {"BLOCK": 32}, (-(-len(x) // 32),))
+    np.testing.assert_array_equal(output(folder, "y_ptr", want).view(np.uint8), want.view(np.uint8))
 
 
 def test_fp8e4b15_arrays_are_refused_at_the_callers_line(tmp_path):

@@ -552,7 +552,7 @@ def test_torch_tensors_export_as_sample_arguments(tmp_path, dtype):
     """A Triton user's arrays are torch CPU tensors: they export as NumPy's (ml_dtypes' for
     bf16), and the exported run gives the model's outputs."""
     from export_helpers import export_and_run
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="a Triton user's arrays are torch tensors: torch is not installed")
     x = torch.arange(100).to(getattr(torch, dtype))
     y = torch.full((100,), 3).to(getattr(torch, dtype))
     out = torch.zeros(100, dtype=getattr(torch, dtype))
@@ -580,7 +580,7 @@ def test_sample_arguments_as_a_launch_takes_them(tmp_path):
     specializes it), a parameter left to its default, Triton's reinterpreted view of a
     torch tensor."""
     from export_helpers import export_and_run
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="a Triton user's arrays are torch tensors: torch is not installed")
     x = torch.arange(16, dtype=torch.int32)
     out = torch.zeros(16, dtype=torch.int32)
     args = (triton.reinterpret(x, tl.uint32), out, None, 10)
