@@ -18,6 +18,10 @@ the shape and elementwise lowerings derive), the span is known in closed form
 tile's WRAM buffer. A run-time check (no i32 offset wraps within the row)
 guards that path; the per-lane path remains for the rest.
 
+What a row access is (its segments, active lanes, contiguity, closed form,
+spans) is worked out in `rows`; this module emits the transfers and element
+loops from it.
+
 Tasklets share rows out (rank 1: chunks of each row, whole 8-byte words
 apart). A load needs nothing more. A store lets every tasklet write its
 segments that are whole words at once; segments needing a read-modify-write
@@ -32,18 +36,17 @@ a store of such a tile reads its lines through the window.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
-from ...dpu.abi import DMA as DMA_FN, DMA_MAX_BYTES, NOTE, READ, WRITE, Access, AtomicOp, atomic_kind
+from ...dpu.abi import DMA as DMA_FN, NOTE, READ, WRITE, Access, AtomicOp, atomic_kind
 
-from .core import (Tile, and_valid, buffer_type, byte_size, from_stored, in_wram, is_float, is_tensor,
+from .core import (Tile, buffer_type, byte_size, from_stored, in_wram, is_float, is_tensor,
                    load_elem, lowers, pointee, scalar_type, store_elem, to_stored)
-from .builders import align_down, align_up, as_index, c64, i64, in_dma_pieces
+from .builders import align_down, as_index, c64, i64, in_dma_pieces
+from .rows import (RowSegment, active_span, bytes_of, closed_form, contiguity, lane_active, needs_rest,
+                   row_addr, seg_chunk, segments, span, split, true)
 from .spill import SpillBuffer
-
 
 
 def mem_read(addr: ir.Value, t: ir.Type) -> ir.Value:
@@ -136,59 +139,14 @@ def _if(cond, then_fn):
         scf.yield_([])
 
 
-def _for(lo, hi, body, inits=()):
-    """scf.for over index [lo, hi) calling body(iv, *iter_args) -> yielded values."""
-    one = arith.constant(ir.IndexType.get(), 1)
-    loop = scf.ForOp(lo, hi, one, list(inits))
-    with ir.InsertionPoint(loop.body):
-        out = body(loop.induction_variable, *loop.inner_iter_args)
-        scf.yield_(list(out or []))
-    return loop.results
-
-
-def _lane(mask, ivs):
-    if mask is None:
-        return arith.constant(ir.IntegerType.get_signless(1), 1)
-    return mask.at(ivs) if isinstance(mask, Tile) else mask
-
-
-@dataclass
-class RowSegment:
-    """Lanes j0 <= j < j1 of one row of a tile load or store: what moving it
-    between MRAM and WRAM needs."""
-    ptrs: Tile                 # the MRAM addresses (i64) of the whole tile
-    mask: object               # an i1 Tile, an i1 value, or None (every lane)
-    rivs: list                 # the row's indices (all but the last dimension)
-    j0: ir.Value               # index bounds of the segment
-    j1: ir.Value
-    t: ir.Type                 # element type
-    es: int                    # bytes per element in MRAM
-    mine: bool                 # lane indices run over this tasklet's chunk (rank 1)
-    stg: ir.Value              # this tasklet's WRAM staging buffer (i64 address)
-
-    def ivs(self, j) -> list:
-        return self.rivs + [j]
-
-    def active(self, j) -> ir.Value:
-        """i1: lane j is active."""
-        return _lane(self.mask, self.ivs(j))
-
-    def lanes(self, conv, lo, hi, body) -> None:
-        """body(j) for the lanes lo <= j < hi."""
-        def run(j):
-            if self.mine:
-                conv.accesses.mine(j)
-            body(j)
-        _for(lo, hi, run)
-
-    def note(self, conv, buf, write: bool) -> None:
-        """Record a direct (DMA) access of this segment of WRAM buffer `buf`."""
-        if conv.tasklets == 1:
-            return
-        if self.mine:
-            conv.accesses.note_buffer(buf, [self.j0], write, who=conv.owner(tuple(ir.MemRefType(buf.type).shape)))
-        else:
-            conv.accesses.note_buffer(buf, self.ivs(self.j0), write)
+def _if_else_none(cond, then_fn, else_fn):
+    op = scf.IfOp(cond, [], has_else=True)
+    with ir.InsertionPoint(op.then_block):
+        then_fn()
+        scf.yield_([])
+    with ir.InsertionPoint(op.else_block):
+        else_fn()
+        scf.yield_([])
 
 
 class BufferRows:
@@ -200,168 +158,13 @@ class BufferRows:
         self.length = ir.MemRefType(buf.type).shape[-1]
 
     def row_addr(self, rivs) -> ir.Value:
-        return _row_addr(self.conv, self.buf, rivs, self.es)
+        return row_addr(self.conv, self.buf, rivs, self.es)
 
     def store(self, v, ivs) -> None:
         store_elem(self.conv.accesses, v, self.buf, ivs)
 
     def note(self, seg, write: bool) -> None:
         seg.note(self.conv, self.buf, write)
-
-
-def _active_span(conv, seg: RowSegment):
-    """(first, last, count) of the active lanes of a row segment, as i64
-    (-1, -1, 0: none)."""
-    if seg.mask is None:
-        lo, hi = arith.index_cast(i64(), seg.j0), arith.index_cast(i64(), seg.j1)
-        some = arith.cmpi(arith.CmpIPredicate.slt, lo, hi)
-        return (arith.select(some, lo, c64(-1)), arith.select(some, arith.subi(hi, c64(1)), c64(-1)),
-                arith.subi(hi, lo))
-
-    def body(j, first, last, count):
-        if seg.mine:
-            conv.accesses.mine(j)
-        m = seg.active(j)
-        j64 = arith.index_cast(i64(), j)
-        unset = arith.cmpi(arith.CmpIPredicate.slt, first, c64(0))
-        first = arith.select(arith.andi(m, unset), j64, first)
-        last = arith.select(m, j64, last)
-        return [first, last, arith.addi(count, arith.extui(i64(), m))]
-    res = _for(seg.j0, seg.j1, body, [c64(-1), c64(-1), c64(0)])
-    return res[0], res[1], res[2]
-
-
-def _contiguous(seg: RowSegment, first, last, any_active):
-    """Whether lanes first..last of a row address consecutive elements, and the
-    address of the first."""
-    idx = ir.IndexType.get()
-    lo = arith.index_cast(idx, arith.select(any_active, first, c64(0)))
-    hi = arith.index_cast(idx, arith.select(any_active, arith.addi(last, c64(1)), c64(0)))
-    p0 = seg.ptrs.at(seg.ivs(lo))
-    true = arith.constant(ir.IntegerType.get_signless(1), 1)
-
-    def body(j, ok):
-        delta = arith.muli(arith.subi(arith.index_cast(i64(), j), arith.index_cast(i64(), lo)),
-                           c64(seg.es))
-        same = arith.cmpi(arith.CmpIPredicate.eq, seg.ptrs.at(seg.ivs(j)), arith.addi(p0, delta))
-        return [arith.andi(ok, same)]
-    return _for(lo, hi, body, [true])[0], p0
-
-
-def _span(p_first, p_last, es):
-    a0 = align_down(p_first)
-    a1 = align_up(arith.addi(p_last, c64(es)))
-    return a0, a1, arith.subi(a1, a0)
-
-
-def _row_addr(conv, buf, rivs, es: int) -> ir.Value:
-    """The WRAM address (i64) of element rivs + [0] of buffer `buf`."""
-    from mlir.dialects import memref
-    shape = ir.MemRefType(buf.type).shape
-    addr = arith.index_cast(i64(), memref.extract_aligned_pointer_as_index(buf))
-    stride, off = shape[-1], None
-    for d in range(len(shape) - 2, -1, -1):
-        term = arith.muli(arith.index_cast(i64(), rivs[d]), c64(stride * es))
-        off = term if off is None else arith.addi(off, term)
-        stride *= shape[d]
-    return addr if off is None else arith.addi(addr, off)
-
-
-def _clamp(v, lo, hi):
-    return arith.minsi(arith.maxsi(v, lo), hi)
-
-
-def _lanes_of(mask, length: int):
-    """The closed-form active lanes of a mask (None: all lanes), or False."""
-    from .elementwise import _lanes
-    if mask is None:
-        return None
-    r = _lanes(mask, length)
-    return False if r is None else r
-
-
-def _affine(conv, ptrs, mask, es: int, length: int):
-    """Whether a row access has a closed form: addresses base + j * es and
-    active lanes [lo, hi) (checked at run time by `valid`)."""
-    if not isinstance(ptrs, Tile) or ptrs.row is None or ptrs.row.stride != es:
-        return None
-    if mask is not None and not isinstance(mask, Tile):
-        return None
-    lanes = _lanes_of(mask, length)
-    if lanes is False:
-        return None
-    row = ptrs.row
-
-    def at(rivs):
-        base = row.base(rivs)
-        if lanes is None:
-            lo, hi, v = c64(0), c64(length), None
-        else:
-            lo, hi, v = lanes.bounds(rivs)
-        return base, lo, hi, and_valid(row.valid(rivs) if row.valid else None, v)
-    return at
-
-
-def _segments(conv, shape, body, ptrs, mask, t, es: int):
-    """Call body(RowSegment) for each row segment of this tasklet: rank 1, its
-    chunk of the lanes (lane indices run over the tasklet's chunk); else its
-    rows. With several tasklets a segment is at most one DMA transfer long, so
-    that each tasklet's staging buffer is small."""
-    length = shape[-1]
-    lanes = _seg_chunk(conv, shape, es)
-
-    def segment(rivs, j0, j1, mine):
-        body(RowSegment(ptrs, mask, rivs, j0, j1, t, es, mine, conv.staging(lanes * es + 16)))
-    if conv.tasklets > 1 and len(shape) == 1:
-        lo, hi = conv.my_range(shape)
-        with conv.accesses.divergent(conv.owner(shape)):
-            _split(conv, lo, hi, lanes, lambda j0, j1: segment([], j0, j1, True))
-        return
-    conv.par_nest(shape[:-1], lambda rivs: _split(conv, conv.index(0), conv.index(length), lanes,
-                                                  lambda j0, j1: segment(rivs, j0, j1, False), length), shape)
-
-
-def _split(conv, lo, hi, seg: int, fn, length: int | None = None) -> None:
-    """fn(j0, j1) over [lo, hi) in pieces of at most `seg` lanes (`length`:
-    hi - lo when known)."""
-    if length is not None and length <= seg:
-        fn(lo, hi)
-        return
-    loop = scf.ForOp(lo, hi, conv.index(seg))
-    with ir.InsertionPoint(loop.body):
-        j0 = loop.induction_variable
-        fn(j0, arith.minsi(arith.addi(j0, conv.index(seg)), hi))
-        scf.yield_([])
-
-
-def _seg_chunk(conv, shape, es: int) -> int:
-    """Lanes of one row segment (the staging buffer holds one)."""
-    cap = max(8, DMA_MAX_BYTES // es // 8 * 8)
-    if len(shape) == 1 and conv.tasklets > 1:
-        return min(conv.chunk(shape), shape[0], cap)
-    return min(shape[-1], cap)
-
-
-def _closed_form(conv, seg: RowSegment, length: int):
-    """A row segment in closed form, or None: the row's MRAM base, its active
-    lanes [lo, hi) clamped to [j0, j1), and the run-time check of the form."""
-    affine = _affine(conv, seg.ptrs, seg.mask, seg.es, length)
-    if affine is None:
-        return None
-    base, lo, hi, valid = affine(seg.rivs)
-    lo = _clamp(lo, arith.index_cast(i64(), seg.j0), arith.index_cast(i64(), seg.j1))
-    hi = _clamp(hi, lo, arith.index_cast(i64(), seg.j1))
-    return base, lo, hi, valid
-
-
-def _bytes_of(base, lo, hi, es: int):
-    """Lanes [lo, hi) in MRAM: their count, first address, byte count, and the
-    8-byte aligned span (start, end, size) that covers them."""
-    n = arith.subi(hi, lo)
-    p0 = arith.addi(base, arith.muli(lo, c64(es)))
-    nb = arith.muli(n, c64(es))
-    a0, a1, span = _span(p0, arith.subi(arith.addi(p0, nb), c64(es)), es)
-    return n, p0, nb, a0, a1, span
 
 
 def _load_row(conv, seg: RowSegment, other, out):
@@ -403,45 +206,35 @@ def _load_row(conv, seg: RowSegment, other, out):
 
 
 def _row_access(conv, seg: RowSegment, length: int, fast, general) -> None:
-    """`fast(lo, hi, *_bytes_of(...))` on the active lanes [lo, hi) of a row
+    """`fast(lo, hi, *bytes_of(...))` on the active lanes [lo, hi) of a row
     segment in closed form, guarded by the form's run-time check; else (or
     where the check fails) `general()`."""
-    form = _closed_form(conv, seg, length)
+    form = closed_form(conv, seg, length)
     if form is None:
         general()
         return
     base, lo, hi, valid = form
 
     def closed():
-        fast(lo, hi, *_bytes_of(base, lo, hi, seg.es))
+        fast(lo, hi, *bytes_of(base, lo, hi, seg.es))
     if valid is None:
         closed()
     else:
         _if_else_none(valid, closed, general)
 
 
-def _if_else_none(cond, then_fn, else_fn):
-    op = scf.IfOp(cond, [], has_else=True)
-    with ir.InsertionPoint(op.then_block):
-        then_fn()
-        scf.yield_([])
-    with ir.InsertionPoint(op.else_block):
-        else_fn()
-        scf.yield_([])
-
-
 def _load_row_general(conv, seg: RowSegment, other_at, out):
     """A row segment with no closed form: its contiguous active lanes by one
     DMA span, else each active element by itself."""
     t, es = seg.t, seg.es
-    first, last, _ = _active_span(conv, seg)
+    first, last, _ = active_span(conv, seg)
     any_active = arith.cmpi(arith.CmpIPredicate.sge, first, c64(0))
-    contiguous, p0 = _contiguous(seg, first, last, any_active)
+    contiguous, p0 = contiguity(seg, first, last, any_active)
     fast = arith.andi(any_active, contiguous)
 
     def dma_path():
         p_last = arith.addi(p0, arith.muli(arith.subi(last, first), c64(es)))
-        a0, _, n = _span(p0, p_last, es)
+        a0, _, n = span(p0, p_last, es)
         dma_span(conv, a0, seg.stg, n, READ)
 
         def read(ivs):
@@ -478,7 +271,7 @@ def _store_row(conv, seg: RowSegment, value, mode: str):
 
         def write_clean():
             if whole:
-                src = arith.addi(_row_addr(conv, value.buf, rivs, es), arith.muli(lo, c64(es)))
+                src = arith.addi(row_addr(conv, value.buf, rivs, es), arith.muli(lo, c64(es)))
                 aligned = arith.cmpi(arith.CmpIPredicate.eq, arith.andi(src, c64(7)), c64(0))
                 seg.note(conv, value.buf, False)
 
@@ -505,22 +298,18 @@ def _store_row(conv, seg: RowSegment, value, mode: str):
         elif mode == "clean":
             _if(arith.andi(some, clean), write_clean)
         else:
-            _if(arith.andi(some, arith.xori(clean, _true())), lambda: write_staged(True))
+            _if(arith.andi(some, arith.xori(clean, true())), lambda: write_staged(True))
     _row_access(conv, seg, seg.ptrs.shape[-1], fast, lambda: _store_row_general(conv, seg, value, mode))
-
-
-def _true():
-    return arith.constant(ir.IntegerType.get_signless(1), 1)
 
 
 def _store_row_general(conv, seg: RowSegment, value, mode):
     es = seg.es
-    first, last, count = _active_span(conv, seg)
+    first, last, count = active_span(conv, seg)
     any_active = arith.cmpi(arith.CmpIPredicate.sge, first, c64(0))
-    contiguous, p0 = _contiguous(seg, first, last, any_active)
+    contiguous, p0 = contiguity(seg, first, last, any_active)
     fast = arith.andi(any_active, contiguous)
     p_last = arith.addi(p0, arith.muli(arith.subi(last, first), c64(es)))
-    a0, a1, n = _span(p0, p_last, es)
+    a0, a1, n = span(p0, p_last, es)
     holes = arith.cmpi(arith.CmpIPredicate.ne, count, arith.addi(arith.subi(last, first), c64(1)))
     ragged = arith.ori(arith.cmpi(arith.CmpIPredicate.ne, p0, a0),
                        arith.cmpi(arith.CmpIPredicate.ne, arith.addi(p_last, c64(es)), a1))
@@ -552,10 +341,10 @@ def _store_row_general(conv, seg: RowSegment, value, mode):
     if mode == "all":
         _if_else_none(fast, dma_path, element_path)
     elif mode == "clean":
-        _if(arith.andi(fast, arith.xori(rmw, _true())), dma_path)
+        _if(arith.andi(fast, arith.xori(rmw, true())), dma_path)
     else:
         _if(arith.andi(fast, rmw), dma_path)
-        _if(arith.andi(any_active, arith.xori(contiguous, _true())), element_path)
+        _if(arith.andi(any_active, arith.xori(contiguous, true())), element_path)
 
 
 def _operand(conv, op, i):
@@ -589,7 +378,7 @@ def lower_load(conv, op):
             conv, RowSegment(ptrs, mask, rivs, j0, j1, t, es, mine, stg), other, target))
     else:
         rows = BufferRows(conv, out, es)
-        _segments(conv, shape, lambda seg: _load_row(conv, seg, other, rows), ptrs, mask, t, es)
+        segments(conv, shape, lambda seg: _load_row(conv, seg, other, rows), ptrs, mask, t, es)
     conv.set(op.results[0], Tile(shape, t, buf=out, accesses=conv.accesses))
 
 
@@ -612,7 +401,7 @@ def lower_store(conv, op):
     t = value.elem
     es = byte_size(pointee(ir.RankedTensorType(ptr_t).element_type))
     shape = ptrs.shape
-    seg = _seg_chunk(conv, shape, es)
+    seg = seg_chunk(conv, shape, es)
 
     def rows(mode):
         return lambda segment: _store_row(conv, segment, value, mode)
@@ -620,15 +409,15 @@ def lower_store(conv, op):
     def segment(rivs, j0, j1):
         return RowSegment(ptrs, mask, rivs, j0, j1, t, es, False, conv.staging(seg * es + 16))
     if conv.tasklets == 1:
-        conv.loop_nest(shape[:-1], lambda rivs: _split(conv, conv.index(0), conv.index(shape[-1]), seg,
-                                                       lambda a, b: rows("all")(segment(rivs, a, b)), shape[-1]))
+        conv.loop_nest(shape[:-1], lambda rivs: split(conv, conv.index(0), conv.index(shape[-1]), seg,
+                                                      lambda a, b: rows("all")(segment(rivs, a, b)), shape[-1]))
         return
     # Tasklets store the segments that are whole 8-byte words at once; the
     # others (read-modify-write of words two segments may share) follow on
     # tasklet 0, after a barrier, in order.
     conv.accesses.note_mram(True)
-    _segments(conv, shape, rows("clean"), ptrs, mask, t, es)
-    rest = scf.IfOp(_needs_rest(conv, ptrs, mask, es, shape), [], has_else=False)
+    segments(conv, shape, rows("clean"), ptrs, mask, t, es)
+    rest = scf.IfOp(needs_rest(conv, ptrs, mask, es, shape), [], has_else=False)
     conv.accesses.branches(rest)
     with ir.InsertionPoint(rest.then_block):
         conv.accesses.sync()
@@ -640,49 +429,14 @@ def lower_store(conv, op):
                 with ir.InsertionPoint(chunks.body):
                     j0 = chunks.induction_variable
                     j1 = arith.minsi(arith.addi(j0, conv.index(c)), conv.index(shape[0]))
-                    _split(conv, j0, j1, seg, lambda a, b: rows("rest")(segment([], a, b)))
+                    split(conv, j0, j1, seg, lambda a, b: rows("rest")(segment([], a, b)))
                     scf.yield_([])
             else:
-                conv.loop_nest(shape[:-1], lambda rivs: _split(
+                conv.loop_nest(shape[:-1], lambda rivs: split(
                     conv, conv.index(0), conv.index(shape[-1]), seg,
                     lambda a, b: rows("rest")(segment(rivs, a, b))))
         conv.accesses.sync()                             # (the slow path leaves nothing pending)
         scf.yield_([])
-
-
-def _needs_rest(conv, ptrs, mask, es: int, shape) -> ir.Value:
-    """i1, the same on every tasklet: whether some row segment of a store is not
-    whole 8-byte words (true when unknown)."""
-    length = shape[-1]
-    affine = _affine(conv, ptrs, mask, es, length)
-    if affine is None:
-        return _true()
-    i1 = ir.IntegerType.get_signless(1)
-
-    def row_bad(rivs):
-        base, lo, hi, valid = affine(rivs)
-        p_lo = arith.addi(base, arith.muli(lo, c64(es)))
-        p_hi = arith.addi(base, arith.muli(hi, c64(es)))
-        bad = arith.cmpi(arith.CmpIPredicate.ne, arith.andi(arith.ori(p_lo, p_hi), c64(7)), c64(0))
-        if len(shape) == 1 or length > _seg_chunk(conv, shape, es):
-            # segment edges inside the active lanes: aligned with the base
-            bad = arith.ori(bad, arith.cmpi(arith.CmpIPredicate.ne, arith.andi(base, c64(7)), c64(0)))
-        some = arith.cmpi(arith.CmpIPredicate.slt, lo, hi)
-        bad = arith.andi(some, bad)
-        return bad if valid is None else arith.ori(bad, arith.xori(valid, _true()))
-    if len(shape) == 1:
-        return row_bad([])
-    result = [arith.constant(i1, 0)]
-
-    def nest(dim, rivs, acc):
-        if dim == len(shape) - 1:
-            return arith.ori(acc, row_bad(rivs))
-        loop = scf.ForOp(conv.index(0), conv.index(shape[dim]), conv.index(1), [acc])
-        with ir.InsertionPoint(loop.body):
-            scf.yield_([nest(dim + 1, rivs + [loop.induction_variable], loop.inner_iter_args[0])])
-        return loop.results[0]
-    result[0] = nest(0, [], result[0])
-    return result[0]
 
 
 _RMW = {
@@ -695,7 +449,6 @@ _RMW = {
     "and": lambda old, v: arith.andi(old, v),
     "or": lambda old, v: arith.ori(old, v),
     "xor": lambda old, v: arith.xori(old, v),
-    "exch": lambda old, v: v,
     "xchg": lambda old, v: v,
 }
 
@@ -704,7 +457,7 @@ _RMW = {
 _ATOMIC_OPS = {"add": (AtomicOp.ADD, AtomicOp.FADD), "fadd": (AtomicOp.FADD, AtomicOp.FADD),
                "max": (AtomicOp.MAX, AtomicOp.FMAX), "min": (AtomicOp.MIN, AtomicOp.FMIN),
                "umax": (AtomicOp.UMAX,) * 2, "umin": (AtomicOp.UMIN,) * 2, "and": (AtomicOp.AND,) * 2,
-               "or": (AtomicOp.OR,) * 2, "xor": (AtomicOp.XOR,) * 2, "exch": (AtomicOp.XCHG,) * 2,
+               "or": (AtomicOp.OR,) * 2, "xor": (AtomicOp.XOR,) * 2,
                "xchg": (AtomicOp.XCHG,) * 2}
 
 
@@ -765,7 +518,7 @@ def _atomic(conv, op, update):
 
     def body(ivs):
         lane_vals = [a.at(ivs) if isinstance(a, Tile) else a for a in args]
-        old = _if_else(_lane(mask, ivs), t, lambda: one(ptr.at(ivs), lane_vals, t), lambda: _zero(t))
+        old = _if_else(lane_active(mask, ivs), t, lambda: one(ptr.at(ivs), lane_vals, t), lambda: _zero(t))
         if used:
             store_elem(conv.accesses, old, out, ivs)
     with conv.single():
