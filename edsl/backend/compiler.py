@@ -179,10 +179,8 @@ class DpuBackend(BaseBackend):
     @staticmethod
     def make_mlir(mod, metadata, options, state):
         from .convert import convert_ttir
-        from .ttir_text import triton_view
-        text, view = (mod, None) if isinstance(mod, str) else (mod.str(), triton_view(mod))
-        module, info = convert_ttir(text, debug=options.debug, wram_limit=options.wram_bytes,
-                                    tasklets=options.num_tasklets, triton_ops=view)
+        module, info = convert_ttir(mod, debug=options.debug, wram_limit=options.wram_bytes,
+                                    tasklets=options.num_tasklets)
         metadata["name"] = info.name
         metadata["tasklets"] = info.tasklets
         metadata["regions"] = info.regions
@@ -195,7 +193,7 @@ class DpuBackend(BaseBackend):
         metadata["sites"] = info.sites
         metadata["pointer_loads"] = info.pointer_loads
         metadata["stored"] = info.stored
-        metadata["prints"] = "tt.print" in text      # (its launches must not run twice)
+        metadata["prints"] = bool(info.prints)      # (its launches must not run twice)
         state["context"] = module.context
         return module.operation.get_asm(enable_debug_info=True)
 

@@ -103,3 +103,52 @@ def stages_hook() -> Any:
 def set_stages_hook(hook) -> None:
     from triton import knobs
     knobs.runtime.add_stages_inspection_hook = hook
+
+
+# An attribute a module may not have (no dialect prefix): a module carrying it
+# fails to verify, which makes MLIR's printer write the generic form.
+GENERIC_MARK = "edsl_print_generic_form"
+
+
+def generic_form(mod) -> str:
+    """A TTIR module (`ir.module`) printed in MLIR's generic form. Triton's
+    `module.str()` prints with fixed flags (its bindings set no printing
+    option); MLIR's printer falls back to the generic form for an op that
+    fails to verify, so the module is marked with `GENERIC_MARK` first, and
+    the mark is left out of the text. The module keeps the mark."""
+    ir = libtriton().ir
+    mod.set_attr(GENERIC_MARK, ir.builder(mod.context).get_unit_attr())
+    text = mod.str()
+    for marked, plain in (("{" + GENERIC_MARK + "}", ""), (GENERIC_MARK + ", ", ""),
+                          (", " + GENERIC_MARK + "}", "}")):
+        text = text.replace(marked, plain)
+    return text
+
+
+def parse_ttir(text: str):
+    """Triton's module of a TTIR text, read by Triton's own parser with
+    Triton's dialects loaded; its context held by `module.context`, as
+    Triton's front end holds it."""
+    import os
+    import tempfile
+    ir = libtriton().ir
+    ctx = ir.context()
+    ir.load_dialects(ctx)
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "kernel.ttir")
+        with open(path, "w") as f:
+            f.write(text)
+        mod = ir.parse_mlir_module(path, ctx)
+    mod.context = ctx
+    return mod
+
+
+def op_enums() -> dict:
+    """Triton's enum properties of its ops, which the generic form prints as
+    integers: property name -> Triton's Python enum of the values."""
+    ir = libtriton().ir
+    return {"atomic_rmw_op": ir.ATOMIC_OP, "sem": ir.MEM_SEMANTIC, "scope": ir.MEM_SYNC_SCOPE,
+            "cache": ir.CACHE_MODIFIER, "evict": ir.EVICTION_POLICY, "padding": ir.PADDING_OPTION,
+            "rounding": ir.ROUNDING_MODE, "inputPrecision": ir.INPUT_PRECISION,
+            "propagateNan": ir.PROPAGATE_NAN, "a_elem_type": ir.ScaleDotElemTypeTY,
+            "b_elem_type": ir.ScaleDotElemTypeTY}

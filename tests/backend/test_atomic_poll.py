@@ -9,7 +9,6 @@ import triton
 import triton.language as tl
 from hypothesis import given, settings, strategies as st
 
-from edsl.backend.ttir_text import rewrite_ttir
 from edsl.errors import DpuError
 
 from launch_strategies import strategies
@@ -73,12 +72,3 @@ def test_poll_that_can_never_match_is_an_error_at_its_line():
         poll_kernel[(1,)](np.array([0], np.int32), out, 1, 0, TIMEOUT=False)
     lines, first = inspect.getsourcelines(poll_kernel.fn)
     assert err.value.loc.lineno == first + next(k for k, line in enumerate(lines) if "atomic_poll(flag_ptr, expected)" in line)
-
-
-def test_reader_form_of_atomic_poll():
-    # As Triton 3.9 prints `tl.atomic_poll(flag, 1, timeout_ns=t)`: the timeout operand is an i64.
-    line = ("    %matched_1 = tt.atomic_poll acquire, gpu, %flag, %matched timeout %matched_0 : "
-            "!tt.ptr<i32>, i32 -> i1 loc(#loc6)")
-    got = rewrite_ttir(line)
-    assert got.strip() == ('%matched_1 = "tt.atomic_poll"(%flag, %matched, %matched_0) {sem = "acquire", '
-                           'scope = "gpu"} : (!tt.ptr<i32>, i32, i64) -> i1 loc(#loc6)')

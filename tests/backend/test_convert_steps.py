@@ -6,16 +6,14 @@ import pytest
 from mlir import ir
 
 from edsl.backend.convert import control, convert_ttir, new_context
-from edsl.backend.ttir_text import read_ttir
-from test_ttir_corpus import FILES, load
+from edsl.backend.ttir_reader import read_ttir
+from test_ttir_corpus import MINE, load
 
 
 def corpus_kernel(pattern: str):
-    """(text, view) of the first corpus kernel of the installed Triton's
-    printed forms (else any version's) whose TTIR matches `pattern`."""
-    import triton
-    ordered = sorted(FILES, key=lambda f: f.parent.name != triton.__version__)
-    for path in ordered:
+    """(text, view) of the first corpus kernel of the installed Triton whose
+    TTIR matches `pattern`."""
+    for path in MINE:
         text, view = load(path)
         if re.search(pattern, text) and "@__edsl_" not in text:
             return text, view
@@ -29,7 +27,7 @@ def _kernel_text(module) -> str:
 
 def test_branches_between_blocks_become_structured_control_flow():
     text, view = corpus_kernel(r"cf\.cond_br")
-    module = read_ttir(text, new_context(), view)
+    module = read_ttir(text, new_context())
     kernel = module.body.operations[0]
     assert len(kernel.regions[0].blocks) > 1
     control.structure_control_flow(kernel)
@@ -38,13 +36,13 @@ def test_branches_between_blocks_become_structured_control_flow():
     kernel.walk(lambda op: ops.append(op.name) or ir.WalkResult.ADVANCE, ir.WalkOrder.PRE_ORDER)
     assert "cf.cond_br" not in ops and "cf.br" not in ops
     assert {"scf.if", "scf.index_switch"} & set(ops)
-    converted, _ = convert_ttir(text, triton_ops=view)
+    converted, _ = convert_ttir(text)
     assert "cf.cond_br" not in _kernel_text(converted)
 
 
 def test_wram_buffers_are_laid_out_in_order_with_staging_last():
     text, view = corpus_kernel(r'"tt\.reduce"')
-    module, info = convert_ttir(text, triton_ops=view, tasklets=4)
+    module, info = convert_ttir(text, tasklets=4)
     offsets = [int(m) for m in re.findall(r"%c(\d+) = arith.constant \d+ : index\n\s+%view\w* = memref.view",
                                           _kernel_text(module))]
     sizes = [b.nbytes for b in info.wram]
@@ -56,8 +54,8 @@ def test_wram_buffers_are_laid_out_in_order_with_staging_last():
 
 def test_barriers_only_with_tasklets():
     text, view = corpus_kernel(r'"tt\.reduce"')
-    one, info1 = convert_ttir(text, triton_ops=view)
-    many, info4 = convert_ttir(text, triton_ops=view, tasklets=4)
+    one, info1 = convert_ttir(text)
+    many, info4 = convert_ttir(text, tasklets=4)
     assert info1.barriers == 0 and "call @edsl_dpu_barrier" not in str(one)
     kernel = _kernel_text(many)
     assert info4.barriers >= 1 and kernel.count("call @edsl_dpu_barrier") == info4.barriers
@@ -191,3 +189,18 @@ def test_entries_take_the_arguments_the_abi_lists():
         types = [str(a.type) for a in funcs[name].regions[0].blocks[0].arguments]
         assert types == params + abi.entry_types(entry), name
     assert len(abi.lowered_entry_types(abi.MAIN)) == len(abi.ENTRY[abi.MAIN]) + 4   # (a memref's 5 fields)
+
+
+def test_every_shared_tile_access_is_stated_to_barrier_placement(monkeypatch):
+    """Every corpus kernel converts with 4 tasklets (test_ttir_corpus) with each
+    WRAM load and store of a shared tile under an access marker of its op
+    (`barriers.unmarked_accesses`); a lowering that forgets one is refused."""
+    from edsl.backend.convert import barriers
+    from edsl.errors import CompileError
+    text, _ = corpus_kernel(r"tt\.reduce")
+    convert_ttir(text, tasklets=4)
+    monkeypatch.setattr(barriers.AccessRecord, "note_buffer", lambda self, buf, ivs, write, who=None: None)
+    with pytest.raises(CompileError, match="unstated to its barrier placement") as err:
+        convert_ttir(text, tasklets=4)
+    assert err.value.loc is not None and err.value.loc.filename.endswith(".py")
+    convert_ttir(text, tasklets=1)        # (one tasklet: nothing is shared)

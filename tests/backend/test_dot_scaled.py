@@ -136,10 +136,17 @@ module {
 
 
 def test_dot_scaled_is_read_in_operand_order_and_decomposed():
-    from edsl.backend.ttir_text import rewrite_ttir
-    line = next(l for l in rewrite_ttir(SCALED_TTIR).splitlines() if "dot_scaled" in l)
-    assert '"tt.dot_scaled"(%a, %b, %c, %s)' in line
-    assert "operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>" in line and 'lhs = "e2m1"' in line
+    from mlir import ir
+    from edsl.backend.convert import new_context
+    from edsl.backend.ttir_reader import read_ttir
+    found, module = [], read_ttir(SCALED_TTIR, new_context())
+    module.operation.walk(
+        lambda op: (found.append(op) if op.name == "tt.dot_scaled" else None, ir.WalkResult.ADVANCE)[1])
+    op = found[0]
+    assert [str(v.type) for v in op.operands] == ["tensor<32x32xi8>", "tensor<64x32xbf16>",
+                                                  "tensor<32x32xf32>", "tensor<32x2xi8>"]
+    assert list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])) == [1, 1, 1, 1, 0]
+    assert [ir.StringAttr(op.attributes[k]).value for k in ("a_elem_type", "b_elem_type")] == ["e2m1", "bf16"]
     text = str(convert_ttir(SCALED_TTIR)[0])
     assert "tt.dot_scaled" not in text
     assert "f4E2M1FN" in text and "arith.mulf" in text and "bf16" in text

@@ -19,7 +19,8 @@ from hypothesis import given, settings, strategies as st
 from mlir import ir
 
 from edsl.backend.convert import convert_ttir
-from edsl.backend.ttir_text import rewrite_ttir
+from edsl.backend.convert import new_context
+from edsl.backend.ttir_reader import read_ttir
 from edsl.errors import CompileError
 from edsl.export.printer import print_module
 from launch_strategies import strategies
@@ -172,12 +173,21 @@ module {
 """
 
 
+def _dot_scaled_op(text: str):
+    """(The module the reader reads from a TTIR text, its `tt.dot_scaled` op)."""
+    module = read_ttir(text, new_context())
+    found = []
+    module.operation.walk(lambda op: (found.append(op) if op.name == "tt.dot_scaled" else None,
+                                      ir.WalkResult.ADVANCE)[1])
+    return module, found[0]
+
+
 def test_e4m3_scales_are_converted_as_floats():
     """The reader takes both f8E4M3FN scales; the conversion extends them to
     the compute type (bf16) rather than reading their bytes as e8m0."""
-    line = next(l for l in rewrite_ttir(NVFP4_TTIR).splitlines() if "dot_scaled" in l)
-    assert '"tt.dot_scaled"(%a, %b, %c, %sa, %sb)' in line
-    assert "operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>" in line
+    _module, op = _dot_scaled_op(NVFP4_TTIR)
+    assert [str(v.type) for v in op.operands][3:] == ["tensor<16x4xf8E4M3FN>"] * 2
+    assert list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])) == [1, 1, 1, 1, 1]
     text = str(convert_ttir(NVFP4_TTIR)[0])
     assert "tt.dot_scaled" not in text
     assert "arith.extf" in text and "f8E4M3FN to bf16" in text

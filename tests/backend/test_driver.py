@@ -154,16 +154,6 @@ def test_programmatic_dependent_launch_ops_are_no_ops():
     assert "grid_dependency" not in compiled.asm["mlir"] and "griddepcontrol" not in compiled.asm["mlir"]
 
 
-def test_the_reader_drops_them_line_for_line():
-    from edsl.backend.ttir_text import rewrite_ttir
-    text = "  tt.grid_dependency_wait loc(#loc3)\n  tt.grid_dependency_launch_dependents loc(#loc4)\n"
-    assert rewrite_ttir(text) == "\n\n"
-    # (as Triton 3.6 prints them)
-    text = ('    %0 = tt.elementwise_inline_asm "griddepcontrol.wait; // dummy $0" {constraints = "=r", '
-            'packed_element = 1 : i32, pure = false} -> i32 loc(#loc2)\n')
-    assert rewrite_ttir(text) == "\n"
-
-
 # ---- the backend beside a GPU ----------------------------------------------------------------
 
 def test_activated_makes_the_dpu_model_the_active_driver_for_a_block():

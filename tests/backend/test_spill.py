@@ -55,13 +55,13 @@ def test_a_tile_over_the_budget_is_kept_in_mram_and_streamed():
 
 def test_the_largest_tiles_spill_first_and_staging_never():
     text, view = corpus_kernel(r"@dot_kernel")
-    _, whole = convert_ttir(text, triton_ops=view)
+    _, whole = convert_ttir(text)
     sizes = {b.what: b.nbytes for b in whole.wram}
     assert sizes["tt.load result"] == sizes["tl.dot result"] == 1024
-    _, one = convert_ttir(text, triton_ops=view, wram_limit=whole.wram_bytes - 8)
+    _, one = convert_ttir(text, wram_limit=whole.wram_bytes - 8)
     # Three tiles of one size, each used once: the first asked for goes.
     assert [(r.what, r.loc.lineno) for r in one.spills] == [("tt.load result", 114)]
-    _, all3 = convert_ttir(text, triton_ops=view, wram_limit=1000)
+    _, all3 = convert_ttir(text, wram_limit=1000)
     assert sorted(r.what for r in all3.spills) == ["tl.dot result", "tt.load result", "tt.load result"]
     assert any(b.what == "DMA staging buffer" for b in all3.wram)
     assert all3.wram_bytes <= 1000
@@ -86,7 +86,7 @@ def test_the_least_used_of_equal_tiles_spills():
 
 def test_a_dot_with_spilled_operands_reads_b_panels_and_a_rows():
     text, view = corpus_kernel(r"@dot_kernel")
-    module, info = convert_ttir(text, triton_ops=view, wram_limit=1500, tasklets=4)
+    module, info = convert_ttir(text, wram_limit=1500, tasklets=4)
     whats = [b.what for b in info.wram]
     assert "tl.dot panel of B" in whats                        # shared by the tasklets
     assert any(w.startswith("tl.dot rows (4 tasklets x") for w in whats)
@@ -98,7 +98,7 @@ def test_a_dot_with_spilled_operands_reads_b_panels_and_a_rows():
     assert len(set(re.findall(r"call @__dpu_spill_swap\((%\w+),", kernel))) == 1
     # The panel is loaded by all tasklets and read by all: barriers around it.
     assert info.barriers >= 2 and kernel.count("call @edsl_dpu_barrier") == info.barriers
-    unblocked, _ = convert_ttir(text, triton_ops=view, tasklets=4)
+    unblocked, _ = convert_ttir(text, tasklets=4)
     assert "__dpu_spill" not in str(unblocked)
 
 

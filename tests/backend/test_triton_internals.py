@@ -1,5 +1,7 @@
 """Each seam of edsl.backend.triton_internals (Triton's undocumented names) on
 the installed Triton: CI runs these on the lowest Triton and the newest."""
+import re
+
 import numpy as np
 import pytest
 import triton
@@ -86,3 +88,29 @@ def test_the_stages_hook_is_read_and_set():
         assert triton_internals.stages_hook() is hook
     finally:
         triton_internals.set_stages_hook(previous)
+
+
+TTIR = """module {
+  tt.func public @k(%p: !tt.ptr<i32>) {
+    %v = arith.constant 1 : i32
+    %t = arith.constant true
+    %r = tt.atomic_rmw add, acq_rel, gpu, %p, %v, %t : (!tt.ptr<i32>, i32, i1) -> i32
+    tt.return
+  }
+}
+"""
+
+
+def test_a_ttir_text_is_parsed_by_triton_and_printed_generically():
+    mod = triton_internals.parse_ttir(TTIR)
+    text = triton_internals.generic_form(mod)
+    assert '"tt.func"()' in text and '"tt.atomic_rmw"(' in text and '"tt.return"()' in text
+    assert triton_internals.GENERIC_MARK not in text
+
+
+def test_the_enum_properties_name_the_values_triton_prints():
+    enums = triton_internals.op_enums()
+    text = triton_internals.generic_form(triton_internals.parse_ttir(TTIR))
+    for prop, name in (("atomic_rmw_op", "ADD"), ("sem", "ACQUIRE_RELEASE"), ("scope", "GPU")):
+        value = int(re.search(rf"{prop} = (\d+) : i32", text)[1])
+        assert enums[prop](value).name == name

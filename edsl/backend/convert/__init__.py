@@ -1,7 +1,7 @@
 """TTIR -> upstream MLIR (func/arith/math/scf/memref + a few llvm ops).
 
 `convert_ttir(text)` runs the steps of the conversion, each a unit of its own:
-reading the TTIR (`ttir_text`, checked against Triton's view of it),
+reading the TTIR (`ttir_reader`, checked against Triton's view of it),
 structuring its control flow (`control.structure_control_flow`, upstream
 `lift-cf-to-scf`), lowering the kernel function op by op (one family per
 module: `elementwise`, `shape`, `memory`, `reduce`, `dot`, `control`, `calls`,
@@ -28,10 +28,10 @@ from ...dpu.abi import ENTRY, KERNEL, entry_types
 from ...errors import CompileError
 from ...lowering.pipeline import location_of, verify
 from ..stores import ACCESSES, pointer_load, stored_params
-from ..ttir_text import OpView, read_ttir, user_location
+from ..ttir_reader import read_ttir, user_location
 from . import calls, control, dot, elementwise, memory, reduce, shape, spill, wram  # noqa: F401  (register lowerings)
 from . import debug as debug_ops
-from .barriers import place_barriers
+from .barriers import place_barriers, unmarked_accesses
 from .core import Converter, KernelInfo, scalar_type
 from .runtime_text import DECLARATIONS, kernel_declaration, main_text
 
@@ -58,28 +58,29 @@ def _kernel_funcs(module: ir.Module):
     return kernel, {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs if f != kernel}
 
 
-def convert_ttir(text: str, ctx: ir.Context | None = None, *, debug: bool = False,
-                 wram_limit: int | None = None, tasklets: int = 1,
-                 triton_ops: list[OpView] | None = None) -> tuple[ir.Module, KernelInfo]:
-    """Convert a TTIR module text to an upstream-MLIR module for the DPU model,
-    its tile code shared out among `tasklets` tasklets per DPU. `triton_ops`:
-    Triton's view of the module the text was printed from, checked against
-    what was read (`ttir_text.triton_view`). A kernel whose tiles do not fit
-    in WRAM is converted again with some kept in MRAM (`spill.plan`)."""
+def convert_ttir(source, ctx: ir.Context | None = None, *, debug: bool = False,
+                 wram_limit: int | None = None, tasklets: int = 1) -> tuple[ir.Module, KernelInfo]:
+    """Convert a TTIR module (Triton's, as a stage receives it, or its text) to
+    an upstream-MLIR module for the DPU model, its tile code shared out among
+    `tasklets` tasklets per DPU (`ttir_reader.read_ttir` reads it). A kernel
+    whose tiles do not fit in WRAM is converted again with some kept in MRAM
+    (`spill.plan`)."""
     ctx = ctx or new_context()
-    src = read_ttir(text, ctx, triton_ops)
+    src = read_ttir(source, ctx)
+    regions = any(op.operation.name == "func.func" and calls.is_edsl_declaration(op.operation)
+                  for op in src.body.operations)
     limit = wram.wram_limit(wram_limit)
     with ctx, ir.Location.unknown():
         kernel, callees = _kernel_funcs(src)
         for fn in [kernel, *callees.values()]:
             control.structure_control_flow(fn)
-        out, info, conv = _convert(kernel, callees, text, debug, tasklets, None)
+        out, info, conv = _convert(kernel, callees, regions, debug, tasklets, None)
         records, dots, extra = info.wram, conv.dots, 0
         for _ in range(4):                    # (a plan's estimate may miss a few staging bytes)
             if info.wram_bytes <= limit:
                 break
             plan, predicted = spill.plan(info.name, records, dots, limit, tasklets, extra)
-            out, info, _ = _convert(kernel, callees, text, debug, tasklets, plan)
+            out, info, _ = _convert(kernel, callees, regions, debug, tasklets, plan)
             extra += max(0, info.wram_bytes - predicted)
         wram.check(info.name, info.wram, limit)
     verify(out)
@@ -103,11 +104,21 @@ def _pointer_loads(kernel, conv) -> list:
     return found
 
 
-def _convert(kernel, callees: dict, text: str, debug: bool, tasklets: int, plan):
+def _check_marked(entry, conv, tasklets: int) -> None:
+    """Every access of a tile shared among tasklets is stated to barrier
+    placement (a lowering that forgot one would race)."""
+    missing = unmarked_accesses(entry, conv.wram.by_view) if tasklets > 1 else []
+    if missing:
+        raise CompileError(f"the DPU backend left an access of a shared WRAM tile ({missing[0].name}) "
+                           "unstated to its barrier placement, a defect of the backend; "
+                           "num_tasklets=1 compiles it", user_location(missing[0].location))
+
+
+def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, plan):
     """One conversion of the kernel function (its tiles kept in MRAM as `plan`
     says), calls to `callees` lowered in place."""
     name = ir.StringAttr(kernel.attributes["sym_name"]).value
-    info = KernelInfo(name=name, regions="@__edsl_" in text, stored=stored_params(kernel))
+    info = KernelInfo(name=name, regions=regions, stored=stored_params(kernel))
     ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
     params = [scalar_type(t) for t in ftype.inputs]
     out = ir.Module.create()
@@ -130,6 +141,7 @@ def _convert(kernel, callees: dict, text: str, debug: bool, tasklets: int, plan)
         for op in list(body.operations)[:-1]:
             conv.lower_op(op)
         func.ReturnOp([])
+    _check_marked(entry, conv, tasklets)
     place_barriers(entry, tasklets, out.body, info)
     conv.finish()
     info.pointer_loads = _pointer_loads(kernel, conv)

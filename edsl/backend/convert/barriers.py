@@ -36,7 +36,7 @@ from mlir.dialects import arith
 from ...dpu.abi import BARRIER, align_up
 from ...errors import CompileError
 from ...inject.runtime_calls import runtime_call
-from ..ttir_text import user_location
+from ..ttir_reader import user_location
 
 OP, OP_END = "edsl.op", "edsl.op_end"
 DIVERGENT, DIVERGENT_END = "edsl.divergent", "edsl.divergent_end"
@@ -155,6 +155,56 @@ class AccessRecord:
         every tasklet."""
         if self.tasklets > 1:
             op.operation.attributes[BRANCHES] = ir.UnitAttr.get()
+
+
+# ---- every shared access marked ------------------------------------------------
+
+_VIEWS = frozenset({"memref.subview", "memref.cast", "memref.reinterpret_cast",
+                    "memref.collapse_shape", "memref.expand_shape", "memref.view"})
+
+
+def _root(buf: ir.Value, shared) -> ir.Value:
+    """The shared tile view that `buf` is a view of (`buf` when none is)."""
+    while buf not in shared and isinstance(buf.owner, ir.Operation) and buf.owner.name in _VIEWS:
+        buf = buf.owner.operands[0]
+    return buf
+
+
+def unmarked_accesses(entry: ir.Block, shared) -> list:
+    """The `memref.load` / `memref.store` ops on a shared tile buffer (a view
+    in `shared`) that no access marker of the same lowered op states, with
+    the same buffer and direction. `place_barriers` sees only the markers: an
+    access without one is a race that one tasklet never shows."""
+    missing = []
+    scopes = [(set(), [])]                 # per open `edsl.op`: (marked, accesses)
+
+    def close() -> None:
+        marked, accesses = scopes.pop()
+        missing.extend(op for op, key in accesses if key not in marked)
+        if scopes:
+            scopes[-1][0].update(marked)
+
+    def walk(block: ir.Block) -> None:
+        for op in block.operations:
+            name, attrs = op.operation.name, op.operation.attributes
+            if name == OP:
+                scopes.append((set(), []))
+            elif name == OP_END:
+                close()
+            elif name == ACCESS and "tile" not in attrs:
+                scopes[-1][0].add((_root(op.operation.operands[0], shared), ir.BoolAttr(attrs["write"]).value))
+            elif name in ("memref.load", "memref.store"):
+                write = name == "memref.store"
+                buf = _root(op.operation.operands[1 if write else 0], shared)
+                if buf in shared:
+                    scopes[-1][1].append((op.operation, (buf, write)))
+            for region in op.operation.regions:
+                for inner in region.blocks:
+                    walk(inner)
+
+    walk(entry)
+    close()
+    return missing
 
 
 # ---- the pass ---------------------------------------------------------------

@@ -39,7 +39,7 @@ from mlir.dialects import arith, func, memref, scf
 
 from ... import dtypes
 from ...errors import CompileError
-from ..ttir_text import split_top, user_location
+from ..ttir_reader import split_top, user_location
 from .barriers import AccessRecord, chunk, owner
 from .spill import DotNeed, SpillBuffer, SpillPlan, SpillRecord, SpillSpace
 from .wram import WramBuffer, WramLayout

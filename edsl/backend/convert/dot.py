@@ -13,7 +13,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf
 
 from ...dpu.abi import align_up
-from ..ttir_text import user_location
+from ..ttir_reader import user_location
 from .core import (Tile, byte_size, from_stored, is_float, load_elem, lowers, store_elem, to_stored)
 from .elementwise import convert_float
 from .spill import DotNeed, SpillBuffer, unflatten
@@ -315,7 +315,7 @@ def lower_dot_scaled(conv, op):
     a, b, c, *scales = op.operands
     a_scale = scales[0] if sizes[3] else None
     b_scale = scales[-1] if sizes[4] else None
-    fmt = [ir.StringAttr(op.attributes[k]).value for k in ("lhs", "rhs")]
+    fmt = [ir.StringAttr(op.attributes[k]).value for k in ("a_elem_type", "b_elem_type")]
     compute = ir.F16Type.get() if "fp16" in fmt else ir.BF16Type.get()
     fast = "fastMath" in op.attributes and ir.BoolAttr(op.attributes["fastMath"]).value
     k_pack = [ir.BoolAttr(op.attributes[k]).value if k in op.attributes else True

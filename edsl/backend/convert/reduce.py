@@ -19,7 +19,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from .control import lower_body
-from ..ttir_text import user_location
+from ..ttir_reader import user_location
 from .core import (Tile, buffer_type, byte_size, is_float, is_tensor, load_elem, lowers, scalar_type,
                    store_elem)
 from .elementwise import convert_float, emit_like

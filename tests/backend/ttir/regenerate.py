@@ -36,7 +36,7 @@ class Recorder:
 
     def install(self):
         from edsl.backend import compiler
-        from edsl.backend.ttir_text import triton_view
+        from edsl.backend.ttir_reader import triton_view
         make_mlir = compiler.DpuBackend.make_mlir
 
         def recording(mod, metadata, options, state):
