@@ -38,7 +38,8 @@ TOLERANCE = 0.15
 
 def print_calibration(points) -> int:
     print(f"{'kernel':15} {'configuration':30} {'published':>10} {'estimated':>10} {'unit':6} {'ratio':>6}  source")
-    print("(published: PrIM's figures as recalled, not re-read here; see edsl/dpu/timing.py FIGURES)")
+    print("(published: PrIM's figures, each with its source in edsl/dpu/timing.py FIGURES, some recalled, "
+          "not re-read)")
     misses = 0
     for p in points:
         s = calibration.SCALE[p.unit]
@@ -182,6 +183,8 @@ def print_validation(only: str | None = None) -> list[validation.Row]:
     for label, column in (("estimate", "est_kernel"), ("uPIMulator", "sim_kernel")):
         medians = validation.median_ratios(done, column)
         print(f"median kernel ratio, {label}: " + ", ".join(f"{b} {v:.2f}" for b, v in medians.items()))
+    print("transfer MAPE, CPU-DPU / DPU-CPU: " + ", ".join(
+        f"{b} {to:.1f} / {back:.1f} %" for b, (to, back) in validation.transfer_mapes(done).items()))
     print(validation.summarize(done).line())
     return done
 

@@ -113,12 +113,24 @@ def points(tasklets=TASKLETS) -> list[Point]:
         _, bandwidth = mram_transfer(2048, direction)
         out.append(Point("MRAM bandwidth", f"mram_{direction} 2048 B", FIGURES[f"mram_{direction}_bw_2048"].value,
                          bandwidth, "MB/s", "Fig. 7 label"))
-    for direction, key in (("to_dpu", "cpu_dpu"), ("from_dpu", "dpu_cpu")):
-        for kind, dpus, fig in (("serial", 1, f"{key}_serial"), ("parallel", 64, f"{key}_parallel_rank")):
-            out.append(Point("host transfer", f"{direction} {kind}, {dpus} DPUs", FIGURES[fig].value,
-                             timing.host_bandwidth(kind, direction, dpus), "GB/s", "Fig. 10 label (model input)"))
-    out.append(Point("host transfer", "to_dpu broadcast, 64 DPUs", FIGURES["cpu_dpu_broadcast_rank"].value,
-                     timing.host_bandwidth("broadcast", "to_dpu", 64), "GB/s", "Fig. 10 label (model input)"))
+    # Host transfers. Slide 20's: 32 MiB in all to or from 64 DPUs, the estimate's time as a
+    # bandwidth against the five labels printed on the chart. Slide 19's: one DPU, by size,
+    # against the chart's points (read from its drawing: the estimate's input, so a check of
+    # its interpolation and of the 8-128-byte times it takes as one fixed time).
+    for kind, direction, key in (("serial", "to_dpu", "cpu_dpu_serial_rank"),
+                                 ("serial", "from_dpu", "dpu_cpu_serial_rank"),
+                                 ("parallel", "to_dpu", "cpu_dpu_parallel_rank"),
+                                 ("parallel", "from_dpu", "dpu_cpu_parallel_rank"),
+                                 ("broadcast", "to_dpu", "cpu_dpu_broadcast_rank")):
+        nbytes = timing.HOST_RANK_BYTES // (timing.DPUS_PER_RANK if kind == "broadcast" else 1)
+        seconds = timing.transfer_seconds(kind, direction, nbytes, timing.DPUS_PER_RANK)
+        out.append(Point("host transfer", f"{kind} {direction}, 64 DPUs", FIGURES[key].value,
+                         timing.HOST_RANK_BYTES / seconds, "GB/s", "slide 20 label (32 MiB)"))
+    for direction in ("to_dpu", "from_dpu"):
+        for size, gbs in zip(timing.HOST_SIZES, timing.HOST_SIZE_CURVE[direction]):
+            out.append(Point("host transfer", f"{direction}, 1 DPU, {size} B", gbs * 1e9,
+                             size / timing.transfer_seconds("parallel", direction, size, 1), "MB/s",
+                             "slide 19, read (model input)"))
     return out
 
 

@@ -31,7 +31,8 @@ Where PrIM differs from what the EDSL has:
 Every host function splits the data over `dpus` DPUs as PrIM's host does, runs each
 DPU's program on the model (`f.run(..., tasklets=16)`), combines the results as
 PrIM's host does and returns them with one `Share` per DPU run: its estimated kernel
-cycles and the bytes PrIM's host moves to and from it. `dpu_ids` runs only some
+cycles and the transfers PrIM's host times as CPU-DPU and DPU-CPU, one `Xfer` per
+`dpu_push_xfer` with its bytes per DPU (its argument structure's too). `dpu_ids` runs only some
 DPUs: the validation runs DPU 0 alone, as every DPU of these configurations gets the
 same share (checked) and the kernel time is the slowest DPU's.
 """
@@ -54,12 +55,31 @@ GEMV_COLS = 64           # the workbook's GEMV matrices: m rows x 64 columns
 
 
 @dataclass(frozen=True)
+class Xfer:
+    """One `dpu_push_xfer` of PrIM's host: `nbytes` to or from each DPU, at DPU symbol
+    `symbol` (DPU_INPUT_ARGUMENTS and DPU_RESULTS are WRAM variables, the rest MRAM)."""
+    symbol: str
+    nbytes: int
+
+
+@dataclass(frozen=True)
 class Share:
-    """One DPU's part of a run: kernel cycles (estimated) and PrIM's host transfers."""
+    """One DPU's part of a run: kernel cycles (estimated) and the transfers PrIM's host
+    times as CPU-DPU (`to_dpu`) and DPU-CPU (`from_dpu`), in its order. Every one is a
+    parallel `dpu_push_xfer` of the same size to each DPU, at 1 DPU too: PrIM's hosts of
+    these five benchmarks use neither `dpu_copy_to` nor `dpu_broadcast_to`."""
     dpu: int
     cycles: float
-    to_dpu_bytes: int
-    from_dpu_bytes: int
+    to_dpu: tuple[Xfer, ...]
+    from_dpu: tuple[Xfer, ...]
+
+    @property
+    def to_dpu_bytes(self) -> int:
+        return sum(x.nbytes for x in self.to_dpu)
+
+    @property
+    def from_dpu_bytes(self) -> int:
+        return sum(x.nbytes for x in self.from_dpu)
 
 
 def _cycles(report) -> float:
@@ -107,7 +127,10 @@ def va(a: np.ndarray, b: np.ndarray, dpus: int, dpu_ids=None, tasklets: int = TA
         pb[:max(0, min(per, len(b) - d * per))] = b[sl]
         rep = va_dpu.run(pb, pa, sizes[d] * 4, tasklets=tasklets, timing=True)
         c[sl] = pb
-        shares.append(Share(d, _cycles(rep), 2 * per * 4, per * 4))
+        # VA/host/app.c: CPU-DPU is DPU_INPUT_ARGUMENTS (size, transfer_size, kernel: 12 B),
+        # then A and B; DPU-CPU is C. All of a DPU's share, padded (input_size_dpu_8bytes).
+        shares.append(Share(d, _cycles(rep), (Xfer("DPU_INPUT_ARGUMENTS", 12), Xfer("A", per * 4),
+                                              Xfer("B", per * 4)), (Xfer("C", per * 4),)))
     return c[:len(a)], shares
 
 
@@ -145,8 +168,10 @@ def red(a: np.ndarray, dpus: int, dpu_ids=None, tasklets: int = TASKLETS):
         out = np.zeros(1, np.int64)
         rep = red_dpu.run(out, part, sizes[d] * 8, tasklets=tasklets, timing=True)
         total += out[0]
-        # Back: DPU_RESULTS, 16 tasklets x {u64 cycles, i64 count}.
-        shares.append(Share(d, _cycles(rep), per * 8, TASKLETS * 16))
+        # RED/host/app.c: CPU-DPU is DPU_INPUT_ARGUMENTS (u32 size, kernel, i64 t_count: 16 B),
+        # then A; DPU-CPU is DPU_RESULTS, a WRAM array of 16 tasklets x {u64 cycles, i64 t_count}.
+        shares.append(Share(d, _cycles(rep), (Xfer("DPU_INPUT_ARGUMENTS", 16), Xfer("A", per * 8)),
+                            (Xfer("DPU_RESULTS", TASKLETS * 16),)))
     return total, shares
 
 
@@ -223,7 +248,12 @@ def scan(a: np.ndarray, dpus: int, dpu_ids=None, tasklets: int = TASKLETS):
         rep = scan_add_dpu.run(parts[d], per * 8, carry, tasklets=tasklets, timing=True)
         out[d * per:d * per + per] = parts[d]
         carry += totals[d]
-        shares.append(Share(d, first[d] + _cycles(rep), per * 8, per * 8))
+        # SCAN-SSA/host/app.c: CPU-DPU (timer 1) is DPU_INPUT_ARGUMENTS (u32 size, kernel,
+        # i64 t_count: 16 B), then A; DPU-CPU (timer 5) is the output. Reading DPU_RESULTS and
+        # writing the second kernel's arguments between the kernels is timed apart, as
+        # "Inter-DPU" (timer 3; the workbook's hw_dpu_to_dpu).
+        shares.append(Share(d, first[d] + _cycles(rep), (Xfer("DPU_INPUT_ARGUMENTS", 16), Xfer("A", per * 8)),
+                            (Xfer("C", per * 8),)))
     return out[:len(a)], shares
 
 
@@ -300,7 +330,11 @@ def gemv(a: np.ndarray, x: np.ndarray, dpus: int, dpu_ids=None, tasklets: int = 
         out = np.zeros(max_rows + 2, np.int32)
         rep = gemv_dpu.run(out, part, bpad, cols, rows[d], tasklets=tasklets, timing=True)
         y[prev[d]:prev[d + 1]] = out[:rows[d]].view(np.uint32)
-        shares.append(Share(d, _cycles(rep), max_rows * cols * 4 + cols * 4, max_rows * 4))
+        # GEMV/host/app.c: CPU-DPU is DPU_INPUT_ARGUMENTS (4 x u32: 16 B), A's rows (max_rows_per_dpu
+        # of n_size_pad columns) and B (one buffer, prepared for every DPU: a parallel push, not a
+        # broadcast); DPU-CPU is C's rows.
+        shares.append(Share(d, _cycles(rep), (Xfer("DPU_INPUT_ARGUMENTS", 16), Xfer("A", max_rows * cols * 4),
+                                              Xfer("B", cols * 4)), (Xfer("C", max_rows * 4),)))
     return y, shares
 
 
@@ -346,5 +380,8 @@ def hst(pixels: np.ndarray, bins: int, dpus: int, dpu_ids=None, tasklets: int = 
         out = np.zeros(bins, np.int32)
         rep = hst_dpu.run(out, part, sizes[d] * 4, bins, tasklets=tasklets, timing=True)
         histo += out.view(np.uint32)
-        shares.append(Share(d, _cycles(rep), per * 4, bins * 4))
+        # HST-S/host/app.c: CPU-DPU is DPU_INPUT_ARGUMENTS (size, transfer_size, bins, kernel:
+        # 16 B), then A; DPU-CPU is the DPU's histogram (and the host's merge of them).
+        shares.append(Share(d, _cycles(rep), (Xfer("DPU_INPUT_ARGUMENTS", 16), Xfer("A", per * 4)),
+                            (Xfer("histo", bins * 4),)))
     return histo, shares

@@ -5,8 +5,9 @@ PrIM ran it, through the EDSL ports (ports.py) at 16 tasklets: DPU 0's share of 
 row's data, split as PrIM's host splits it, runs on the DPU model with counting on,
 and its estimated cycles at 350 MHz are the row's kernel time (every DPU of these
 rows gets the same share: the size divides by the DPUs, checked; the kernel time is
-the slowest DPU's). The host transfers are the estimate's (`timing.launch_transfers`)
-for the bytes PrIM's host moves to and from each DPU. Nothing here is fitted on the
+the slowest DPU's). The host transfers are the estimate's (`timing.transfer_seconds`) for
+the transfers PrIM's host times as CPU-DPU and DPU-CPU (ports.Share: each a parallel
+`dpu_push_xfer`, its argument structure's included). Nothing here is fitted on the
 workbook: the estimate's figures are its own (edsl/dpu/timing.py).
 
 Assumptions, stated: 16 tasklets and 350 MHz (the workbook records neither; 16 is
@@ -101,14 +102,17 @@ def dpu0(benchmark: str, size: int, dpus: int) -> ports.Share:
     return share
 
 
+def transfer_ms(xfers, direction: str, dpus: int) -> float:
+    """Estimated ms of PrIM's host's `dpu_push_xfer`s `xfers` (ports.Xfer: bytes per DPU)
+    to or from `dpus` DPUs: each a parallel transfer of its bytes times the DPUs."""
+    return 1e3 * sum(timing.transfer_seconds("parallel", direction, x.nbytes * dpus, dpus) for x in xfers)
+
+
 def estimate(row: Row) -> Row:
     share = dpu0(row.benchmark, row.size, row.dpus)
-    moves = timing.launch_transfers([share.to_dpu_bytes] * row.dpus, [share.from_dpu_bytes] * row.dpus,
-                                    share.to_dpu_bytes * row.dpus, share.from_dpu_bytes * row.dpus)
-    to = sum(t.seconds for t in moves if t.direction == "to_dpu")
-    back = sum(t.seconds for t in moves if t.direction == "from_dpu")
-    return Row(**{**row.__dict__, "est_kernel": share.cycles / CLOCK_HZ * 1e3, "est_to_dpu": to * 1e3,
-                  "est_from_dpu": back * 1e3})
+    return Row(**{**row.__dict__, "est_kernel": share.cycles / CLOCK_HZ * 1e3,
+                  "est_to_dpu": transfer_ms(share.to_dpu, "to_dpu", row.dpus),
+                  "est_from_dpu": transfer_ms(share.from_dpu, "from_dpu", row.dpus)})
 
 
 def mape(pairs) -> float:
@@ -135,6 +139,16 @@ def summarize(rows: list[Row]) -> Summary:
                    mape((r.sim_kernel, r.hw_kernel) for r in rows),
                    sum(abs(r.est_kernel / r.hw_kernel - 1) <= 0.30 for r in rows),
                    mape([(r.est_to_dpu, r.hw_to_dpu) for r in rows] + [(r.est_from_dpu, r.hw_from_dpu) for r in rows]))
+
+
+def transfer_mapes(rows: list[Row]) -> dict[str, tuple[float, float]]:
+    """Per benchmark, the MAPE of the CPU-DPU and of the DPU-CPU estimate, in %."""
+    out: dict[str, tuple[list, list]] = {}
+    for r in rows:
+        to, back = out.setdefault(r.benchmark, ([], []))
+        to.append((r.est_to_dpu, r.hw_to_dpu))
+        back.append((r.est_from_dpu, r.hw_from_dpu))
+    return {b: (mape(to), mape(back)) for b, (to, back) in out.items()}
 
 
 def median_ratios(rows: list[Row], column: str = "est_kernel") -> dict[str, float]:

@@ -33,7 +33,9 @@ The model, per DPU:
   * DPU cycles are at least each of: the pipeline's throughput bound (all
     issue slots), the slowest tasklet's latency path (11 cycles per slot plus
     its DMA latency) and the DMA engine's (every transfer's latency);
-  * host<->MRAM transfers take bytes / bandwidth, by kind [PrIM slide 20].
+  * a host<->MRAM transfer (one call of the host API) takes a fixed time and
+    a time per byte that depends on its size [PrIM slide 19] and, by kind
+    (serial, parallel, broadcast), on the DPUs it reaches [PrIM slide 20].
 Issue slots per executed operation class come from `INSTRUCTION_COSTS`, the
 DPU instruction cost table: one for the 32-bit operations the DPU has, the
 runtime library's routine length for the rest, each entry with its source.
@@ -135,12 +137,12 @@ FIGURES: dict[str, Figure] = {
         _recalled("[PrIM] 3.1.3, Fig. 5: WRAM STREAM SCALE (64-bit multiply)")),
     "wram_triad": Figure(61.66e6, "B/s",
         _recalled("[PrIM] 3.1.3, Fig. 5: WRAM STREAM TRIAD (64-bit multiply)")),
-    # Host<->MRAM bandwidth for 32 MB transfers, 1 rank [PrIM slide 20: the labels at
-    # the curves' right ends; which label is which curve is inferred from their sizes].
-    "cpu_dpu_serial": Figure(0.33e9, "B/s", _recalled("[PrIM] 3.4, Fig. 10(a): CPU-DPU, 1 DPU, 32 MB "
-                                                      "(slide 20 gives 0.27 for serial transfers to 64 DPUs)")),
-    "dpu_cpu_serial": Figure(0.12e9, "B/s", "[PrIM] slide 20: DPU-CPU serial, DPU after DPU, so one DPU's rate "
-                             "(re-read)"),
+    # Host<->MRAM bandwidth of 32 MiB in all, 1 rank, at 64 DPUs: the five labels printed at
+    # the curves' right ends [PrIM slide 20]. Which label is which curve: read from the
+    # chart's drawing (HOST_DPU_CURVE below), where each label sits beside its curve's last
+    # marker and agrees with it (benchmarks/prim/slides.py).
+    "cpu_dpu_serial_rank": Figure(0.27e9, "B/s", "[PrIM] slide 20: CPU-DPU serial, 64 DPUs (re-read)"),
+    "dpu_cpu_serial_rank": Figure(0.12e9, "B/s", "[PrIM] slide 20: DPU-CPU serial, 64 DPUs (re-read)"),
     "cpu_dpu_parallel_rank": Figure(6.68e9, "B/s", "[PrIM] slide 20: CPU-DPU parallel, 64 DPUs (re-read)"),
     "dpu_cpu_parallel_rank": Figure(4.74e9, "B/s", "[PrIM] slide 20: DPU-CPU parallel, 64 DPUs (re-read)"),
     "cpu_dpu_broadcast_rank": Figure(16.88e9, "B/s", "[PrIM] slide 20: CPU-DPU broadcast, 64 DPUs (re-read)"),
@@ -228,31 +230,140 @@ ISSUE_SLOTS: dict[str, float] = {k: float(c.slots) for k, c in INSTRUCTION_COSTS
 
 
 # -- Host transfers -------------------------------------------------------------------------
-def host_bandwidth(kind: str, direction: str, dpus: int) -> float:
-    """Bytes/s of a host<->MRAM transfer of `kind` ('serial', 'parallel',
-    'broadcast') to/from `dpus` DPUs. Between 1 and 64 DPUs the parallel and
-    broadcast figures are interpolated as a power law between PrIM's 1-DPU and
-    64-DPU points (an assumption); beyond a rank they scale with the ranks."""
-    if direction not in ("to_dpu", "from_dpu"):
+# PrIM's CPU-DPU microbenchmark (CMU-SAFARI/prim-benchmarks 9a1498f, Microbenchmarks/CPU-DPU:
+# run.sh and host/app.c, re-read) moves `-i` uint64 elements in all, split evenly over the
+# NR_DPUS DPUs of one rank, by one `dpu_copy_to` per DPU (serial), one `dpu_push_xfer`
+# (parallel) or one `dpu_broadcast_to` of a DPU's share (broadcast), with 5 warm-up and 20
+# timed repetitions, and prints (elements * 8) / time in GB/s (10^9 B/s): the bytes all the
+# DPUs receive or give back, a broadcast's counted once per DPU. Slides 18-20 of [PrIM]
+# show what "a microbenchmark" measured on UPMEM SDK 2021.1.1, over run.sh's very ranges
+# (8 B to 32 MiB on 1 DPU, 32 MiB on 1 to 64 DPUs): taken to be this one. But for slide
+# 20's five 64-DPU points the two charts carry no data labels. Their
+# points are read here from the charts' vector drawing in the slides' PDF (each marker's
+# centre against the axis gridlines; benchmarks/prim/slides.py reads them again and compares
+# with the tables below). Read this way, slide 20's 64-DPU points agree with the labels
+# printed beside them (FIGURES "*_rank"): the parallel and broadcast ones within 0.4 %, the
+# serial ones round to theirs (0.2727 and 0.1156 to 0.27 and 0.12).
+HOST_SIZES = tuple(8 * 4 ** k for k in range(12))      # 8 B ... 32 MiB (run.sh: -i 1 ... 4194304)
+HOST_SIZE_CURVE: dict[str, tuple[float, ...]] = {
+    # GB/s of one transfer of HOST_SIZES[i] bytes to or from one DPU: [PrIM] slide 19
+    # ("1 DPU: variable CPU-DPU and DPU-CPU transfer size (8 bytes to 32 MB)"), read from the
+    # chart. The CPU->DPU rate peaks at 512 KiB-2 MiB (0.61-0.66) and falls to 0.33 at 32 MiB.
+    "to_dpu": (0.0001549, 0.0006519, 0.002788, 0.01005, 0.03687, 0.1046, 0.2038, 0.2969, 0.6088,
+               0.6615, 0.3837, 0.3346),
+    "from_dpu": (0.0001549, 0.0006631, 0.002788, 0.009072, 0.02757, 0.05279, 0.07306, 0.08817,
+                 0.1179, 0.1220, 0.1227, 0.1220),
+}
+HOST_DPUS = (1, 2, 4, 8, 16, 32, 64)
+HOST_RANK_BYTES = 4194304 * 8      # slide 20's transfers: -i 4194304 uint64 in all (run.sh's largest)
+HOST_DPU_CURVE: dict[tuple[str, str], tuple[float, ...]] = {
+    # GB/s of 32 MiB in all to or from HOST_DPUS[i] DPUs of one rank: [PrIM] slide 20 ("1 rank:
+    # 32 MB CPU-DPU and DPU-CPU transfers to/from a set of 1 to 64 MRAM banks", slide 18), read
+    # from the chart; the 64-DPU points' printed labels are 0.27, 0.12, 6.68, 4.74 and 16.88.
+    ("serial", "to_dpu"): (0.3311, 0.3346, 0.3311, 0.3311, 0.3020, 0.2990, 0.2727),
+    ("serial", "from_dpu"): (0.1216, 0.1216, 0.1216, 0.1216, 0.1156, 0.1156, 0.1156),
+    ("parallel", "to_dpu"): (0.3311, 0.5409, 0.7350, 0.8745, 1.807, 4.221, 6.686),
+    ("parallel", "from_dpu"): (0.1229, 0.2246, 0.4232, 0.6305, 1.503, 3.170, 4.723),
+    ("broadcast", "to_dpu"): (0.3324, 0.6695, 1.355, 2.555, 5.067, 10.15, 16.86),
+}
+_DIRECTIONS = ("to_dpu", "from_dpu")
+_KINDS = ("serial", "parallel", "broadcast")
+
+
+def _loglog(x: float, xs: Sequence[float], ys: Sequence[float]) -> float:
+    """ys at x, piecewise linear in log-log between the points (xs increasing, x within them)."""
+    i = min(max(int(np.searchsorted(xs, x, side="right")) - 1, 0), len(xs) - 2)
+    f = math.log(x / xs[i]) / math.log(xs[i + 1] / xs[i])
+    return math.exp(math.log(ys[i]) * (1 - f) + math.log(ys[i + 1]) * f)
+
+
+def _size_times(direction: str) -> tuple[float, ...]:
+    """Seconds of slide 19's transfers at HOST_SIZES, each at least the one before: its
+    8-128-byte points (46-52 us) are equal within the reading's noise, and a larger
+    transfer is taken never to be faster than a smaller one."""
+    times = [size / (gbs * 1e9) for size, gbs in zip(HOST_SIZES, HOST_SIZE_CURVE[direction])]
+    return tuple(np.maximum.accumulate(times).tolist())
+
+
+_SIZE_TIMES = {d: _size_times(d) for d in _DIRECTIONS}
+# The fixed time of one host transfer: slide 19's smallest, 8 bytes to or from one DPU
+# (0.0001549 GB/s, 51.6 us; the same point for both directions). What a transfer takes
+# beyond it is its time per byte.
+HOST_CALL_SECONDS = _SIZE_TIMES["to_dpu"][0]
+
+
+def _check(kind: str, direction: str) -> None:
+    if direction not in _DIRECTIONS:
         raise ValueError(f"direction must be 'to_dpu' or 'from_dpu', not {direction!r}")
-    one = FIGURES["cpu_dpu_serial" if direction == "to_dpu" else "dpu_cpu_serial"].value
-    if kind == "serial" or dpus <= 1:
-        return one
-    if kind == "broadcast" and direction == "to_dpu":
-        rank = FIGURES["cpu_dpu_broadcast_rank"].value
-    elif kind in ("parallel", "broadcast"):
-        rank = FIGURES["cpu_dpu_parallel_rank" if direction == "to_dpu" else "dpu_cpu_parallel_rank"].value
-    else:
+    if kind not in _KINDS:
         raise ValueError(f"transfer kind must be serial, parallel or broadcast, not {kind!r}")
-    if dpus >= DPUS_PER_RANK:
-        return rank * dpus / DPUS_PER_RANK
-    gamma = math.log(rank / one) / math.log(DPUS_PER_RANK)
-    return one * dpus ** gamma
+    if kind == "broadcast" and direction == "from_dpu":
+        raise ValueError("a broadcast goes to the DPUs only (the SDK's dpu_broadcast_to)")
+
+
+def one_dpu_seconds(direction: str, nbytes: float) -> float:
+    """Seconds of one transfer of `nbytes` to or from one DPU [PrIM slide 19]: log-log
+    between the chart's sizes; the 8-byte time below them, the 32 MiB rate beyond."""
+    _check("serial", direction)
+    times = _SIZE_TIMES[direction]
+    if nbytes <= HOST_SIZES[0]:
+        return times[0]
+    if nbytes >= HOST_SIZES[-1]:
+        return times[-1] * nbytes / HOST_SIZES[-1]
+    return _loglog(nbytes, HOST_SIZES, times)
+
+
+def host_bandwidth(kind: str, direction: str, dpus: int) -> float:
+    """Bytes/s of 32 MiB in all moved by a host<->MRAM transfer of `kind` ('serial',
+    'parallel', 'broadcast') to/from `dpus` DPUs of one rank [PrIM slide 20], log-log
+    between the chart's DPU counts. A broadcast's bytes are those all the DPUs receive.
+    Beyond a rank, an assumption: a serial transfer keeps one rank's rate (one DPU after
+    another); parallel and broadcast ones scale with the ranks, as the SDK runs a set's
+    ranks in parallel threads ([SDK] "Advanced Features of the Host API", Multiple Ranks
+    Transfer: "the toolchain uses threads to perform such operations in parallel"; PrIM
+    found SDK 2021.1.1 parallelizing "only within the same rank", slide 18)."""
+    _check(kind, direction)
+    curve = HOST_DPU_CURVE[(kind, direction)]
+    dpus = max(int(dpus), 1)
+    if dpus <= DPUS_PER_RANK:
+        return _loglog(dpus, HOST_DPUS, curve) * 1e9
+    return curve[-1] * 1e9 * (1 if kind == "serial" else dpus / DPUS_PER_RANK)
+
+
+def transfer_seconds(kind: str, direction: str, nbytes: float, dpus: int = 1) -> float:
+    """Seconds of one host<->MRAM transfer of `kind` between the host and `dpus` DPUs:
+    `nbytes` in all for serial and parallel ones, and for a broadcast the bytes each DPU
+    gets. It is a fixed time per call of the host API (HOST_CALL_SECONDS; a serial transfer
+    makes one call per DPU) and the per-byte time of one DPU's transfer of the same size in
+    all [PrIM slide 19], scaled by how much faster that many DPUs move 32 MiB than one DPU
+    does [PrIM slide 20]. Assumptions, stated: that slide 19's dependence on the size (the
+    fixed time amortized, and the CPU->DPU rate's rise to 0.66 GB/s at 2 MiB and fall to
+    0.33 at 32 MiB, as if the host's caches held the smaller buffers) carries over to
+    several DPUs as a function of the bytes moved in all, and that slide 20's ratios (at
+    32 MiB) hold at every size. At one DPU this is slide 19's time, at 32 MiB slide 20's
+    (within the two charts' 1 % disagreement at their common point, 1 DPU and 32 MiB)."""
+    _check(kind, direction)
+    if nbytes <= 0:
+        return 0.0
+    dpus = max(int(dpus), 1)
+    moved = nbytes * dpus if kind == "broadcast" else nbytes
+    calls = dpus if kind == "serial" else 1
+    # Slide 20's time of 32 MiB on `dpus` DPUs less its calls' fixed times, relative to one
+    # DPU's. A serial transfer's time at `within` DPUs holds `within` calls; beyond a rank it
+    # goes on at one rank's rate.
+    within = min(dpus, DPUS_PER_RANK) if kind == "serial" else dpus
+    per_byte_rank = HOST_RANK_BYTES / host_bandwidth(kind, direction, within) - (
+        within if kind == "serial" else 1) * HOST_CALL_SECONDS
+    per_byte_one = HOST_RANK_BYTES / host_bandwidth(kind, direction, 1) - HOST_CALL_SECONDS
+    per_byte = one_dpu_seconds(direction, moved) - HOST_CALL_SECONDS
+    return calls * HOST_CALL_SECONDS + per_byte * per_byte_rank / per_byte_one
 
 
 @dataclass(frozen=True)
 class HostTransfer:
-    """`nbytes` in all, moved between the host and `dpus` DPUs' MRAM."""
+    """One host<->MRAM transfer (one call of the host API, or for a serial one a call
+    per DPU) between the host and `dpus` DPUs: `nbytes` in all, or for a broadcast the
+    bytes every DPU gets."""
     kind: str          # serial | parallel | broadcast
     direction: str     # to_dpu | from_dpu
     nbytes: int
@@ -260,11 +371,7 @@ class HostTransfer:
 
     @property
     def seconds(self) -> float:
-        if self.nbytes <= 0:
-            return 0.0
-        # A serial transfer goes to one DPU after the other at one DPU's rate;
-        # a broadcast moves `nbytes` once for all DPUs.
-        return self.nbytes / host_bandwidth(self.kind, self.direction, self.dpus)
+        return transfer_seconds(self.kind, self.direction, self.nbytes, self.dpus)
 
 
 def launch_transfers(read_bytes: Sequence[int], written_bytes: Sequence[int], in_bytes: int,
@@ -272,10 +379,12 @@ def launch_transfers(read_bytes: Sequence[int], written_bytes: Sequence[int], in
     """The host<->MRAM transfers around a launch, from what each DPU moved by
     DMA (`read_bytes[d]`, `written_bytes[d]`) and the bytes of its input and
     output arrays. Assumptions, stated: DPU d needs min(in_bytes, what it
-    read) from the host, and gives back min(out_bytes, what it wrote); one
-    DPU is served serially; several get one broadcast when each needs every
-    input byte, else a parallel transfer, which moves the same size to each
-    DPU (the largest need), as the SDK's `dpu_push_xfer` does."""
+    read) from the host, and gives back min(out_bytes, what it wrote); the
+    inputs go in one transfer and the outputs in one, each paying one fixed
+    time (`transfer_seconds`); one DPU is served serially; several get one
+    broadcast when each needs every input byte, else a parallel transfer,
+    which moves the same size to each DPU (the largest need), as the SDK's
+    `dpu_push_xfer` does."""
     dpus = len(read_bytes)
     need_in = [min(in_bytes, int(b)) for b in read_bytes]
     need_out = [min(out_bytes, int(b)) for b in written_bytes]

@@ -83,8 +83,8 @@ def test_edsl_estimate_per_tasklet_and_dma():
         assert est.executed_ops["dma"] == r.dma_transfers == 2 * n // 128
         assert est.dpu_cycles_max == est.dpu_cycles_mean == est.per_dpu_cycles[0] > 0
         # one DPU: its input and output array move serially, as much as it moved by DMA
-        assert est.host_seconds["to_dpu/serial"] == pytest.approx(n * 8 / timing.host_bandwidth("serial", "to_dpu", 1))
-        assert est.host_seconds["from_dpu/serial"] == pytest.approx(n * 8 / timing.host_bandwidth("serial", "from_dpu", 1))
+        assert est.host_seconds["to_dpu/serial"] == pytest.approx(timing.transfer_seconds("serial", "to_dpu", n * 8))
+        assert est.host_seconds["from_dpu/serial"] == pytest.approx(timing.transfer_seconds("serial", "from_dpu", n * 8))
     # the same work shared out: fewer cycles, as on the DPU below 11 tasklets and at 16
     assert sixteen.timing.dpu_cycles_max < one.timing.dpu_cycles_max
     assert sixteen.timing.issue_cycles <= one.timing.issue_cycles
