@@ -237,6 +237,43 @@ def test_loop_carried_accumulator_in_mram(tasklets, dpus, seed):
     np.testing.assert_allclose(spilled, a @ b, rtol=1e-4, atol=1e-4)
 
 
+@triton.jit
+def mean_and_variance_kernel(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
+    """Two loops over a row, each with a carried tile updated elementwise
+    (updated in place when they fit in WRAM), as a layer norm's forward pass
+    has: the row's mean, then its variance."""
+    row = tl.program_id(0)
+    total = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        total += tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
+    mean = tl.sum(total, axis=0) / N
+    sq = tl.zeros([BLOCK], dtype=tl.float32)
+    for off in range(0, N, BLOCK):
+        cols = off + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
+        d = tl.where(cols < N, x - mean, 0.0)
+        sq += d * d
+    tl.store(out_ptr + 2 * row, mean)
+    tl.store(out_ptr + 2 * row + 1, tl.sum(sq, axis=0) / N)
+
+
+@pytest.mark.parametrize("tasklets", [1, 4])
+def test_a_tile_updated_in_place_is_copied_when_kept_in_mram(tasklets):
+    """Over WRAM, the carried tile is kept in MRAM and copied as a spill plan
+    expects (a plan made on the in-place conversion named the wrong tiles)."""
+    x = np.random.default_rng(0).standard_normal((3, 8192)).astype(np.float16)
+    small, big = np.zeros(6, np.float32), np.zeros(6, np.float32)
+    mean_and_variance_kernel[(3,)](x, small, 8192, BLOCK=8192, num_tasklets=tasklets)
+    assert any(t.startswith("loop-carried tensor") for t in edsl.backend.last_report().spilled_tiles)
+    mean_and_variance_kernel[(3,)](x, big, 8192, BLOCK=8192, num_tasklets=tasklets, wram_bytes=BIG)
+    np.testing.assert_array_equal(small, big)
+    x32 = x.astype(np.float64)
+    mean = x32.mean(axis=1)
+    np.testing.assert_allclose(small[0::2], mean, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(small[1::2], x32.var(axis=1), rtol=1e-4)
+
+
 # ---- the launch report ----------------------------------------------------------------------
 
 def test_report_counts_spilled_bytes_and_their_dma():

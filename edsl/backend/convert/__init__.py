@@ -75,12 +75,17 @@ def convert_ttir(source, ctx: ir.Context | None = None, *, debug: bool = False,
         for fn in [kernel, *callees.values()]:
             control.structure_control_flow(fn)
         out, info, conv = _convert(kernel, callees, regions, debug, tasklets, None)
+        if info.wram_bytes > limit:
+            # A carried tile updated in place (control.copy_into_carries) needs
+            # no copy; kept in MRAM it does, and a plan names tiles by their
+            # order: plan on a conversion that copies them all.
+            out, info, conv = _convert(kernel, callees, regions, debug, tasklets, None, in_place=False)
         records, dots, extra = info.wram, conv.dots, 0
         for _ in range(4):                    # (a plan's estimate may miss a few staging bytes)
             if info.wram_bytes <= limit:
                 break
             plan, predicted = spill.plan(info.name, records, dots, limit, tasklets, extra)
-            out, info, _ = _convert(kernel, callees, regions, debug, tasklets, plan)
+            out, info, _ = _convert(kernel, callees, regions, debug, tasklets, plan, in_place=False)
             extra += max(0, info.wram_bytes - predicted)
         wram.check(info.name, info.wram, limit)
     verify(out)
@@ -114,9 +119,10 @@ def _check_marked(entry, conv, tasklets: int) -> None:
                            "num_tasklets=1 compiles it", user_location(missing[0].location))
 
 
-def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, plan):
+def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, plan, in_place: bool = True):
     """One conversion of the kernel function (its tiles kept in MRAM as `plan`
-    says), calls to `callees` lowered in place."""
+    says, carried tiles updated in place when `in_place`), calls to `callees`
+    lowered in place."""
     name = ir.StringAttr(kernel.attributes["sym_name"]).value
     info = KernelInfo(name=name, regions=regions, stored=stored_params(kernel))
     ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
@@ -133,6 +139,7 @@ def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, p
                      tasklets=tasklets, module_body=out.body, plan=plan)
     body = kernel.regions[0].blocks[0]
     conv.callees = callees
+    conv.in_place = in_place
     for fn in [kernel, *callees.values()]:
         conv.count_uses(fn)
     for arg, new in zip(body.arguments, args):

@@ -6,7 +6,9 @@ waits: barriers and `tl.atomic_poll`.
 Scalars stay SSA values carried by the new loop. A loop-carried tensor gets
 its own WRAM buffer for the loop's life: the initial value is copied in, the
 body reads it, and the values the body yields are copied back at its end
-(through a temporary when the yielded value still reads the carried buffers).
+(through a temporary when the yielded value still reads the carried buffers;
+the one carried tensor of a loop whose next value reads it elementwise, as
+`acc += x`, is updated in place).
 An `scf.if` (or `scf.index_switch`) returning tensors writes each branch's
 result into one buffer.
 """
@@ -16,7 +18,7 @@ from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
 from ...dpu.abi import FAIL, Err
-from .core import Tile, is_tensor, load_elem, lowers, pointee, scalar_type, store_elem
+from .core import Tile, in_wram, is_tensor, load_elem, lowers, pointee, recording, scalar_type, store_elem
 
 
 def _tile_type(t):
@@ -35,8 +37,67 @@ def lower_body(conv, block, mapping) -> list:
     return [conv.get(v) for v in ops[-1].operands]
 
 
+def _new_ops(block, first: int) -> list:
+    """The ops of `block` from the `first`-th on, nested ones included."""
+    found = []
+
+    def walk(op):
+        found.append(op)
+        for region in op.regions:
+            for inner in region.blocks:
+                for o in inner.operations:
+                    walk(o.operation)
+    for op in list(block.operations)[first:]:
+        walk(op.operation)
+    return found
+
+
+def _own_elements(events, buf) -> bool:
+    """Whether the element accesses `events` (`core.recording`) read `buf`
+    only at the element that the next store into it writes."""
+    pending = []
+    for b, ivs, write in events:
+        if not (isinstance(b, ir.Value) and b == buf):
+            continue
+        if write:
+            if any(r != ivs for r in pending):
+                return False
+            pending = []
+        else:
+            pending.append(ivs)
+    return not pending
+
+
+_ELEMENT_USES = frozenset({"memref.load", "memref.store", "memref.reinterpret_cast", "edsl.access"})
+
+
+def _fill_in_place(conv, y, buf) -> bool:
+    """Fill carried buffer `buf` with the lazy tile `y` directly, when each
+    element of `y` reads `buf` at most at that element (an elementwise update,
+    as `acc += x`); else leave nothing emitted and return False."""
+    if y.buf is not None or not in_wram(buf):
+        return False
+    ip = ir.InsertionPoint.current
+    if ip.ref_operation is not None:
+        return False
+    block = ip.block
+    first = len(list(block.operations))
+    events = []
+    with recording(events):
+        conv.fill(buf, y)
+    if _own_elements(events, buf) and not any(
+            op.name not in _ELEMENT_USES and any(v == buf for v in op.operands) for op in _new_ops(block, first)):
+        return True
+    for op in reversed(list(block.operations)[first:]):
+        op.operation.erase()
+    return False
+
+
 def copy_into_carries(conv, yielded, carries, op):
     """Write the yielded tiles into the loop's carried buffers, safely."""
+    tiles = [(y, buf) for y, buf in zip(yielded, carries) if buf is not None]
+    if conv.in_place and len(tiles) == 1 and _fill_in_place(conv, *tiles[0]):
+        return
     staged = []
     for y, buf in zip(yielded, carries):
         if buf is None:

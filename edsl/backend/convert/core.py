@@ -20,7 +20,9 @@ one's share. A tile loop nest is *partitioned*: its outermost loop runs over
 the tasklet's chunk of the first dimension (`par_nest`; rank-1 chunks are a
 multiple of 8 elements, so that chunks of a row never share an MRAM word).
 Code that must run once (atomics, scans along the first axis, prints, scalar
-stores) runs on tasklet 0 (`single`). Scalars are computed by every tasklet
+stores) runs on tasklet 0 (`single`). A buffer's fill runs its innermost loop
+`UNROLL` elements a step where the lengths allow, each access at a constant
+offset of a window of the step (`unrolled_loop`). Scalars are computed by every tasklet
 alike (a scalar reduction reads the whole buffer on each tasklet, in one
 fixed order), so control flow stays uniform and every tasklet reaches every
 barrier. Every buffer access is stated in the converted code (`barriers.AccessRecord`),
@@ -43,6 +45,9 @@ from ..ttir_reader import split_top, user_location
 from .barriers import AccessRecord, chunk, owner
 from .spill import DotNeed, SpillBuffer, SpillPlan, SpillRecord, SpillSpace
 from .wram import WramBuffer, WramLayout
+
+# Elements a step of an unrolled tile loop handles (`Converter.unrolled_loop`).
+UNROLL = 4
 
 # op name -> function(conv, op) lowering it; filled by the family modules.
 LOWERINGS: dict[str, Callable] = {}
@@ -198,20 +203,109 @@ def in_wram(buf) -> bool:
     return isinstance(buf, ir.Value)
 
 
-def load_elem(accesses: AccessRecord, buf, ivs, elem: ir.Type) -> ir.Value:
-    """Element `ivs` of buffer `buf` (the read recorded in `accesses`)."""
+# Unrolled loops (`Converter.unrolled_loop`): an index value of one of their
+# elements -> (its step's `_Step`, its offset in the step).
+_UNROLLED: dict = {}
+# When a list: the (buffer, indices, write?) of each element access, in order
+# (`recording`).
+_RECORD: list = [None]
+
+
+@contextmanager
+def recording(events: list):
+    """Record the element accesses of buffers made meanwhile into `events`."""
+    saved, _RECORD[0] = _RECORD[0], events
+    try:
+        yield
+    finally:
+        _RECORD[0] = saved
+
+
+class _Step:
+    """One step of an unrolled loop: its first index, and the windows of the
+    buffers it accesses (views of `UNROLL` elements at that index, made
+    before `anchor`, the start of the step's code)."""
+
+    def __init__(self, iv: ir.Value, anchor):
+        self.iv, self.anchor, self.windows = iv, anchor, {}
+
+    def window(self, buf: ir.Value, outer: list):
+        """The window of `buf` at `outer` + [iv] (None: not one it can make)."""
+        mt = ir.MemRefType(buf.type)
+        identity = (isinstance(mt.layout, ir.AffineMapAttr)
+                    and ir.AffineMapAttr(mt.layout).value == ir.AffineMap.get_identity(mt.rank))
+        if not (mt.has_static_shape and identity):
+            return None
+        keys = []
+        for v in outer:
+            c = const_int(v)
+            if c is None and not _encloses(v, self.anchor):
+                return None
+            keys.append(c if c is not None else v)
+        key = (buf, tuple(keys))
+        if key not in self.windows:
+            with ir.InsertionPoint(self.anchor):
+                index = ir.IndexType.get()
+                offset, stride = self.iv, 1
+                for k, d in zip(reversed(keys), reversed(mt.shape[1:])):
+                    stride *= d
+                    at = arith.constant(index, k * stride) if isinstance(k, int) else \
+                        arith.muli(k, arith.constant(index, stride))
+                    offset = arith.addi(offset, at)
+                dyn = ir.ShapedType.get_dynamic_stride_or_offset()
+                wt = ir.MemRefType.get([UNROLL], mt.element_type, layout=ir.StridedLayoutAttr.get(dyn, [1]),
+                                       memory_space=mt.memory_space)
+                self.windows[key] = memref.reinterpret_cast(wt, buf, [offset], [], [], [dyn], [UNROLL], [1])
+        return self.windows[key]
+
+
+def _encloses(v: ir.Value, op) -> bool:
+    """Whether `v` is an argument of a block that holds `op` (or an outer one)."""
+    owner = v.owner
+    if not isinstance(owner, ir.Block):
+        return False
+    block = op.operation.block
+    while block is not None:
+        if block == owner:
+            return True
+        parent = block.owner
+        block = parent.operation.block if parent is not None and parent.operation.parent is not None else None
+    return False
+
+
+def _access(buf, ivs):
+    """(memref, indices) an element access of WRAM view `buf` at `ivs` goes
+    through: a window of an unrolled loop's step at a constant offset, or `buf`."""
+    hit = _UNROLLED.get(ivs[-1]) if ivs else None
+    if hit is not None:
+        step, k = hit
+        window = step.window(buf, ivs[:-1])
+        if window is not None:
+            return window, [arith.constant(ir.IndexType.get(), k)]
+    return buf, ivs
+
+
+def load_elem(accesses: AccessRecord, buf, ivs, elem: ir.Type, who=None) -> ir.Value:
+    """Element `ivs` of buffer `buf` (the read recorded in `accesses`; `who`:
+    the tasklet owning the element, when not the code's, for a WRAM view)."""
+    if _RECORD[0] is not None:
+        _RECORD[0].append((buf, list(ivs), False))
     if isinstance(buf, SpillBuffer):
+        assert who is None
         return from_stored(buf.load(accesses, ivs), elem)
-    accesses.note_buffer(buf, list(ivs), False)
-    return from_stored(memref.load(buf, list(ivs)), elem)
+    accesses.note_buffer(buf, list(ivs), False, who)
+    return from_stored(memref.load(*_access(buf, list(ivs))), elem)
 
 
-def store_elem(accesses: AccessRecord, v: ir.Value, buf, ivs) -> None:
+def store_elem(accesses: AccessRecord, v: ir.Value, buf, ivs, who=None) -> None:
+    if _RECORD[0] is not None:
+        _RECORD[0].append((buf, list(ivs), True))
     if isinstance(buf, SpillBuffer):
+        assert who is None
         buf.store(accesses, to_stored(v, buf.stored), ivs)
         return
-    accesses.note_buffer(buf, list(ivs), True)
-    memref.store(to_stored(v, ir.MemRefType(buf.type).element_type), buf, list(ivs))
+    accesses.note_buffer(buf, list(ivs), True, who)
+    memref.store(to_stored(v, ir.MemRefType(buf.type).element_type), *_access(buf, list(ivs)))
 
 
 @dataclass
@@ -261,6 +355,7 @@ class Converter:
         self.values: dict = {}
         self.uses: dict = {}
         self.callees: dict = {}            # name -> a function the kernel calls (lowered in place)
+        self.in_place = True               # may update a carried tile in place (control.copy_into_carries)
         here = user_location(entry.owner.location)     # (the new function has the kernel's location)
         self.kernel_file = here.filename if here is not None else None
         self.calling: list = []            # the callees being lowered, outermost first
@@ -459,16 +554,40 @@ class Converter:
 
             def body(ivs):
                 store_elem(self.accesses, t.at(ivs), buf, ivs)
-            self.par_nest(t.shape, body)
+            self.par_nest(t.shape, body, unroll=True)
 
-    def loop_nest(self, shape, body, outer=()) -> None:
-        """Emit `body(outer + ivs)` inside a nest of `scf.for` loops over `shape`."""
+    def loop_nest(self, shape, body, outer=(), unroll: bool = False) -> None:
+        """Emit `body(outer + ivs)` inside a nest of `scf.for` loops over `shape`
+        (`unroll`: the innermost one unrolled, when its length allows)."""
         if not shape:
             body(list(outer))
             return
+        if unroll and len(shape) == 1 and shape[0] % UNROLL == 0:
+            self.unrolled_loop(self.index(0), self.index(shape[0]), lambda iv: body([*outer, iv]))
+            return
         loop = scf.ForOp(self.index(0), self.index(shape[0]), self.index(1))
         with ir.InsertionPoint(loop.body):
-            self.loop_nest(shape[1:], body, [*outer, loop.induction_variable])
+            self.loop_nest(shape[1:], body, [*outer, loop.induction_variable], unroll)
+            scf.yield_([])
+
+    def unrolled_loop(self, lo, hi, body, mine: bool = False) -> None:
+        """`body(i)` for lo <= i < hi (hi - lo a multiple of UNROLL), UNROLL
+        elements a step; their buffer accesses go through windows of the step
+        (`_Step`), at constant offsets (`mine`: the indices are in the
+        current owner's chunk)."""
+        loop = scf.ForOp(lo, hi, self.index(UNROLL))
+        with ir.InsertionPoint(loop.body):
+            iv = loop.induction_variable
+            step = _Step(iv, arith.constant(ir.IndexType.get(), 0).owner)
+            for k in range(UNROLL):
+                at = iv if k == 0 else arith.addi(iv, self.index(k))
+                if mine:
+                    self.accesses.mine(at)
+                _UNROLLED[at] = (step, k)
+                try:
+                    body(at)
+                finally:
+                    del _UNROLLED[at]
             scf.yield_([])
 
     # -- tasklets --------------------------------------------------------------
@@ -489,12 +608,12 @@ class Converter:
             self._ranges[key] = (lo, hi)
         return self._ranges[key]
 
-    def par_nest(self, shape, body, tile_shape=None) -> None:
+    def par_nest(self, shape, body, tile_shape=None, unroll: bool = False) -> None:
         """`loop_nest` shared out among the tasklets: each runs its chunk of the
         first dimension (chunks as for `tile_shape`, whose first dimension is
         the same: the rows of a tile are shared out as the tile's elements)."""
         if self.tasklets == 1:
-            self.loop_nest(shape, body)
+            self.loop_nest(shape, body, unroll=unroll)
             return
         if not shape:
             with self.single():
@@ -503,10 +622,13 @@ class Converter:
         part = tuple(tile_shape) if tile_shape is not None else tuple(shape)
         lo, hi = self.my_range(part)
         with self.accesses.divergent(self.owner(part)):
+            if unroll and len(shape) == 1 and shape[0] % UNROLL == 0 and self.chunk(part) % UNROLL == 0:
+                self.unrolled_loop(lo, hi, lambda iv: body([iv]), mine=True)
+                return
             loop = scf.ForOp(lo, hi, self.index(1))
             with ir.InsertionPoint(loop.body):
                 self.accesses.mine(loop.induction_variable)
-                self.loop_nest(tuple(shape[1:]), body, [loop.induction_variable])
+                self.loop_nest(tuple(shape[1:]), body, [loop.induction_variable], unroll)
                 scf.yield_([])
 
     @contextmanager

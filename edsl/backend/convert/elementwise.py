@@ -121,6 +121,7 @@ _EXPENSIVE = {name: 8 for name in (
     "math.atan2", "math.expm1", "math.log1p", "arith.divf", "arith.remf")}
 
 _SWAPPED = {2: 4, 3: 5, 4: 2, 5: 3}          # slt <-> sgt, sle <-> sge
+_EQ = 0
 
 
 def _row(v):
@@ -193,9 +194,9 @@ def _row_rules(op, operands, elem, lanes: int):
         return RowForm(lambda rivs: arith.extsi(elem, a.base(rivs)), a.stride, valid=valid), None
     if name == "arith.cmpi" and elem == i1:
         pred = ir.IntegerAttr(op.attributes["predicate"]).value
-        if a.stride == 0 and b.stride == 1 and pred in _SWAPPED:
-            a, b, pred = b, a, _SWAPPED[pred]
-        if not (a.stride == 1 and b.stride == 0 and pred in _SWAPPED):
+        if a.stride == 0 and b.stride == 1 and (pred in _SWAPPED or pred == _EQ):
+            a, b, pred = b, a, _SWAPPED.get(pred, pred)
+        if not (a.stride == 1 and b.stride == 0 and (pred in _SWAPPED or pred == _EQ)):
             return None, None
         width = ir.IntegerType(operands[0].elem if isinstance(operands[0], Tile)
                                else operands[0].type).width
@@ -211,11 +212,18 @@ def _compare_bounds(a, b, pred: int, lanes: int, rivs):
     i64 = ir.IntegerType.get_signless(64)
     av, bv = a.base(rivs), b.base(rivs)
     d = arith.subi(arith.extsi(i64, bv), arith.extsi(i64, av))
+    zero, full = arith.constant(i64, 0), arith.constant(i64, lanes)
+
+    def clip(v):
+        return arith.minsi(arith.maxsi(v, zero), full)
+    start, width = const_int(av), ir.IntegerType(av.type).width
+    fits = start is not None and -(1 << (width - 1)) <= start + lanes - 1 < 1 << (width - 1)
+    valid = and_valid(a.valid(rivs) if a.valid else None, None if fits else no_wrap(av, 1, lanes))
+    if pred == _EQ:                          # eq: [d, d + 1)
+        return clip(d), clip(arith.addi(d, arith.constant(i64, 1))), valid
     if pred in (3, 4):                       # sle, sgt: j <= d  /  j > d
         d = arith.addi(d, arith.constant(i64, 1))
-    cut = arith.minsi(arith.maxsi(d, arith.constant(i64, 0)), arith.constant(i64, lanes))
-    zero, full = arith.constant(i64, 0), arith.constant(i64, lanes)
-    valid = and_valid(a.valid(rivs) if a.valid else None, no_wrap(av, 1, lanes))
+    cut = clip(d)
     if pred in (2, 3):                       # slt, sle: [0, cut)
         return zero, cut, valid
     return cut, full, valid                  # sgt, sge: [cut, lanes)
@@ -245,7 +253,9 @@ def lower_constant(conv, op):
 
         def element(ivs, splat=splat, elem=elem):
             return arith.constant(elem, splat)
-        conv.set(result, Tile(shape, elem, fn=element, cost=0), op)
+        known = ir.IntegerAttr(splat).value if isinstance(elem, ir.IntegerType) and elem.width > 1 else None
+        row = RowForm(lambda rivs, splat=splat, elem=elem: arith.constant(elem, splat), 0, const=known)
+        conv.set(result, Tile(shape, elem, fn=element, cost=0, row=row), op)
         return
     # A non-uniform constant: written once into a WRAM buffer.
     buf = conv.alloca(shape, elem, "constant tensor", op)

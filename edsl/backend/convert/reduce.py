@@ -11,7 +11,11 @@ the end): a fixed order, the same whatever the number of tasklets, that the
 host compiler turns into vector code. Float sums are thereby reassociated,
 as on GPUs. A reduction of a whole tile (a scalar) on several tasklets is
 computed once: they share its accumulators out, or tasklet 0 computes a
-sequential one, into WRAM cells that every tasklet reads after a barrier.
+sequential one, into WRAM cells that every tasklet reads after a barrier;
+a whole-tile integer reduction of `where(m, x, 0)` whose mask has its lanes
+in closed form combines those lanes only. On several tasklets an integer scan
+of a rank-1 tile by one commutative op runs by chunks and a histogram counts
+per tasklet (integer results: the same bits in any grouping).
 """
 from __future__ import annotations
 
@@ -216,6 +220,41 @@ def _shared_lanes_reduce(conv, block, tile, n, op):
                                    for k in range(LANES)])
 
 
+# Combines that an operand 0 leaves unchanged (on integers).
+_ZERO_IDENTITY = {"arith.addi", "arith.ori", "arith.xori", "arith.maxui"}
+
+
+def _lane_masked(conv, op, block):
+    """For a reduction of a whole rank-1 integer tile `where(m, x, 0)` (perhaps
+    reshaped) whose mask's active lanes are known in closed form, by a combine
+    that 0 leaves unchanged: (x, m's LaneRange); else None. Only the lanes of
+    `m` then count, in any order (integer combines are exact)."""
+    src = op.operands[0]
+    while isinstance(src.owner, ir.OpView) and src.owner.operation.name == "tt.reshape":
+        src = src.owner.operation.operands[0]
+    sel = src.owner.operation if isinstance(src.owner, ir.OpView) else None
+    if sel is None or sel.name != "arith.select" or list(block.operations)[0].name not in _ZERO_IDENTITY \
+            or len(ir.RankedTensorType(src.type).shape) != 1:
+        return None
+    cond, x, other = (conv.get(v) for v in sel.operands)
+    if not (isinstance(cond, Tile) and cond.lanes is not None and isinstance(x, Tile)) \
+            or is_float(x.elem) or not isinstance(other, Tile) or other.row is None \
+            or other.row.stride != 0 or other.row.const != 0:
+        return None
+    lo, hi, valid = cond.lanes.bounds([])
+    return (x, lo, hi) if valid is None else None
+
+
+def _reduce_lanes_of(conv, block, x, lo, hi):
+    """The combine of the elements lo <= k < hi of `x` (`_lane_masked`), from 0."""
+    index = ir.IndexType.get()
+    loop = scf.ForOp(arith.index_cast(index, lo), arith.index_cast(index, hi), conv.index(1),
+                     [arith.constant(x.elem, 0)])
+    with ir.InsertionPoint(loop.body):
+        scf.yield_(_combine(conv, block, list(loop.inner_iter_args), [x.at([loop.induction_variable])]))
+    return loop.results[0]
+
+
 @lowers("tt.reduce")
 def lower_reduce(conv, op):
     axis = ir.IntegerAttr(op.attributes["axis"]).value
@@ -229,6 +268,7 @@ def lower_reduce(conv, op):
     scalars = []
 
     lanes = len(inputs) == 1 and n >= 2 * LANES and _single_commutative(block)
+    masked = _lane_masked(conv, op, block) if lanes and not out_shape else None
 
     def body(oivs):
         def at(k):
@@ -252,6 +292,8 @@ def lower_reduce(conv, op):
                 store_elem(conv.accesses, v, buf, oivs)
     if out_shape:
         conv.par_nest(out_shape, body)      # rows are independent: shared out
+    elif masked is not None:
+        scalars.append(_reduce_lanes_of(conv, block, *masked))
     elif conv.tasklets > 1 and lanes:       # a scalar: computed once, read by every tasklet
         scalars.append(_shared_lanes_reduce(conv, block, inputs[0], n, op))
     elif conv.tasklets > 1 and n >= 2 * LANES:
@@ -307,7 +349,9 @@ def lower_scan(conv, op):
             for v, buf in zip(results, bufs):
                 store_elem(conv.accesses, v, buf, where)
             scf.yield_(new)
-    if axis == 0:
+    if axis == 0 and _chunked_scan(conv, block, inputs, shape, wide):
+        _shared_scan(conv, block, inputs[0], bufs[0], reverse, op)
+    elif axis == 0:
         # Lines across the first dimension: tasklets own chunks of that dimension
         # only, so one tasklet scans them all.
         with conv.single():
@@ -318,18 +362,86 @@ def lower_scan(conv, op):
         conv.set(result, Tile(shape, t.elem, buf=buf, accesses=conv.accesses))
 
 
+def _chunked_scan(conv, block, inputs, shape, wide) -> bool:
+    """Whether a scan of a rank-1 tile may be shared out by chunks: one
+    integer input combined by one commutative op (associative, exact: any
+    grouping gives the same bits)."""
+    return (conv.tasklets > 1 and len(shape) == 1 and len(inputs) == 1 and wide is None
+            and not is_float(inputs[0].elem) and _single_commutative(block))
+
+
+def _shared_scan(conv, block, tile, buf, reverse: bool, op) -> None:
+    """A scan of a rank-1 tile on several tasklets: each scans its chunk into
+    `buf` and leaves the chunk's total in a WRAM cell; after a barrier each
+    combines the totals of the chunks before its own (after, `reverse`) into
+    every element of its chunk."""
+    n = tile.shape[0]
+    lo, hi = conv.my_range(tile.shape)
+    rows = (conv.tasklets, 1)
+    cells = _cells(conv, rows, tile.elem, op)
+    chunks = -(-n // conv.chunk(tile.shape))            # the tasklets with elements
+    one = conv.index(1)
+    with conv.accesses.divergent(conv.owner(tile.shape)):
+        some = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, lo, hi), [], has_else=False)
+        with ir.InsertionPoint(some.then_block):
+            last = arith.subi(hi, one)
+
+            def pos(i):                                  # the i-th element of the chunk visited
+                where = arith.subi(arith.addi(lo, last), i) if reverse else i
+                conv.accesses.mine(where)
+                return [where]
+            first = pos(lo)
+            init = tile.at(first)
+            store_elem(conv.accesses, init, buf, first)
+            loop = scf.ForOp(arith.addi(lo, one), hi, one, [init])
+            with ir.InsertionPoint(loop.body):
+                where = pos(loop.induction_variable)
+                new = _combine(conv, block, list(loop.inner_iter_args), [tile.at(where)])
+                store_elem(conv.accesses, new[0], buf, where)
+                scf.yield_(new)
+            store_elem(conv.accesses, loop.results[0], cells, [conv.me, conv.index(0)], conv.owner(rows))
+            scf.yield_([])
+    with conv.accesses.divergent(conv.owner(tile.shape)):
+        before = (arith.cmpi(arith.CmpIPredicate.ult, arith.addi(conv.me, one), conv.index(chunks)) if reverse
+                  else arith.cmpi(arith.CmpIPredicate.ugt, conv.me, conv.index(0)))
+        some = scf.IfOp(arith.andi(before, arith.cmpi(arith.CmpIPredicate.ult, lo, hi)), [], has_else=False)
+        with ir.InsertionPoint(some.then_block):
+            _add_prefix(conv, block, buf, cells, tile.elem, reverse, chunks, lo, hi)
+            scf.yield_([])
+
+
+def _add_prefix(conv, block, buf, cells, elem, reverse, chunks, lo, hi) -> None:
+    """`_shared_scan`'s second step on one tasklet (which has chunks before its own)."""
+    one, zero = conv.index(1), conv.index(0)
+    start, stop = (arith.addi(conv.me, one), conv.index(chunks)) if reverse else (zero, conv.me)
+    loop = scf.ForOp(arith.addi(start, one), stop, one, [load_elem(conv.accesses, cells, [start, zero], elem)])
+    with ir.InsertionPoint(loop.body):
+        cell = load_elem(conv.accesses, cells, [loop.induction_variable, zero], elem)
+        scf.yield_(_combine(conv, block, list(loop.inner_iter_args), [cell]))
+    prefix = loop.results[0]
+    add = scf.ForOp(lo, hi, one)
+    with ir.InsertionPoint(add.body):
+        conv.accesses.mine(add.induction_variable)
+        at = [add.induction_variable]
+        v = _combine(conv, block, [prefix], [load_elem(conv.accesses, buf, at, elem)])[0]
+        store_elem(conv.accesses, v, buf, at)
+        scf.yield_([])
+
+
 @lowers("tt.histogram")
 def lower_histogram(conv, op):
     """`tl.histogram(x, bins, mask)`: out[b] counts the elements equal to b
-    where the mask is true; values outside [0, bins) are not counted. One
-    tasklet counts (the bins are shared by every element)."""
+    where the mask is true; values outside [0, bins) are not counted. On
+    several tasklets each counts its chunk of `x` into counts of its own,
+    which they then add up bin by bin (`_shared_histogram`); one tasklet
+    counts into `out`. Integer counts: the same result in any order."""
     src = conv.tile(op.operands[0])
     mask = conv.tile(op.operands[1]) if len(op.operands) > 1 else None
     shape = tuple(ir.RankedTensorType(op.results[0].type).shape)
     elem = ir.RankedTensorType(op.results[0].type).element_type
     out = conv.alloca(shape, elem, "tt.histogram result", op)
 
-    def count(ivs):
+    def count(ivs, counts, row, who=None):
         v = src.at(ivs)
         ok = arith.andi(arith.cmpi(arith.CmpIPredicate.sge, v, arith.constant(v.type, 0)),
                         arith.cmpi(arith.CmpIPredicate.slt, v, arith.constant(v.type, shape[0])))
@@ -337,14 +449,37 @@ def lower_histogram(conv, op):
             ok = arith.andi(ok, mask.at(ivs))
         branch = scf.IfOp(ok, [], has_else=False)
         with ir.InsertionPoint(branch.then_block):
-            at = [arith.index_cast(ir.IndexType.get(), v)]
-            old = load_elem(conv.accesses, out, at, elem)
-            store_elem(conv.accesses, arith.addi(old, arith.constant(elem, 1)), out, at)
+            at = row + [arith.index_cast(ir.IndexType.get(), v)]
+            old = load_elem(conv.accesses, counts, at, elem, who)
+            store_elem(conv.accesses, arith.addi(old, arith.constant(elem, 1)), counts, at, who)
             scf.yield_([])
-    with conv.single():
-        conv.loop_nest(shape, lambda ivs: store_elem(conv.accesses, arith.constant(elem, 0), out, ivs))
-        conv.loop_nest(src.shape, count)
+    if conv.tasklets > 1 and len(src.shape) == 1:
+        _shared_histogram(conv, op, src.shape, shape, elem, out, count)
+    else:
+        with conv.single():
+            conv.loop_nest(shape, lambda ivs: store_elem(conv.accesses, arith.constant(elem, 0), out, ivs))
+            conv.loop_nest(src.shape, lambda ivs: count(ivs, out, []))
     conv.set(op.results[0], Tile(shape, elem, buf=out, accesses=conv.accesses))
+
+
+def _shared_histogram(conv, op, src_shape, shape, elem, out, count) -> None:
+    """A histogram on several tasklets: tasklet t counts its chunk of the
+    input into row t of a WRAM buffer of per-tasklet counts; after a barrier
+    each tasklet adds up the rows for its chunk of the bins into `out`."""
+    tasklets = conv.tasklets
+    rows = (tasklets, shape[0])
+    counts = conv.wram.buffer(rows, buffer_type(elem), tasklets * shape[0] * byte_size(elem),
+                              "tt.histogram per-tasklet counts", user_location(op.location))
+    zero = arith.constant(elem, 0)
+    conv.par_nest(rows, lambda ivs: store_elem(conv.accesses, zero, counts, ivs))
+    conv.par_nest(src_shape, lambda ivs: count(ivs, counts, [conv.me], conv.owner(rows)))
+
+    def merge(ivs):
+        total = load_elem(conv.accesses, counts, [conv.index(0)] + ivs, elem)
+        for t in range(1, tasklets):
+            total = arith.addi(total, load_elem(conv.accesses, counts, [conv.index(t)] + ivs, elem))
+        store_elem(conv.accesses, total, out, ivs)
+    conv.par_nest(shape, merge)
 
 
 del is_tensor, scalar_type
