@@ -1,11 +1,11 @@
 """edsl: raw kernels written as Python functions, compiled through MLIR for the
 UPMEM DPU, runnable on the host through a DPU model."""
-from . import language
-from .annotations import InOut, Input
-from .errors import (AnnotationError, ArgumentError, CompileError, DpuError, EdslError, LoweringError,
+from .codegen import language
+from .codegen.annotations import InOut, Input
+from .base.errors import (AnnotationError, ArgumentError, CompileError, DpuError, EdslError, LoweringError,
                      TypeMismatchError, VerifierError)
 from .function import EdslFunction, dialect
-from .language import *  # noqa: F401,F403  (intrinsics: tasklet_id, barrier, mram_read, exp, f32, ...)
+from .codegen.language import *  # noqa: F401,F403  (intrinsics: tasklet_id, barrier, mram_read, exp, f32, ...)
 
 __all__ = ["dialect", "EdslFunction", "Input", "InOut", "language", "EdslError", "CompileError",
            "AnnotationError", "TypeMismatchError", "VerifierError", "LoweringError", "ArgumentError",

@@ -19,8 +19,8 @@ import re
 
 from triton.language import core as tl
 
-from . import dtypes
-from .codegen.target import DPU, NVPTX, Target
+from .target import dtypes
+from .target.machines import DPU, NVPTX, Target
 from .function import EdslFunction
 from .inject.callees import placeholder_symbol
 
@@ -188,7 +188,7 @@ def _interpret(fn: EdslFunction, outs: list, ins: list):
 
 def _global_pointer(spec, v, what: str, name: str, semantic):
     """A Triton pointer for a pointer parameter on a GPU, as the i64 address the
-    adapter turns back into a pointer (edsl.gpu.library)."""
+    adapter turns back into a pointer (edsl.inject.gpu_library)."""
     if spec.kind == "memref" and len(spec.shape) != 1 and None in spec.shape:
         raise TypeError(f"fl.call({name}): {what} for parameter {spec.name!r} ({spec.type_text}): a memref made "
                         f"from a pointer must be 1-D or have a static shape")
@@ -231,39 +231,6 @@ def _call_gpu(fn: EdslFunction, outs: list, ins: list, semantic):
     kinds = [operand_kind(s, NVPTX) for s in specs]
     results = placeholders.emit(fn, specs, operands, kinds, semantic)
     return results[0] if len(results) == 1 else tuple(results)
-
-
-def kernel_key_part(fn: EdslFunction) -> tuple:
-    """The `hash_attrs` of an EDSL function seen as a Triton aggregate: a stand-in
-    JIT function whose `cache_key` is the function's identity and the version of
-    edsl's GPU code, so that editing either recompiles the kernels calling it
-    (Triton 3.6 hashes no other part of an aggregate)."""
-    from .gpu import code_version
-    return (_KEY_PART(f"{fn.identity}/{code_version()}"),) if _KEY_PART is not None else ()
-
-
-def _key_part_class():
-    from .backend.triton_internals import jit_callable_class
-    JITCallable = jit_callable_class()
-    if JITCallable is None:  # a Triton without it hashes `__annotations__`
-        return None
-
-    class KernelKeyPart(JITCallable):
-        noinline = False
-
-        def __init__(self, key: str):  # noqa: super().__init__ wants a Python function
-            self._key = key
-            self.used_global_vals = {}
-            self.__name__ = "edsl function"
-
-        @property
-        def cache_key(self) -> str:
-            return self._key
-
-    return KernelKeyPart
-
-
-_KEY_PART = _key_part_class()
 
 
 def _install_stages_hook() -> None:

@@ -4,7 +4,7 @@ Compiling runs the layers in order: code generation (edsl.codegen) and cleanup
 -> `.mlir`; the lowering pipeline (edsl.lowering) -> `.llvm`; translation ->
 `.llir`; a program of the DPU model (edsl.dpu.runtime), object code compiled
 once per machine, when called. One source
-compiles for each target (edsl.codegen.target): `upmem-dpu` (the default)
+compiles for each target (edsl.target.machines): `upmem-dpu` (the default)
 and `nvptx64` (NVIDIA GPUs, through Triton's stock `nvidia` backend).
 """
 from __future__ import annotations
@@ -18,15 +18,18 @@ from importlib import metadata
 
 from mlir import ir
 
-from . import cache, codegen, language
+from . import codegen
+from .base import cache
+from .codegen import language
 from .codegen.signature import function_info
 from .dpu import runtime
-from .dpu.abi import MAX_TASKLETS, MRAM_ADDRSPACE
+from .target.dpu import MAX_TASKLETS, MRAM_ADDRSPACE
 from .dpu.runtime import LaunchReport, Program
 from .dpu.timing import launch_estimate
-from .codegen.target import DPU, NVPTX, Target
-from .errors import ArgumentError, CompileError, DpuError, SourceLoc
-from .gpu import nvptx
+from .target import machines
+from .target.machines import DPU, NVPTX, Target
+from .base.errors import ArgumentError, CompileError, DpuError, SourceLoc
+from .target import nvptx
 from .hostcall import ArgSpec, pack_arguments
 from .lowering import (CLEANUP_PIPELINE, PIPELINES, location_of, require_llvm_dialect, run_pipeline, to_llvm_ir,
                        use_libdevice, verify)
@@ -80,7 +83,7 @@ class EdslFunction:
                  bounds_check: bool = False, target: str | None = None):
         if name != "mlir":
             raise CompileError(f"unknown edsl dialect {name!r}: only \"mlir\" is supported")
-        self.target: Target = codegen.target.get(target)
+        self.target: Target = machines.get(target)
         with codegen.LOCK, codegen.context():
             # Memory-space names resolved; checked per target when compiled for it.
             self._edsl_function_info = function_info(fn)
@@ -110,20 +113,20 @@ class EdslFunction:
 
     @property
     def hash_attrs(self) -> tuple:
-        from .fl import kernel_key_part  # imports Triton, which is hashing a kernel if it asks
+        from .gpu.cache_key import kernel_key_part  # imports Triton, which is hashing a kernel if it asks
         return kernel_key_part(self)
 
     def info_for(self, target: "str | Target") -> "codegen.FunctionInfo":
         """The function as `target` sees it (parameter types in its memory spaces)."""
         with codegen.LOCK, codegen.context():
-            return self._edsl_function_info.for_target(codegen.target.get(target))
+            return self._edsl_function_info.for_target(machines.get(target))
 
     @property
     def info(self):
         return self.info_for(self.target)
 
     def params_for(self, target: "str | Target") -> list[ArgSpec]:
-        target = codegen.target.get(target)
+        target = machines.get(target)
         if target.name not in self._specs:
             info = self.info_for(target)
             with codegen.LOCK, codegen.context():
@@ -136,7 +139,7 @@ class EdslFunction:
 
     def pipeline_for(self, target: "str | Target") -> tuple:
         """The lowering pipeline: the one given to @edsl.dialect, else the target's."""
-        return self._pipeline if self._pipeline is not None else PIPELINES[codegen.target.get(target).name]
+        return self._pipeline if self._pipeline is not None else PIPELINES[machines.get(target).name]
 
     @property
     def pipeline(self) -> tuple:
@@ -147,7 +150,7 @@ class EdslFunction:
     def key_for(self, target: "str | Target") -> str | None:
         """Hash of source, captured values, pipeline, target and versions; None if a
         captured value has no stable identity (then only this object caches)."""
-        target = codegen.target.get(target)
+        target = machines.get(target)
         if target.name not in self._keys:
             parts = [_VERSIONS, target.name, repr(self.pipeline_for(target)), f"fastmath={self.fastmath}",
                      f"bounds_check={self.bounds_check}"]
@@ -167,7 +170,7 @@ class EdslFunction:
 
     def compile(self, target: "str | Target | None" = None) -> Compiled:
         """This function compiled for `target` (default: its own), from the caches if there."""
-        target = codegen.target.get(target) if target is not None else self.target
+        target = machines.get(target) if target is not None else self.target
         if target.name in self._compiled:
             return self._compiled[target.name]
         key = self.key_for(target)

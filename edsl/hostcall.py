@@ -15,9 +15,9 @@ from mlir import ir
 
 from .codegen import semantic as S
 from .codegen.signature import ParamInfo
-from . import dtypes
-from .dpu import abi
-from .errors import ArgumentError, SourceLoc
+from .target import dtypes
+from .target import dpu as abi
+from .base.errors import ArgumentError, SourceLoc
 
 @dataclass(frozen=True)
 class ArgSpec:

@@ -9,7 +9,7 @@ import textwrap
 import numpy as np
 
 import edsl
-from edsl import cache
+from edsl.base import cache
 
 SCRIPT = textwrap.dedent('''
     import numpy as np, edsl

@@ -1,33 +1,38 @@
-"""The layers import one way: no module imports a later layer (lazy imports
-inside functions included). The order is the "Layers" table of docs/layers.md."""
+"""The layers import one way: each layer is a folder of `edsl/` (the API the
+files at its top), and no module imports a module of a later layer, lazy
+imports inside functions included; folders of one layer do not import each
+other both ways. The order is the "Layers" table of docs/layers.md."""
 import ast
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "edsl"
 
-# (layer, module prefixes), earliest first; a module belongs to the layer of its
-# longest matching prefix.
+# (layer, its folders), earliest first; the files at the top of edsl/ are the API.
 LAYERS = [
-    ("facts", ["edsl.errors", "edsl.dtypes", "edsl.cache", "edsl.templates", "edsl.annotations",
-               "edsl.language", "edsl.dpu.abi", "edsl.gpu.nvptx"]),
-    ("codegen", ["edsl.codegen"]),
-    ("lowering", ["edsl.lowering"]),
-    ("inject", ["edsl.inject", "edsl.gpu.library"]),
-    ("dpu model", ["edsl.dpu"]),
-    ("backends", ["edsl.backend", "edsl.gpu"]),
-    ("export", ["edsl.export"]),
-    ("api", ["edsl"]),
+    ("base", ["base"]),
+    ("target facts", ["target"]),
+    ("codegen", ["codegen"]),
+    ("lowering", ["lowering"]),
+    ("inject", ["inject"]),
+    ("dpu model", ["dpu"]),
+    ("backends", ["backend", "gpu"]),
+    ("export", ["export"]),
+    ("api", [""]),
 ]
 
 
+def folder_of(module: str) -> str:
+    """The folder of `edsl/` a module is in ("" for the files at its top)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and (ROOT / parts[1]).is_dir()) else ""
+
+
 def layer_of(module: str) -> int:
-    best, rank = -1, None
-    for k, (_, prefixes) in enumerate(LAYERS):
-        for p in prefixes:
-            if (module == p or module.startswith(p + ".")) and len(p) > best:
-                best, rank = len(p), k
-    assert rank is not None, module
-    return rank
+    folder = folder_of(module)
+    for k, (_, folders) in enumerate(LAYERS):
+        if folder in folders:
+            return k
+    raise AssertionError(f"{module}: its folder {folder!r} is in no layer")
 
 
 def modules():
@@ -77,3 +82,18 @@ def test_every_module_has_a_layer():
     assert len(names) > 30
     for name in names:
         layer_of(name)
+
+
+def test_no_two_folders_import_each_other():
+    edges = set()
+    for name, path in modules():
+        for target, _ in imports(name, path):
+            if folder_of(name) != folder_of(target):
+                edges.add((folder_of(name) or "edsl", folder_of(target) or "edsl"))
+    circles = sorted(f"{a} <-> {b}" for a, b in edges if (b, a) in edges and a < b)
+    assert not circles, circles
+
+
+def test_every_folder_is_a_layer():
+    folders = {p.name for p in ROOT.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders == {f for _, fs in LAYERS for f in fs if f}

@@ -1,8 +1,8 @@
-"""The one template helper (edsl.templates): every placeholder filled, every
+"""The one template helper (edsl.base.templates): every placeholder filled, every
 field used, any other `$` kept as text."""
 import pytest
 
-from edsl import templates
+from edsl.base import templates
 
 
 def test_fill_checks_placeholders_against_fields(tmp_path):

@@ -112,9 +112,9 @@ def test_error_key_groups_variants_of_one_cause():
     compile_error = ("triton.compiler.errors.CompilationError: at 24:8:\n    a = tl.load(a_ptr)\n"
                      "ValueError('type fp8e5b16 not supported in this architecture.')")
     assert conformance.error_key(compile_error) == "ValueError('type fp8e5b16 not supported in this architecture.')"
-    wram = ("edsl.errors.DpuError: /somewhere/test_core.py:3925:13: kernel 'kernel' needs 132624 bytes of WRAM\n"
+    wram = ("edsl.base.errors.DpuError: /somewhere/test_core.py:3925:13: kernel 'kernel' needs 132624 bytes of WRAM\n"
             "    c = tl.dot(a, b)")
-    assert conformance.error_key(wram) == "edsl.errors.DpuError: <file> kernel '<name>' needs N bytes of WRAM"
+    assert conformance.error_key(wram) == "edsl.base.errors.DpuError: <file> kernel '<name>' needs N bytes of WRAM"
     missing = ("LoweringError: the program needs __truncsfbf2 (Failed to materialize symbols: "
                "{ (main, { kernel, edsl_dpu_ctx }) })")
     assert conformance.error_key(missing) == "LoweringError: the program needs __truncsfbf2 (Failed to materialize symbols: <set>)"

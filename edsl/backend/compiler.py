@@ -29,8 +29,8 @@ from typing import Any, Dict, Optional, Tuple
 
 from triton.backends.compiler import BaseBackend, GPUTarget, Language
 
-from ..dpu.abi import MAX_TASKLETS, WRAM_BYTES
-from ..errors import ArgumentError
+from ..target.dpu import MAX_TASKLETS, WRAM_BYTES
+from ..base.errors import ArgumentError
 from . import triton_internals
 
 TARGET = GPUTarget("dpu", "upmem", 1)
@@ -104,7 +104,7 @@ class DpuBackend(BaseBackend):
 
     def hash(self) -> str:
         # The compiler's sources and the host the object code is built for.
-        from ..cache import source_fingerprint
+        from ..base.cache import source_fingerprint
         from ..dpu.jit import host_key
         return f"edsl-dpu-{source_fingerprint()}-{host_key()}"
 
@@ -205,7 +205,7 @@ class DpuBackend(BaseBackend):
         module = ir.Module.parse(src, state["context"])
         run_pipeline_with_regions(module, DEFAULT_PIPELINE, f"kernel '{metadata['name']}'")
         if options.dpu_timing:
-            from ..dpu.abi import LAUNCH
+            from ..target.dpu import LAUNCH
             from ..lowering.counting import run_counting
             run_counting(module, skip=(LAUNCH,))      # (the model's loop over DPUs)
         state["llmlir"] = module.operation.get_asm(enable_debug_info=True)
@@ -219,7 +219,7 @@ class DpuBackend(BaseBackend):
 
     @staticmethod
     def make_dpubin(src, metadata, options, state):
-        from ..dpu.abi import LAUNCH
+        from ..target.dpu import LAUNCH
         from ..dpu.runtime import build
         from ..lowering.counting import counter_table
         table = counter_table(state["module"])

@@ -17,10 +17,10 @@ from typing import Callable
 
 import numpy as np
 
-from ..dpu.abi import DMA_ALIGN, ENTRY, LAUNCH, WRAM_MEMREF, Ctx, align_up, lowered_entry_types
+from ..target.dpu import DMA_ALIGN, ENTRY, LAUNCH, WRAM_MEMREF, Ctx, align_up, lowered_entry_types
 from ..dpu.runtime import Launch, Program
 from ..dpu.sharing import Gather, SharingError, apart
-from ..errors import ArgumentError
+from ..base.errors import ArgumentError
 
 
 def _entry_args(entry: str, **values) -> list:

@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
-from ..dpu.abi import MAX_TASKLETS, MRAM_BYTES
-from ..errors import ArgumentError, EdslError, file_of_kernel_site
+from ..target.dpu import MAX_TASKLETS, MRAM_BYTES
+from ..base.errors import ArgumentError, EdslError, file_of_kernel_site
 from . import triton_internals
 from .compiler import MAX_NUM_WARPS
 
@@ -116,7 +116,7 @@ def _typed_fp8(a):
     import triton
     import triton.language as tl
 
-    from .. import dtypes
+    from ..target import dtypes
     from .arrays import DpuArray
     s = dtypes.of_numpy(a.dtype)
     if s is None or s.triton is None or s.mlir == "f8E4M3B11FNUZ":
@@ -136,7 +136,7 @@ class DpuUtils:
             import json
 
             from ..dpu.runtime import Program
-            from ..errors import AccessSite, SourceLoc
+            from ..base.errors import AccessSite, SourceLoc
             header, _, obj = kernel.partition(b"\n")
             meta = json.loads(header)
             # Lines of the kernel's run-time checks and of the EDSL functions
@@ -179,7 +179,7 @@ def _caller():
     Triton and edsl."""
     import sys
 
-    from ..errors import SourceLoc
+    from ..base.errors import SourceLoc
     frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_globals.get("__name__", "")
@@ -315,7 +315,7 @@ class DpuDriver(DriverBase):
     def map_python_to_cpp_type(self, ty: str) -> str:
         if ty.startswith("*"):
             return "uint64_t"
-        from .. import dtypes
+        from ..target import dtypes
         s = dtypes.by_triton(ty)
         return s.c or f"uint{s.width}_t"          # (16- and 8-bit floats: their bits)
 

@@ -46,12 +46,12 @@ import ctypes
 
 import numpy as np
 
-from .. import dtypes
-from ..dpu.abi import DMA_ALIGN, MRAM_BYTES, SHARING_ADVICE, align_up
+from ..target import dtypes
+from ..target.dpu import DMA_ALIGN, MRAM_BYTES, SHARING_ADVICE, align_up
 from ..dpu.runtime import Launch, LaunchReport, Program
 from ..dpu.sharing import SharingError
 from ..dpu.timing import clock_hz, estimate, launch_estimate
-from ..errors import ArgumentError, DpuError
+from ..base.errors import ArgumentError, DpuError
 from . import ranks
 from .dpu_run import DpuJob, dpu_runner, dpu_workers, run_apart
 

@@ -45,11 +45,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..dpu import jit
-from ..dpu.abi import DMA_ALIGN, Ctx, align_up
+from ..target.dpu import DMA_ALIGN, Ctx, align_up
 from ..dpu.runtime import Launch, Program
 from ..dpu.sharing import Gather, SharingError, apart, uses
 from ..dpu.timing import DPUS_PER_RANK
-from ..errors import ArgumentError
+from ..base.errors import ArgumentError
 from . import dpu_run
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import CompileError, SourceLoc
+from ..base.errors import CompileError, SourceLoc
 from ..lowering.pipeline import file_locations
 from . import triton_internals
 

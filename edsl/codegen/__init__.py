@@ -8,7 +8,7 @@ from mlir import ir
 from . import semantic
 from .generator import CodeGenerator, ModuleState
 from .signature import FunctionInfo, ParamInfo, function_info
-from .target import DPU, NVPTX, TARGETS, Target, foreign_operation
+from ..target.machines import DPU, NVPTX, TARGETS, Target, foreign_operation
 
 # One MLIR context for everything edsl compiles, so that modules of different
 # functions can be combined; MLIR contexts are not thread-safe, hence the lock.

@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from mlir import ir
 from mlir.dialects import arith, func, llvm, memref, scf
 
-from ..dpu import abi
-from ..errors import CompileError, DpuError, EdslError, SourceLoc, TypeMismatchError
+from ..target import dpu as abi
+from ..base.errors import CompileError, DpuError, EdslError, SourceLoc, TypeMismatchError
 from . import intrinsics
 from . import semantic as S
 from .signature import FunctionInfo
-from .target import DPU, NVPTX, Target
+from ..target.machines import DPU, NVPTX, Target
 
 
 @dataclass

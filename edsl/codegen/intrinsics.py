@@ -1,6 +1,6 @@
 """Registry of the functions an edsl body may call, each with the IR it emits
 and its typing rule next to it. Keys are the Python objects themselves (the
-markers of edsl.language, Python builtins, functions of the `math` module).
+markers of edsl.codegen.language, Python builtins, functions of the `math` module).
 
 A handler is `handler(gen, *args, **kwargs) -> value`; `gen` is the code
 generator, which provides `target`, `site()`, `wram_buffer()` and
@@ -19,12 +19,12 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, math, memref, nvvm
 
-from .. import dtypes
-from .. import language as L
-from ..dpu import abi
-from ..errors import CompileError, DpuError, TypeMismatchError
+from ..target import dtypes
+from . import language as L
+from ..target import dpu as abi
+from ..base.errors import CompileError, DpuError, TypeMismatchError
 from . import semantic as S
-from .target import DPU, NVPTX, Target
+from ..target.machines import DPU, NVPTX, Target
 
 REGISTRY: dict[object, callable] = {}
 

@@ -2,7 +2,7 @@
 
 edsl type strings are MLIR type syntax in which the memory space of a memref
 or an LLVM pointer may be written by name: `memref<?xf32, MRAM>`,
-`!llvm.ptr<global>`. Each target names its own (edsl.codegen.target): on the
+`!llvm.ptr<global>`. Each target names its own (edsl.target.machines): on the
 DPU the address spaces of UPMEM's LLVM (WRAM = 0, the default; MRAM = 255), so
 `finalize-memref-to-llvm` turns MRAM memrefs into descriptors over
 `!llvm.ptr<255>` with no custom converter; on NVIDIA GPUs those of LLVM's
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from .target import TARGETS, Target, owner_of_space_name
+from ..target.machines import TARGETS, Target, owner_of_space_name
 
 _NAMES = sorted({n for t in TARGETS.values() for n in t.memory_spaces}, key=len, reverse=True)
 _NAMED_SPACE = re.compile(r"(?<![\w#!\"])(" + "|".join(_NAMES) + r")(?![\w\"])")

@@ -35,9 +35,9 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, math, memref, scf
 
-from .. import dtypes
-from ..dpu import abi
-from ..errors import TypeMismatchError
+from ..target import dtypes
+from ..target import dpu as abi
+from ..base.errors import TypeMismatchError
 
 Static = (bool, int, float, np.bool_, np.number)
 

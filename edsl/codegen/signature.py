@@ -12,13 +12,13 @@ from types import FunctionType
 
 from mlir import ir
 
-from ..annotations import Param
-from .. import dtypes
-from ..dpu import abi
-from ..errors import AnnotationError, CompileError, SourceLoc
+from .annotations import Param
+from ..target import dtypes
+from ..target import dpu as abi
+from ..base.errors import AnnotationError, CompileError, SourceLoc
 from .memspace import resolve_memory_spaces
 from . import semantic as S
-from .target import Target
+from ..target.machines import Target
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ import os
 import platform
 import threading
 
-from ..errors import LoweringError
+from ..base.errors import LoweringError
 
 _vp, _cp, _u64 = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64
 _SymbolPredicate = ctypes.CFUNCTYPE(ctypes.c_int, _vp, _vp)

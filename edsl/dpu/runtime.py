@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, Callable, Mapping
 
 import numpy as np
 
-from .. import cache
-from ..errors import DpuError, LoweringError, SourceLoc
+from ..base import cache
+from ..base.errors import DpuError, LoweringError, SourceLoc
 from . import jit, support
-from .abi import (CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, LOG_ENTRY, MAX_TASKLETS, MESSAGES, OUTSIDE_ARRAYS, OUTSIDE_ARRAYS_LOADED, READ, Ctx,
+from ..target.dpu import (CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, LOG_ENTRY, MAX_TASKLETS, MESSAGES, OUTSIDE_ARRAYS, OUTSIDE_ARRAYS_LOADED, READ, Ctx,
                   Dpu, Err, align_up, dma_violation)
 from .timing import TimingEstimate
 

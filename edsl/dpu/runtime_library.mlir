@@ -1,5 +1,5 @@
 // The DPU runtime library: the code behind the runtime symbols of the DPU ABI
-// (edsl/dpu/abi.py), linked into every program the DPU model runs and printed
+// (edsl/target/dpu.py), linked into every program the DPU model runs and printed
 // into exported DPU programs. Its placeholders are filled from the ABI by
 // edsl/dpu/support.py (symbols, context and DPU-state slots, error codes),
 // with the DMA-rule check generated from `abi.DMA_RULES`, the host's way

@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from .abi import ACCESS_MASK, LOG_ENTRY, Access, AtomicOp, atomic_parts
+from ..target.dpu import ACCESS_MASK, LOG_ENTRY, Access, AtomicOp, atomic_parts
 
 MIXED = -1                     # a byte one DPU both stored to and updated atomically
 MIXED_ATOMICS = -2             # ... updated with different atomics

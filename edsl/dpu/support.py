@@ -1,5 +1,5 @@
 """The DPU runtime library: the compiled code behind every runtime symbol of
-the ABI (edsl.dpu.abi), linked into each program the DPU model runs.
+the ABI (edsl.target.dpu), linked into each program the DPU model runs.
 
 Written once, in MLIR (`runtime_library.mlir` beside this file, its
 placeholders filled from the ABI), lowered with the project's pipeline and
@@ -42,8 +42,8 @@ import platform
 import sys
 from pathlib import Path
 
-from .. import templates
-from . import abi
+from ..base import templates
+from ..target import dpu as abi
 
 CTX_KEY = "__edsl_ctx_key"          # the thread-local key, written by the loader
 COPY_FROM_MRAM = "edsl_dpu_copy_from_mram"   # (wram, mram, nbytes) -> ()

@@ -49,8 +49,8 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import ArgumentError
-from .abi import Ctx
+from ..base.errors import ArgumentError
+from ..target.dpu import Ctx
 
 if TYPE_CHECKING:
     from ..lowering.counting import CounterTable

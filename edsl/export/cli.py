@@ -8,7 +8,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from ..errors import ArgumentError, EdslError
+from ..base.errors import ArgumentError, EdslError
 
 _EXAMPLE = """\
 examples:

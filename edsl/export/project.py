@@ -2,7 +2,7 @@
 
 The folder holds the DPU program in C (the kernel's final LLVM-dialect
 module with the DPU runtime library linked in, printed by
-`edsl.export.printer`), the DPU ABI as a C header (from edsl.dpu.abi), the
+`edsl.export.printer`), the DPU ABI as a C header (from edsl.target.dpu), the
 argument struct shared by host and DPU, a generated host runner, a Makefile
 (hardware build with the UPMEM toolchain, and a `sim` build with the host C
 compiler against the SDK stand-ins in `sim/`), a README, and -- when sample
@@ -25,9 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .. import dtypes, templates
-from ..dpu import abi, sharing, support
-from ..errors import ArgumentError, CompileError, DpuError, EdslError, caller_location, file_of_kernel_site
+from ..target import dtypes
+from ..base import templates
+from ..dpu import sharing, support
+from ..target import dpu as abi
+from ..base.errors import ArgumentError, CompileError, DpuError, EdslError, caller_location, file_of_kernel_site
 from . import printer as P
 
 SDK_DIR = Path(__file__).resolve().parent / "sdk"
@@ -336,7 +338,7 @@ def _defines(pairs) -> str:
 
 
 def abi_header() -> str:
-    """dpu_abi.h: the DPU ABI (edsl.dpu.abi) as C macros."""
+    """dpu_abi.h: the DPU ABI (edsl.target.dpu) as C macros."""
     limits = ("WRAM_BYTES", "MRAM_BYTES", "MAX_TASKLETS", "DMA_ALIGN", "DMA_MIN_BYTES", "DMA_MAX_BYTES")
     return fill("dpu_abi.h",
                 limits=_defines((name, getattr(abi, name)) for name in limits),
@@ -372,7 +374,7 @@ def _log_codes() -> list[tuple[str, Any]]:
 
 
 def dma_rules_header() -> str:
-    """dma_rules.h: the DMA rules (edsl.dpu.abi.DMA_RULES) as C."""
+    """dma_rules.h: the DMA rules (edsl.target.dpu.DMA_RULES) as C."""
     checks, messages = [], []
     for check in abi.DMA_RULES:
         v = check.operand                  # (the C functions' parameters have the same names)
@@ -494,7 +496,7 @@ def _scalar_literal(t: str, value) -> str:
             v = float(np.float32(v))
         return v.hex()
     if kind == "half":                 # the bits, rounded as the model rounds the value
-        from .. import dtypes
+        from ..target import dtypes
         return f"0x{dtypes.value_bits(dtypes.by_triton(t), float(v)).value:04x}u"
     if kind == "bool":
         return "1" if v else "0"
@@ -559,7 +561,7 @@ def _atomic_names() -> str:
 
 def _place(filename: str, line, col=0) -> str:
     """A source position as the runner names it: as the model's errors do
-    (`edsl.errors.SourceLoc`), but with the file's base name (the project is
+    (`edsl.base.errors.SourceLoc`), but with the file's base name (the project is
     built and run on another machine); "" if unknown."""
     if not filename:
         return ""
@@ -567,7 +569,7 @@ def _place(filename: str, line, col=0) -> str:
 
 
 def _elem_size(t: str) -> int:
-    from .. import dtypes
+    from ..target import dtypes
     return dtypes.numpy_dtype(dtypes.by_triton(t)).itemsize
 
 

@@ -14,7 +14,7 @@ Triton does not know; non-pure, so no pass removes, hoists or merges it):
 
 Triton computes the offset tensors in each operand's own layout, so no layout
 is assumed here; a thread that holds a copy of an element stores the same
-value. `edsl.gpu.library` defines the functions; `edsl.gpu.stages` links them.
+value. `edsl.inject.gpu_library` defines the functions; `edsl.gpu.stages` links them.
 """
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ import hashlib
 
 from triton.language import core as tl
 
-from .. import dtypes
-from . import nvptx
-from .library import ELEMENTS, RUN_PREFIX, SYNC, Operand, RunPlan, TileSlot, get_symbol, put_symbol
+from ..target import dtypes
+from ..target import nvptx
+from ..inject.gpu_library import ELEMENTS, RUN_PREFIX, SYNC, Operand, RunPlan, TileSlot, get_symbol, put_symbol
 
 # run symbol -> plan, for the llir stage of the kernels being compiled in this process
 PLANS: dict[str, RunPlan] = {}

@@ -11,7 +11,7 @@ and track the stock backend's options and driver; the hook leaves the stock
 backend in charge and changes one stage.
 
 The `llir` stage is replaced by the stock `make_llir` with one more extern
-library, placed before libdevice: the LLVM IR that edsl.gpu.library builds for
+library, placed before libdevice: the LLVM IR that edsl.inject.gpu_library builds for
 the placeholders found in the kernel's TTGIR. Triton's extern-library linker
 links it before LLVM's O3, which inlines it. Before that, the order of the
 placeholders is checked, since each call's barriers and pool offsets rely on
@@ -31,9 +31,10 @@ import tempfile
 
 from ..backend import triton_internals
 
-from .. import cache
-from ..errors import CompileError
-from . import code_version, library
+from ..base import cache
+from ..base.errors import CompileError
+from . import code_version
+from ..inject import gpu_library as library
 from .placeholders import PLANS
 
 

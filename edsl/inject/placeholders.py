@@ -13,7 +13,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import llvm
 
-from ..dpu.abi import memory_space
+from ..target.dpu import memory_space
 from ..lowering.walk import collect
 
 _FIELD = {"edsl.extract_allocated_ptr": 0, "edsl.extract_aligned_ptr": 1, "edsl.extract_offset": 2,

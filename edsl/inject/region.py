@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from ..errors import CompileError
+from ..base.errors import CompileError
 from . import dialect
 
 

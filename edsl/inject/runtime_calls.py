@@ -1,4 +1,4 @@
-"""Calls to the DPU runtime interface (edsl.dpu.abi: `edsl_dpu_me`, ...)
+"""Calls to the DPU runtime interface (edsl.target.dpu: `edsl_dpu_me`, ...)
 from kernel IR, declared as `llvm.func`s: EDSL functions arrive already in
 the LLVM dialect with the same declarations, and a module must hold one kind."""
 from __future__ import annotations

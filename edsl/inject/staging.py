@@ -12,8 +12,8 @@ from typing import Callable
 from mlir import ir
 from mlir.dialects import memref
 
-from ..dpu import abi
-from ..errors import DpuError
+from ..target import dpu as abi
+from ..base.errors import DpuError
 
 
 def stage_operands(outs: list[ir.Value], allocate: Callable[[ir.MemRefType], ir.Value],

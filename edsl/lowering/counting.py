@@ -42,8 +42,8 @@ from mlir import ir
 from mlir.dialects import llvm
 from mlir.passmanager import PassManager
 
-from ..dpu.abi import BARRIER, COUNTERS, DMA, FAIL, ME, MRAM_READ, MRAM_WRITE, NOTE, NOTE_ACCESS, NR_TASKLETS
-from ..errors import LoweringError
+from ..target.dpu import BARRIER, COUNTERS, DMA, FAIL, ME, MRAM_READ, MRAM_WRITE, NOTE, NOTE_ACCESS, NR_TASKLETS
+from ..base.errors import LoweringError
 
 COUNTERS_ATTR = "edsl.counters"      # i64: how many counters the program uses
 OPS_ATTR = "edsl.counter_ops"        # class -> array<i64>: counts per counter

@@ -19,15 +19,15 @@ Upstream has parts of this (`arith-emulate-unsupported-floats` for step 1 on
 arith ops, without f8E4M3B11FNUZ, Triton's fp8e4b15; `arith-expand` for
 f32 <-> bf16 only, losing the sign of NaN), but no exact conversion between
 arbitrary formats: decode/encode below are written from the formats'
-definitions in `edsl.dtypes`.
+definitions in `edsl.target.dtypes`.
 """
 from __future__ import annotations
 
 from mlir import ir
 from mlir.dialects import arith, math
 
-from .. import dtypes
-from ..errors import LoweringError
+from ..target import dtypes
+from ..base.errors import LoweringError
 from .walk import collect
 
 # A truncf carrying this unit attribute clamps overflow to the largest finite

@@ -8,7 +8,7 @@ from mlir import ir
 from mlir.dialects import llvm
 from mlir.passmanager import PassManager
 
-from ..errors import LoweringError, SourceLoc, VerifierError
+from ..base.errors import LoweringError, SourceLoc, VerifierError
 from . import floats
 
 # Run on every builder-level module before it is shown as `.mlir`: inline calls

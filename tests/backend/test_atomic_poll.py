@@ -9,7 +9,7 @@ import triton
 import triton.language as tl
 from hypothesis import given, settings, strategies as st
 
-from edsl.errors import DpuError
+from edsl.base.errors import DpuError
 
 from launch_strategies import strategies
 

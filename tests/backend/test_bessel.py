@@ -15,7 +15,7 @@ from triton.compiler.errors import CompilationError
 from triton.language.extra import libdevice
 
 from edsl.backend.convert import convert_ttir
-from edsl.errors import CompileError
+from edsl.base.errors import CompileError
 from launch_strategies import strategies
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "export"))

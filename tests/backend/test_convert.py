@@ -4,7 +4,7 @@ import re
 import pytest
 
 from edsl.backend.convert import convert_ttir
-from edsl.errors import CompileError, DpuError
+from edsl.base.errors import CompileError, DpuError
 from edsl.lowering import DEFAULT_PIPELINE, run_pipeline
 
 HEAD = '#loc = loc("k.py":1:1)\n#loc5 = loc("k.py":5:3)\nmodule {\n'

@@ -66,7 +66,7 @@ def test_a_barrier_needed_inside_divergent_code_is_a_compile_error_at_the_line()
     AssertionError (as a 2-D scan with tasklets once raised)."""
     from edsl.backend.convert.barriers import AccessRecord, place_barriers
     from edsl.backend.convert.core import KernelInfo
-    from edsl.errors import CompileError
+    from edsl.base.errors import CompileError
     with new_context(), ir.Location.file("k.py", 7, 3):
         module = ir.Module.create()
         record = AccessRecord(2)
@@ -179,7 +179,7 @@ def test_a_loop_body_ends_with_a_barrier_when_its_next_run_needs_one():
 def test_entries_take_the_arguments_the_abi_lists():
     """The converted kernel, `__dpu_main` and `__dpu_launch` take the kernel's
     parameters and then what `abi.ENTRY` lists for each, in its order."""
-    from edsl.dpu import abi
+    from edsl.target import dpu as abi
     from test_convert import HEAD, SIG, TAIL, VECTOR
     module, _ = convert_ttir(HEAD + SIG + VECTOR + TAIL, tasklets=2)
     funcs = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations
@@ -196,7 +196,7 @@ def test_every_shared_tile_access_is_stated_to_barrier_placement(monkeypatch):
     WRAM load and store of a shared tile under an access marker of its op
     (`barriers.unmarked_accesses`); a lowering that forgets one is refused."""
     from edsl.backend.convert import barriers
-    from edsl.errors import CompileError
+    from edsl.base.errors import CompileError
     text, _ = corpus_kernel(r"tt\.reduce")
     convert_ttir(text, tasklets=4)
     monkeypatch.setattr(barriers.AccessRecord, "note_buffer", lambda self, buf, ivs, write, who=None: None)

@@ -21,7 +21,7 @@ from mlir import ir
 from edsl.backend.convert import convert_ttir
 from edsl.backend.convert import new_context
 from edsl.backend.ttir_reader import read_ttir
-from edsl.errors import CompileError
+from edsl.base.errors import CompileError
 from edsl.export.printer import print_module
 from launch_strategies import strategies
 

@@ -14,9 +14,9 @@ import triton
 import triton.language as tl
 from hypothesis import event, given, settings, strategies as st
 
-from edsl.dpu.abi import Access, AtomicOp, atomic_kind
+from edsl.target.dpu import Access, AtomicOp, atomic_kind
 from edsl.dpu.sharing import Gather, SharingError
-from edsl.errors import DpuError
+from edsl.base.errors import DpuError
 from sharing_kernels import BLOCK, count, flag, scatter
 
 

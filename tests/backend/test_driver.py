@@ -10,7 +10,7 @@ import triton.language as tl
 
 from edsl.backend.compiler import DpuBackend, TARGET
 from edsl.backend.driver import TASKLET_REGS
-from edsl.dpu.abi import MAX_TASKLETS, MRAM_BYTES
+from edsl.target.dpu import MAX_TASKLETS, MRAM_BYTES
 
 from edsl.backend.driver import DpuDriver
 import edsl.backend.driver as dpu_driver

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import triton
 import triton.language as tl
-from edsl.errors import CompileError
+from edsl.base.errors import CompileError
 from triton.language.extra import libdevice
 from triton.language.extra.cuda import libdevice as cuda_libdevice
 from launch_strategies import strategies

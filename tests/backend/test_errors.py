@@ -7,7 +7,7 @@ import pytest
 import triton
 import triton.language as tl
 
-from edsl.errors import CompileError, DpuError
+from edsl.base.errors import CompileError, DpuError
 
 
 def _line_of(fn, text):

@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 from edsl.backend import array
 from edsl.backend.convert import convert_ttir
-from edsl.errors import ArgumentError
+from edsl.base.errors import ArgumentError
 
 from launch_strategies import strategies
 

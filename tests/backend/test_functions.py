@@ -151,7 +151,7 @@ def test_a_recursive_call_is_a_compile_error_at_its_line():
     """Triton's frontend does not write recursion; a module that has it (TTIR
     from elsewhere) is refused at the call, not lowered forever."""
     from edsl.backend.convert import convert_ttir
-    from edsl.errors import CompileError
+    from edsl.base.errors import CompileError
     text = """#loc = loc("k.py":1:1)
 #loc7 = loc("k.py":7:9)
 module {

@@ -8,8 +8,8 @@ from launch_strategies import strategies
 from hypothesis import given, settings, strategies as st
 
 import edsl.backend
-from edsl.dpu.abi import DMA_MAX_BYTES
-from edsl.errors import ArgumentError
+from edsl.target.dpu import DMA_MAX_BYTES
+from edsl.base.errors import ArgumentError
 
 DPUS, TASKLETS = strategies()
 
@@ -252,8 +252,8 @@ def test_pointer_table_into_argument_arrays():
 def test_arrays_over_a_dpus_mram_are_refused_saying_what_to_do():
     """A DPU's MRAM holds the launch's arrays: 64 MiB and more is refused at the
     launch's line, saying to launch on parts of them."""
-    from edsl.dpu.abi import MRAM_BYTES
-    from edsl.errors import DpuError
+    from edsl.target.dpu import MRAM_BYTES
+    from edsl.base.errors import DpuError
     x = np.zeros(MRAM_BYTES // 4, np.float32)
     out = np.zeros(16, np.float32)
     with pytest.raises(DpuError, match="more than the 67108864 bytes of a DPU .*launch the kernel on "

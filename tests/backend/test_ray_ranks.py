@@ -10,7 +10,7 @@ import triton
 import triton.language as tl
 
 import edsl.backend
-from edsl.errors import ArgumentError, DpuError
+from edsl.base.errors import ArgumentError, DpuError
 import triton_vector_add
 from sharing_kernels import count
 

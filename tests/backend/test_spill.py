@@ -19,8 +19,8 @@ from edsl.backend import array
 from edsl.backend.convert import convert_ttir
 from edsl.backend.convert.barriers import chunk
 from edsl.backend.convert.spill import LINE_CAPS, geometry
-from edsl.dpu.abi import DMA_MAX_BYTES, MRAM_BYTES
-from edsl.errors import DpuError
+from edsl.target.dpu import DMA_MAX_BYTES, MRAM_BYTES
+from edsl.base.errors import DpuError
 from test_convert import HEAD, SIG, TAIL, VECTOR
 from test_convert_steps import _kernel_text, corpus_kernel
 from region_kernels import region_kernel

@@ -14,8 +14,8 @@ import triton_layernorm
 import triton_matmul
 import triton_softmax
 from edsl.backend.convert import convert_ttir
-from edsl.dpu.abi import Ctx
-from edsl.errors import DpuError
+from edsl.target.dpu import Ctx
+from edsl.base.errors import DpuError
 from test_convert import HEAD, SIG, TAIL, VECTOR
 from test_memory import atomic_kernel, column_kernel, copy_kernel
 from test_tile_ops import loop_kernel, reduce_kernel, scan_kernel

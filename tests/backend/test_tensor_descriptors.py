@@ -6,7 +6,7 @@ import triton
 import triton.language as tl
 from hypothesis import given, settings, strategies as st
 
-from edsl.errors import ArgumentError
+from edsl.base.errors import ArgumentError
 
 torch = pytest.importorskip("torch", reason="TensorDescriptor.from_tensor takes torch tensors")
 from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: E402

@@ -16,7 +16,7 @@ import triton
 from edsl.backend.convert import convert_ttir, new_context
 from edsl.backend import triton_internals, ttir_reader
 from edsl.backend.ttir_reader import OpView, check_view, read_ttir, split_top, triton_view
-from edsl.errors import CompileError, DpuError
+from edsl.base.errors import CompileError, DpuError
 
 CORPUS = pathlib.Path(__file__).resolve().parent / "ttir"
 FILES = sorted(CORPUS.glob("*/*.mlir"))

@@ -9,7 +9,7 @@ from mlir import ir
 from edsl.backend import triton_internals
 from edsl.backend.convert import new_context
 from edsl.backend.ttir_reader import _parse_generic, read_ttir, split_top
-from edsl.errors import CompileError
+from edsl.base.errors import CompileError
 
 
 def _ops(module) -> list:

@@ -367,7 +367,7 @@ def _target_only_intrinsics():
 
 
 def test_every_intrinsic_of_one_target_says_what_to_use_on_the_other():
-    from edsl.codegen.target import TARGETS
+    from edsl.target.machines import TARGETS
     cases = _target_only_intrinsics()
     assert {k.name for k, _ in cases} >= {"block_id", "num_blocks", "shuffle_xor", "tasklet_id",
                                           "num_tasklets", "mram_read", "mram_write", "wram_alloc"}

@@ -13,10 +13,10 @@ from mlir import ir
 
 import edsl
 from edsl import InOut, Input
-from edsl.codegen.target import DPU
+from edsl.target.machines import DPU
 from edsl.dpu import runtime, support
-from edsl.dpu.abi import Ctx, Err
-from edsl.errors import LoweringError
+from edsl.target.dpu import Ctx, Err
+from edsl.base.errors import LoweringError
 from edsl.hostcall import pack_arguments
 
 with open(__file__) as _f:

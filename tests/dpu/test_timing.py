@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 from edsl.dpu import timing
 from edsl.dpu.timing import FIGURES, HostTransfer, TaskletWork, dpu_cycles, estimate
-from edsl.errors import ArgumentError
+from edsl.base.errors import ArgumentError
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "benchmarks"))
 

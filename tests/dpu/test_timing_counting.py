@@ -3,7 +3,7 @@ import pytest
 from mlir import ir
 
 import edsl
-from edsl.dpu.abi import COUNTERS, Ctx
+from edsl.target.dpu import COUNTERS, Ctx
 from edsl.lowering.counting import COUNTERS_ATTR, CounterTable, count_executed_blocks, counter_table, run_counting
 
 # A loop as the lowering prints it: a header comparing and branching, a body
@@ -100,7 +100,7 @@ def test_runtime_functions_and_skipped_functions_are_not_counted():
 def test_a_module_is_counted_once():
     module = _parse()
     run_counting(module)
-    with pytest.raises(edsl.errors.LoweringError, match="already"):
+    with pytest.raises(edsl.base.errors.LoweringError, match="already"):
         count_executed_blocks(module)
 
 

@@ -11,7 +11,7 @@ import edsl
 import edsl.backend
 from edsl import InOut, Input
 from edsl.dpu import timing
-from edsl.errors import ArgumentError
+from edsl.base.errors import ArgumentError
 
 
 @edsl.dialect

@@ -17,8 +17,8 @@ import triton.language as tl
 from hypothesis import event, given, settings, strategies as st
 
 import edsl
-from edsl.dpu import abi
-from edsl.errors import DpuError
+from edsl.target import dpu as abi
+from edsl.base.errors import DpuError
 from sharing_kernels import BLOCK, count, flag, scatter
 from edsl.export import project
 from export_helpers import build, needs_cc, output, run

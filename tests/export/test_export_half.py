@@ -17,8 +17,8 @@ import triton.language as tl
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
-from edsl import dtypes
-from edsl.errors import ArgumentError
+from edsl.target import dtypes
+from edsl.base.errors import ArgumentError
 from edsl.export import export
 
 from export_helpers import assert_sdk_only, build, export_and_run, needs_cc, output, run, run_on_model

@@ -16,7 +16,7 @@ import edsl
 import edsl.backend
 import triton_matmul
 from edsl import Input, fl
-from edsl.dpu import abi
+from edsl.target import dpu as abi
 from edsl.export import export
 
 from export_helpers import build, export_and_run, needs_cc, output, run, run_on_model

@@ -1,7 +1,7 @@
 """The C printer against MLIR's own JIT: small LLVM-dialect functions are run
 through the ExecutionEngine and through the printed C (compiled with the host C
 compiler), on the same inputs; the DPU runtime library printed from its IR
-(its DMA routine against edsl.dpu.abi); and ops the printer does not know are
+(its DMA routine against edsl.target.dpu); and ops the printer does not know are
 errors."""
 import ctypes
 import math
@@ -14,8 +14,9 @@ from mlir.execution_engine import ExecutionEngine
 
 from hypothesis import given, settings, strategies as st
 
-from edsl.dpu import abi, support
-from edsl.errors import CompileError
+from edsl.dpu import support
+from edsl.target import dpu as abi
+from edsl.base.errors import CompileError
 from edsl.export.printer import print_module
 from export_helpers import needs_cc
 
@@ -377,7 +378,7 @@ def printed_dma(tmp_path_factory):
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, 3000), st.integers(0, 600), st.integers(-8, 2100), st.sampled_from([abi.READ, abi.WRITE]))
 def test_printed_dma_routine_checks_as_the_abi_says(printed_dma, mram_off, wram_off, n, direction):
-    """The printed `__dpu_dma` against edsl.dpu.abi: a transfer breaking the DMA
+    """The printed `__dpu_dma` against edsl.target.dpu: a transfer breaking the DMA
     rules, or leaving the launch's MRAM regions, is recorded (code, site,
     operands) and stops the DPU's later transfers; any other is counted and
     copied."""

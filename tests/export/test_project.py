@@ -18,8 +18,8 @@ from hypothesis import given, settings, strategies as st
 import edsl
 import triton_vector_add
 from edsl import Input, fl
-from edsl.dpu import abi
-from edsl.errors import ArgumentError, CompileError, DpuError
+from edsl.target import dpu as abi
+from edsl.base.errors import ArgumentError, CompileError, DpuError
 from edsl.export import export
 from edsl.export import project as project_mod
 from edsl.export.cli import main as cli_main
@@ -470,7 +470,7 @@ TEMPLATES = ROOT / "edsl" / "export" / "templates"
 
 def test_abi_header_is_the_abi_module():
     """dpu_abi.h (used by the DPU program, the runner and the SDK stand-ins)
-    says what edsl.dpu.abi says, and nothing else defines those facts in C."""
+    says what edsl.target.dpu says, and nothing else defines those facts in C."""
     defines = dict(re.findall(r"#define EDSL_(\w+) (-?\d+)", project_mod.abi_header()))
     want = {name: getattr(abi, name) for name in ("WRAM_BYTES", "MRAM_BYTES", "MAX_TASKLETS", "DMA_ALIGN",
                                                   "DMA_MIN_BYTES", "DMA_MAX_BYTES", "READ", "WRITE",

@@ -18,9 +18,10 @@ from triton.compiler.errors import CompilationError
 
 import edsl
 from edsl import InOut, Input, fl
-from edsl.errors import CompileError
-from edsl.gpu import library, stages
-from edsl.gpu.library import Operand, RunPlan, TileSlot
+from edsl.base.errors import CompileError
+from edsl.gpu import stages
+from edsl.inject import gpu_library as library
+from edsl.inject.gpu_library import Operand, RunPlan, TileSlot
 from gpu_helpers import barriers, compile_sm90, example, static_shared
 from gpu_kernels import prefix_sum, reverse, reverse_2d
 

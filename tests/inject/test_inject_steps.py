@@ -12,7 +12,7 @@ from mlir.passmanager import PassManager
 import edsl
 from edsl import InOut, Input
 from edsl.dpu.runtime import Program, build
-from edsl.errors import DpuError
+from edsl.base.errors import DpuError
 from edsl.lowering.walk import collect
 from edsl.inject import (ParamKind, build_region, inline_regions, load_dialect, lower_placeholders,
                          stage_operands)

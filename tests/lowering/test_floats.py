@@ -17,7 +17,7 @@ from hypothesis import given, strategies as st
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
-from edsl import dtypes
+from edsl.target import dtypes
 from edsl.lowering import DEFAULT_PIPELINE, run_pipeline, to_llvm_ir
 from edsl.lowering.floats import SATURATE_ATTR
 

@@ -24,8 +24,8 @@ import os
 from mlir import ir
 from mlir.dialects import func
 
-from ...dpu.abi import ENTRY, KERNEL, entry_types
-from ...errors import CompileError
+from ...target.dpu import ENTRY, KERNEL, entry_types
+from ...base.errors import CompileError
 from ...lowering.pipeline import location_of, verify
 from ..stores import ACCESSES, pointer_load, stored_params
 from ..ttir_reader import read_ttir, user_location

@@ -33,8 +33,8 @@ from contextlib import contextmanager
 from mlir import ir
 from mlir.dialects import arith
 
-from ...dpu.abi import BARRIER, align_up
-from ...errors import CompileError
+from ...target.dpu import BARRIER, align_up
+from ...base.errors import CompileError
 from ...inject.runtime_calls import runtime_call
 from ..ttir_reader import user_location
 

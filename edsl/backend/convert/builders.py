@@ -6,7 +6,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, scf
 
-from ...dpu.abi import DMA_ALIGN, DMA_MAX_BYTES
+from ...target.dpu import DMA_ALIGN, DMA_MAX_BYTES
 
 
 def i64() -> ir.Type:

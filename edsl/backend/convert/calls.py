@@ -12,7 +12,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, llvm, memref
 
-from ...dpu.abi import MRAM_ADDRSPACE, Ctx, is_mram
+from ...target.dpu import MRAM_ADDRSPACE, Ctx, is_mram
 from ...inject import ParamKind, build_region, descriptor_type, stage_operands
 from ...inject.callees import PREFIX, callee
 from .control import lower_body

@@ -17,7 +17,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
-from ...dpu.abi import FAIL, Err
+from ...target.dpu import FAIL, Err
 from .core import Tile, in_wram, is_tensor, load_elem, lowers, pointee, recording, scalar_type, store_elem
 
 

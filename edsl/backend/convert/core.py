@@ -39,8 +39,8 @@ from typing import Callable
 from mlir import ir
 from mlir.dialects import arith, func, memref, scf
 
-from ... import dtypes
-from ...errors import CompileError
+from ...target import dtypes
+from ...base.errors import CompileError
 from ..ttir_reader import split_top, user_location
 from .barriers import AccessRecord, chunk, owner
 from .spill import DotNeed, SpillBuffer, SpillPlan, SpillRecord, SpillSpace
@@ -374,7 +374,7 @@ class Converter:
             # The tasklet's id: `me()`, asked once per DPU by `__dpu_main`.
             from mlir.dialects import llvm
 
-            from ...dpu.abi import Ctx
+            from ...target.dpu import Ctx
             with self._alloca_ip, ir.Location.unknown():
                 i64 = ir.IntegerType.get_signless(64)
                 slot = llvm.getelementptr(llvm.PointerType.get(), ctx_arg, [], [Ctx.TID], i64, 0)

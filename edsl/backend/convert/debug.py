@@ -16,7 +16,7 @@ from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
 from .core import Tile, is_float, is_ptr, is_tensor, lowers
-from ...dpu.abi import FAIL, Err
+from ...target.dpu import FAIL, Err
 
 SUPPORT_TEXT = """
   llvm.func @printf(!llvm.ptr, ...) -> i32

@@ -12,7 +12,7 @@ from math import prod
 from mlir import ir
 from mlir.dialects import arith, memref, scf
 
-from ...dpu.abi import align_up
+from ...target.dpu import align_up
 from ..ttir_reader import user_location
 from .core import (Tile, byte_size, from_stored, is_float, load_elem, lowers, store_elem, to_stored)
 from .elementwise import convert_float

@@ -10,7 +10,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, func, math
 
-from ... import dtypes
+from ...target import dtypes
 from ...lowering.floats import SATURATE_ATTR
 from ...lowering.libdevice import lowering_for
 from .bessel import BESSEL_I, bessel_i

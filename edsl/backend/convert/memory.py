@@ -39,7 +39,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
-from ...dpu.abi import DMA as DMA_FN, NOTE, READ, WRITE, Access, AtomicOp, atomic_kind
+from ...target.dpu import DMA as DMA_FN, NOTE, READ, WRITE, Access, AtomicOp, atomic_kind
 
 from .core import (Tile, buffer_type, byte_size, from_stored, in_wram, is_float, is_tensor,
                    load_elem, lowers, pointee, scalar_type, store_elem, to_stored)
@@ -453,7 +453,7 @@ _RMW = {
 }
 
 
-# The log's name of each atomic (edsl.dpu.abi.AtomicOp), for integers and floats.
+# The log's name of each atomic (edsl.target.dpu.AtomicOp), for integers and floats.
 _ATOMIC_OPS = {"add": (AtomicOp.ADD, AtomicOp.FADD), "fadd": (AtomicOp.FADD, AtomicOp.FADD),
                "max": (AtomicOp.MAX, AtomicOp.FMAX), "min": (AtomicOp.MIN, AtomicOp.FMIN),
                "umax": (AtomicOp.UMAX,) * 2, "umin": (AtomicOp.UMIN,) * 2, "and": (AtomicOp.AND,) * 2,

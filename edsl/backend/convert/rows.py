@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, scf
 
-from ...dpu.abi import DMA_MAX_BYTES
+from ...target.dpu import DMA_MAX_BYTES
 
 from .core import Tile, and_valid
 from .builders import align_down, align_up, c64, i64

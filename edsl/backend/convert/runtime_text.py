@@ -1,5 +1,5 @@
 """The program around a converted kernel: its program-instance loop and the
-declarations of the DPU runtime library it calls (edsl.dpu.abi; the library
+declarations of the DPU runtime library it calls (edsl.target.dpu; the library
 itself is linked when the program is built, edsl.dpu.support).
 
 `__dpu_main` is what every tasklet of a DPU runs: the program instances of
@@ -11,7 +11,7 @@ tasklet): one host call per tasklet for a whole launch.
 """
 from __future__ import annotations
 
-from ...dpu.abi import (BARRIER, CTX_SLOTS, DMA, ENTER, ENTRY, EXIT, FAIL, KERNEL, LAUNCH, MAIN, NOTE,
+from ...target.dpu import (BARRIER, CTX_SLOTS, DMA, ENTER, ENTRY, EXIT, FAIL, KERNEL, LAUNCH, MAIN, NOTE,
                         entry_params, entry_types)
 
 DECLARATIONS = f"""

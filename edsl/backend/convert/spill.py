@@ -50,9 +50,9 @@ from math import prod
 from mlir import ir
 from mlir.dialects import arith, func, llvm, memref, scf
 
-from ...dpu.abi import (COUNT_TRANSFER, DMA, DMA_MAX_BYTES, DMA_MIN_BYTES, MRAM_ADDRSPACE, MRAM_BYTES,
+from ...target.dpu import (COUNT_TRANSFER, DMA, DMA_MAX_BYTES, DMA_MIN_BYTES, MRAM_ADDRSPACE, MRAM_BYTES,
                         READ, WRITE, Ctx, align_up)
-from ...errors import DpuError
+from ...base.errors import DpuError
 from .barriers import chunk
 from .builders import as_i64, c64, i64, in_dma_pieces, index_c
 from .wram import WramBuffer, largest

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, memref
 
-from ...dpu.abi import align_up
-from ...errors import DpuError, SourceLoc
+from ...target.dpu import align_up
+from ...base.errors import DpuError, SourceLoc
 
 
 @dataclass
@@ -128,7 +128,7 @@ class WramLayout:
 
 
 def wram_limit(limit: int | None) -> int:
-    from ...dpu.abi import WRAM_BYTES
+    from ...target.dpu import WRAM_BYTES
     return WRAM_BYTES if limit is None else limit
 
 

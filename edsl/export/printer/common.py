@@ -14,8 +14,8 @@ import re
 from mlir import ir
 from mlir.dialects import llvm
 
-from ...dpu import abi
-from ...errors import CompileError
+from ...target import dpu as abi
+from ...base.errors import CompileError
 
 
 def _err(op, what: str) -> CompileError:

@@ -26,7 +26,8 @@ import re
 
 from mlir import ir
 
-from ...dpu import abi, support
+from ...dpu import support
+from ...target import dpu as abi
 from .common import _check_float, _err
 
 

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from mlir import ir
 from mlir.dialects import llvm
 
-from ...dpu import abi
-from ...errors import CompileError
+from ...target import dpu as abi
+from ...base.errors import CompileError
 from .common import _array_parts, _decl, _err, _float_literal, _int_literal, _type_bytes
 from .intrinsics import PRIMITIVES, PROGRAM_NAMES, intrinsic
 from .ops import _OPS, _narrow_unsupported

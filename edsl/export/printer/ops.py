@@ -30,7 +30,7 @@ import re
 from mlir import ir
 from mlir.dialects import llvm
 
-from ...dpu import abi
+from ...target import dpu as abi
 from .common import _array_parts, _check_float, _decl, _err, _int_literal, _type_bytes
 from .intrinsics import _call
 

@@ -1,4 +1,4 @@
-/* The DMA rules of edsl's DPU ABI, generated from edsl/dpu/abi.py (DMA_RULES,
+/* The DMA rules of edsl's DPU ABI, generated from edsl/target/dpu.py (DMA_RULES,
  * their one definition): which rules a transfer breaks, and why, worded as
  * the DPU model words it. For the host runner and the SDK stand-ins in sim/. */
 #ifndef EDSL_DMA_RULES_H

@@ -1,4 +1,4 @@
-/* The DPU ABI of edsl, generated from edsl/dpu/abi.py (its one definition):
+/* The DPU ABI of edsl, generated from edsl/target/dpu.py (its one definition):
  * the hardware's limits, the slots of a tasklet's launch context (Ctx) and of
  * the state a DPU's tasklets share (Dpu), and the error codes (Err). Shared by
  * the DPU program, the host runner and the SDK stand-ins in sim/. */

@@ -290,7 +290,7 @@ static void report(uint32_t dpu, uint32_t dpus_used, const int64_t *status) {
  * DPUs share is refused, naming the array, an element, both DPUs and lines:
  * the first that the model names (all claims, DPU by DPU, before any read). */
 
-/* The codes of the access log (edsl.dpu.abi): a kind's low bits are an
+/* The codes of the access log (edsl.target.dpu): a kind's low bits are an
  * ACCESS_*, an atomic's has its ATOMIC_* operation, flags, float type and
  * element size above. MERGED_ATOMICS: the operations (bits) the host merges
  * across DPUs when their old value is unused. MIXED, MIXED_ATOMICS

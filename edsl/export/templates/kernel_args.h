@@ -16,7 +16,7 @@
  * runner places one access log per tasklet. */
 #define EDSL_TASKLETS ${tasklets}
 
-/* A tasklet's access log (a launch on several DPUs; edsl.dpu.abi): entries of
+/* A tasklet's access log (a launch on several DPUs; edsl.target.dpu): entries of
  * LOG_ENTRY int64_t (kind, MRAM lo, MRAM hi, site), LOG_WRAM_ENTRIES of them
  * in WRAM, flushed to the tasklet's log in MRAM (log_offset, log_cap below). */
 ${log}

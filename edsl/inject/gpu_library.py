@@ -26,10 +26,11 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from .. import codegen, dtypes
-from ..errors import CompileError
+from .. import codegen
+from ..target import dtypes
+from ..base.errors import CompileError
 from ..lowering import to_llvm_ir, verify
-from . import nvptx
+from ..target import nvptx
 
 PREFIX = "__edsl_gpu_"
 SYNC = PREFIX + "sync"

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from ..dpu import abi
-from ..errors import CompileError
-from ..gpu import nvptx
+from . import dpu as abi
+from ..base.errors import CompileError
+from . import nvptx
 
 
 @dataclass(frozen=True)
