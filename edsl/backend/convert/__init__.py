@@ -29,11 +29,10 @@ from ...base.errors import CompileError
 from ...lowering.pipeline import location_of, verify
 from ..stores import ACCESSES, pointer_load, stored_params
 from ..ttir_reader import read_ttir, user_location
-from . import calls, control, dot, elementwise, memory, reduce, shape, spill, wram  # noqa: F401  (register lowerings)
-from . import debug as debug_ops
+from . import calls, control, debug, dot, elementwise, memory, reduce, shape, spill, wram  # noqa: F401  (register lowerings)
 from .barriers import place_barriers, unmarked_accesses
 from .core import Converter, KernelInfo, scalar_type
-from .runtime_text import DECLARATIONS, kernel_declaration, main_text
+from .runtime_text import program_text
 
 __all__ = ["convert_ttir", "KernelInfo"]
 
@@ -155,10 +154,8 @@ def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, p
     # The support text declares the kernel so that it verifies on its own;
     # declarations `out` already holds are dropped when the support moves in.
     param_types = [str(t) for t in params]
-    support = ir.Module.parse("module {" + kernel_declaration(name, param_types) + DECLARATIONS
-                              + main_text(name, param_types, tasklets)
-                              + debug_ops.SUPPORT_TEXT
-                              + (spill.SUPPORT_TEXT if info.spills else "") + "}")
+    support = ir.Module.parse("module {" + program_text(name, param_types, tasklets)
+                              + (spill.support_text() if info.spills else "") + "}")
     table = ir.SymbolTable(out.operation)
     for op in list(support.body.operations):
         sym = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else None

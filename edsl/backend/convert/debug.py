@@ -18,12 +18,6 @@ from mlir.dialects import arith, llvm, scf
 from .core import Tile, is_float, is_ptr, is_tensor, lowers
 from ...target.dpu import FAIL, Err
 
-SUPPORT_TEXT = """
-  llvm.func @printf(!llvm.ptr, ...) -> i32
-  llvm.func @fflush(!llvm.ptr) -> i32
-"""
-
-
 def _global_string(conv, text: str) -> ir.Value:
     """The address of a NUL-terminated constant string in the module."""
     name = f"__dpu_str{len(conv.info.prints)}"

@@ -46,12 +46,14 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 from math import prod
+from pathlib import Path
 
 from mlir import ir
 from mlir.dialects import arith, func, llvm, memref, scf
 
 from ...target.dpu import (COUNT_TRANSFER, DMA, DMA_MAX_BYTES, DMA_MIN_BYTES, MRAM_ADDRSPACE, MRAM_BYTES,
                         READ, WRITE, Ctx, align_up)
+from ...base import templates
 from ...base.errors import DpuError
 from .barriers import chunk
 from .builders import as_i64, c64, i64, in_dma_pieces, index_c
@@ -618,72 +620,9 @@ class SpillSpace:
         in_dma_pieces(mram, wram, nbytes, lambda m, w, size: self.dma(m, w, size, direction))
 
 
-# The runtime of spilled tiles, added to modules that have some: a counted
-# transfer, a window's line swap and its write-back.
-SUPPORT_TEXT = f"""
-  llvm.func @{COUNT_TRANSFER}(!llvm.ptr, i64) attributes {{sym_visibility = "private"}}
-
-  func.func private @{SPILL_DMA}(%mram: i64, %wram: i64, %n: i64, %dir: i64, %site: i64, %ctx: !llvm.ptr) {{
-    llvm.call @{DMA}(%mram, %wram, %n, %dir, %site, %ctx) : (i64, i64, i64, i64, i64, !llvm.ptr) -> ()
-    %c2 = arith.constant 2 : i64
-    %first = arith.constant {int(Ctx.SPILL_READS)} : i64
-    %k = arith.muli %dir, %c2 : i64
-    %slot = arith.addi %first, %k : i64
-    %pc = llvm.getelementptr %ctx[%slot] : (!llvm.ptr, i64) -> !llvm.ptr, i64
-    llvm.call @{COUNT_TRANSFER}(%pc, %n) : (!llvm.ptr, i64) -> ()
-    return
-  }}
-
-  func.func private @__dpu_spill_line(%base: i64, %line: i64, %segs: i64, %unit: i64, %seg: i64,
-                                      %total: i64) -> (i64, i64) {{
-    %u = arith.divui %line, %segs : i64
-    %s = arith.remui %line, %segs : i64
-    %ustart = arith.muli %u, %unit : i64
-    %soff = arith.muli %s, %seg : i64
-    %start = arith.addi %ustart, %soff : i64
-    %uend0 = arith.addi %ustart, %unit : i64
-    %uend = arith.minui %uend0, %total : i64
-    %left = arith.subi %uend, %start : i64
-    %n = arith.minui %seg, %left : i64
-    %addr = arith.addi %base, %start : i64
-    return %addr, %n : i64, i64
-  }}
-
-  func.func private @{SWAP}(%base: i64, %state: i64, %data: i64, %line: i64, %segs: i64, %unit: i64,
-                              %seg: i64, %total: i64, %site: i64, %ctx: !llvm.ptr) {{
-    %c1 = arith.constant 1 : i64
-    %rd = arith.constant {READ} : i64
-    %sp = llvm.inttoptr %state : i64 to !llvm.ptr
-    func.call @{FLUSH}(%base, %state, %data, %segs, %unit, %seg, %total, %site, %ctx)
-        : (i64, i64, i64, i64, i64, i64, i64, i64, !llvm.ptr) -> ()
-    %a, %n = func.call @__dpu_spill_line(%base, %line, %segs, %unit, %seg, %total)
-        : (i64, i64, i64, i64, i64, i64) -> (i64, i64)
-    func.call @{SPILL_DMA}(%a, %data, %n, %rd, %site, %ctx) : (i64, i64, i64, i64, i64, !llvm.ptr) -> ()
-    %want = arith.addi %line, %c1 : i64
-    llvm.store %want, %sp : i64, !llvm.ptr
-    return
-  }}
-
-  func.func private @{FLUSH}(%base: i64, %state: i64, %data: i64, %segs: i64, %unit: i64, %seg: i64,
-                               %total: i64, %site: i64, %ctx: !llvm.ptr) {{
-    %c0 = arith.constant 0 : i64
-    %c1 = arith.constant 1 : i64
-    %wr = arith.constant {WRITE} : i64
-    %sp = llvm.inttoptr %state : i64 to !llvm.ptr
-    %tag = llvm.load %sp : !llvm.ptr -> i64
-    %dp = llvm.getelementptr %sp[1] : (!llvm.ptr) -> !llvm.ptr, i64
-    %dirty = llvm.load %dp : !llvm.ptr -> i64
-    %has = arith.cmpi ne, %tag, %c0 : i64
-    %changed = arith.cmpi ne, %dirty, %c0 : i64
-    %back = arith.andi %has, %changed : i1
-    scf.if %back {{
-      %old = arith.subi %tag, %c1 : i64
-      %a, %n = func.call @__dpu_spill_line(%base, %old, %segs, %unit, %seg, %total)
-          : (i64, i64, i64, i64, i64, i64) -> (i64, i64)
-      func.call @{SPILL_DMA}(%a, %data, %n, %wr, %site, %ctx) : (i64, i64, i64, i64, i64, !llvm.ptr) -> ()
-    }}
-    llvm.store %c0, %sp : i64, !llvm.ptr
-    llvm.store %c0, %dp : i64, !llvm.ptr
-    return
-  }}
-"""
+def support_text() -> str:
+    """The runtime of spilled tiles (`spill_support.mlir`), added to modules
+    that have some."""
+    return templates.fill(Path(__file__).with_name("spill_support.mlir"),
+                          count_transfer=COUNT_TRANSFER, dma=DMA, flush=FLUSH, read=READ, spill_dma=SPILL_DMA,
+                          spill_reads=int(Ctx.SPILL_READS), swap=SWAP, write=WRITE)
