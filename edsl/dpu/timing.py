@@ -274,7 +274,8 @@ def _loglog(x: float, xs: Sequence[float], ys: Sequence[float]) -> float:
     """ys at x, piecewise linear in log-log between the points (xs increasing, x within them)."""
     i = min(max(int(np.searchsorted(xs, x, side="right")) - 1, 0), len(xs) - 2)
     f = math.log(x / xs[i]) / math.log(xs[i + 1] / xs[i])
-    return math.exp(math.log(ys[i]) * (1 - f) + math.log(ys[i + 1]) * f)
+    y = math.exp(math.log(ys[i]) * (1 - f) + math.log(ys[i + 1]) * f)
+    return min(max(y, min(ys[i], ys[i + 1])), max(ys[i], ys[i + 1]))   # (between them, rounding aside)
 
 
 def _size_times(direction: str) -> tuple[float, ...]:
@@ -355,7 +356,7 @@ def transfer_seconds(kind: str, direction: str, nbytes: float, dpus: int = 1) ->
     per_byte_rank = HOST_RANK_BYTES / host_bandwidth(kind, direction, within) - (
         within if kind == "serial" else 1) * HOST_CALL_SECONDS
     per_byte_one = HOST_RANK_BYTES / host_bandwidth(kind, direction, 1) - HOST_CALL_SECONDS
-    per_byte = one_dpu_seconds(direction, moved) - HOST_CALL_SECONDS
+    per_byte = max(one_dpu_seconds(direction, moved) - HOST_CALL_SECONDS, 0.0)
     return calls * HOST_CALL_SECONDS + per_byte * per_byte_rank / per_byte_one
 
 

@@ -3,7 +3,7 @@ import pathlib
 import sys
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from edsl.dpu import timing
 from edsl.dpu.timing import FIGURES, HostTransfer, TaskletWork, dpu_cycles, estimate
@@ -97,12 +97,13 @@ def test_host_transfers_by_kind():
 @given(st.sampled_from([("serial", "to_dpu"), ("serial", "from_dpu"), ("parallel", "to_dpu"),
                         ("parallel", "from_dpu"), ("broadcast", "to_dpu")]),
        st.integers(1, 1 << 27), st.integers(0, 1 << 27), st.sampled_from([1, 2, 3, 4, 8, 16, 40, 64, 128, 640]))
+@example(("serial", "to_dpu"), 1, 8, 1)       # (flat between slide 19's smallest sizes)
 def test_transfer_time_grows_with_the_bytes(kind_direction, nbytes, more, dpus):
     """More bytes never take less time, and no transfer takes less than its calls' fixed
     time (one call, or one per DPU for a serial transfer)."""
     kind, direction = kind_direction
     t = timing.transfer_seconds(kind, direction, nbytes, dpus)
-    assert timing.transfer_seconds(kind, direction, nbytes + more, dpus) >= t
+    assert timing.transfer_seconds(kind, direction, nbytes + more, dpus) >= t * (1 - 1e-12)   # (rounding)
     calls = dpus if kind == "serial" else 1
     assert t >= calls * timing.HOST_CALL_SECONDS * (1 - 1e-12)
     assert timing.transfer_seconds(kind, direction, 0, dpus) == 0.0
@@ -241,3 +242,10 @@ def test_triton_workloads_against_prims_programs(capsys):
     rows = [line.split() for line in capsys.readouterr().out.splitlines() if line.endswith(tuple("0123456789"))]
     assert [r[0] for r in rows] == ["VA", "RED", "SCAN-SSA", "GEMV", "HST-S"]
     assert all(float(r[3]) > 0 for r in rows)
+
+
+def test_transfers_below_128_bytes_take_the_fixed_time_exactly():
+    """Slide 19's 8-128-byte points are one time: no rounding of the log-log
+    interpolation makes a 9-byte transfer faster than a 1-byte one."""
+    for size in (1, 8, 9, 31, 100, 128):
+        assert timing.transfer_seconds("serial", "to_dpu", size, 1) == timing.HOST_CALL_SECONDS
