@@ -18,7 +18,6 @@ import sys
 import tempfile
 
 os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="dpu-bench-cache-")
-os.environ.setdefault("TRITON_DEFAULT_BACKEND", "dpu")
 sys.path[:0] = [str(pathlib.Path(__file__).resolve().parents[1] / "examples"), str(pathlib.Path(__file__).parent)]
 
 import numpy as np  # noqa: E402
@@ -88,4 +87,5 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    with edsl.backend.activated():     # (the DPU model, also where a GPU is)
+        main()

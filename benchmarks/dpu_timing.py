@@ -334,4 +334,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with edsl.backend.activated():     # (the DPU model, also where a GPU is)
+        status = main()
+    sys.exit(status)

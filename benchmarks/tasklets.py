@@ -18,13 +18,12 @@ import sys
 import tempfile
 
 os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="dpu-bench-cache-"))
-os.environ.setdefault("TRITON_DEFAULT_BACKEND", "dpu")
 BENCHMARKS = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [str(BENCHMARKS.parent / "examples"), str(BENCHMARKS)]
 
 import numpy as np  # noqa: E402
 
-import edsl.backend  # noqa: E402, F401
+import edsl.backend  # noqa: E402
 import triton_matmul  # noqa: E402
 import triton_softmax  # noqa: E402
 import triton_vector_add  # noqa: E402
@@ -71,4 +70,5 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    with edsl.backend.activated():     # (the DPU model, also where a GPU is)
+        main()

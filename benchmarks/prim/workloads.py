@@ -19,14 +19,9 @@ merges them).
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
-
-os.environ.setdefault("TRITON_DEFAULT_BACKEND", "dpu")
-
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
+import triton
+import triton.language as tl
 
 
 @triton.jit
