@@ -194,6 +194,7 @@ class DpuBackend(BaseBackend):
         metadata["pointer_loads"] = info.pointer_loads
         metadata["stored"] = info.stored
         metadata["prints"] = bool(info.prints)      # (its launches must not run twice)
+        metadata["waits"] = info.waits
         state["context"] = module.context
         return module.operation.get_asm(enable_debug_info=True)
 
@@ -224,8 +225,9 @@ class DpuBackend(BaseBackend):
         from ..lowering.counting import counter_table
         table = counter_table(state["module"])
         obj = build(state["module"], [LAUNCH], f"kernel '{metadata['name']}'")
-        header = {key: metadata[key] for key in ("name", "wram_bytes", "asserts", "tasklets",
-                                                  "regions", "prints", "sites", "pointer_loads", "stored", "scratch_bytes", "spills")}
+        header = {key: metadata[key] for key in ("name", "wram_bytes", "asserts", "tasklets", "regions",
+                                                  "prints", "waits", "sites", "pointer_loads", "stored",
+                                                  "scratch_bytes", "spills")}
         header["counters"] = table.to_json() if table is not None else None
         return json.dumps(header).encode() + b"\n" + obj
 

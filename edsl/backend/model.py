@@ -338,10 +338,13 @@ def _job(program: Program, meta: dict, grid, num_dpus: int, dpus_used: int, valu
          memories: dict[int, Memory], mram: Mram) -> DpuJob:
     """What running the launch's DPUs needs, its MRAM image laid out."""
     threads = 1
-    if dpus_used > 1 and not (meta.get("prints") or mram.scratch_bytes or meta.get("regions")):
+    if dpus_used > 1 and not (meta.get("prints") or mram.scratch_bytes or meta.get("regions")
+                              or meta.get("waits")):
         # One thread for DPUs that share more than the arrays: a kernel that
         # prints, keeps tiles in the (one) MRAM scratch, or calls EDSL
-        # functions (their WRAM buffers are the program's globals).
+        # functions (their WRAM buffers are the program's globals); and for
+        # one that uses an atomic's old value: DPUs at once could spin on a
+        # lock between them, whose read-modify-writes are atomic within a DPU.
         threads = dpu_workers()
     stored = meta.get("stored")
     written = None if stored is None else [memories[i] for i in stored if i in memories]

@@ -146,6 +146,23 @@ def test_a_lock_across_dpus_is_refused_and_legal_on_one():
     assert acc[0] == 36
 
 
+def test_dpus_that_may_wait_on_each_other_run_on_one_thread(monkeypatch):
+    """A spin lock between DPUs running at once on host threads could wait for
+    ever (an atomic's read-modify-write is atomic within a DPU only): a kernel
+    that uses an atomic's old value runs its DPUs one after another."""
+    from edsl.backend import dpu_run
+    seen = []
+    real = dpu_run._in_parallel
+    monkeypatch.setattr(dpu_run, "_in_parallel", lambda jobs, run: (seen.append(len(jobs)), real(jobs, run)))
+    monkeypatch.setenv("EDSL_DPU_WORKERS", "2")
+    x = np.arange(1, 9, dtype=np.int32)
+    with pytest.raises(DpuError):
+        locked_add[(8,)](x, np.zeros(1, np.int32), np.zeros(1, np.int32), num_dpus=2)
+    assert seen == []
+    count[(16,)](np.ones(16 * 256, np.int32), np.zeros(1, np.int32), BLOCK=256, num_dpus=2)   # (old value unused)
+    assert seen and seen[-1] == 2
+
+
 # ---- the gathering itself, on logs written by hand ---------------------------------------
 
 class _Memory:

@@ -31,6 +31,7 @@ and a pass after the conversion places the barriers (`barriers.place_barriers`).
 from __future__ import annotations
 
 import os
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from math import prod
@@ -203,22 +204,29 @@ def in_wram(buf) -> bool:
     return isinstance(buf, ir.Value)
 
 
-# Unrolled loops (`Converter.unrolled_loop`): an index value of one of their
-# elements -> (its step's `_Step`, its offset in the step).
-_UNROLLED: dict = {}
-# When a list: the (buffer, indices, write?) of each element access, in order
-# (`recording`).
-_RECORD: list = [None]
+class _Emitting(threading.local):
+    """What element accesses consult while a conversion emits them, one per
+    thread (Triton may compile kernels on several threads at once): the
+    unrolled loops (`Converter.unrolled_loop`: an index value of one of their
+    elements -> its step's `_Step` and offset in the step) and, when a list,
+    where `recording` keeps each element access (buffer, indices, write?)."""
+
+    def __init__(self):
+        self.unrolled: dict = {}
+        self.record: list | None = None
+
+
+_EMITTING = _Emitting()
 
 
 @contextmanager
 def recording(events: list):
     """Record the element accesses of buffers made meanwhile into `events`."""
-    saved, _RECORD[0] = _RECORD[0], events
+    saved, _EMITTING.record = _EMITTING.record, events
     try:
         yield
     finally:
-        _RECORD[0] = saved
+        _EMITTING.record = saved
 
 
 class _Step:
@@ -276,7 +284,7 @@ def _encloses(v: ir.Value, op) -> bool:
 def _access(buf, ivs):
     """(memref, indices) an element access of WRAM view `buf` at `ivs` goes
     through: a window of an unrolled loop's step at a constant offset, or `buf`."""
-    hit = _UNROLLED.get(ivs[-1]) if ivs else None
+    hit = _EMITTING.unrolled.get(ivs[-1]) if ivs else None
     if hit is not None:
         step, k = hit
         window = step.window(buf, ivs[:-1])
@@ -288,8 +296,8 @@ def _access(buf, ivs):
 def load_elem(accesses: AccessRecord, buf, ivs, elem: ir.Type, who=None) -> ir.Value:
     """Element `ivs` of buffer `buf` (the read recorded in `accesses`; `who`:
     the tasklet owning the element, when not the code's, for a WRAM view)."""
-    if _RECORD[0] is not None:
-        _RECORD[0].append((buf, list(ivs), False))
+    if _EMITTING.record is not None:
+        _EMITTING.record.append((buf, list(ivs), False))
     if isinstance(buf, SpillBuffer):
         assert who is None
         return from_stored(buf.load(accesses, ivs), elem)
@@ -298,8 +306,8 @@ def load_elem(accesses: AccessRecord, buf, ivs, elem: ir.Type, who=None) -> ir.V
 
 
 def store_elem(accesses: AccessRecord, v: ir.Value, buf, ivs, who=None) -> None:
-    if _RECORD[0] is not None:
-        _RECORD[0].append((buf, list(ivs), True))
+    if _EMITTING.record is not None:
+        _EMITTING.record.append((buf, list(ivs), True))
     if isinstance(buf, SpillBuffer):
         assert who is None
         buf.store(accesses, to_stored(v, buf.stored), ivs)
@@ -318,6 +326,7 @@ class KernelInfo:
     tasklets: int = 1
     barriers: int = 0                   # barrier sites in the converted kernel
     regions: bool = False               # calls EDSL functions (fl.call)
+    waits: bool = False                 # uses an atomic's old value (its programs may wait on others)
     # run-time check sites of the kernel and of those EDSL functions: [code, file, line, col]
     # (file "" here and in `asserts`: the kernel's own file, see `Converter.file_name`)
     sites: list = field(default_factory=list)
@@ -583,11 +592,11 @@ class Converter:
                 at = iv if k == 0 else arith.addi(iv, self.index(k))
                 if mine:
                     self.accesses.mine(at)
-                _UNROLLED[at] = (step, k)
+                _EMITTING.unrolled[at] = (step, k)
                 try:
                     body(at)
                 finally:
-                    del _UNROLLED[at]
+                    del _EMITTING.unrolled[at]
             scf.yield_([])
 
     # -- tasklets --------------------------------------------------------------

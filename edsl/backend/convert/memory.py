@@ -478,6 +478,8 @@ def _atomic(conv, op, update):
     of the element (two 8-byte DMA transfers) is atomic. A scalar result
     reaches the other tasklets through a WRAM cell."""
     rt = op.results[0].type if len(op.results) else None
+    if rt is not None and conv.uses.get(op.results[0], 0) > 0:
+        conv.info.waits = True             # (a spin lock: its DPUs must not run at once, `model._job`)
     stg = conv.staging(8)
     conv.accesses.note_mram(True, "one")
     n_vals = len(op.operands) - 1
