@@ -2,6 +2,7 @@
 entry, two processes compiling at once, and corrupt entries recompiled."""
 import json
 import os
+import pathlib
 import subprocess
 import sys
 import textwrap
@@ -99,3 +100,14 @@ def test_unusable_cache_directory_is_not_fatal(tmp_path, monkeypatch):
     monkeypatch.setenv("EDSL_CACHE_DIR", str(blocker / "sub"))
     assert cache.store("k" * 64, {"x": 1}) is False
     assert cache.load("k" * 64, {"x": int}) is None
+
+
+def test_the_fingerprint_covers_every_layer_and_every_kind_of_source():
+    """Editing any part of the compiler recompiles what the caches hold, the
+    MLIR templates and the exported C included."""
+    root = pathlib.Path(edsl.__file__).resolve().parent
+    files = {str(p.relative_to(root)) for p in cache.source_files()}
+    for wanted in ("backend/convert/core.py", "backend/convert/program.mlir", "dpu/runtime_library.mlir",
+                   "export/templates/host_runner.c", "target/dpu.py", "codegen/generator.py",
+                   "backend/convert/bessel_cephes.json", "function.py"):
+        assert wanted in files, wanted

@@ -74,14 +74,25 @@ def _write(name: str, key: str, data: bytes) -> bool:
     return True
 
 
+# What edsl's sources are: Python, the runtime library's and the program's MLIR
+# templates, the exported project's C, the libdevice tables.
+SOURCE_SUFFIXES = (".py", ".mlir", ".c", ".h", ".in", ".json")
+
+
+def source_files() -> list[Path]:
+    """edsl's own sources, in a fixed order."""
+    root = Path(__file__).resolve().parents[1]          # (the edsl package)
+    return [path for path in sorted(root.rglob("*"))
+            if path.suffix in SOURCE_SUFFIXES and "__pycache__" not in path.parts]
+
+
 @functools.lru_cache(None)
 def source_fingerprint() -> str:
     """A hash of edsl's own sources: any change to the compiler recompiles
     what the caches hold (edsl functions here, kernels in Triton's cache)."""
-    root = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        if path.suffix in (".py", ".c", ".h", ".in") and "__pycache__" not in path.parts:
-            h.update(str(path.relative_to(root)).encode())
-            h.update(path.read_bytes())
+    for path in source_files():
+        h.update(str(path.relative_to(root)).encode())
+        h.update(path.read_bytes())
     return h.hexdigest()[:16]
