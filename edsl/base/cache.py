@@ -79,10 +79,12 @@ def _write(name: str, key: str, data: bytes) -> bool:
 SOURCE_SUFFIXES = (".py", ".mlir", ".c", ".h", ".in", ".json")
 
 
+PACKAGE = Path(__file__).resolve().parents[1]           # (edsl)
+
+
 def source_files() -> list[Path]:
     """edsl's own sources, in a fixed order."""
-    root = Path(__file__).resolve().parents[1]          # (the edsl package)
-    return [path for path in sorted(root.rglob("*"))
+    return [path for path in sorted(PACKAGE.rglob("*"))
             if path.suffix in SOURCE_SUFFIXES and "__pycache__" not in path.parts]
 
 
@@ -90,9 +92,8 @@ def source_files() -> list[Path]:
 def source_fingerprint() -> str:
     """A hash of edsl's own sources: any change to the compiler recompiles
     what the caches hold (edsl functions here, kernels in Triton's cache)."""
-    root = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
     for path in source_files():
-        h.update(str(path.relative_to(root)).encode())
+        h.update(str(path.relative_to(PACKAGE)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
