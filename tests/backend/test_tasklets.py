@@ -203,7 +203,7 @@ def _mul(a, b):
     return a * b
 
 
-@pytest.mark.parametrize("n, block", [(1000, 1024), (64, 64), (20, 32)])
+@pytest.mark.parametrize("n, block", [(1000, 1024), (128, 128), (100, 128), (64, 64), (20, 32)])
 def test_scalar_reductions_give_the_same_bits_for_1_to_24_tasklets(n, block):
     """Reductions of a whole tile: the tasklets share out the accumulators (or
     one tasklet computes a sequential one), every tasklet reads the result."""

@@ -5,10 +5,10 @@ The combine region of a reduction or scan (`sum`, `max`, `argmax`, a user's
 combine function) is lowered once per step of an `scf.for` that carries the
 accumulators, with its block arguments bound to the accumulators and the
 next elements. A reduction whose combine is one commutative op (`sum`,
-`max`, `min`, `and`, ...) over a long axis keeps `LANES` accumulators
-(element i goes to accumulator i mod LANES; they are combined pairwise at
-the end): a fixed order, the same whatever the number of tasklets, that the
-host compiler turns into vector code. Float sums are thereby reassociated,
+`max`, `min`, `and`, ...) over a long axis keeps several accumulators
+(element i goes to accumulator i mod their count, `_lane_count`; they are
+combined pairwise at the end): a fixed order, the same whatever the number
+of tasklets, that the host compiler turns into vector code. Float sums are thereby reassociated,
 as on GPUs. A reduction of a whole tile (a scalar) on several tasklets is
 computed once: they share its accumulators out, or tasklet 0 computes a
 sequential one, into WRAM cells that every tasklet reads after a barrier;
@@ -130,7 +130,17 @@ def _true():
     return arith.constant(ir.IntegerType.get_signless(1), 1)
 
 
-LANES = 16
+# A reduction over a long axis keeps LANE_COUNTS[k] accumulators (the first
+# whose double the axis reaches; a function of the axis alone, the same on any
+# tasklet count), combined pairwise at the end. They form GROUPS groups of
+# consecutive accumulators, the unit the tasklets share out: a group is
+# combined by its tasklet, the group results by every tasklet after a barrier,
+# which is the same pairwise tree. Many accumulators keep each one's chain
+# short (the host runs independent chains at once); at most PASS are live at a
+# time, which a DPU's 24 registers hold.
+LANE_COUNTS = (64, 16)
+GROUPS = 16
+PASS = 16
 _COMMUTATIVE = {"arith.addf", "arith.addi", "arith.mulf", "arith.muli", "arith.maximumf",
                 "arith.minimumf", "arith.maxnumf", "arith.minnumf", "arith.maxsi", "arith.minsi",
                 "arith.maxui", "arith.minui", "arith.andi", "arith.ori", "arith.xori"}
@@ -149,51 +159,56 @@ def _single_commutative(block) -> bool:
             and ops[1].operands[0] == ops[0].results[0])
 
 
-def _lanes_reduce(conv, block, tile, at, n):
-    """Reduce elements 0..n-1 (n >= 2 * LANES) with LANES interleaved accumulators."""
-    groups = n // LANES
-    init = [tile.at(at(conv.index(k))) for k in range(LANES)]
-    loop = scf.ForOp(conv.index(1), conv.index(groups), conv.index(1), init)
+def _lane_count(n: int) -> int:
+    """Accumulators of a reduction over `n` elements (0: too short for lanes)."""
+    return next((lanes for lanes in LANE_COUNTS if n >= 2 * lanes), 0)
+
+
+def _lanes(conv, block, tile, at, n, first, count):
+    """Accumulators `first` .. `first + count - 1` (`first` an int or an index)
+    of `_lane_count(n)` interleaved ones over elements 0..n-1: element i goes
+    to accumulator i mod lanes, each combined in element order."""
+    lanes = _lane_count(n)
+    groups, rest = divmod(n, lanes)
+    ks = [conv.index(first + j) if isinstance(first, int) else arith.addi(first, conv.index(j))
+          for j in range(count)]
+    loop = scf.ForOp(conv.index(1), conv.index(groups), conv.index(1), [tile.at(at(k)) for k in ks])
     with ir.InsertionPoint(loop.body):
-        base = arith.muli(loop.induction_variable, conv.index(LANES))
-        accs = list(loop.inner_iter_args)
-        new = []
-        for k in range(LANES):
-            nxt = tile.at(at(arith.addi(base, conv.index(k))))
-            new.append(_combine(conv, block, [accs[k]], [nxt])[0])
-        scf.yield_(new)
+        base = arith.muli(loop.induction_variable, conv.index(lanes))
+        scf.yield_([_combine(conv, block, [acc], [tile.at(at(arith.addi(base, k)))])[0]
+                    for acc, k in zip(loop.inner_iter_args, ks)])
     accs = list(loop.results)
-    for k in range(n - groups * LANES):
-        nxt = tile.at(at(conv.index(groups * LANES + k)))
-        accs[k] = _combine(conv, block, [accs[k]], [nxt])[0]
+    for j, k in enumerate(ks):
+        if isinstance(first, int):
+            if first + j < rest:
+                accs[j] = _combine(conv, block, [accs[j]], [tile.at(at(conv.index(groups * lanes + first + j)))])[0]
+            continue
+        if not rest:
+            continue
+        tail = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, k, conv.index(rest)), [accs[j].type], has_else=True)
+        with ir.InsertionPoint(tail.then_block):
+            scf.yield_(_combine(conv, block, [accs[j]], [tile.at(at(arith.addi(k, conv.index(groups * lanes))))]))
+        with ir.InsertionPoint(tail.else_block):
+            scf.yield_([accs[j]])
+        accs[j] = tail.results[0]
+    return accs
+
+
+def _lanes_reduce(conv, block, tile, at, n):
+    """Reduce elements 0..n-1 (`_lane_count(n)` > 0) with interleaved
+    accumulators, PASS at a time."""
+    lanes = _lane_count(n)
+    accs = []
+    for first in range(0, lanes, PASS):
+        accs += _lanes(conv, block, tile, at, n, first, min(PASS, lanes - first))
     return _pairwise(conv, block, accs)
 
 
 def _pairwise(conv, block, accs):
-    """The LANES accumulators combined pairwise, (0, 1), (2, 3), ... then their results alike."""
+    """Accumulators combined pairwise, (0, 1), (2, 3), ... then their results alike."""
     while len(accs) > 1:
         accs = [_combine(conv, block, [accs[i]], [accs[i + 1]])[0] for i in range(0, len(accs), 2)]
     return accs[0]
-
-
-def _lane(conv, block, tile, n, k):
-    """Accumulator `k` (an index) of `_lanes_reduce` over a rank-1 tile, alone:
-    elements k, k + LANES, ... combined in the same order."""
-    groups = n // LANES
-    loop = scf.ForOp(conv.index(1), conv.index(groups), conv.index(1), [tile.at([k])])
-    with ir.InsertionPoint(loop.body):
-        nxt = tile.at([arith.addi(arith.muli(loop.induction_variable, conv.index(LANES)), k)])
-        scf.yield_(_combine(conv, block, list(loop.inner_iter_args), [nxt]))
-    acc = loop.results[0]
-    rest = n - groups * LANES
-    if not rest:
-        return acc
-    tail = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, k, conv.index(rest)), [acc.type], has_else=True)
-    with ir.InsertionPoint(tail.then_block):
-        scf.yield_(_combine(conv, block, [acc], [tile.at([arith.addi(k, conv.index(groups * LANES))])]))
-    with ir.InsertionPoint(tail.else_block):
-        scf.yield_([acc])
-    return tail.results[0]
 
 
 def _cells(conv, shape, elem, op):
@@ -207,17 +222,43 @@ def _cells(conv, shape, elem, op):
 
 def _shared_lanes_reduce(conv, block, tile, n, op):
     """`_lanes_reduce` of a whole rank-1 tile on several tasklets, each
-    accumulator computed once: the tasklets share the accumulators out (each
-    computed alone, `_lane`) and store them in WRAM cells; after a barrier
-    every tasklet combines the cells pairwise (LANES - 1 combines). The same
-    ops in the same order as one tasklet's, for any tasklet count."""
-    cells = _cells(conv, (LANES, 1), tile.elem, op)        # (rank 2: chunks of one accumulator)
+    accumulator computed once: the tasklets share the GROUPS groups out,
+    combine each of theirs and store it in a WRAM cell; after a barrier every
+    tasklet combines the cells pairwise. The same ops in the same order as one
+    tasklet's, for any tasklet count."""
+    width = _lane_count(n) // GROUPS                     # accumulators in a group
+    part = (GROUPS, 1)                                   # (rank 2: chunks of one group)
+    cells = _cells(conv, part, tile.elem, op)
+    lo, hi = conv.my_range(part)
+    owner = conv.owner(part)
 
-    def lane(ivs):
-        store_elem(conv.accesses, _lane(conv, block, tile, n, ivs[0]), cells, [ivs[0], conv.index(0)])
-    conv.par_nest((LANES,), lane, (LANES, 1))
+    def groups(first: ir.Value, count: int) -> None:
+        """Groups `first` .. `first + count - 1` into their cells, their
+        accumulators interleaved PASS at a time."""
+        accs, lane0 = [], arith.muli(first, conv.index(width))
+        for j in range(0, count * width, PASS):
+            at = lane0 if j == 0 else arith.addi(lane0, conv.index(j))
+            accs += _lanes(conv, block, tile, lambda k: [k], n, at, min(PASS, count * width - j))
+        for g in range(count):
+            cell = first if g == 0 else arith.addi(first, conv.index(g))
+            store_elem(conv.accesses, _pairwise(conv, block, accs[g * width:(g + 1) * width]), cells,
+                       [cell, conv.index(0)], who=owner)
+
+    with conv.accesses.divergent(owner):
+        share = conv.chunk(part)
+        whole = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, arith.subi(hi, lo), conv.index(share)),
+                         [], has_else=True)
+        with ir.InsertionPoint(whole.then_block):        # a whole share: all its groups at once
+            groups(lo, share)
+            scf.yield_([])
+        with ir.InsertionPoint(whole.else_block):        # the last, shorter share: one by one
+            loop = scf.ForOp(lo, hi, conv.index(1))
+            with ir.InsertionPoint(loop.body):
+                groups(loop.induction_variable, 1)
+                scf.yield_([])
+            scf.yield_([])
     return _pairwise(conv, block, [load_elem(conv.accesses, cells, [conv.index(k), conv.index(0)], tile.elem)
-                                   for k in range(LANES)])
+                                   for k in range(GROUPS)])
 
 
 # Combines that an operand 0 leaves unchanged (on integers).
@@ -267,7 +308,7 @@ def lower_reduce(conv, op):
     bufs = [conv.alloca(out_shape, e, "tt.reduce result", op) for e in elems] if out_shape else None
     scalars = []
 
-    lanes = len(inputs) == 1 and n >= 2 * LANES and _single_commutative(block)
+    lanes = len(inputs) == 1 and _lane_count(n) > 0 and _single_commutative(block)
     masked = _lane_masked(conv, op, block) if lanes and not out_shape else None
 
     def body(oivs):
@@ -296,7 +337,7 @@ def lower_reduce(conv, op):
         scalars.append(_reduce_lanes_of(conv, block, *masked))
     elif conv.tasklets > 1 and lanes:       # a scalar: computed once, read by every tasklet
         scalars.append(_shared_lanes_reduce(conv, block, inputs[0], n, op))
-    elif conv.tasklets > 1 and n >= 2 * LANES:
+    elif conv.tasklets > 1 and n >= 2 * LANE_COUNTS[-1]:
         cells = [_cells(conv, (1,), e, op) for e in elems]
         with conv.single():
             body([])
