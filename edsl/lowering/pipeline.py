@@ -45,6 +45,15 @@ DEFAULT_PIPELINE = (
     # f16, bf16 and the 8-bit floats: computed in f32, converted exactly by
     # integer code (no call into the host compiler's runtime library).
     "edsl-soft-floats",
+    # What LLVM would fold anyway, folded before the time estimate counts
+    # operations (edsl.lowering.counting): common subexpressions, loop
+    # invariants, integer checks decided by value ranges (a subscript's
+    # negative-index fix-up on a loop index that starts at 0).
+    "canonicalize",
+    "cse",
+    "loop-invariant-code-motion",
+    "int-range-optimizations",
+    "canonicalize",
     "convert-scf-to-cf",
     "mem2reg",  # the generator's variable slots, now that scf regions are gone
     "arith-expand",

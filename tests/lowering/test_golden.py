@@ -250,3 +250,31 @@ def vector_add_like_mlir():
             s += x[i]
         out[0] = s
     return plain_sum.mlir
+
+
+def test_the_dpu_pipeline_folds_a_negative_index_fixup_on_a_loop_index():
+    """A subscript's fix-up `i < 0 ? i + n : i` on a loop index counting up
+    from 0 is decided by its value range before lowering (so the DPU time
+    estimate does not count a check the built program does not contain)."""
+    from mlir import ir
+
+    from edsl.lowering.pipeline import DEFAULT_PIPELINE, run_pipeline
+    src = """
+    func.func @f(%m: memref<?xi32>, %n: index) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      scf.for %i = %c0 to %n step %c1 {
+        %neg = arith.cmpi slt, %i, %c0 : index
+        %w = arith.addi %i, %n : index
+        %j = arith.select %neg, %w, %i : index
+        %v = memref.load %m[%j] : memref<?xi32>
+        memref.store %v, %m[%i] : memref<?xi32>
+      }
+      return
+    }"""
+    with ir.Context():
+        module = ir.Module.parse(src)
+        run_pipeline(module, DEFAULT_PIPELINE)
+        text = str(module)
+    assert "llvm.select" not in text
+    assert text.count("llvm.icmp") == 1          # the loop's own test
