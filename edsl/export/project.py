@@ -34,7 +34,7 @@ from . import printer as P
 
 SDK_DIR = Path(__file__).resolve().parent / "sdk"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-SIM_FILES = ("defs.h", "mram.h", "barrier.h", "alloc.h", "dpu.h", "dpu_sim_rt.c", "dpu_sim_host.c")
+SIM_FILES = ("defs.h", "mram.h", "barrier.h", "alloc.h", "stdio.h", "dpu.h", "dpu_sim_rt.c", "dpu_sim_host.c")
 
 # Triton scalar/element type -> (C type, NumPy dtype, kind) for the export.
 TYPES = {
@@ -67,6 +67,13 @@ _C_WORDS = set(P._RESERVED) | {"data", "out", "dpus", "grid", "check", "profile"
 # launch on several DPUs logs what each load, store and atomic used): few, as
 # WRAM is the kernel's; a full one is flushed to the tasklet's log in MRAM.
 LOG_WRAM_ENTRIES = 4
+
+# A kernel that prints (tl.device_print): each DPU's printf log buffer in MRAM,
+# by default the SDK's default size (the Makefile's STDOUT_BUFFER_SIZE), and
+# the WRAM of the SDK's printf (its 8-byte cache, buffer state and lock) and
+# of the program's hex-float digits.
+STDOUT_BUFFER_BYTES = 1 << 20
+PRINTF_WRAM_BYTES = 64
 
 
 @dataclass
@@ -460,12 +467,29 @@ MAIN_ARGS = {"grid_x": "args->grid_x", "grid_y": "args->grid_y", "grid_z": "args
 def dpu_program(kernel: str, params: list[Param], prog: P.CProgram, wram: int, tasklets: int) -> str:
     args = [f"heap + args->{p.cname}" if p.is_pointer else f"args->{p.cname}" for p in params]
     args += [MAIN_ARGS[a.name] for a in abi.ENTRY[abi.MAIN]]
-    return fill("dpu_program.c", kernel=kernel, tasklets=tasklets, wram_bytes=wram,
+    return fill("dpu_program.c", kernel=kernel, tasklets=tasklets, wram_bytes=wram, stdio=_stdio(prog),
                 route=textwrap.fill(ROUTE_NOTE, 86, initial_indent=" * ", subsequent_indent=" * "),
                 needs_math=int(prog.needs_math), types="\n".join(prog.types),
                 globals="\n".join(prog.globals), prototypes="\n".join(prog.prototypes),
                 functions="\n\n".join(prog.functions), main=prog.names[abi.MAIN],
                 main_args=", ".join(args))
+
+
+def _stdio(prog: P.CProgram) -> str:
+    """The DPU program's stdio (a kernel that prints): the SDK's printf and
+    its log buffer in MRAM, which the host runner reads after the launch."""
+    if not prog.needs_stdio:
+        return ""
+    return textwrap.dedent(f"""\
+        /* tl.device_print: the SDK's printf writes this DPU's log, a buffer of
+         * EDSL_STDOUT_BUFFER_BYTES in MRAM (the Makefile's STDOUT_BUFFER_SIZE),
+         * which the host runner prints after the launch (dpu_log_read). */
+        #include <stdio.h>
+        #ifndef EDSL_STDOUT_BUFFER_BYTES
+        #define EDSL_STDOUT_BUFFER_BYTES {STDOUT_BUFFER_BYTES}
+        #endif
+        STDOUT_BUFFER_INIT(EDSL_STDOUT_BUFFER_BYTES);
+        """)
 
 
 def launch_config(kernel: str, params: list[Param], grid, num_dpus: int, values: dict) -> str:
@@ -507,7 +531,7 @@ def _scalar_literal(t: str, value) -> str:
 
 
 def host_runner(kernel: str, params: list[Param], outputs: list[str], meta: dict, per_array: bool,
-                source: str) -> str:
+                source: str, prints: bool = False) -> str:
     arrays = [p for p in params if p.is_pointer]
     scalars = [p for p in params if not p.is_pointer]
     kinds = {"int": "KIND_INT", "uint": "KIND_UINT", "float": "KIND_FLOAT", "bool": "KIND_UINT",
@@ -550,6 +574,7 @@ def host_runner(kernel: str, params: list[Param], outputs: list[str], meta: dict
                 parse="\n".join(parse), missing=missing, set_ptrs=set_ptrs,
                 asserts=",\n".join(asserts) or "    {NULL, NULL}", sites=sites,
                 usage=usage, log_codes=_defines(_log_codes()), atomic_names=_atomic_names(),
+                prints=int(prints), stdout_bytes=STDOUT_BUFFER_BYTES if prints else 0,
                 sharing_advice=_c_string(abi.SHARING_ADVICE))
 
 
@@ -588,10 +613,24 @@ def readme(kernel: str, params: list[Param], grid, num_dpus: int, num_tasklets: 
     return fill("README.md", kernel=kernel, arguments=arguments,
                 grid=f"`{grid[0]},{grid[1]},{grid[2]}`" if grid else "none (give `grid=X,Y,Z`)",
                 dpus=num_dpus, tasklets=num_tasklets, data=data,
-                math=", `math.h`" if prog.needs_math else "", dma_max=abi.DMA_MAX_BYTES,
+                math=(", `math.h`" if prog.needs_math else "") + (", `stdio.h`" if prog.needs_stdio else ""),
+                dma_max=abi.DMA_MAX_BYTES,
                 dma_align=abi.DMA_ALIGN, regions=regions, wram_bytes=wram,
                 static_bytes=prog.static_wram_bytes * num_tasklets + prog.global_wram_bytes,
-                route=ROUTE_NOTE)
+                route=ROUTE_NOTE, prints=PRINTS_NOTE if prog.needs_stdio else "")
+
+
+PRINTS_NOTE = f"""\
+- Prints (`tl.device_print`): the kernel's `printf` is the SDK's DPU `printf`
+  (`stdio.h`), which stores each line in the DPU's log buffer in MRAM
+  (`STDOUT_BUFFER_INIT`, {STDOUT_BUFFER_BYTES} bytes by default: `make ...
+  STDOUT_BUFFER_SIZE=<bytes>` after `make clean`); after the launch the runner
+  prints each DPU's log with `dpu_log_read` (after a `=== DPU#... ===` line),
+  DPU by DPU: the lines edsl's DPU model prints, in its order. A log its
+  buffer cannot hold is an error (exit status 3). The DPU's `printf` has no
+  `%a`: hex floats are formatted by the program (`edsl_hexfloat`) and
+  printed with `%s`.
+"""
 
 
 # -- export ----------------------------------------------------------------------
@@ -719,7 +758,8 @@ def _compile_to_fit(spec: ExportSpec):
         per_array, scratch = _per_array(params, meta), int(meta.get("scratch_bytes", 0))
         wram = abi.align_up(max(int(meta.get("wram_bytes", 0)), abi.DMA_ALIGN))
         own = (8 * (abi.CTX_SLOTS * (tasklets + 1) + abi.DPU_SLOTS + 2 * _nregions(params, per_array, scratch))
-               + _args_bytes(params, per_array, scratch) + _log_bytes(tasklets))
+               + _args_bytes(params, per_array, scratch) + _log_bytes(tasklets)
+               + (PRINTF_WRAM_BYTES if prog.needs_stdio else 0))
         need = prog.static_wram_bytes * tasklets + prog.global_wram_bytes + wram + own
         if need <= abi.WRAM_BYTES:
             return meta, prog, budget, own, need
@@ -753,6 +793,7 @@ def _project_files(spec: ExportSpec) -> tuple[dict[str, str], str, int]:
                        "buffers_per_tasklet": prog.static_wram_bytes, "runtime": own, "total": need},
         "sample_scalars": {p.name: _jsonable(spec.values[p.name]) for p in params
                            if not p.is_pointer and p.name in spec.values},
+        "stdout_buffer_bytes": STDOUT_BUFFER_BYTES if prog.needs_stdio else 0,
     }
     files = {
         "dpu_program.c": dpu_program(kernel_name, params, prog, wram, num_tasklets),
@@ -761,8 +802,9 @@ def _project_files(spec: ExportSpec) -> tuple[dict[str, str], str, int]:
         "kernel_args.h": args_header(kernel_name, params, per_array, scratch, num_tasklets),
         "launch_config.h": launch_config(kernel_name, params, g, spec.num_dpus, spec.values),
         "host_runner.c": host_runner(kernel_name, params, spec.outputs, meta, per_array,
-                                     spec.fn.fn.__code__.co_filename),
-        "Makefile": fill("Makefile", kernel=kernel_name, tasklets=num_tasklets),
+                                     spec.fn.fn.__code__.co_filename, prog.needs_stdio),
+        "Makefile": fill("Makefile", kernel=kernel_name, tasklets=num_tasklets,
+                         stdout_bytes=STDOUT_BUFFER_BYTES if prog.needs_stdio else 0),
         "README.md": readme(kernel_name, params, g, spec.num_dpus, num_tasklets, spec.outputs,
                             spec.sampled, prog, wram, per_array),
         "manifest.json": json.dumps(manifest, indent=2) + "\n",

@@ -399,10 +399,15 @@ def test_failure_while_writing_leaves_nothing(tmp_path, monkeypatch):
     _nothing_written(tmp_path, "p")
 
 
-def test_device_print_cannot_be_exported(tmp_path):
-    with pytest.raises(CompileError, match="stdio"):
-        export(printing, tmp_path / "p", signature={"x_ptr": "*fp32", "n": "i32"}, constants={"BLOCK": 8})
-    _nothing_written(tmp_path, "p")
+def test_a_kernel_that_prints_exports_with_the_sdks_stdout_buffer(tmp_path):
+    """A DPU program prints through the SDK's printf into its stdout buffer
+    (the runs are compared with the model's in test_export_print.py); a
+    program that does not print declares none."""
+    export(printing, tmp_path / "p", signature={"x_ptr": "*fp32", "n": "i32"}, constants={"BLOCK": 8})
+    text = (tmp_path / "p" / "dpu_program.c").read_text()
+    assert "#include <stdio.h>" in text and "STDOUT_BUFFER_INIT(" in text and "printf(" in text
+    _add_export(tmp_path / "q")
+    assert "stdio" not in (tmp_path / "q" / "dpu_program.c").read_text()
 
 
 # -- the command ---------------------------------------------------------------------

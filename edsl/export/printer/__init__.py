@@ -37,7 +37,8 @@ The parts, by what they print:
 - `ops`: the C statement of each op of the LLVM dialect (arithmetic,
   comparisons, casts, memory, aggregates, branches);
 - `intrinsics`: calls -- the DPU runtime's primitives mapped to the SDK,
-  `math.h` functions, the refused host facilities -- and `llvm.intr.*`;
+  `math.h` functions, `printf` (`tl.device_print`) as the SDK's DPU printf,
+  the refused host facilities -- and `llvm.intr.*`;
 - `common`: the helpers they share (errors, C declarations and literals,
   LLVM type sizes).
 """

@@ -10,7 +10,15 @@
   context in WRAM (`edsl_ctx[me()]`), `edsl_dpu_log_full(ctx)` (a full
   access log) to `edsl_log_flush(ctx)`. The model's host facilities
   (thread-local keys, futexes) have no DPU equivalent: a function reaching
-  one is refused, and so is stdio;
+  one is refused;
+- `printf` (`tl.device_print`) is the SDK's DPU `printf` (stdio.h), which
+  writes to the DPU's log buffer in MRAM that the host runner reads after
+  the launch (`dpu_log_read`), and `fflush` has nothing to do. That printf
+  stores the format and the arguments, and the host's library formats them
+  with the host's printf: it supports only the conversions `_PRINTF_CONV`
+  lists, which a format is checked against; `%a` (hex floats, which the DPU
+  printf does not print) becomes `%s` of the value formatted by
+  `edsl_hexfloat` as C's `%a` does;
 - external functions that are `math.h` functions are called as such;
 - `llvm.intr.*` math maps to `math.h`, memory intrinsics to the program's
   WRAM helpers (`edsl_copy`, `edsl_move`, `edsl_fill`), integer ones to C
@@ -25,6 +33,7 @@ from __future__ import annotations
 import re
 
 from mlir import ir
+from mlir.dialects import llvm
 
 from ...dpu import support
 from ...target import dpu as abi
@@ -38,7 +47,8 @@ BARRIER_VAR = "edsl_barrier"    # BARRIER_INIT(edsl_barrier, NR_TASKLETS)
 LOG_FLUSH = "edsl_log_flush"    # void edsl_log_flush(void *ctx): the WRAM access log to MRAM
 PROGRAM_NAMES = (CTX_ARRAY, BARRIER_VAR, LOG_FLUSH, "edsl_log", "edsl_log_count", "edsl_state", "edsl_regions", "edsl_status", "edsl_wram",
                  "edsl_args_t", "edsl_copy", "edsl_move", "edsl_fill", "edsl_maximumf",
-                 "edsl_minimumf", "edsl_maximum", "edsl_minimum")
+                 "edsl_minimumf", "edsl_maximum", "edsl_minimum", "edsl_hexfloat", "printf", "puts",
+                 "putchar", "STDOUT_BUFFER_INIT")
 
 # The machine itself: calls printed as the SDK's own (C expressions of the
 # call's printed arguments). Everything else reachable is printed from its IR.
@@ -93,13 +103,215 @@ def _call(fp, op):
         fp.p.out.needs_math = True
         fp.emit(f"{lhs}{callee}({', '.join(args)});")
         return
-    if callee in ("printf", "puts", "fflush", "putchar"):
-        raise _err(op, "device printing (tl.device_print) is not supported in an exported DPU "
-                       "program: the DPU program may not use stdio")
+    if callee == "printf":
+        _printf(fp, op, o, r)
+        return
+    if callee == "fflush":
+        # (the DPU's printf writes its log buffer itself: nothing to flush)
+        fp.emit(f"{r} = 0u;  /* fflush */" if r else "/* fflush */")
+        return
+    if callee in ("puts", "putchar"):
+        raise _err(op, f"'{callee}' (stdio) is not supported by the C printer: only printf is")
     if _HOST_ONLY.fullmatch(callee):
         raise _err(op, f"'{fp.symbol}' calls '{callee}', a host facility of the DPU model's runtime "
                        "(threads, futexes) that a DPU does not have")
     raise _err(op, f"call to external function '{callee}', which the DPU program cannot link")
+
+
+# Conversions the SDK's DPU printf stores and its host library prints
+# (`dpu_log_read`): integers (32 bits, or 64 with `l`), `%c`, `%s` and the
+# doubles of `%f`, `%e`, `%E`. Its `%g` is stored as a double but read back
+# as 32 bits, and other conversions (`%a`, `%p`, ...) print as their text.
+_PRINTF_CONV = {**dict.fromkeys("diuxXo", "int"), "c": "char", "s": "str",
+                **dict.fromkeys("feE", "double")}
+# The SDK's host library keeps a message's conversions (and the runs of text
+# between them) in 64 strings of 16 bytes.
+_PRINTF_MAX_ITEMS = 64
+_PRINTF_MAX_SPEC = 15
+
+
+def _format_text(fp, value, op) -> str | None:
+    """The text of a printf format that is the address of a constant string
+    global; None for another value."""
+    owner = getattr(value, "owner", None)
+    owner = getattr(owner, "operation", owner)
+    if not isinstance(owner, ir.Operation) or owner.name != "llvm.mlir.addressof":
+        return None
+    g = fp.p.globals.get(ir.FlatSymbolRefAttr(owner.attributes["global_name"]).value)
+    if g is None or "constant" not in g.attributes or "value" not in g.attributes:
+        return None
+    attr = g.attributes["value"]
+    if not isinstance(attr, ir.StringAttr):
+        return None
+    data = attr.value_bytes if hasattr(attr, "value_bytes") else attr.value.encode("latin-1")
+    return data.split(b"\0", 1)[0].decode("latin-1")
+
+
+def _printf_items(fmt: str):
+    """The format as the SDK's DPU printf reads it: ("text", run) and
+    ("conv", spec, length, letter) items."""
+    items, text, k = [], "", 0
+    while k < len(fmt):
+        ch = fmt[k]
+        if ch != "%" or fmt[k + 1:k + 2] == "%":
+            text += ch
+            k += 2 if ch == "%" else 1
+            continue
+        if text:
+            items.append(("text", text))
+            text = ""
+        j = k + 1
+        while j < len(fmt) and not fmt[j].isalpha():
+            j += 1
+        spec = fmt[k + 1:j]
+        m = j
+        while m < len(fmt) and fmt[m] in "lLzhjtq":
+            m += 1
+        items.append(("conv", spec, fmt[j:m], fmt[m:m + 1]))
+        k = m + 1
+    if text:
+        items.append(("text", text))
+    return items
+
+
+def _c_literal(text: str) -> str:
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif 32 <= ord(ch) < 127 and ch != "?":
+            out.append(ch)
+        else:
+            out.append(f"\\{ord(ch) & 0xff:03o}")
+    return '"' + "".join(out) + '"'
+
+
+def _printf(fp, op, o, r) -> None:
+    """A printf call as the SDK's DPU printf (see the module's doc); a
+    conversion it cannot print is an error naming the kernel's line."""
+    from .module import _location
+    where = _location(o)
+    at = f" at {where}" if where else ""
+    fmt = _format_text(fp, o.operands[0], op)
+    if fmt is None:
+        raise _err(op, "a printf whose format is not a constant string cannot be checked against "
+                       "what the DPU's stdio printf (SDK) prints")
+    if r and len(list(o.results[0].uses)):
+        raise _err(op, "the result of printf is used: the DPU's printf returns nothing")
+    items = _printf_items(fmt)
+    convs = [item for item in items if item[0] == "conv"]
+    args = list(o.operands)[1:]
+
+    def refuse(what: str):
+        raise _err(op, f"tl.device_print{at}: {what} (format {fmt!r}; the DPU's printf prints the "
+                       "conversions d i u x X o c s f e E, with l or ll for 64-bit integers)")
+    if len(convs) != len(args):
+        refuse(f"{len(convs)} conversions for {len(args)} arguments")
+    if len(items) > _PRINTF_MAX_ITEMS:
+        refuse(f"{len(items)} conversions and runs of text, more than the {_PRINTF_MAX_ITEMS} a message of "
+               "the DPU's printf may have")
+    out_fmt, c_args, buffers = "", [], 0
+    arg_iter = iter(args)
+    for item in items:
+        if item[0] == "text":
+            out_fmt += item[1].replace("%", "%%")
+            continue
+        _, spec, length, letter = item
+        a = next(arg_iter)
+        t = a.type
+        text = f"%{spec}{length}{letter}"
+        if letter in "aA" and not spec and not length:
+            if not isinstance(t, ir.F64Type):
+                refuse(f"'{text}' of a {t}")
+            fp.p.out.needs_hexfloat = True
+            c_args.append(f"edsl_hexfloat(edsl_h{buffers}, {fp.v(a)})")
+            buffers += 1
+            out_fmt += "%s"
+            continue
+        kind = _PRINTF_CONV.get(letter)
+        if kind is None or "*" in spec or length not in ("", "l", "ll") or (length and kind != "int"):
+            refuse(f"the conversion '{text}' is not one the DPU's printf prints")
+        if len(text) > _PRINTF_MAX_SPEC:
+            refuse(f"the conversion '{text}' is longer than the {_PRINTF_MAX_SPEC} characters the SDK's "
+                   "host library keeps")
+        if kind == "int":
+            bits = 64 if length else 32
+            unsigned = "unsigned " if letter != "d" and letter != "i" else ""
+            ctype = {"": "int", "l": "long", "ll": "long long"}[length]
+            if isinstance(t, llvm.PointerType) and unsigned and length == "ll":
+                # (a pointer's address: an MRAM or WRAM address on the DPU)
+                c_args.append(f"({unsigned}{ctype})(uintptr_t){fp.v(a)}")
+                out_fmt += text
+                continue
+            if not isinstance(t, ir.IntegerType) or t.width > bits:
+                refuse(f"'{text}' of a {t}")
+            c_args.append(f"({unsigned}{ctype}){fp.v(a)}")
+        elif kind == "double":
+            if not isinstance(t, ir.F64Type):
+                refuse(f"'{text}' of a {t}")
+            c_args.append(fp.v(a))
+        elif kind == "str":
+            if not isinstance(t, llvm.PointerType) or t.address_space != abi.WRAM_ADDRSPACE:
+                refuse(f"'{text}' of a {t} (a WRAM string is needed)")
+            c_args.append(f"(const char *){fp.v(a)}")
+        else:
+            if not isinstance(t, ir.IntegerType) or t.width > 32:
+                refuse(f"'{text}' of a {t}")
+            c_args.append(f"(int){fp.v(a)}")
+        out_fmt += text
+    fp.p.out.needs_stdio = True
+    call = f"printf({', '.join([_c_literal(out_fmt), *c_args])});"
+    if buffers:
+        decls = " ".join(f"char edsl_h{k}[EDSL_HEXFLOAT_CHARS];" for k in range(buffers))
+        call = f"{{ {decls} {call} }}"
+    fp.emit(call + (f" {r} = 0u;" if r else ""))
+
+
+# C's "%a" of a double, as the C library of the DPU model prints it (glibc):
+# the DPU's printf has no %a.
+HEXFLOAT = """#define EDSL_HEXFLOAT_CHARS 32
+static const char *edsl_hexfloat(char *out, double v) {
+  union { double d; uint64_t u; } b;
+  b.d = v;
+  uint64_t man = b.u & UINT64_C(0xfffffffffffff);
+  int exp = (int)((b.u >> 52) & 0x7ff), e, digits = 13, n = 0;
+  char *p = out, tmp[8];
+  if (b.u >> 63)
+    *p++ = '-';
+  if (exp == 0x7ff) {
+    const char *word = man ? "nan" : "inf";
+    while (*word)
+      *p++ = *word++;
+    *p = 0;
+    return out;
+  }
+  *p++ = '0';
+  *p++ = 'x';
+  *p++ = exp ? '1' : '0';
+  e = exp ? exp - 1023 : (man ? -1022 : 0);
+  if (man) {
+    while (!(man & 0xf)) {
+      man >>= 4;
+      digits--;
+    }
+    *p++ = '.';
+    for (int k = digits - 1; k >= 0; k--)
+      *p++ = "0123456789abcdef"[(man >> (4 * k)) & 0xf];
+  }
+  *p++ = 'p';
+  *p++ = e < 0 ? '-' : '+';
+  unsigned int u = (unsigned int)(e < 0 ? -e : e);
+  do {
+    tmp[n++] = (char)('0' + u % 10u);
+    u /= 10u;
+  } while (u);
+  while (n)
+    *p++ = tmp[--n];
+  *p = 0;
+  return out;
+}"""
 
 
 def intrinsic(fp, op, name: str) -> None:

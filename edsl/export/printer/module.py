@@ -29,7 +29,7 @@ from mlir.dialects import llvm
 from ...target import dpu as abi
 from ...base.errors import CompileError
 from .common import _array_parts, _decl, _err, _float_literal, _int_literal, _type_bytes
-from .intrinsics import PRIMITIVES, PROGRAM_NAMES, intrinsic
+from .intrinsics import HEXFLOAT, PRIMITIVES, PROGRAM_NAMES, _c_literal, intrinsic
 from .ops import _OPS, _narrow_unsupported
 
 
@@ -50,6 +50,8 @@ class CProgram:
     functions: list[str] = field(default_factory=list)
     names: dict[str, str] = field(default_factory=dict)   # MLIR symbol -> C name
     needs_math: bool = False
+    needs_stdio: bool = False                             # printf (stdio.h and its log buffer)
+    needs_hexfloat: bool = False                          # edsl_hexfloat (printf's %a)
     static_wram_bytes: int = 0                            # alloca buffers (for one tasklet)
     global_wram_bytes: int = 0                            # WRAM globals (shared)
 
@@ -184,6 +186,8 @@ class Printer:
             proto, body = _FunctionPrinter(self, self.funcs[name]).run()
             self.out.prototypes.append(proto + ";")
             self.out.functions.append(body)
+        if self.out.needs_hexfloat:
+            self.out.functions.insert(0, HEXFLOAT)
         return self.out
 
     def buffer(self, ctype: str, count: int, align: int, nbytes: int) -> str:
@@ -219,8 +223,12 @@ class Printer:
             if value is not None and isinstance(value, ir.StringAttr):
                 n, elem = _array_parts(t)
                 data = value.value_bytes if hasattr(value, "value_bytes") else value.value.encode("latin-1")
-                init = ", ".join(str(b) for b in data[:n])
                 c = self.ctype(t, g)
+                if isinstance(elem, ir.IntegerType) and elem.width == 8:
+                    # bytes as a C string (the format strings and prefixes of tl.device_print)
+                    init = _c_literal(data[:n].rstrip(b"\0").decode("latin-1"))
+                else:
+                    init = ", ".join(str(b) for b in data[:n])
                 text = f"static {'const ' if const else ''}{c} {name} = {{{{ {init} }}}};"
             elif value is None or isinstance(value, ir.UnitAttr):
                 text = f"static {_decl(self.ctype(t, g), name)} __dma_aligned;"

@@ -3,7 +3,8 @@
  *
  * The subset exported host runners use: dpu_alloc, dpu_load, dpu_free,
  * dpu_get_nr_dpus, dpu_prepare_xfer, dpu_push_xfer, dpu_copy_to,
- * dpu_copy_from, dpu_launch, DPU_FOREACH, DPU_ASSERT, dpu_error_to_string.
+ * dpu_copy_from, dpu_launch, dpu_log_read, DPU_FOREACH, DPU_ASSERT,
+ * dpu_error_to_string.
  * `dpu_load` takes the DPU program built as a shared object with the
  * stand-in DPU headers; every DPU gets a private copy of it (its own WRAM
  * globals) and its MRAM (EDSL_MRAM_BYTES, dpu_abi.h). DPUs run one after another at dpu_launch,
@@ -33,6 +34,9 @@ typedef enum dpu_error_t {
     DPU_ERR_TRANSFER_ALREADY_SET,
     DPU_ERR_DPU_FAULT,
     DPU_ERR_INVALID_LAUNCH_POLICY,
+    DPU_ERR_LOG_FORMAT,
+    DPU_ERR_LOG_CONTEXT_MISSING,
+    DPU_ERR_LOG_BUFFER_TOO_SMALL,
 } dpu_error_t;
 
 typedef enum dpu_xfer_t { DPU_XFER_TO_DPU, DPU_XFER_FROM_DPU } dpu_xfer_t;
@@ -65,6 +69,8 @@ dpu_error_t dpu_copy_from(struct dpu_set_t dpu_set, const char *symbol_name, uin
                           void *dst, size_t length);
 dpu_error_t dpu_launch(struct dpu_set_t dpu_set, dpu_launch_policy_t policy);
 char *dpu_error_to_string(dpu_error_t status);
+/* Print one DPU's printf log (its messages since its last launch) to `stream`. */
+dpu_error_t dpu_log_read(struct dpu_set_t set, FILE *stream);
 
 uint32_t edsl_sim_set_size(struct dpu_set_t set);
 struct dpu_set_t edsl_sim_set_dpu(struct dpu_set_t set, uint32_t i);

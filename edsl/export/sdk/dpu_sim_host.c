@@ -1,5 +1,7 @@
 /* dpu_sim_host.c -- this project's stand-in for the UPMEM host library: runs
- * DPU programs built as shared objects (see dpu.h and dpu_sim_rt.c). */
+ * DPU programs built as shared objects (see dpu.h and dpu_sim_rt.c). A DPU's
+ * MRAM holds the program's MRAM variables (its printf buffer) and then the
+ * heap (DPU_MRAM_HEAP_POINTER), as on the hardware. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
@@ -13,12 +15,15 @@
 #include "dpu_abi.h"
 
 typedef int (*edsl_sim_run_fn)(int (*)(void), uint8_t *, size_t, size_t, char *, size_t);
+typedef int (*edsl_sim_log_fn)(const uint8_t **, uint32_t *, int *);
 
 struct edsl_sim_dpu {
     void *handle;              /* this DPU's private copy of the program */
     int (*entry)(void);
     edsl_sim_run_fn run;
+    edsl_sim_log_fn log;
     uint8_t *mram;
+    size_t heap_offset;        /* the program's MRAM variables: the heap starts after them */
     void *xfer;                /* buffer set by dpu_prepare_xfer */
     int faulted;
 };
@@ -40,7 +45,8 @@ char *dpu_error_to_string(dpu_error_t status) {
         "success", "internal error", "system error", "allocation error", "invalid DPU set",
         "invalid DPU program file", "no program loaded", "unknown symbol",
         "invalid symbol access", "invalid MRAM access", "invalid WRAM access",
-        "transfer already set", "DPU fault", "invalid launch policy",
+        "transfer already set", "DPU fault", "invalid launch policy", "invalid log format",
+        "missing log context", "log buffer too small",
     };
     const char *text = (unsigned)status < sizeof names / sizeof names[0] ? names[status] : "unknown error";
     char *copy = malloc(strlen(text) + 1);
@@ -134,8 +140,17 @@ dpu_error_t dpu_load(struct dpu_set_t set, const char *binary_path, struct dpu_p
             return DPU_ERR_ELF_INVALID_FILE;
         dpu->entry = (int (*)(void))dlsym(dpu->handle, "main");
         dpu->run = (edsl_sim_run_fn)dlsym(dpu->handle, "edsl_sim_run");
-        if (!dpu->entry || !dpu->run)
+        dpu->log = (edsl_sim_log_fn)dlsym(dpu->handle, "edsl_sim_log");
+        if (!dpu->entry || !dpu->run || !dpu->log)
             return DPU_ERR_ELF_INVALID_FILE;
+        /* The MRAM the program's printf buffer takes (STDOUT_BUFFER_INIT). */
+        const unsigned int *stdout_bytes = dlsym(dpu->handle, "__stdout_buffer_size");
+        dpu->heap_offset = stdout_bytes ? EDSL_ALIGN_UP((size_t)*stdout_bytes) : 0;
+        if (dpu->heap_offset >= (size_t)EDSL_MRAM_BYTES) {
+            fprintf(stderr, "[dpu sim] %s: its printf buffer of %u bytes does not fit the MRAM\n", binary_path,
+                    *stdout_bytes);
+            return DPU_ERR_ELF_INVALID_FILE;
+        }
         dpu->faulted = 0;
     }
     return DPU_OK;
@@ -149,9 +164,9 @@ static dpu_error_t locate(struct edsl_sim_dpu *dpu, const char *symbol, uint32_t
     if (strcmp(symbol, DPU_MRAM_HEAP_POINTER_NAME) == 0) {
         if (offset % EDSL_DMA_ALIGN || length % EDSL_DMA_ALIGN)
             return DPU_ERR_INVALID_MRAM_ACCESS;
-        if ((size_t)offset + length > (size_t)EDSL_MRAM_BYTES)
+        if ((size_t)offset + length > (size_t)EDSL_MRAM_BYTES - dpu->heap_offset)
             return DPU_ERR_INVALID_MRAM_ACCESS;
-        *where = dpu->mram + offset;
+        *where = dpu->mram + dpu->heap_offset + offset;
         return DPU_OK;
     }
     uint8_t *address = dlsym(dpu->handle, symbol);
@@ -232,11 +247,127 @@ dpu_error_t dpu_launch(struct dpu_set_t set, dpu_launch_policy_t policy) {
         if (!dpu->handle)
             return DPU_ERR_NO_PROGRAM_LOADED;
         char message[512] = "";
-        if (dpu->run(dpu->entry, dpu->mram, (size_t)EDSL_MRAM_BYTES, 0, message, sizeof message)) {
+        if (dpu->run(dpu->entry, dpu->mram, (size_t)EDSL_MRAM_BYTES, dpu->heap_offset, message, sizeof message)) {
             fprintf(stderr, "[dpu sim] DPU %u fault: %s\n", (unsigned)index, message);
             dpu->faulted = 1;
             result = DPU_ERR_DPU_FAULT;
         }
     }
     return result;
+}
+
+/* ---- dpu_log_read ----------------------------------------------------------
+ * As the SDK's: a header naming the DPU, then the DPU's printf messages (see
+ * dpu_sim_rt.c for their encoding), each conversion printed by the host's
+ * fprintf: %s, %c, %d %i %u %x %X %o %p (64-bit with an 'l'), %e %E %f, %b (32
+ * bits, lowest first); any other conversion prints as its text and takes 4
+ * bytes. A message keeps at most 64 conversions and runs of text of 15
+ * characters each. A log that wrapped around its buffer is not printed:
+ * DPU_ERR_LOG_BUFFER_TOO_SMALL. */
+#define LOG_ITEMS 64
+#define LOG_ITEM_CHARS 16
+
+static dpu_error_t print_log(const uint8_t *p, const uint8_t *end, FILE *stream) {
+    char items[LOG_ITEMS][LOG_ITEM_CHARS];
+    for (;;) {
+        while (p < end && *p != '%')
+            p++;
+        if (p >= end)
+            return DPU_OK;
+        int n = 0, len = 0;
+        for (; p < end && *p; p++) {
+            if (*p == '%') {
+                if (n == LOG_ITEMS)
+                    return DPU_ERR_LOG_FORMAT;
+                n++;
+                len = 0;
+            } else if (len == LOG_ITEM_CHARS - 1) {
+                return DPU_ERR_LOG_FORMAT;
+            }
+            items[n - 1][len++] = (char)*p;
+            items[n - 1][len] = 0;
+        }
+        if (p++ >= end)
+            return DPU_OK;
+        for (int k = 0; k < n; k++) {
+            const char *f = items[k];
+            size_t last = strlen(f) - 1;
+            if (p > end)
+                return DPU_ERR_LOG_FORMAT;
+            switch (f[last]) {
+            case 's': {
+                const uint8_t *nul = memchr(p, 0, (size_t)(end - p));
+                if (!nul)
+                    return DPU_ERR_LOG_FORMAT;
+                fprintf(stream, f, (const char *)p);
+                p = nul + 1;
+                break;
+            }
+            case 'c':
+                if (p >= end)
+                    return DPU_ERR_LOG_FORMAT;
+                fprintf(stream, f, (int)*p++);
+                break;
+            case 'b': {
+                int32_t v;
+                if (end - p < 4)
+                    return DPU_ERR_LOG_FORMAT;
+                memcpy(&v, p, 4);
+                p += 4;
+                for (int bit = 0; bit < 32; bit++)
+                    fprintf(stream, "%u", (unsigned)(v >> bit) & 1u);
+                break;
+            }
+            case 'd': case 'i': case 'x': case 'X': case 'o': case 'p': case 'u':
+                if (memchr(f, 'l', last)) {
+                    int64_t v;
+                    if (end - p < 8)
+                        return DPU_ERR_LOG_FORMAT;
+                    memcpy(&v, p, 8);
+                    p += 8;
+                    if (strstr(f, "ll"))
+                        fprintf(stream, f, (long long)v);
+                    else
+                        fprintf(stream, f, (long)v);
+                } else {
+                    int32_t v;
+                    if (end - p < 4)
+                        return DPU_ERR_LOG_FORMAT;
+                    memcpy(&v, p, 4);
+                    p += 4;
+                    fprintf(stream, f, (int)v);
+                }
+                break;
+            case 'e': case 'E': case 'f': {
+                double d;
+                if (end - p < 8)
+                    return DPU_ERR_LOG_FORMAT;
+                memcpy(&d, p, 8);
+                p += 8;
+                fprintf(stream, f, d);
+                break;
+            }
+            default:
+                fprintf(stream, "%s", f);
+                p += 4;
+            }
+        }
+    }
+}
+
+dpu_error_t dpu_log_read(struct dpu_set_t set, FILE *stream) {
+    if (set.count != 1)
+        return DPU_ERR_INVALID_DPU_SET;
+    struct edsl_sim_dpu *dpu = &set.system->dpus[set.first];
+    fprintf(stream, "=== DPU#0x%x ===\n", (unsigned)set.first);
+    if (!dpu->handle)
+        return DPU_ERR_NO_PROGRAM_LOADED;
+    const uint8_t *data;
+    uint32_t bytes;
+    int wrapped;
+    if (!dpu->log(&data, &bytes, &wrapped))
+        return DPU_ERR_LOG_CONTEXT_MISSING;
+    if (wrapped)
+        return DPU_ERR_LOG_BUFFER_TOO_SMALL;
+    return print_log(data, data + bytes, stream);
 }

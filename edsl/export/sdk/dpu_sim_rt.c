@@ -6,10 +6,14 @@
  * object per simulated DPU, so every DPU has its own WRAM globals, and runs
  * `main` on NR_TASKLETS threads through edsl_sim_run. A barrier that can never
  * complete (a tasklet waits while all the others have finished) is a fault,
- * where hardware would hang. The limits are the DPU ABI's (dpu_abi.h). */
+ * where hardware would hang. The limits are the DPU ABI's (dpu_abi.h). printf
+ * (stdio.h) writes the DPU's log as the SDK's does (see "printf" below). */
+#define EDSL_SIM_RUNTIME 1             /* (stdio.h: the host's, for this file) */
+#include <ctype.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -142,6 +146,185 @@ void mem_reset(void) {
     pthread_mutex_unlock(&heap_lock);
 }
 
+/* ---- printf --------------------------------------------------------------
+ * As the SDK's DPU printf: each message goes to the DPU's log buffer, encoded
+ * as the SDK's host library reads it (dpu_log_read): the format, with each
+ * conversion as written ('i' as 'd', 'L' and 'z' dropped) and each run of text
+ * as "%s", and a NUL; then the arguments: the runs of text and %s strings
+ * NUL-terminated, %c one byte, %f %e %E %g %G doubles, any other conversion 4
+ * bytes, or 8 with an 'l'. Bytes go to the buffer 8 at a time, the message's
+ * last 8 padded with zeros. The buffer (STDOUT_BUFFER_INIT: in MRAM, before
+ * the heap; else 1 MiB, the SDK's default) is circular: once it wrapped, the
+ * host refuses to read it (DPU_ERR_LOG_BUFFER_TOO_SMALL); a message that
+ * overwrites its own start stops the DPU (the SDK's printf overflow fault). */
+extern const unsigned int __stdout_buffer_size __attribute__((weak));
+#define EDSL_SIM_DEFAULT_STDOUT_BYTES 1048576u       /* (1 MiB) */
+
+static uint8_t *log_buffer, *log_default;
+static uint32_t log_size, log_wp, log_wrapped, log_wraps, log_start, log_cache_n;
+static uint8_t log_cache[8];
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void log_open(void) {
+    stop_if_faulted();
+    pthread_mutex_lock(&log_lock);
+    if (!log_buffer) {                  /* no STDOUT_BUFFER_INIT: the default buffer */
+        if (!log_default)
+            log_default = calloc(1, EDSL_SIM_DEFAULT_STDOUT_BYTES);
+        if (!log_default) {
+            pthread_mutex_unlock(&log_lock);
+            fault("printf: cannot allocate the log buffer");
+        }
+        log_buffer = log_default;
+        log_size = EDSL_SIM_DEFAULT_STDOUT_BYTES;
+    }
+    log_cache_n = 0;
+    log_wraps = 0;
+    log_start = log_wp;
+}
+
+static void log_write_cache(void) {
+    uint32_t at = log_wp;
+    log_wp += 8;
+    if (log_wp >= log_size) {
+        log_wp = 0;
+        log_wrapped = 1;
+        log_wraps++;
+    }
+    memcpy(log_buffer + at, log_cache, 8);
+}
+
+static void log_byte(uint8_t byte) {
+    log_cache[log_cache_n++] = byte;
+    if (log_cache_n == 8) {
+        log_write_cache();
+        log_cache_n = 0;
+    }
+}
+
+static void log_bytes(const void *data, unsigned int n) {
+    for (unsigned int k = 0; k < n; k++)
+        log_byte(((const uint8_t *)data)[k]);
+}
+
+static void log_close(void) {
+    memset(log_cache + log_cache_n, 0, 8 - log_cache_n);
+    log_write_cache();
+    int overflow = log_wraps > 1 || (log_wraps == 1 && log_wp > log_start);
+    pthread_mutex_unlock(&log_lock);
+    if (overflow)
+        fault("printf: a message longer than the DPU's log buffer of %u bytes (STDOUT_BUFFER_INIT)", log_size);
+}
+
+/* A conversion's letter ends it; 'l', 'L' and 'z' are its length. */
+static int conversion_end(char c) {
+    return isalpha((unsigned char)c) && c != 'l' && c != 'L' && c != 'z';
+}
+
+void edsl_sim_printf(const char *restrict format, ...) {
+    log_open();
+    int text = 0;
+    for (const char *f = format; *f; f++) {
+        if (*f == '%' && f[1] != '%') {
+            if (!*++f)
+                break;
+            log_byte('%');
+            for (; *f; f++) {
+                if (*f == 'L' || *f == 'z')
+                    continue;
+                log_byte(*f == 'i' ? 'd' : (uint8_t)*f);
+                if (conversion_end(*f))
+                    break;
+            }
+            if (!*f)
+                break;
+            text = 0;
+        } else {
+            if (*f == '%')
+                f++;
+            if (!text)
+                log_bytes("%s", 2);
+            text = 1;
+        }
+    }
+    log_byte(0);
+    va_list ap;
+    va_start(ap, format);
+    text = 0;
+    for (const char *f = format; *f; f++) {
+        if (*f == '%' && f[1] != '%') {
+            if (!*++f)
+                break;
+            if (text)
+                log_byte(0);
+            text = 0;
+            int wide = 0;
+            for (; *f && !conversion_end(*f); f++)
+                wide |= *f == 'l' || *f == 'L';
+            if (!*f)
+                break;
+            switch (*f) {
+            case 's': {
+                const char *s = va_arg(ap, const char *);
+                log_bytes(s, (unsigned int)strlen(s) + 1);
+                break;
+            }
+            case 'c':
+                log_byte((uint8_t)va_arg(ap, int));
+                break;
+            case 'f': case 'e': case 'E': case 'g': case 'G': {
+                double d = va_arg(ap, double);
+                log_bytes(&d, 8);
+                break;
+            }
+            default:
+                if (wide) {
+                    int64_t v = va_arg(ap, long long);
+                    log_bytes(&v, 8);
+                } else {
+                    int32_t v = va_arg(ap, int);
+                    log_bytes(&v, 4);
+                }
+            }
+        } else {
+            if (*f == '%')
+                f++;
+            log_byte((uint8_t)*f);
+            text = 1;
+        }
+    }
+    if (text)
+        log_byte(0);
+    va_end(ap);
+    log_close();
+}
+
+void edsl_sim_puts(const char *str) {
+    log_open();
+    log_bytes("%s", 3);
+    log_bytes(str, (unsigned int)strlen(str));
+    log_bytes("\n", 2);
+    log_close();
+}
+
+void edsl_sim_putchar(int c) {
+    log_open();
+    log_bytes("%c", 3);
+    log_byte((uint8_t)c);
+    log_close();
+}
+
+/* The DPU's log for the host (dpu_log_read): 0 if the program has none. */
+__attribute__((visibility("default")))
+int edsl_sim_log(const uint8_t **data, uint32_t *bytes, int *wrapped) {
+    if (!log_buffer)
+        return 0;
+    *data = log_buffer;
+    *bytes = log_wp;
+    *wrapped = (int)log_wrapped;
+    return 1;
+}
+
 struct tasklet_start {
     int (*entry)(void);
     sysname_t id;
@@ -169,6 +352,15 @@ int edsl_sim_run(int (*entry)(void), uint8_t *mram, size_t mram_bytes, size_t he
     finished = 0;
     fault_message[0] = 0;
     wram_heap_used = 0;
+    /* The log restarts at each boot; a declared buffer is the MRAM before the heap. */
+    if (&__stdout_buffer_size && __stdout_buffer_size <= heap_offset) {
+        log_buffer = mram;
+        log_size = __stdout_buffer_size;
+    } else {
+        log_buffer = log_default;
+        log_size = EDSL_SIM_DEFAULT_STDOUT_BYTES;
+    }
+    log_wp = log_wrapped = 0;
     int started = 0;
     for (int i = 0; i < NR_TASKLETS; i++) {
         starts[i].entry = entry;

@@ -23,6 +23,7 @@ ${route}
 #endif
 #include "dpu_abi.h"
 #include "kernel_args.h"
+${stdio}
 
 #ifndef NR_TASKLETS
 #define NR_TASKLETS ${tasklets}

@@ -8,7 +8,9 @@
  * model raises it), gathers the output arrays from every DPU, merges them as
  * the model does (on several DPUs: from the DPUs' access logs, see "Each DPU
  * its own MRAM" below), writes OUT/<name>.bin and compares with
- * DIR/<name>.expected.bin when that file exists.
+ * DIR/<name>.expected.bin when that file exists. A kernel's tl.device_print
+ * lines are each DPU's printf log, printed after the launch (dpu_log_read),
+ * DPU by DPU, as the model prints them.
  * Exit status: 0 ok, 1 mismatch, 2 usage or input error, 3 DPU error, 4 error
  * reported by the program, 5 DPUs share array elements in a way that their
  * own MRAMs cannot give (no output is written). */
@@ -30,6 +32,15 @@
 #ifndef DPU_BINARY
 #define DPU_BINARY "build/hw/dpu_program"
 #endif
+
+/* 1 if the DPU program prints (tl.device_print): its printf log buffer of
+ * EDSL_STDOUT_BUFFER_BYTES (the Makefile's STDOUT_BUFFER_SIZE) is an MRAM
+ * variable, so the heap (DPU_MRAM_HEAP_POINTER) has that much less. */
+#define EDSL_PRINTS ${prints}
+#ifndef EDSL_STDOUT_BUFFER_BYTES
+#define EDSL_STDOUT_BUFFER_BYTES ${stdout_bytes}
+#endif
+#define EDSL_MRAM_HEAP_BYTES (EDSL_MRAM_BYTES - (EDSL_PRINTS ? EDSL_STDOUT_BUFFER_BYTES : 0))
 
 #define CHECK(call) \
   do { \
@@ -658,6 +669,37 @@ static struct dpu_log *read_logs(struct dpu_set_t set, uint32_t dpus, uint64_t l
   return logs;
 }
 
+#if EDSL_PRINTS
+/* The kernel's prints: each used DPU's printf log, in DPU order (DPU i ran
+ * programs i, i + nr_dpus, ...: the order the model prints them in). 0, or 3
+ * for a log that its buffer could not hold or that cannot be read (`strict`;
+ * after a failed launch, what can be read is printed). */
+static int print_logs(struct dpu_set_t set, uint32_t dpus, int strict) {
+  struct dpu_set_t dpu;
+  uint32_t i;
+  fflush(stdout);
+  DPU_FOREACH(set, dpu, i) {
+    if (i >= dpus)
+      continue;
+    dpu_error_t err = dpu_log_read(dpu, stdout);
+    fflush(stdout);
+    if (err == DPU_OK || !strict)
+      continue;
+    if (err == DPU_ERR_LOG_BUFFER_TOO_SMALL) {
+      fprintf(stderr, "error: kernel '%s': the prints of DPU %u do not fit its printf buffer of %llu bytes: "
+              "build with a larger one (make ... STDOUT_BUFFER_SIZE=<bytes, a multiple of 8>)\n",
+              EDSL_KERNEL_NAME, i, (unsigned long long)EDSL_STDOUT_BUFFER_BYTES);
+      return 3;
+    }
+    char *msg = dpu_error_to_string(err);
+    fprintf(stderr, "error: dpu_log_read of DPU %u: %s\n", i, msg);
+    free(msg);
+    return 3;
+  }
+  return 0;
+}
+#endif
+
 static void usage(const char *argv0) {
   fprintf(stderr, "${usage}\n", argv0);
 }
@@ -732,12 +774,15 @@ ${missing}
     mram_bytes = EDSL_DMA_ALIGN;
   /* The scratch of the tiles the kernel keeps in MRAM follows the arrays
    * (each DPU its own, in its MRAM; nothing is transferred to it). */
-  if (mram_bytes + EDSL_SCRATCH_BYTES > EDSL_MRAM_BYTES) {
+  if (mram_bytes + EDSL_SCRATCH_BYTES > EDSL_MRAM_HEAP_BYTES) {
     fprintf(stderr, "error: the arrays need %llu bytes of MRAM", (unsigned long long)mram_bytes);
     if (EDSL_SCRATCH_BYTES)
       fprintf(stderr, " and the kernel's tiles kept in MRAM %llu bytes of scratch",
               (unsigned long long)EDSL_SCRATCH_BYTES);
-    fprintf(stderr, ", more than a DPU's %d MiB\n", EDSL_MRAM_BYTES >> 20);
+    fprintf(stderr, ", more than a DPU's %d MiB", EDSL_MRAM_BYTES >> 20);
+    if (EDSL_PRINTS)
+      fprintf(stderr, " less its printf buffer of %llu bytes", (unsigned long long)EDSL_STDOUT_BUFFER_BYTES);
+    fprintf(stderr, "\n");
     return 2;
   }
   /* A launch on several DPUs: each tasklet logs what it used (dpu_program.c)
@@ -746,8 +791,8 @@ ${missing}
   uint32_t dpus_used = programs < nr_dpus ? (uint32_t)programs : nr_dpus;
   uint64_t log_offset = mram_bytes + EDSL_ALIGN_UP(EDSL_SCRATCH_BYTES), log_cap = 0;
   if (dpus_used > 1) {
-    if (log_offset < (uint64_t)EDSL_MRAM_BYTES)
-      log_cap = ((uint64_t)EDSL_MRAM_BYTES - log_offset) / ((uint64_t)EDSL_TASKLETS * EDSL_LOG_ENTRY * 8);
+    if (log_offset < (uint64_t)EDSL_MRAM_HEAP_BYTES)
+      log_cap = ((uint64_t)EDSL_MRAM_HEAP_BYTES - log_offset) / ((uint64_t)EDSL_TASKLETS * EDSL_LOG_ENTRY * 8);
     if (log_cap == 0) {
       fprintf(stderr, "error: the arrays and scratch leave no MRAM for the access logs of a launch on "
               "several DPUs (run on one DPU: dpus=1)\n");
@@ -792,12 +837,19 @@ ${set_ptrs}
   CHECK(dpu_push_xfer(set, DPU_XFER_TO_DPU, DPU_MRAM_HEAP_POINTER_NAME, 0, (size_t)mram_bytes, DPU_XFER_DEFAULT));
 
   dpu_error_t launched = dpu_launch(set, DPU_SYNCHRONOUS);
+#if EDSL_PRINTS
+  int printed = print_logs(set, dpus_used, launched == DPU_OK);
+#endif
   if (launched != DPU_OK) {
     char *msg = dpu_error_to_string(launched);
     fprintf(stderr, "error: dpu_launch: %s\n", msg);
     free(msg);
     return 3;
   }
+#if EDSL_PRINTS
+  if (printed)
+    return printed;
+#endif
 
   /* The first error, as the DPU model raises it: the first DPU's, unless it
    * is a deadlock and another DPU's is not (a deadlock may follow an error). */
