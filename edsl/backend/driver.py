@@ -200,7 +200,7 @@ class DpuLauncher:
         self.report = None
         # The launched kernel's file, from which the compiled kernel's sites are
         # named (Triton's cache shares it between copies of one source, see
-        # Converter.file_name).
+        # services.Sites.file_name).
         fn = getattr(src, "fn", None)
         self.file = fn.fn.__code__.co_filename if fn is not None else ""
 

@@ -166,21 +166,23 @@ REDUCE = """    %r = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64
 """
 
 
-def test_a_reduction_waits_for_the_whole_tile():
+def test_a_reduction_of_its_own_chunk_waits_only_for_the_partial_results():
     one, _ = convert_ttir(HEAD + SIG + REDUCE + TAIL)
     many, _ = convert_ttir(HEAD + SIG + REDUCE + TAIL, tasklets=4)
     text = str(many)
     kernel = text[text.index("func.func @k("):text.index("func.func @__dpu_main")]
-    # After the load and before the tasklets' accumulators read every element;
-    # after the accumulators, before every tasklet combines them (the next
-    # program's load then waits for nothing); two on the slow store path.
+    # Each tasklet reduces the groups that are its chunk of the loaded tile
+    # (no barrier between the load and the reduction), then a barrier before
+    # every tasklet combines the groups' results, and one at the program's end
+    # (the next program's results overwrite those cells); two on the slow
+    # store path.
     first = kernel.index("call @edsl_dpu_barrier")
-    assert kernel.index("call @__dpu_dma") < first < kernel.index("arith.addf")
+    assert kernel.index("call @__dpu_dma") < kernel.index("arith.addf") < first
     top = [m.start() for m in re.finditer(r"^    llvm.call @edsl_dpu_barrier", kernel, re.M)]
     assert len(top) == 2 and _barriers(kernel) == 4
-    # Each tasklet its accumulators, one at a time (4 of 16 each); every tasklet the 15 combines.
-    assert re.search(r"iter_args\(%\w+ = %\w+\) -> \(f32\)", kernel[top[0]:top[1]])
-    assert len(re.findall(r"^    %\w+ = arith.addf", kernel[top[1]:], re.M)) == 15
+    assert kernel.index("call", top[0]) == first and "scf." not in kernel[top[1]:]
+    # Every tasklet combines the 16 groups' results: 15 combines.
+    assert len(re.findall(r"^    %\w+ = arith.addf", kernel[top[0]:top[1]], re.M)) == 15
     assert _barriers(str(one)) == 0 and "-> (f32, f32, f32, f32, f32, f32, f32, f32" in str(one)
 
 

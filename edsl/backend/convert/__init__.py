@@ -3,7 +3,8 @@
 `convert_ttir(text)` runs the steps of the conversion, each a unit of its own:
 reading the TTIR (`ttir_reader`, checked against Triton's view of it),
 structuring its control flow (`control.structure_control_flow`, upstream
-`lift-cf-to-scf`), lowering the kernel function op by op (one family per
+`lift-cf-to-scf`), lowering the kernel function op by op (`converter`: a
+lowering pattern per op, through the conversion's `services`; one family per
 module: `elementwise`, `shape`, `memory`, `reduce`, `dot`, `control`, `calls`,
 `debug`; the accesses of a kernel shared among tasklets stated as markers),
 then barrier placement, a pass over the converted kernel that reads the
@@ -31,7 +32,8 @@ from ..stores import ACCESSES, pointer_load, stored_params
 from ..ttir_reader import read_ttir, user_location
 from . import calls, control, debug, dot, elementwise, memory, reduce, shape, spill, wram  # noqa: F401  (register lowerings)
 from .barriers import place_barriers, unmarked_accesses
-from .core import Converter, KernelInfo, scalar_type
+from .converter import Converter
+from .core import KernelInfo, scalar_type
 from .runtime_text import program_text
 
 __all__ = ["convert_ttir", "KernelInfo"]
@@ -79,7 +81,7 @@ def convert_ttir(source, ctx: ir.Context | None = None, *, debug: bool = False,
             # no copy; kept in MRAM it does, and a plan names tiles by their
             # order: plan on a conversion that copies them all.
             out, info, conv = _convert(kernel, callees, regions, debug, tasklets, None, in_place=False)
-        records, dots, extra = info.wram, conv.dots, 0
+        records, dots, extra = info.wram, conv.buffers.dots, 0
         for _ in range(4):                    # (a plan's estimate may miss a few staging bytes)
             if info.wram_bytes <= limit:
                 break
@@ -101,7 +103,8 @@ def _pointer_loads(kernel, conv) -> list:
         access, source = (user_location(op.location), user_location(load.location)) if load else (None, None)
         if access is not None and source is not None:
             where = (f"line {source.lineno}" if source.filename == access.filename else
-                     f"{conv.file_name(source.filename) or os.path.basename(conv.kernel_file or '')}:{source.lineno}")
+                     f"{conv.sites.file_name(source.filename) or os.path.basename(conv.sites.kernel_file or '')}"
+                     f":{source.lineno}")
             found.append([access.site, where])
         return ir.WalkResult.ADVANCE
     kernel.walk(visit)
@@ -111,7 +114,7 @@ def _pointer_loads(kernel, conv) -> list:
 def _check_marked(entry, conv, tasklets: int) -> None:
     """Every access of a tile shared among tasklets is stated to barrier
     placement (a lowering that forgot one would race)."""
-    missing = unmarked_accesses(entry, conv.wram.by_view) if tasklets > 1 else []
+    missing = unmarked_accesses(entry, conv.buffers.wram.by_view) if tasklets > 1 else []
     if missing:
         raise CompileError(f"the DPU backend left an access of a shared WRAM tile ({missing[0].name}) "
                            "unstated to its barrier placement, a defect of the backend; "
@@ -140,9 +143,9 @@ def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, p
     conv.callees = callees
     conv.in_place = in_place
     for fn in [kernel, *callees.values()]:
-        conv.count_uses(fn)
+        conv.values.count_uses(fn)
     for arg, new in zip(body.arguments, args):
-        conv.values[arg] = new
+        conv.values.bind(arg, new)
     with ir.InsertionPoint(entry):
         for op in list(body.operations)[:-1]:
             conv.lower_op(op)

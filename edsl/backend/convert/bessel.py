@@ -62,10 +62,10 @@ def bessel_i(conv, base: str) -> str:
     """The module's f64 function computing libdevice's `base` (defined once)."""
     name = f"__dpu_bessel_i{BESSEL_I[base][0]}"
     defined = any(ir.StringAttr(op.attributes["sym_name"]).value == name
-                  for op in conv.module_body.operations if "sym_name" in op.attributes)
+                  for op in conv.sites.module_body.operations if "sym_name" in op.attributes)
     if not defined:
         f64 = ir.F64Type.get()
-        with ir.InsertionPoint(conv.module_body), ir.Location.unknown():
+        with ir.InsertionPoint(conv.sites.module_body), ir.Location.unknown():
             fn = func.FuncOp(name, ir.FunctionType.get([f64], [f64]), visibility="private")
             with ir.InsertionPoint(fn.add_entry_block()):
                 func.ReturnOp([_bessel_i_body(fn.arguments[0], *BESSEL_I[base])])

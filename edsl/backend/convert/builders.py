@@ -1,6 +1,6 @@
-"""Small IR builders the memory lowerings share: i64 and index constants and
-casts, 8-byte alignment of addresses, and a transfer cut into pieces that
-one DMA may move."""
+"""Small IR builders the lowerings share: i64 and index constants and
+casts, values as memory keeps them (`buffer_type`), 8-byte alignment of
+addresses, and a transfer cut into pieces that one DMA may move."""
 from __future__ import annotations
 
 from mlir import ir
@@ -21,6 +21,42 @@ def c64(v: int) -> ir.Value:
 def index_c(v: int) -> ir.Value:
     """An index constant."""
     return arith.constant(ir.IndexType.get(), v)
+
+
+def cast_int(v: ir.Value, t: ir.Type, signed: bool = True) -> ir.Value:
+    """Integer (or index) `v` converted to integer (or index) type `t`."""
+    src = v.type
+    if src == t:
+        return v
+    if isinstance(src, ir.IndexType) or isinstance(t, ir.IndexType):
+        return arith.index_cast(t, v)
+    if src.width < t.width:
+        return arith.extsi(t, v) if signed else arith.extui(t, v)
+    return arith.trunci(t, v)
+
+
+def buffer_type(elem: ir.Type) -> ir.Type:
+    """The type an `elem` value is kept as in memory (WRAM buffers, MRAM
+    words): i1 as i8, and the 8-bit floats, which LLVM has no type for, as i8."""
+    if elem == ir.IntegerType.get_signless(1) or (isinstance(elem, ir.FloatType) and ir.FloatType(elem).width == 8):
+        return ir.IntegerType.get_signless(8)
+    return elem
+
+
+def to_stored(v: ir.Value, stored: ir.Type) -> ir.Value:
+    """`v` as its in-memory type (`buffer_type`)."""
+    if v.type == stored:
+        return v
+    return arith.bitcast(stored, v) if isinstance(v.type, ir.FloatType) else arith.extui(stored, v)
+
+
+def from_stored(v: ir.Value, elem: ir.Type) -> ir.Value:
+    """An in-memory value (`buffer_type`) as an `elem` again (a byte is true when not 0)."""
+    if v.type == elem:
+        return v
+    if isinstance(elem, ir.FloatType):
+        return arith.bitcast(elem, v)
+    return arith.cmpi(arith.CmpIPredicate.ne, v, arith.constant(v.type, 0))
 
 
 def as_index(v: ir.Value) -> ir.Value:

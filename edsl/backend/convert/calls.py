@@ -32,37 +32,37 @@ def lower_call(conv, op) -> None:
         _lower_in_place(conv, op, symbol)
         return
     if not symbol.startswith(PREFIX):
-        raise conv.error(op, f"call to '{symbol}', a function that is not in the module")
+        raise conv.sites.error(op, f"call to '{symbol}', a function that is not in the module")
     fn = callee(symbol)
     if fn is None:
-        raise conv.error(op, f"fl.call to an EDSL function unknown in this process ({symbol})")
+        raise conv.sites.error(op, f"fl.call to an EDSL function unknown in this process ({symbol})")
     params = fn.info_for("upmem-dpu").params
-    conv.info.sites += [[code, conv.file_name(s.filename), s.lineno, s.col]
+    conv.info.sites += [[code, conv.sites.file_name(s.filename), s.lineno, s.col]
                         for code, s in fn.compile("upmem-dpu").sites.items()]
     operands, kinds, outs = [], [], []
     for p, v in zip(params, op.operands):
         t = p.mlir_type
         kinds.append(ParamKind.of(t))
         if isinstance(t, ir.MemRefType) and not is_mram(t):
-            tile = conv.materialize(conv.tile(v), f"fl.call operand {p.name!r}", op)
+            tile = conv.buffers.materialize(conv.values.tile(v), f"fl.call operand {p.name!r}", op)
             buf = tile.buf
             if p.param.is_inout:
-                [buf], _ = stage_operands(
-                    [buf], lambda t, name=p.name: conv.alloca(t.shape, tile.elem, f"fl.call out {name!r}", op))
+                [buf], _ = stage_operands([buf], lambda t, name=p.name: conv.buffers.alloca(
+                    t.shape, tile.elem, f"fl.call out {name!r}", op))
                 outs.append((buf, tile))
             operands.append(buf)
         elif isinstance(t, ir.MemRefType):
-            operands.append(_mram_memref(conv, conv.get(v), ir.MemRefType(t)))
+            operands.append(_mram_memref(conv, conv.values.get(v), ir.MemRefType(t)))
         else:
-            operands.append(conv.get(v))
+            operands.append(conv.values.get(v))
     # All tasklets run the region, as all threads of a CTA run a TLE-Raw
     # region; barriers keep it apart from the tile code around it.
-    conv.accesses.sync()
+    conv.tasklets.accesses.sync()
     packs = build_region(fn.llvm, fn.__name__, kinds, operands,
                          [k for k, p in enumerate(params) if p.param.is_inout])
-    conv.accesses.sync()
+    conv.tasklets.accesses.sync()
     for result, value, (_, tile) in zip(op.results, packs, outs):
-        conv.set(result, Tile(tile.shape, tile.elem, buf=value, accesses=conv.accesses))
+        conv.values.set(result, Tile(tile.shape, tile.elem, buf=value, accesses=conv.buffers.accesses))
 
 
 def _lower_in_place(conv, op, symbol: str) -> None:
@@ -71,15 +71,15 @@ def _lower_in_place(conv, op, symbol: str) -> None:
     `structure_control_flow`): the callee's body, lowered here with the
     call's operands."""
     if symbol in conv.calling:
-        raise conv.error(op, f"recursive call of '{symbol}' is not supported by the DPU backend")
+        raise conv.sites.error(op, f"recursive call of '{symbol}' is not supported by the DPU backend")
     body = conv.callees[symbol].regions[0].blocks[0]
     conv.calling.append(symbol)
     try:
-        results = lower_body(conv, body, [conv.get(v) for v in op.operands])
+        results = lower_body(conv, body, [conv.values.get(v) for v in op.operands])
     finally:
         conv.calling.pop()
     for result, value in zip(op.results, results):
-        conv.set(result, value)
+        conv.values.set(result, value)
 
 
 def _mram_memref(conv, address: ir.Value, t: ir.MemRefType) -> ir.Value:

@@ -18,7 +18,8 @@ from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
 from ...target.dpu import FAIL, Err
-from .core import Tile, in_wram, is_tensor, load_elem, lowers, pointee, recording, scalar_type, store_elem
+from .core import Tile, in_wram, is_tensor, lowers, pointee, recording, scalar_type
+from .builders import cast_int, index_c
 
 
 def _tile_type(t):
@@ -30,11 +31,11 @@ def lower_body(conv, block, mapping) -> list:
     """Lower the ops of `block` (arguments bound by `mapping`) except its
     terminator; return the converted operands of that terminator."""
     for arg, value in zip(block.arguments, mapping):
-        conv.values[arg] = value
+        conv.values.bind(arg, value)
     ops = list(block.operations)
     for op in ops[:-1]:
         conv.lower_op(op)
-    return [conv.get(v) for v in ops[-1].operands]
+    return [conv.values.get(v) for v in ops[-1].operands]
 
 
 def _new_ops(block, first: int) -> list:
@@ -84,7 +85,7 @@ def _fill_in_place(conv, y, buf) -> bool:
     first = len(list(block.operations))
     events = []
     with recording(events):
-        conv.fill(buf, y)
+        conv.buffers.fill(buf, y)
     if _own_elements(events, buf) and not any(
             op.name not in _ELEMENT_USES and any(v == buf for v in op.operands) for op in _new_ops(block, first)):
         return True
@@ -107,21 +108,21 @@ def copy_into_carries(conv, yielded, carries, op):
         elif y.buf is not None and not any(c is not None and y.buf == c for c in carries):
             staged.append(y)                         # an independent buffer
         else:                                        # may read a carried buffer
-            tmp = conv.alloca(y.shape, y.elem, "loop-carried tensor (next value)", op)
-            conv.fill(tmp, y)
-            staged.append(Tile(y.shape, y.elem, buf=tmp, accesses=conv.accesses))
+            tmp = conv.buffers.alloca(y.shape, y.elem, "loop-carried tensor (next value)", op)
+            conv.buffers.fill(tmp, y)
+            staged.append(Tile(y.shape, y.elem, buf=tmp, accesses=conv.buffers.accesses))
     for s, buf in zip(staged, carries):
         if s is not None:
-            conv.fill(buf, s)
+            conv.buffers.fill(buf, s)
 
 
 def _carries(conv, op, inits, what):
     carries, scalar_inits = [], []
     for init in inits:
-        v = conv.get(init)
+        v = conv.values.get(init)
         if isinstance(v, Tile):
-            buf = conv.alloca(v.shape, v.elem, what, op)
-            conv.fill(buf, v)
+            buf = conv.buffers.alloca(v.shape, v.elem, what, op)
+            conv.buffers.fill(buf, v)
             carries.append(buf)
         else:
             carries.append(None)
@@ -137,26 +138,26 @@ def _bind(conv, carries, types, scalars):
             k += 1
         else:
             shape, elem = _tile_type(t)
-            out.append(Tile(shape, elem, buf=buf, accesses=conv.accesses))
+            out.append(Tile(shape, elem, buf=buf, accesses=conv.buffers.accesses))
     return out
 
 
 @lowers("scf.for")
 def lower_for(conv, op):
-    lb, ub, step = (conv.get(v) for v in list(op.operands)[:3])
+    lb, ub, step = (conv.values.get(v) for v in list(op.operands)[:3])
     inits = list(op.operands)[3:]
     body = op.regions[0].blocks[0]
     carries, scalar_inits = _carries(conv, op, inits, "loop-carried tensor")
     types = [a.type for a in list(body.arguments)[1:]]
     loop = scf.ForOp(lb, ub, step, scalar_inits)
-    conv.accesses.cycle(loop)
+    conv.tasklets.accesses.cycle(loop)
     with ir.InsertionPoint(loop.body):
         mapping = [loop.induction_variable] + _bind(conv, carries, types, list(loop.inner_iter_args))
         yielded = lower_body(conv, body, mapping)
         copy_into_carries(conv, yielded, carries, op)
         scf.yield_([y for y, c in zip(yielded, carries) if c is None])
     for result, v in zip(op.results, _bind(conv, carries, [r.type for r in op.results], list(loop.results))):
-        conv.set(result, v)
+        conv.values.set(result, v)
 
 
 def _lower_branches(conv, op, make) -> None:
@@ -168,28 +169,28 @@ def _lower_branches(conv, op, make) -> None:
     for r in op.results:
         if is_tensor(r.type):
             shape, elem = _tile_type(r.type)
-            bufs.append(conv.alloca(shape, elem, f"{op.name} result", op))
+            bufs.append(conv.buffers.alloca(shape, elem, f"{op.name} result", op))
         else:
             bufs.append(None)
             scalar_types.append(scalar_type(r.type))
     new, branches = make(scalar_types)
-    conv.accesses.branches(new)                      # (the condition is the same on every tasklet)
+    conv.tasklets.accesses.branches(new)                      # (the condition is the same on every tasklet)
     for src, dst in branches:
         with ir.InsertionPoint(dst):
             yielded = lower_body(conv, src, [])
             for y, buf in zip(yielded, bufs):
                 if buf is not None and not (y.buf is not None and y.buf == buf):
-                    conv.fill(buf, y)
+                    conv.buffers.fill(buf, y)
             scf.yield_([y for y, b in zip(yielded, bufs) if b is None])
     for result, v in zip(op.results, _bind(conv, bufs, [r.type for r in op.results], list(new.results))):
-        conv.set(result, v)
+        conv.values.set(result, v)
 
 
 @lowers("scf.if")
 def lower_if(conv, op):
     def make(types):
         has_else = len(op.regions[1].blocks) > 0
-        new = scf.IfOp(conv.get(op.operands[0]), types, has_else=has_else)
+        new = scf.IfOp(conv.values.get(op.operands[0]), types, has_else=has_else)
         branches = [(op.regions[0].blocks[0], new.then_block)]
         if has_else:
             branches.append((op.regions[1].blocks[0], new.else_block))
@@ -202,7 +203,7 @@ def lower_index_switch(conv, op):
     """From `structure_control_flow`: the code after a point some paths return from."""
     def make(types):
         cases = list(ir.DenseI64ArrayAttr(op.attributes["cases"]))
-        new = scf.IndexSwitchOp(types, conv.get(op.operands[0]), cases)
+        new = scf.IndexSwitchOp(types, conv.values.get(op.operands[0]), cases)
         default, *regions = list(op.regions)
         branches = [(r.blocks[0], new.case_block(k)) for k, r in enumerate(regions)]
         branches.append((default.blocks[0], new.default_block))
@@ -214,10 +215,10 @@ def lower_index_switch(conv, op):
 def lower_execute_region(conv, op):
     region = op.regions[0]
     if len(region.blocks) != 1:
-        raise conv.error(op, "control flow that Triton leaves unstructured is not supported "
+        raise conv.sites.error(op, "control flow that Triton leaves unstructured is not supported "
                              "by the DPU backend")
     for result, v in zip(op.results, lower_body(conv, region.blocks[0], [])):
-        conv.set(result, v)
+        conv.values.set(result, v)
 
 
 def structure_control_flow(kernel) -> None:
@@ -242,7 +243,7 @@ def lower_map_elementwise(conv, op):
     dimension) of each operand and returns p of each result, in that order."""
     p = ir.IntegerAttr(op.attributes["pack"]).value
     body = op.regions[0].blocks[0]
-    operands = [conv.get(v) for v in op.operands]
+    operands = [conv.values.get(v) for v in op.operands]
     shape = tuple(ir.RankedTensorType(op.results[0].type).shape)
     cost = len(list(body.operations)) + sum(o.cost for o in operands if isinstance(o, Tile))
 
@@ -251,19 +252,19 @@ def lower_map_elementwise(conv, op):
         if p == 1:
             lanes = [ivs]
         else:
-            first = arith.muli(arith.divui(j, conv.index(p)), conv.index(p))
-            lanes = [outer + [arith.addi(first, conv.index(m))] for m in range(p)]
+            first = arith.muli(arith.divui(j, index_c(p)), index_c(p))
+            lanes = [outer + [arith.addi(first, index_c(m))] for m in range(p)]
         args = [o.at(lane) if isinstance(o, Tile) else o for o in operands for lane in lanes]
         results = lower_body(conv, body, args)[k * p:(k + 1) * p]
         out = results[0]
         for m in range(1, p):
-            is_m = arith.cmpi(arith.CmpIPredicate.eq, arith.remui(j, conv.index(p)), conv.index(m))
+            is_m = arith.cmpi(arith.CmpIPredicate.eq, arith.remui(j, index_c(p)), index_c(m))
             out = arith.select(is_m, results[m], out)
         return out
 
     for k, result in enumerate(op.results):
         elem = scalar_type(ir.RankedTensorType(result.type).element_type)
-        conv.set(result, Tile(shape, elem, fn=lambda ivs, k=k: element(ivs, k), cost=cost), op)
+        conv.values.set(result, Tile(shape, elem, fn=lambda ivs, k=k: element(ivs, k), cost=cost), op)
 
 
 @lowers("scf.while")
@@ -279,12 +280,12 @@ def lower_while(conv, op):
     for v in forwarded:
         j = next((k for k, a in enumerate(before.arguments) if a == v), None)
         if is_tensor(v.type) and (j is None or carries[j] is None):
-            raise conv.error(op, "a while loop whose condition computes a tensor for its body is "
+            raise conv.sites.error(op, "a while loop whose condition computes a tensor for its body is "
                                  "not supported by the DPU backend (compute it in the body)")
         passed.append(carries[j] if is_tensor(v.type) else None)
     result_types = [scalar_type(v.type) for v, buf in zip(forwarded, passed) if buf is None]
     new = scf.WhileOp(result_types, scalar_inits)
-    conv.accesses.cycle(new)
+    conv.tasklets.accesses.cycle(new)
     before_types = [scalar_type(a.type) for a in before.arguments if not is_tensor(a.type)]
     new_before = new.before.blocks.append(*before_types)
     new_after = new.after.blocks.append(*result_types)
@@ -298,14 +299,14 @@ def lower_while(conv, op):
         copy_into_carries(conv, yielded, carries, op)
         scf.yield_([y for y, c in zip(yielded, carries) if c is None])
     for result, v in zip(op.results, _bind(conv, passed, [r.type for r in op.results], list(new.results))):
-        conv.set(result, v)
+        conv.values.set(result, v)
 
 
 @lowers("gpu.barrier", "ttg.barrier")
 def lower_barrier(conv, op):
     """`tl.debug_barrier()` (`gpu.barrier` up to Triton 3.6, then `ttg.barrier`): a
     barrier of the DPU's tasklets (none with one tasklet)."""
-    conv.accesses.sync()
+    conv.tasklets.accesses.sync()
 
 
 @lowers("tt.atomic_poll")
@@ -317,14 +318,14 @@ def lower_atomic_poll(conv, op):
     gives false; without one it would wait forever, which is an error at its
     line (a run-time `DpuError`, as a deadlocked barrier is)."""
     from .memory import element_read
-    ptr, expected = conv.get(op.operands[0]), conv.get(op.operands[1])
+    ptr, expected = conv.values.get(op.operands[0]), conv.values.get(op.operands[1])
     timeout = len(op.operands) > 2
     t = scalar_type(pointee(ir.RankedTensorType(op.operands[0].type).element_type
                             if is_tensor(op.operands[0].type) else op.operands[0].type))
     i1, i64 = ir.IntegerType.get_signless(1), ir.IntegerType.get_signless(64)
-    stg = conv.staging(8)
-    conv.accesses.note_mram(False, "one")
-    site = conv.site()
+    stg = conv.buffers.staging(8)
+    conv.buffers.accesses.note_mram(False, "one")
+    site = conv.sites.site()
 
     def poll(addr, want):
         value = element_read(conv, addr, t, stg)
@@ -333,21 +334,21 @@ def lower_atomic_poll(conv, op):
             never = scf.IfOp(arith.xori(matched, arith.constant(i1, 1)), [], has_else=False)
             with ir.InsertionPoint(never.then_block):
                 zero = arith.constant(i64, 0)
-                llvm.call(None, [conv.ctx_arg, arith.constant(i64, Err.POLL), site, conv.cast_int(value, i64),
-                                 conv.cast_int(want, i64), zero, zero], [], [],
+                llvm.call(None, [conv.ctx_arg, arith.constant(i64, Err.POLL), site, cast_int(value, i64),
+                                 cast_int(want, i64), zero, zero], [], [],
                           callee=ir.FlatSymbolRefAttr.get(FAIL))
                 scf.yield_([])
         return matched
     shape = tuple(ptr.shape) if isinstance(ptr, Tile) else (1,)
-    out = conv.alloca(shape, i1, "tt.atomic_poll result", op)
+    out = conv.buffers.alloca(shape, i1, "tt.atomic_poll result", op)
 
     def one(ivs):
         at = list(ivs) if isinstance(ptr, Tile) else []
         want = expected.at(at) if isinstance(expected, Tile) else expected
-        store_elem(conv.accesses, poll(ptr.at(at) if isinstance(ptr, Tile) else ptr, want), out, ivs)
-    with conv.single():
-        conv.loop_nest(shape, one)
+        conv.buffers.store(poll(ptr.at(at) if isinstance(ptr, Tile) else ptr, want), out, ivs)
+    with conv.tasklets.single():
+        conv.tasklets.loop_nest(shape, one)
     if isinstance(ptr, Tile):
-        conv.set(op.results[0], Tile(shape, i1, buf=out, accesses=conv.accesses))
+        conv.values.set(op.results[0], Tile(shape, i1, buf=out, accesses=conv.buffers.accesses))
     else:
-        conv.set(op.results[0], load_elem(conv.accesses, out, [conv.index(0)], i1))
+        conv.values.set(op.results[0], conv.buffers.load(out, [index_c(0)], i1))

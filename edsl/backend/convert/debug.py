@@ -15,8 +15,10 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
+from ..ttir_reader import user_location
 from .core import Tile, is_float, is_ptr, is_tensor, lowers
 from ...target.dpu import FAIL, Err
+from .builders import index_c
 
 def _global_string(conv, text: str) -> ir.Value:
     """The address of a NUL-terminated constant string in the module."""
@@ -24,7 +26,7 @@ def _global_string(conv, text: str) -> ir.Value:
     conv.info.prints.append(text)
     data = text.encode() + b"\0"
     arr = ir.Type.parse(f"!llvm.array<{len(data)} x i8>")
-    with ir.InsertionPoint(conv.module_body):
+    with ir.InsertionPoint(conv.sites.module_body):
         g = llvm.GlobalOp(arr, name, ir.Attribute.parse("#llvm.linkage<internal>"),
                           value=ir.StringAttr.get(data.decode("latin-1")), constant=True)
     del g
@@ -79,7 +81,7 @@ def _gpu_threads(op) -> int:
 
 @lowers("tt.print")
 def lower_print(conv, op):
-    with conv.single():                     # one tasklet prints
+    with conv.tasklets.single():                     # one tasklet prints
         _print(conv, op)
 
 
@@ -94,7 +96,7 @@ def _print(conv, op):
     def repeated(fmt, values):
         # A GPU prints a value that is not a tensor once per thread of the
         # program (each holds it), so it is printed that many times here too.
-        loop = scf.ForOp(conv.index(0), conv.index(_gpu_threads(op)), conv.index(1))
+        loop = scf.ForOp(index_c(0), index_c(_gpu_threads(op)), index_c(1))
         with ir.InsertionPoint(loop.body):
             _printf(conv, fmt, values)
             scf.yield_([])
@@ -104,7 +106,7 @@ def _print(conv, op):
         return
     several = len(op.operands) > 1
     for k, operand in enumerate(op.operands):
-        value = conv.get(operand)
+        value = conv.values.get(operand)
         signed = bool(signed_flags[k]) if k < len(signed_flags) else True
         t = operand.type
         ptr = is_ptr(ir.RankedTensorType(t).element_type if is_tensor(t) else t)
@@ -120,17 +122,16 @@ def _print(conv, op):
             v, spec = _printf_arg(value.at(ivs), signed, hex, ptr)
             idx = [arith.index_cast(ir.IntegerType.get_signless(64), i) for i in ivs]
             _printf(conv, f"{pid} idx ({places}){tail}{spec}\n", pids + idx + [prefix, v])
-        conv.loop_nest(value.shape, body)
+        conv.tasklets.loop_nest(value.shape, body)
 
 
 @lowers("tt.assert")
 def lower_assert(conv, op):
-    from .core import user_location
     message = ir.StringAttr(op.attributes["message"]).value
     loc = user_location(op.location)
     number = len(conv.info.asserts) + 1
-    conv.info.asserts.append((message, f"{conv.file_name(loc.filename)}:{loc.lineno}" if loc else ""))
-    cond = conv.get(op.operands[0])
+    conv.info.asserts.append((message, f"{conv.sites.file_name(loc.filename)}:{loc.lineno}" if loc else ""))
+    cond = conv.values.get(op.operands[0])
     i64 = ir.IntegerType.get_signless(64)
 
     def check(c):
@@ -142,8 +143,8 @@ def lower_assert(conv, op):
                     arith.extsi(i64, conv.program_ids[0]), zero, zero, zero]
             llvm.call(None, args, [], [], callee=ir.FlatSymbolRefAttr.get(FAIL))
             scf.yield_([])
-    with conv.single():                     # tasklet 0 checks (and records in its slots)
+    with conv.tasklets.single():                     # tasklet 0 checks (and records in its slots)
         if isinstance(cond, Tile):
-            conv.loop_nest(cond.shape, lambda ivs: check(cond.at(ivs)))
+            conv.tasklets.loop_nest(cond.shape, lambda ivs: check(cond.at(ivs)))
         else:
             check(cond)

@@ -14,9 +14,10 @@ from mlir.dialects import arith, memref, scf
 
 from ...target.dpu import align_up
 from ..ttir_reader import user_location
-from .core import (Tile, byte_size, from_stored, is_float, load_elem, lowers, store_elem, to_stored)
+from .core import Tile, byte_size, is_float, lowers
 from .elementwise import convert_float
 from .spill import DotNeed, SpillBuffer, unflatten
+from .builders import from_stored, index_c, to_stored
 
 
 def _widen(v, acc_t):
@@ -38,35 +39,36 @@ def _widen(v, acc_t):
 @lowers("tt.dot")
 def lower_dot(conv, op, operands=None):
     """`c + a @ b`; `operands`: the tiles (a, b, c) when not the op's own (dot_scaled)."""
-    a, b, c = operands or (conv.tile(v) for v in op.operands)
+    a, b, c = operands or (conv.values.tile(v) for v in op.operands)
     if len(a.shape) not in (2, 3):
-        raise conv.error(op, "tl.dot on tensors of rank other than 2 or 3 is not supported")
-    a = conv.materialize(a, "tl.dot operand", op)
-    b = conv.materialize(b, "tl.dot operand", op)
+        raise conv.sites.error(op, "tl.dot on tensors of rank other than 2 or 3 is not supported")
+    a = conv.buffers.materialize(a, "tl.dot operand", op)
+    b = conv.buffers.materialize(b, "tl.dot operand", op)
     acc_t = c.elem
     shape = c.shape
     k_dim = a.shape[-1]
-    out = conv.alloca(shape, acc_t, "tl.dot result", op)
+    out = conv.buffers.alloca(shape, acc_t, "tl.dot result", op)
     mul_t, sum_t = _dot_types(a.elem, b.elem, acc_t)
-    panels = conv.dot_panels(DotNeed(conv.tile_key(a.buf), conv.tile_key(b.buf), conv.tile_key(out),
-                                     shape[-2], shape[-1], k_dim, byte_size(a.elem), byte_size(b.elem),
-                                     byte_size(sum_t), byte_size(acc_t), sum_t != acc_t))
+    key = conv.buffers.tile_key
+    panels = conv.buffers.dot_panels(DotNeed(key(a.buf), key(b.buf), key(out),
+                                             shape[-2], shape[-1], k_dim, byte_size(a.elem), byte_size(b.elem),
+                                             byte_size(sum_t), byte_size(acc_t), sum_t != acc_t))
     if panels is not None:
         _blocked_dot(conv, op, a, b, c, out, mul_t, sum_t, panels)
-        conv.set(op.results[0], Tile(shape, acc_t, buf=out, accesses=conv.accesses))
+        conv.values.set(op.results[0], Tile(shape, acc_t, buf=out, accesses=conv.buffers.accesses))
         return
 
     def body(ivs):
         batch, i, j = ivs[:-2], ivs[-2], ivs[-1]
-        loop = scf.ForOp(conv.index(0), conv.index(k_dim), conv.index(1), [_widen(c.at(ivs), sum_t)])
+        loop = scf.ForOp(index_c(0), index_c(k_dim), index_c(1), [_widen(c.at(ivs), sum_t)])
         with ir.InsertionPoint(loop.body):
             k = loop.induction_variable
             x = _widen(a.at(batch + [i, k]), mul_t)
             y = _widen(b.at(batch + [k, j]), mul_t)
             scf.yield_([_fma(loop.inner_iter_args[0], x, y)])
-        store_elem(conv.accesses, _widen(loop.results[0], acc_t), out, ivs)
-    conv.par_nest(shape, body)
-    conv.set(op.results[0], Tile(shape, acc_t, buf=out, accesses=conv.accesses))
+        conv.buffers.store(_widen(loop.results[0], acc_t), out, ivs)
+    conv.tasklets.par_nest(shape, body)
+    conv.values.set(op.results[0], Tile(shape, acc_t, buf=out, accesses=conv.buffers.accesses))
 
 
 def _dot_types(a_t, b_t, acc_t):
@@ -125,7 +127,7 @@ class _BlockedDot:
         self.a_mram, self.b_mram, self.o_mram = (isinstance(x, SpillBuffer) for x in (a.buf, b.buf, out))
         self.es_a, self.es_b, self.es_sum, self.es_acc = (byte_size(t) for t in (a.elem, b.elem, sum_t, c.elem))
         self.i64 = ir.IntegerType.get_signless(64)
-        wram, loc = conv.wram, user_location(op.location)
+        wram, loc = conv.buffers.wram, user_location(op.location)
         # WRAM: B's panel (shared), and each tasklet's rows.
         self.panel_w = align_up(self.nb * self.es_b) // self.es_b
         self.panel = (wram.buffer((self.kb, self.panel_w), b.buf.stored, self.kb * self.panel_w * self.es_b,
@@ -142,7 +144,7 @@ class _BlockedDot:
             self.views[name] = wram.view(block, at, list(n), t)
             at += prod(n) * es
         self.acc = self.views["acc"]
-        with conv.at_entry():
+        with conv.buffers.at_entry():
             self.row_addrs = {name: self.addr(v) for name, v in self.views.items()}
 
     # -- helpers ------------------------------------------------------------------------
@@ -158,7 +160,7 @@ class _BlockedDot:
         return arith.index_cast(self.i64, memref.extract_aligned_pointer_as_index(view))
 
     def lanes(self, count, body):
-        loop = scf.ForOp(self.conv.index(0), count, self.conv.index(1))
+        loop = scf.ForOp(index_c(0), count, index_c(1))
         with ir.InsertionPoint(loop.body):
             body(loop.induction_variable)
             scf.yield_([])
@@ -173,13 +175,13 @@ class _BlockedDot:
             guard = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, kk, rows), [], has_else=False)
             with ir.InsertionPoint(guard.then_block):
                 k = arith.addi(k0, kk)
-                conv.accesses.note_buffer(b.buf, bivs + [k, n0], False)
-                conv.accesses.note_buffer(panel, [kk], True)
+                conv.buffers.accesses.note_buffer(b.buf, bivs + [k, n0], False)
+                conv.buffers.accesses.note_buffer(panel, [kk], True)
                 dst = arith.addi(self.addr(panel),
                                  arith.muli(arith.index_cast(i64, kk), self.c64(self.panel_w * self.es_b)))
                 b.buf.read_row(bivs + [k], n0, self.bytes_of(nw, self.es_b), dst)
                 scf.yield_([])
-        conv.par_nest((self.kb,), row, (self.kb, self.panel_w))
+        conv.tasklets.par_nest((self.kb,), row, (self.kb, self.panel_w))
 
     def start(self, bivs, i, r, n0, nw):
         """Accumulator row r of result row i: C's values."""
@@ -190,7 +192,7 @@ class _BlockedDot:
         """Accumulator row r += A[i, k0:k0+rows] @ B's panel."""
         conv, a, b = self.conv, self.a, self.b
         if self.a_mram:
-            conv.accesses.note_buffer(a.buf, bivs + [i, k0], False)
+            conv.buffers.accesses.note_buffer(a.buf, bivs + [i, k0], False)
             a.buf.read_row(bivs + [i], k0, self.bytes_of(rows, self.es_a), self.row_addrs["a"])
 
         def kstep(kk):
@@ -199,7 +201,7 @@ class _BlockedDot:
                  else _widen(a.at(bivs + [i, k]), self.mul_t))
 
             def lane(jj):
-                y = (_widen(load_elem(conv.accesses, self.panel, [kk, jj], b.elem), self.mul_t) if self.b_mram
+                y = (_widen(conv.buffers.load(self.panel, [kk, jj], b.elem), self.mul_t) if self.b_mram
                      else _widen(b.at(bivs + [k, arith.addi(n0, jj)]), self.mul_t))
                 memref.store(_fma(memref.load(self.acc, [r, jj]), x, y), self.acc, [r, jj])
             self.lanes(nw, lane)
@@ -212,14 +214,14 @@ class _BlockedDot:
         def result(jj):
             return _widen(memref.load(self.acc, [r, jj]), self.acc_t)
         if not self.o_mram:
-            self.lanes(nw, lambda jj: store_elem(conv.accesses, result(jj), out, bivs + [i, arith.addi(n0, jj)]))
+            self.lanes(nw, lambda jj: conv.buffers.store(result(jj), out, bivs + [i, arith.addi(n0, jj)]))
             return
         src = arith.addi(self.row_addrs["acc"],
                          arith.muli(arith.index_cast(self.i64, r), self.c64(self.acc_w * self.es_sum)))
         if self.sum_t != self.acc_t:
             self.lanes(nw, lambda jj: memref.store(to_stored(result(jj), out.stored), self.views["out"], [jj]))
             src = self.row_addrs["out"]
-        conv.accesses.note_buffer(out, bivs + [i, n0], True)
+        conv.buffers.accesses.note_buffer(out, bivs + [i, n0], True)
         out.write_row(bivs + [i], n0, self.bytes_of(nw, self.es_acc), src)
 
     # -- the loops ----------------------------------------------------------------------
@@ -228,7 +230,7 @@ class _BlockedDot:
         conv = self.conv
 
         def panel_columns(n0):
-            nw = arith.minsi(conv.index(self.nb), arith.subi(conv.index(self.n_dim), n0))
+            nw = arith.minsi(index_c(self.nb), arith.subi(index_c(self.n_dim), n0))
             if self.kb == self.k_dim:
                 self.rows_in_one_visit(bivs, n0, nw)
             else:
@@ -237,43 +239,43 @@ class _BlockedDot:
 
     def rows_in_one_visit(self, bivs, n0, nw):
         """K in one panel: each row of M summed in one visit."""
-        conv, zero = self.conv, self.conv.index(0)
+        conv, zero = self.conv, index_c(0)
         if self.b_mram:
-            self.load_panel(bivs, zero, conv.index(self.k_dim), n0, nw)
+            self.load_panel(bivs, zero, index_c(self.k_dim), n0, nw)
 
         def row(ivs):
             self.start(bivs, ivs[0], zero, n0, nw)
-            self.step(bivs, ivs[0], zero, zero, conv.index(self.k_dim), n0, nw)
+            self.step(bivs, ivs[0], zero, zero, index_c(self.k_dim), n0, nw)
             self.finish(bivs, ivs[0], zero, n0, nw)
-        conv.par_nest((self.m_dim,), row, (self.m_dim, self.n_dim))
+        conv.tasklets.par_nest((self.m_dim,), row, (self.m_dim, self.n_dim))
 
     def rows_over_k_panels(self, bivs, n0, nw):
         """K split: passes over rb of this tasklet's rows, their accumulators
         carried across the K panels."""
-        conv, zero, rb = self.conv, self.conv.index(0), self.rb
+        conv, zero, rb = self.conv, index_c(0), self.rb
         whole = (self.m_dim, self.n_dim)
-        lo, hi = conv.my_range(whole) if conv.tasklets > 1 else (zero, conv.index(self.m_dim))
+        lo, hi = conv.tasklets.my_range(whole) if conv.tasklets.count > 1 else (zero, index_c(self.m_dim))
 
         def my_rows(p, body):
             """body(i, r) for row r < rb of pass p of this tasklet's rows."""
             def rows():
                 def each(r):
-                    i = arith.addi(lo, arith.addi(arith.muli(p, conv.index(rb)), r))
+                    i = arith.addi(lo, arith.addi(arith.muli(p, index_c(rb)), r))
                     live = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, i, hi), [], has_else=False)
                     with ir.InsertionPoint(live.then_block):
-                        conv.accesses.mine(i)
+                        conv.tasklets.accesses.mine(i)
                         body(i, r)
                         scf.yield_([])
-                self.lanes(conv.index(rb), each)
-            if conv.tasklets == 1:
+                self.lanes(index_c(rb), each)
+            if conv.tasklets.count == 1:
                 rows()
             else:
-                with conv.accesses.divergent(conv.owner(whole)):
+                with conv.tasklets.accesses.divergent(conv.tasklets.owner(whole)):
                     rows()
 
         def one_pass(p):
             def kpanel(k0):
-                depth = arith.minsi(conv.index(self.kb), arith.subi(conv.index(self.k_dim), k0))
+                depth = arith.minsi(index_c(self.kb), arith.subi(index_c(self.k_dim), k0))
                 if self.b_mram:
                     self.load_panel(bivs, k0, depth, n0, nw)
                 first = arith.cmpi(arith.CmpIPredicate.eq, k0, zero)
@@ -287,7 +289,7 @@ class _BlockedDot:
                 my_rows(p, compute)
             _uniform_loop(conv, 0, self.k_dim, self.kb, kpanel)
             my_rows(p, lambda i, r: self.finish(bivs, i, r, n0, nw))
-        rows_each = -(-self.m_dim // conv.tasklets)
+        rows_each = -(-self.m_dim // conv.tasklets.count)
         _uniform_loop(conv, 0, -(-rows_each // rb), 1, one_pass)
 
 
@@ -295,8 +297,8 @@ def _uniform_loop(conv, lo: int, hi: int, step: int, body) -> None:
     """An scf.for every tasklet runs alike (as control.lower_for: nothing
     pending when it starts, a barrier at the end of its body if the next
     iteration's first accesses need one)."""
-    loop = scf.ForOp(conv.index(lo), conv.index(hi), conv.index(step))
-    conv.accesses.cycle(loop)
+    loop = scf.ForOp(index_c(lo), index_c(hi), index_c(step))
+    conv.tasklets.accesses.cycle(loop)
     with ir.InsertionPoint(loop.body):
         body(loop.induction_variable)
         scf.yield_([])
@@ -320,12 +322,12 @@ def lower_dot_scaled(conv, op):
     fast = "fastMath" in op.attributes and ir.BoolAttr(op.attributes["fastMath"]).value
     k_pack = [ir.BoolAttr(op.attributes[k]).value if k in op.attributes else True
               for k in ("lhs_k_pack", "rhs_k_pack")]
-    shape = conv.tile(c).shape
-    k_dim = conv.tile(a).shape[-1] * (2 if fmt[0] == "e2m1" and k_pack[0] else 1)
-    tiles = [_scaled_operand(conv, conv.tile(v), s and conv.tile(s), f, kp, compute, side, fast,
+    shape = conv.values.tile(c).shape
+    k_dim = conv.values.tile(a).shape[-1] * (2 if fmt[0] == "e2m1" and k_pack[0] else 1)
+    tiles = [_scaled_operand(conv, conv.values.tile(v), s and conv.values.tile(s), f, kp, compute, side, fast,
                              shape[:-2] + ((shape[-2], k_dim) if side == 0 else (k_dim, shape[-1])))
              for side, (v, s, f, kp) in enumerate(zip((a, b), (a_scale, b_scale), fmt, k_pack))]
-    lower_dot(conv, op, (*tiles, conv.tile(c)))
+    lower_dot(conv, op, (*tiles, conv.values.tile(c)))
 
 
 def _scaled_operand(conv, src, scale, fmt, k_pack, compute, side, fast, shape):
@@ -340,7 +342,7 @@ def _scaled_operand(conv, src, scale, fmt, k_pack, compute, side, fast, shape):
     def value(ivs):
         if packed is None:
             return convert_float(src.at(ivs), compute)
-        two = conv.index(2)
+        two = index_c(2)
         byte = src.at(ivs[:packed] + [arith.divui(ivs[packed], two)] + ivs[packed + 1:])
         shift = arith.muli(arith.index_cast(i8, arith.remui(ivs[packed], two)), arith.constant(i8, 4))
         nibble = arith.trunci(ir.IntegerType.get_signless(4), arith.shrui(byte, shift))
@@ -352,7 +354,7 @@ def _scaled_operand(conv, src, scale, fmt, k_pack, compute, side, fast, shape):
             return v
         # The scale is indexed as if it were the lhs' (rows of N for the rhs).
         other = ivs[-2] if side == 0 else ivs[-1]
-        s = scale.at(ivs[:-2] + [other, arith.divui(ivs[k_axis], conv.index(factor))])
+        s = scale.at(ivs[:-2] + [other, arith.divui(ivs[k_axis], index_c(factor))])
         out = arith.mulf(v, _scale_factor(s, compute))
         if fast or is_float(s.type):
             return out

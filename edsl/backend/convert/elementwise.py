@@ -15,7 +15,8 @@ from ...lowering.floats import SATURATE_ATTR
 from ...lowering.libdevice import lowering_for
 from .bessel import BESSEL_I, bessel_i
 from .core import (LaneRange, RowForm, Tile, and_valid, const_int, is_float, is_ptr, is_tensor, lowers,
-                   scalar_type, store_elem)
+                   scalar_type)
+from .builders import cast_int, index_c
 
 _DIVISIONS = {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui",
               "arith.floordivsi", "arith.ceildivsi", "arith.ceildivui"}
@@ -88,14 +89,14 @@ def _elem(t: ir.Type) -> ir.Type:
 def lower_elementwise(conv, op):
     """arith.* / math.* on scalars or same-shape tensors."""
     if len(op.results) != 1:
-        raise conv.error(op, f"operation '{op.name}' is not supported by the DPU backend")
+        raise conv.sites.error(op, f"operation '{op.name}' is not supported by the DPU backend")
     result = op.results[0]
-    operands = [conv.get(v) for v in op.operands]
+    operands = [conv.values.get(v) for v in op.operands]
     if not is_tensor(result.type):
         out = emit_like(op, operands, [_elem(result.type)])[0]     # (a pointer: its address)
         if op.name in ("arith.divsi", "arith.floordivsi", "arith.ceildivsi"):
             out = _fix_minus_one(op, operands, out)
-        conv.set(result, out, op)
+        conv.values.set(result, out, op)
         return
     shape = tuple(ir.RankedTensorType(result.type).shape)
     elem = _elem(result.type)
@@ -110,7 +111,7 @@ def lower_elementwise(conv, op):
 
     cost += _EXPENSIVE.get(op.name, 0)
     row, lanes = _row_rules(op, operands, elem, shape[-1])
-    conv.set(result, Tile(shape, elem, fn=element, cost=cost, row=row, lanes=lanes), op)
+    conv.values.set(result, Tile(shape, elem, fn=element, cost=cost, row=row, lanes=lanes), op)
 
 
 # Extra cost of ops much slower than an add: a value computed with one is
@@ -243,7 +244,7 @@ def lower_constant(conv, op):
     result = op.results[0]
     value = op.attributes["value"]
     if not is_tensor(result.type):
-        conv.set(result, arith.constant(result.type, value))
+        conv.values.set(result, arith.constant(result.type, value))
         return
     rt = ir.RankedTensorType(result.type)
     dense = ir.DenseElementsAttr(value)
@@ -255,21 +256,21 @@ def lower_constant(conv, op):
             return arith.constant(elem, splat)
         known = ir.IntegerAttr(splat).value if isinstance(elem, ir.IntegerType) and elem.width > 1 else None
         row = RowForm(lambda rivs, splat=splat, elem=elem: arith.constant(elem, splat), 0, const=known)
-        conv.set(result, Tile(shape, elem, fn=element, cost=0, row=row), op)
+        conv.values.set(result, Tile(shape, elem, fn=element, cost=0, row=row), op)
         return
     # A non-uniform constant: written once into a WRAM buffer.
-    buf = conv.alloca(shape, elem, "constant tensor", op)
+    buf = conv.buffers.alloca(shape, elem, "constant tensor", op)
     n = len(dense)
     if n > 4096:
-        raise conv.error(op, f"constant tensor of {n} elements is too large for the DPU backend")
+        raise conv.sites.error(op, f"constant tensor of {n} elements is too large for the DPU backend")
     strides = [1] * len(shape)
     for d in range(len(shape) - 2, -1, -1):
         strides[d] = strides[d + 1] * shape[d + 1]
-    with conv.single():
+    with conv.tasklets.single():
         for flat in range(n):
-            ivs = [conv.index((flat // strides[d]) % shape[d]) for d in range(len(shape))]
-            store_elem(conv.accesses, arith.constant(elem, dense[flat]), buf, ivs)
-    conv.set(result, Tile(shape, elem, buf=buf, accesses=conv.accesses), op)
+            ivs = [index_c((flat // strides[d]) % shape[d]) for d in range(len(shape))]
+            conv.buffers.store(arith.constant(elem, dense[flat]), buf, ivs)
+    conv.values.set(result, Tile(shape, elem, buf=buf, accesses=conv.buffers.accesses), op)
 
 
 @lowers("ub.poison")
@@ -278,40 +279,40 @@ def lower_poison(conv, op):
     elem = _elem(t)
     zero = (lambda: arith.constant(elem, 0.0)) if is_float(elem) else (lambda: arith.constant(elem, 0))
     if is_tensor(t):
-        conv.set(op.results[0], Tile(tuple(ir.RankedTensorType(t).shape), elem, fn=lambda ivs: zero(), cost=0))
+        conv.values.set(op.results[0], Tile(tuple(ir.RankedTensorType(t).shape), elem, fn=lambda ivs: zero(), cost=0))
     else:
-        conv.set(op.results[0], zero())
+        conv.values.set(op.results[0], zero())
 
 
 @lowers("llvm.intr.assume")
 def lower_assume(conv, op):
     """`tl.assume(c)`: kept for LLVM (UB when false, as on GPUs)."""
     from mlir.dialects import llvm
-    cond = conv.get(op.operands[0])
+    cond = conv.values.get(op.operands[0])
     if isinstance(cond, Tile):
-        raise conv.error(op, "tl.assume of a tensor is not supported by the DPU backend")
+        raise conv.sites.error(op, "tl.assume of a tensor is not supported by the DPU backend")
     llvm.intr_assume(cond, [], [])
 
 
 @lowers("tt.get_program_id")
 def lower_program_id(conv, op):
-    conv.set(op.results[0], conv.program_ids[ir.IntegerAttr(op.attributes["axis"]).value])
+    conv.values.set(op.results[0], conv.program_ids[ir.IntegerAttr(op.attributes["axis"]).value])
 
 
 @lowers("tt.get_num_programs")
 def lower_num_programs(conv, op):
-    conv.set(op.results[0], conv.num_programs[ir.IntegerAttr(op.attributes["axis"]).value])
+    conv.values.set(op.results[0], conv.num_programs[ir.IntegerAttr(op.attributes["axis"]).value])
 
 
 def _map_unary(conv, op, fn, extra_cost=1):
     """Lower a one-operand op whose scalar form is `fn(value) -> value`."""
-    src = conv.get(op.operands[0])
+    src = conv.values.get(op.operands[0])
     result = op.results[0]
     if not isinstance(src, Tile):
-        conv.set(result, fn(src), op)
+        conv.values.set(result, fn(src), op)
         return
     shape = tuple(ir.RankedTensorType(result.type).shape)
-    conv.set(result, Tile(shape, _elem(result.type), fn=lambda ivs: fn(src.at(ivs)),
+    conv.values.set(result, Tile(shape, _elem(result.type), fn=lambda ivs: fn(src.at(ivs)),
                           cost=src.cost + extra_cost), op)
 
 
@@ -327,7 +328,7 @@ def lower_bitcast(conv, op):
 @lowers("tt.ptr_to_int", "tt.int_to_ptr")
 def lower_ptr_int(conv, op):
     dst_t = _elem(op.results[0].type)
-    _map_unary(conv, op, lambda v: conv.cast_int(v, dst_t, signed=False), 0)
+    _map_unary(conv, op, lambda v: cast_int(v, dst_t, signed=False), 0)
 
 
 @lowers("tt.fp_to_fp")
@@ -337,7 +338,7 @@ def lower_fp_to_fp(conv, op):
     dst_t = _elem(op.results[0].type)
     rounding = ir.StringAttr(op.attributes["rounding"]).value if "rounding" in op.attributes else "rtne"
     if rounding not in ("rtne", "rtz"):
-        raise conv.error(op, f"rounding mode '{rounding}' of tl.cast is not supported by the DPU backend")
+        raise conv.sites.error(op, f"rounding mode '{rounding}' of tl.cast is not supported by the DPU backend")
     _map_unary(conv, op, lambda v: convert_float(v, dst_t, rounding == "rtz"))
 
 
@@ -371,14 +372,14 @@ def lower_precise_sqrt(conv, op):
 
 
 def _map_nary(conv, op, fn, extra_cost=1):
-    vals = [conv.get(v) for v in op.operands]
+    vals = [conv.values.get(v) for v in op.operands]
     result = op.results[0]
     if not any(isinstance(v, Tile) for v in vals):
-        conv.set(result, fn(*vals), op)
+        conv.values.set(result, fn(*vals), op)
         return
     shape = tuple(ir.RankedTensorType(result.type).shape)
     cost = extra_cost + sum(v.cost for v in vals if isinstance(v, Tile))
-    conv.set(result, Tile(shape, _elem(result.type),
+    conv.values.set(result, Tile(shape, _elem(result.type),
                           fn=lambda ivs: fn(*[v.at(ivs) if isinstance(v, Tile) else v for v in vals]),
                           cost=cost), op)
 
@@ -390,7 +391,7 @@ def _lower_bessel_i(conv, op, symbol: str, base: str, elem: ir.Type) -> None:
     ulp."""
     f32, f64 = ir.F32Type.get(), ir.F64Type.get()
     if elem not in (f32, f64):
-        raise conv.error(op, f"extern function '{symbol}' is supported for float32 and float64 "
+        raise conv.sites.error(op, f"extern function '{symbol}' is supported for float32 and float64 "
                              f"only (got {elem})")
     callee = bessel_i(conv, base)
 
@@ -434,10 +435,10 @@ def lower_extern_elementwise(conv, op):
             return arith.extui(elem, arith.cmpf(arith.CmpFPredicate.OLT, size, inf))   # (not NaN)
         _map_nary(conv, op, classify)
     elif kind == "libm":
-        callee = conv.declare(name, [elem], [elem])
+        callee = conv.sites.declare(name, [elem], [elem])
         _map_nary(conv, op, lambda x: func.CallOp([elem], callee, [x]).result, 1 + 16)
     else:
-        raise conv.error(op, f"extern function '{symbol}' is not supported by the DPU backend "
+        raise conv.sites.error(op, f"extern function '{symbol}' is not supported by the DPU backend "
                              "(of libdevice: the C math library's functions, clz, popc, the "
                              "isinf/isnan/isfinite tests and the Bessel functions j0, j1, y0, y1, "
                              "cyl_bessel_i0, cyl_bessel_i1)")

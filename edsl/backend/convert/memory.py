@@ -41,9 +41,9 @@ from mlir.dialects import arith, llvm, scf
 
 from ...target.dpu import DMA as DMA_FN, NOTE, READ, WRITE, Access, AtomicOp, atomic_kind
 
-from .core import (Tile, buffer_type, byte_size, from_stored, in_wram, is_float, is_tensor,
-                   load_elem, lowers, pointee, scalar_type, store_elem, to_stored)
-from .builders import align_down, as_index, c64, i64, in_dma_pieces
+from .core import Tile, byte_size, in_wram, is_float, is_tensor, lowers, pointee, scalar_type
+from .builders import (align_down, as_index, buffer_type, c64, from_stored, i64, in_dma_pieces, index_c,
+                       to_stored)
 from .rows import (RowSegment, active_span, bytes_of, closed_form, contiguity, lane_active, needs_rest,
                    row_addr, seg_chunk, segments, span, split, true)
 from .spill import SpillBuffer
@@ -83,7 +83,7 @@ def lane_write(base: ir.Value, k: ir.Value, v: ir.Value) -> None:
 
 
 def dma(conv, mram, wram, nbytes, direction: int) -> None:
-    llvm.call(None, [mram, wram, nbytes, c64(direction), conv.site(), conv.ctx_arg], [], [],
+    llvm.call(None, [mram, wram, nbytes, c64(direction), conv.sites.site(), conv.ctx_arg], [], [],
               callee=ir.FlatSymbolRefAttr.get(DMA_FN))
 
 
@@ -96,7 +96,7 @@ def note(conv, kind: int, mram, nbytes) -> None:
     """Log that the program used (Access.READ) or wrote MRAM bytes [mram,
     mram + nbytes) of the launch's arrays: the host checks what DPUs share
     (edsl.dpu.sharing). The DMA around it may move more (whole 8-byte words)."""
-    llvm.call(None, [c64(kind), mram, nbytes, conv.site(), conv.ctx_arg], [], [],
+    llvm.call(None, [c64(kind), mram, nbytes, conv.sites.site(), conv.ctx_arg], [], [],
               callee=ir.FlatSymbolRefAttr.get(NOTE))
 
 
@@ -161,7 +161,7 @@ class BufferRows:
         return row_addr(self.conv, self.buf, rivs, self.es)
 
     def store(self, v, ivs) -> None:
-        store_elem(self.conv.accesses, v, self.buf, ivs)
+        self.conv.buffers.store(v, self.buf, ivs)
 
     def note(self, seg, write: bool) -> None:
         seg.note(self.conv, self.buf, write)
@@ -348,7 +348,7 @@ def _store_row_general(conv, seg: RowSegment, value, mode):
 
 
 def _operand(conv, op, i):
-    return conv.get(op.operands[i]) if len(op.operands) > i else None
+    return conv.values.get(op.operands[i]) if len(op.operands) > i else None
 
 
 @lowers("tt.load")
@@ -356,48 +356,48 @@ def lower_load(conv, op):
     ptr_t = op.operands[0].type
     rt = op.results[0].type
     mask, other = _operand(conv, op, 1), _operand(conv, op, 2)
-    conv.accesses.note_mram(False)
+    conv.buffers.accesses.note_mram(False)
     if not is_tensor(rt):
         t = scalar_type(rt)
-        addr = conv.get(op.operands[0])
-        stg = conv.staging(8)
+        addr = conv.values.get(op.operands[0])
+        stg = conv.buffers.staging(8)
         if mask is None:
-            conv.set(op.results[0], element_read(conv, addr, t, stg))
+            conv.values.set(op.results[0], element_read(conv, addr, t, stg))
         else:
-            conv.set(op.results[0], _if_else(mask, t, lambda: element_read(conv, addr, t, stg),
+            conv.values.set(op.results[0], _if_else(mask, t, lambda: element_read(conv, addr, t, stg),
                                              lambda: other if other is not None else _zero(t)))
         return
-    ptrs = conv.tile(op.operands[0])
+    ptrs = conv.values.tile(op.operands[0])
     t = scalar_type(ir.RankedTensorType(rt).element_type)
     es = byte_size(pointee(ir.RankedTensorType(ptr_t).element_type))
     shape = ptrs.shape
-    out = conv.alloca(shape, t, "tt.load result", op)
+    out = conv.buffers.alloca(shape, t, "tt.load result", op)
     if isinstance(out, SpillBuffer):
-        stg = conv.staging(out.geo.lanes * es + 16)
+        stg = conv.buffers.staging(out.geo.lanes * es + 16)
         out.stream(lambda rivs, j0, j1, target, mine: _load_row(
             conv, RowSegment(ptrs, mask, rivs, j0, j1, t, es, mine, stg), other, target))
     else:
         rows = BufferRows(conv, out, es)
         segments(conv, shape, lambda seg: _load_row(conv, seg, other, rows), ptrs, mask, t, es)
-    conv.set(op.results[0], Tile(shape, t, buf=out, accesses=conv.accesses))
+    conv.values.set(op.results[0], Tile(shape, t, buf=out, accesses=conv.buffers.accesses))
 
 
 @lowers("tt.store")
 def lower_store(conv, op):
     ptr_t = op.operands[0].type
-    value = conv.get(op.operands[1])
+    value = conv.values.get(op.operands[1])
     mask = _operand(conv, op, 2)
     if not is_tensor(ptr_t):
-        conv.accesses.note_mram(True, "one")
-        addr = conv.get(op.operands[0])
-        stg = conv.staging(8)
-        with conv.single():
+        conv.buffers.accesses.note_mram(True, "one")
+        addr = conv.values.get(op.operands[0])
+        stg = conv.buffers.staging(8)
+        with conv.tasklets.single():
             if mask is None:
                 element_write(conv, addr, value, stg)
             else:
                 _if(mask, lambda: element_write(conv, addr, value, stg))
         return
-    ptrs = conv.tile(op.operands[0])
+    ptrs = conv.values.tile(op.operands[0])
     t = value.elem
     es = byte_size(pointee(ir.RankedTensorType(ptr_t).element_type))
     shape = ptrs.shape
@@ -407,35 +407,35 @@ def lower_store(conv, op):
         return lambda segment: _store_row(conv, segment, value, mode)
 
     def segment(rivs, j0, j1):
-        return RowSegment(ptrs, mask, rivs, j0, j1, t, es, False, conv.staging(seg * es + 16))
-    if conv.tasklets == 1:
-        conv.loop_nest(shape[:-1], lambda rivs: split(conv, conv.index(0), conv.index(shape[-1]), seg,
+        return RowSegment(ptrs, mask, rivs, j0, j1, t, es, False, conv.buffers.staging(seg * es + 16))
+    if conv.tasklets.count == 1:
+        conv.tasklets.loop_nest(shape[:-1], lambda rivs: split(conv, index_c(0), index_c(shape[-1]), seg,
                                                       lambda a, b: rows("all")(segment(rivs, a, b)), shape[-1]))
         return
     # Tasklets store the segments that are whole 8-byte words at once; the
     # others (read-modify-write of words two segments may share) follow on
     # tasklet 0, after a barrier, in order.
-    conv.accesses.note_mram(True)
+    conv.buffers.accesses.note_mram(True)
     segments(conv, shape, rows("clean"), ptrs, mask, t, es)
     rest = scf.IfOp(needs_rest(conv, ptrs, mask, es, shape), [], has_else=False)
-    conv.accesses.branches(rest)
+    conv.tasklets.accesses.branches(rest)
     with ir.InsertionPoint(rest.then_block):
-        conv.accesses.sync()
-        conv.accesses.note_mram(True, "one")
-        with conv.single():
+        conv.tasklets.accesses.sync()
+        conv.buffers.accesses.note_mram(True, "one")
+        with conv.tasklets.single():
             if len(shape) == 1:
-                c = conv.chunk(shape)
-                chunks = scf.ForOp(conv.index(0), conv.index(shape[0]), conv.index(c))
+                c = conv.tasklets.chunk(shape)
+                chunks = scf.ForOp(index_c(0), index_c(shape[0]), index_c(c))
                 with ir.InsertionPoint(chunks.body):
                     j0 = chunks.induction_variable
-                    j1 = arith.minsi(arith.addi(j0, conv.index(c)), conv.index(shape[0]))
+                    j1 = arith.minsi(arith.addi(j0, index_c(c)), index_c(shape[0]))
                     split(conv, j0, j1, seg, lambda a, b: rows("rest")(segment([], a, b)))
                     scf.yield_([])
             else:
-                conv.loop_nest(shape[:-1], lambda rivs: split(
-                    conv, conv.index(0), conv.index(shape[-1]), seg,
+                conv.tasklets.loop_nest(shape[:-1], lambda rivs: split(
+                    conv, index_c(0), index_c(shape[-1]), seg,
                     lambda a, b: rows("rest")(segment(rivs, a, b))))
-        conv.accesses.sync()                             # (the slow path leaves nothing pending)
+        conv.tasklets.accesses.sync()                             # (the slow path leaves nothing pending)
         scf.yield_([])
 
 
@@ -468,7 +468,7 @@ def _atomic_log_kind(conv, op, t) -> int:
         which = AtomicOp.CAS
     else:
         which = _ATOMIC_OPS[ir.StringAttr(op.attributes["atomic_rmw_op"]).value][is_float(t)]
-    used = conv.uses.get(op.results[0], 0) > 0
+    used = conv.values.uses.get(op.results[0], 0) > 0
     return atomic_kind(which, used, byte_size(t), str(t) if is_float(t) else None)
 
 
@@ -478,13 +478,13 @@ def _atomic(conv, op, update):
     of the element (two 8-byte DMA transfers) is atomic. A scalar result
     reaches the other tasklets through a WRAM cell."""
     rt = op.results[0].type if len(op.results) else None
-    if rt is not None and conv.uses.get(op.results[0], 0) > 0:
+    if rt is not None and conv.values.uses.get(op.results[0], 0) > 0:
         conv.info.waits = True             # (a spin lock: its DPUs must not run at once, `model._job`)
-    stg = conv.staging(8)
-    conv.accesses.note_mram(True, "one")
+    stg = conv.buffers.staging(8)
+    conv.buffers.accesses.note_mram(True, "one")
     n_vals = len(op.operands) - 1
-    ptr = conv.get(op.operands[0])
-    vals = [conv.get(v) for v in op.operands[1:]]
+    ptr = conv.values.get(op.operands[0])
+    vals = [conv.values.get(v) for v in op.operands[1:]]
 
     def one(addr, lane_vals, t):
         old = element_read(conv, addr, t, stg, access=None)
@@ -500,33 +500,33 @@ def _atomic(conv, op, update):
             if mask is None:
                 return one(ptr, args, t)
             return _if_else(mask, t, lambda: one(ptr, args, t), lambda: _zero(t))
-        if conv.tasklets == 1:
+        if conv.tasklets.count == 1:
             old = run()
             if rt is not None:
-                conv.set(op.results[0], old)
+                conv.values.set(op.results[0], old)
             return
-        cell = conv.alloca((1,), t, f"{op.name} result", op)
-        zero = conv.index(0)
-        with conv.single():
-            store_elem(conv.accesses, run(), cell, [zero])
+        cell = conv.buffers.alloca((1,), t, f"{op.name} result", op)
+        zero = index_c(0)
+        with conv.tasklets.single():
+            conv.buffers.store(run(), cell, [zero])
         if rt is not None:
-            conv.set(op.results[0], load_elem(conv.accesses, cell, [zero], t))
+            conv.values.set(op.results[0], conv.buffers.load(cell, [zero], t))
         return
     t = scalar_type(pointee(ir.RankedTensorType(op.operands[0].type).element_type))
     has_mask = op.name == "tt.atomic_rmw" and n_vals == 2
     args, mask = (vals[:-1], vals[-1]) if has_mask else (vals, None)
-    used = conv.uses.get(op.results[0], 0) > 0          # (an unused result needs no buffer)
-    out = conv.alloca(ptr.shape, t, f"{op.name} result", op) if used else None
+    used = conv.values.uses.get(op.results[0], 0) > 0          # (an unused result needs no buffer)
+    out = conv.buffers.alloca(ptr.shape, t, f"{op.name} result", op) if used else None
 
     def body(ivs):
         lane_vals = [a.at(ivs) if isinstance(a, Tile) else a for a in args]
         old = _if_else(lane_active(mask, ivs), t, lambda: one(ptr.at(ivs), lane_vals, t), lambda: _zero(t))
         if used:
-            store_elem(conv.accesses, old, out, ivs)
-    with conv.single():
-        conv.loop_nest(ptr.shape, body)
+            conv.buffers.store(old, out, ivs)
+    with conv.tasklets.single():
+        conv.tasklets.loop_nest(ptr.shape, body)
     if used:
-        conv.set(op.results[0], Tile(ptr.shape, t, buf=out, accesses=conv.accesses))
+        conv.values.set(op.results[0], Tile(ptr.shape, t, buf=out, accesses=conv.buffers.accesses))
 
 
 @lowers("tt.atomic_rmw")
@@ -534,7 +534,7 @@ def lower_atomic_rmw(conv, op):
     kind = ir.StringAttr(op.attributes["atomic_rmw_op"]).value
     fn = _RMW.get(kind)
     if fn is None:
-        raise conv.error(op, f"atomic operation '{kind}' is not supported by the DPU backend")
+        raise conv.sites.error(op, f"atomic operation '{kind}' is not supported by the DPU backend")
     if kind == "max" and "umax" in kind:
         fn = _RMW["umax"]
     _atomic(conv, op, fn)

@@ -6,16 +6,17 @@ combine function) is lowered once per step of an `scf.for` that carries the
 accumulators, with its block arguments bound to the accumulators and the
 next elements. A reduction whose combine is one commutative op (`sum`,
 `max`, `min`, `and`, ...) over a long axis keeps several accumulators
-(element i goes to accumulator i mod their count, `_lane_count`; they are
-combined pairwise at the end): a fixed order, the same whatever the number
-of tasklets, that the host compiler turns into vector code. Float sums are thereby reassociated,
-as on GPUs. A reduction of a whole tile (a scalar) on several tasklets is
-computed once: they share its accumulators out, or tasklet 0 computes a
-sequential one, into WRAM cells that every tasklet reads after a barrier;
-a whole-tile integer reduction of `where(m, x, 0)` whose mask has its lanes
-in closed form combines those lanes only. On several tasklets an integer scan
-of a rank-1 tile by one commutative op runs by chunks and a histogram counts
-per tasklet (integer results: the same bits in any grouping).
+(`GROUPS` groups of consecutive elements, each with interleaved
+accumulators; they are combined pairwise at the end): a fixed order, the
+same whatever the number of tasklets, that the host compiler turns into
+vector code. Float sums are thereby reassociated, as on GPUs. A reduction of
+a whole tile (a scalar) on several tasklets is computed once: they share its
+accumulators out, or tasklet 0 computes a sequential one, into WRAM cells
+that every tasklet reads after a barrier; a whole-tile integer reduction of
+`where(m, x, 0)` whose mask has its lanes in closed form combines those
+lanes only. On several tasklets an integer scan of a rank-1 tile by one
+commutative op runs by chunks and a histogram counts per tasklet (integer
+results: the same bits in any grouping).
 """
 from __future__ import annotations
 
@@ -24,9 +25,9 @@ from mlir.dialects import arith, scf
 
 from .control import lower_body
 from ..ttir_reader import user_location
-from .core import (Tile, buffer_type, byte_size, is_float, is_tensor, load_elem, lowers, scalar_type,
-                   store_elem)
+from .core import Tile, byte_size, is_float, is_tensor, lowers, scalar_type
 from .elementwise import convert_float, emit_like
+from .builders import buffer_type, index_c
 
 
 # Float arithmetic a scan of 16-bit floats carries in f32 (`_wide_combine`).
@@ -130,16 +131,17 @@ def _true():
     return arith.constant(ir.IntegerType.get_signless(1), 1)
 
 
-# A reduction over a long axis keeps LANE_COUNTS[k] accumulators (the first
-# whose double the axis reaches; a function of the axis alone, the same on any
-# tasklet count), combined pairwise at the end. They form GROUPS groups of
-# consecutive accumulators, the unit the tasklets share out: a group is
-# combined by its tasklet, the group results by every tasklet after a barrier,
-# which is the same pairwise tree. Many accumulators keep each one's chain
-# short (the host runs independent chains at once); at most PASS are live at a
-# time, which a DPU's 24 registers hold.
-LANE_COUNTS = (64, 16)
+# A reduction over a long axis (n >= 2 * GROUPS elements, a multiple of
+# GROUPS) cuts it into GROUPS groups of consecutive elements; a group keeps
+# SUB accumulators (element j of the group goes to accumulator j mod SUB,
+# when the group has 2 * SUB elements or more, else one), combined pairwise,
+# and the group results are combined pairwise: a function of n alone, the same
+# on any tasklet count. The tasklets share the groups out; where a tasklet's
+# groups are its chunk of the tile, it reduces only elements it made (no
+# barrier before). Independent chains let the host overlap them; at most PASS
+# accumulators are live at a time, which a DPU's 24 registers hold.
 GROUPS = 16
+SUB = 4
 PASS = 16
 _COMMUTATIVE = {"arith.addf", "arith.addi", "arith.mulf", "arith.muli", "arith.maximumf",
                 "arith.minimumf", "arith.maxnumf", "arith.minnumf", "arith.maxsi", "arith.minsi",
@@ -159,49 +161,49 @@ def _single_commutative(block) -> bool:
             and ops[1].operands[0] == ops[0].results[0])
 
 
-def _lane_count(n: int) -> int:
-    """Accumulators of a reduction over `n` elements (0: too short for lanes)."""
-    return next((lanes for lanes in LANE_COUNTS if n >= 2 * lanes), 0)
+def _grouped(n: int) -> bool:
+    """Whether a reduction over `n` elements goes by groups."""
+    return n >= 2 * GROUPS and n % GROUPS == 0
 
 
-def _lanes(conv, block, tile, at, n, first, count):
-    """Accumulators `first` .. `first + count - 1` (`first` an int or an index)
-    of `_lane_count(n)` interleaved ones over elements 0..n-1: element i goes
-    to accumulator i mod lanes, each combined in element order."""
-    lanes = _lane_count(n)
-    groups, rest = divmod(n, lanes)
-    ks = [conv.index(first + j) if isinstance(first, int) else arith.addi(first, conv.index(j))
-          for j in range(count)]
-    loop = scf.ForOp(conv.index(1), conv.index(groups), conv.index(1), [tile.at(at(k)) for k in ks])
-    with ir.InsertionPoint(loop.body):
-        base = arith.muli(loop.induction_variable, conv.index(lanes))
-        scf.yield_([_combine(conv, block, [acc], [tile.at(at(arith.addi(base, k)))])[0]
-                    for acc, k in zip(loop.inner_iter_args, ks)])
-    accs = list(loop.results)
-    for j, k in enumerate(ks):
-        if isinstance(first, int):
-            if first + j < rest:
-                accs[j] = _combine(conv, block, [accs[j]], [tile.at(at(conv.index(groups * lanes + first + j)))])[0]
-            continue
-        if not rest:
-            continue
-        tail = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, k, conv.index(rest)), [accs[j].type], has_else=True)
-        with ir.InsertionPoint(tail.then_block):
-            scf.yield_(_combine(conv, block, [accs[j]], [tile.at(at(arith.addi(k, conv.index(groups * lanes))))]))
-        with ir.InsertionPoint(tail.else_block):
-            scf.yield_([accs[j]])
-        accs[j] = tail.results[0]
-    return accs
+def _groups(conv, block, tile, at, n, first, count, mark=None):
+    """The results of groups `first` .. `first + count - 1` (`first` an int or
+    an index) of a reduction over elements 0..n-1, their accumulators
+    interleaved, PASS at a time. `mark(i)` is told each element index read."""
+    size = n // GROUPS
+    sub = SUB if size >= 2 * SUB else 1
+    steps, rest = divmod(size, sub)
+    out = []
+
+    def read(i):
+        if mark is not None:
+            mark(i)
+        return tile.at(at(i))
+    for g0 in range(0, count, max(1, PASS // sub)):
+        gs = range(g0, min(count, g0 + max(1, PASS // sub)))
+        starts = [index_c((first + g) * size) if isinstance(first, int)
+                  else arith.muli(arith.addi(first, index_c(g)), index_c(size)) for g in gs]
+        init = [read(start if s == 0 else arith.addi(start, index_c(s))) for start in starts for s in range(sub)]
+        loop = scf.ForOp(index_c(1), index_c(steps), index_c(1), init)
+        with ir.InsertionPoint(loop.body):
+            step = arith.muli(loop.induction_variable, index_c(sub))
+            nexts = []
+            for start in starts:
+                base = arith.addi(start, step)
+                nexts += [read(base if s == 0 else arith.addi(base, index_c(s))) for s in range(sub)]
+            scf.yield_([_combine(conv, block, [acc], [x])[0] for acc, x in zip(loop.inner_iter_args, nexts)])
+        accs = list(loop.results)
+        for j, start in enumerate(starts):
+            mine = accs[j * sub:(j + 1) * sub]
+            for s in range(rest):
+                mine[s] = _combine(conv, block, [mine[s]], [read(arith.addi(start, index_c(steps * sub + s)))])[0]
+            out.append(_pairwise(conv, block, mine))
+    return out
 
 
 def _lanes_reduce(conv, block, tile, at, n):
-    """Reduce elements 0..n-1 (`_lane_count(n)` > 0) with interleaved
-    accumulators, PASS at a time."""
-    lanes = _lane_count(n)
-    accs = []
-    for first in range(0, lanes, PASS):
-        accs += _lanes(conv, block, tile, at, n, first, min(PASS, lanes - first))
-    return _pairwise(conv, block, accs)
+    """Reduce elements 0..n-1 (`_grouped(n)`) by groups."""
+    return _pairwise(conv, block, _groups(conv, block, tile, at, n, 0, GROUPS))
 
 
 def _pairwise(conv, block, accs):
@@ -216,48 +218,44 @@ def _cells(conv, shape, elem, op):
     count = 1
     for d in shape:
         count *= d
-    return conv.wram.buffer(shape, buffer_type(elem), count * byte_size(elem), "tt.reduce partial results",
-                            user_location(op.location))
+    return conv.buffers.wram.buffer(shape, buffer_type(elem), count * byte_size(elem),
+                                    "tt.reduce partial results", user_location(op.location))
 
 
 def _shared_lanes_reduce(conv, block, tile, n, op):
-    """`_lanes_reduce` of a whole rank-1 tile on several tasklets, each
-    accumulator computed once: the tasklets share the GROUPS groups out,
-    combine each of theirs and store it in a WRAM cell; after a barrier every
-    tasklet combines the cells pairwise. The same ops in the same order as one
-    tasklet's, for any tasklet count."""
-    width = _lane_count(n) // GROUPS                     # accumulators in a group
+    """`_lanes_reduce` of a whole rank-1 tile on several tasklets, each group
+    computed once: the tasklets share the groups out and store each result in
+    a WRAM cell; after a barrier every tasklet combines the cells pairwise. The
+    same ops in the same order as one tasklet's, for any tasklet count."""
+    tasklets = conv.tasklets
     part = (GROUPS, 1)                                   # (rank 2: chunks of one group)
     cells = _cells(conv, part, tile.elem, op)
-    lo, hi = conv.my_range(part)
-    owner = conv.owner(part)
+    lo, hi = tasklets.my_range(part)
+    share = tasklets.chunk(part)
+    cell_owner = tasklets.owner(part)
+    # A tasklet whose groups are its chunk of the tile reads what it made.
+    own = tasklets.chunk(tile.shape) == share * (n // GROUPS)
+    mark = tasklets.accesses.mine if own else None
 
     def groups(first: ir.Value, count: int) -> None:
-        """Groups `first` .. `first + count - 1` into their cells, their
-        accumulators interleaved PASS at a time."""
-        accs, lane0 = [], arith.muli(first, conv.index(width))
-        for j in range(0, count * width, PASS):
-            at = lane0 if j == 0 else arith.addi(lane0, conv.index(j))
-            accs += _lanes(conv, block, tile, lambda k: [k], n, at, min(PASS, count * width - j))
-        for g in range(count):
-            cell = first if g == 0 else arith.addi(first, conv.index(g))
-            store_elem(conv.accesses, _pairwise(conv, block, accs[g * width:(g + 1) * width]), cells,
-                       [cell, conv.index(0)], who=owner)
+        """Groups `first` .. `first + count - 1` into their cells."""
+        for g, result in enumerate(_groups(conv, block, tile, lambda i: [i], n, first, count, mark)):
+            cell = first if g == 0 else arith.addi(first, index_c(g))
+            conv.buffers.store(result, cells, [cell, index_c(0)], who=cell_owner)
 
-    with conv.accesses.divergent(owner):
-        share = conv.chunk(part)
-        whole = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, arith.subi(hi, lo), conv.index(share)),
+    with tasklets.accesses.divergent(tasklets.owner(tile.shape) if own else cell_owner):
+        whole = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, arith.subi(hi, lo), index_c(share)),
                          [], has_else=True)
         with ir.InsertionPoint(whole.then_block):        # a whole share: all its groups at once
             groups(lo, share)
             scf.yield_([])
         with ir.InsertionPoint(whole.else_block):        # the last, shorter share: one by one
-            loop = scf.ForOp(lo, hi, conv.index(1))
+            loop = scf.ForOp(lo, hi, index_c(1))
             with ir.InsertionPoint(loop.body):
                 groups(loop.induction_variable, 1)
                 scf.yield_([])
             scf.yield_([])
-    return _pairwise(conv, block, [load_elem(conv.accesses, cells, [conv.index(k), conv.index(0)], tile.elem)
+    return _pairwise(conv, block, [conv.buffers.load(cells, [index_c(k), index_c(0)], tile.elem)
                                    for k in range(GROUPS)])
 
 
@@ -277,7 +275,7 @@ def _lane_masked(conv, op, block):
     if sel is None or sel.name != "arith.select" or list(block.operations)[0].name not in _ZERO_IDENTITY \
             or len(ir.RankedTensorType(src.type).shape) != 1:
         return None
-    cond, x, other = (conv.get(v) for v in sel.operands)
+    cond, x, other = (conv.values.get(v) for v in sel.operands)
     if not (isinstance(cond, Tile) and cond.lanes is not None and isinstance(x, Tile)) \
             or is_float(x.elem) or not isinstance(other, Tile) or other.row is None \
             or other.row.stride != 0 or other.row.const != 0:
@@ -289,7 +287,7 @@ def _lane_masked(conv, op, block):
 def _reduce_lanes_of(conv, block, x, lo, hi):
     """The combine of the elements lo <= k < hi of `x` (`_lane_masked`), from 0."""
     index = ir.IndexType.get()
-    loop = scf.ForOp(arith.index_cast(index, lo), arith.index_cast(index, hi), conv.index(1),
+    loop = scf.ForOp(arith.index_cast(index, lo), arith.index_cast(index, hi), index_c(1),
                      [arith.constant(x.elem, 0)])
     with ir.InsertionPoint(loop.body):
         scf.yield_(_combine(conv, block, list(loop.inner_iter_args), [x.at([loop.induction_variable])]))
@@ -299,16 +297,16 @@ def _reduce_lanes_of(conv, block, x, lo, hi):
 @lowers("tt.reduce")
 def lower_reduce(conv, op):
     axis = ir.IntegerAttr(op.attributes["axis"]).value
-    inputs = [conv.tile(v) for v in op.operands]
+    inputs = [conv.values.tile(v) for v in op.operands]
     block = op.regions[0].blocks[0]
     shape = inputs[0].shape
     n = shape[axis]
     out_shape = shape[:axis] + shape[axis + 1:]
     elems = [t.elem for t in inputs]
-    bufs = [conv.alloca(out_shape, e, "tt.reduce result", op) for e in elems] if out_shape else None
+    bufs = [conv.buffers.alloca(out_shape, e, "tt.reduce result", op) for e in elems] if out_shape else None
     scalars = []
 
-    lanes = len(inputs) == 1 and _lane_count(n) > 0 and _single_commutative(block)
+    lanes = len(inputs) == 1 and _grouped(n) and _single_commutative(block)
     masked = _lane_masked(conv, op, block) if lanes and not out_shape else None
 
     def body(oivs):
@@ -319,10 +317,10 @@ def lower_reduce(conv, op):
             if bufs is None:
                 scalars.append(v)
             else:
-                store_elem(conv.accesses, v, bufs[0], oivs)
+                conv.buffers.store(v, bufs[0], oivs)
             return
-        init = [t.at(at(conv.index(0))) for t in inputs]
-        loop = scf.ForOp(conv.index(1), conv.index(n), conv.index(1), init)
+        init = [t.at(at(index_c(0))) for t in inputs]
+        loop = scf.ForOp(index_c(1), index_c(n), index_c(1), init)
         with ir.InsertionPoint(loop.body):
             nexts = [t.at(at(loop.induction_variable)) for t in inputs]
             scf.yield_(_combine(conv, block, loop.inner_iter_args, nexts))
@@ -330,39 +328,39 @@ def lower_reduce(conv, op):
             scalars.extend(loop.results)
         else:
             for v, buf in zip(loop.results, bufs):
-                store_elem(conv.accesses, v, buf, oivs)
+                conv.buffers.store(v, buf, oivs)
     if out_shape:
-        conv.par_nest(out_shape, body)      # rows are independent: shared out
+        conv.tasklets.par_nest(out_shape, body)      # rows are independent: shared out
     elif masked is not None:
         scalars.append(_reduce_lanes_of(conv, block, *masked))
-    elif conv.tasklets > 1 and lanes:       # a scalar: computed once, read by every tasklet
+    elif conv.tasklets.count > 1 and lanes:       # a scalar: computed once, read by every tasklet
         scalars.append(_shared_lanes_reduce(conv, block, inputs[0], n, op))
-    elif conv.tasklets > 1 and n >= 2 * LANE_COUNTS[-1]:
+    elif conv.tasklets.count > 1 and n >= 2 * GROUPS:
         cells = [_cells(conv, (1,), e, op) for e in elems]
-        with conv.single():
+        with conv.tasklets.single():
             body([])
             for v, cell in zip(scalars, cells):
-                store_elem(conv.accesses, v, cell, [conv.index(0)])
-        scalars[:] = [load_elem(conv.accesses, cell, [conv.index(0)], e) for cell, e in zip(cells, elems)]
+                conv.buffers.store(v, cell, [index_c(0)])
+        scalars[:] = [conv.buffers.load(cell, [index_c(0)], e) for cell, e in zip(cells, elems)]
     else:
         body([])                            # a short one: every tasklet computes it alike
     for k, result in enumerate(op.results):
         if bufs is None:
-            conv.set(result, scalars[k])
+            conv.values.set(result, scalars[k])
         else:
-            conv.set(result, Tile(out_shape, elems[k], buf=bufs[k], accesses=conv.accesses))
+            conv.values.set(result, Tile(out_shape, elems[k], buf=bufs[k], accesses=conv.buffers.accesses))
 
 
 @lowers("tt.scan")
 def lower_scan(conv, op):
     axis = ir.IntegerAttr(op.attributes["axis"]).value
     reverse = "reverse" in op.attributes and ir.BoolAttr(op.attributes["reverse"]).value
-    inputs = [conv.tile(v) for v in op.operands]
+    inputs = [conv.values.tile(v) for v in op.operands]
     block = op.regions[0].blocks[0]
     shape = inputs[0].shape
     n = shape[axis]
     line_shape = shape[:axis] + shape[axis + 1:]
-    bufs = [conv.alloca(shape, t.elem, "tt.scan result", op) for t in inputs]
+    bufs = [conv.buffers.alloca(shape, t.elem, "tt.scan result", op) for t in inputs]
     wide = _wide_combine(block)
     f32 = ir.F32Type.get()
 
@@ -371,14 +369,14 @@ def lower_scan(conv, op):
             return oivs[:axis] + [k] + oivs[axis:]
 
         def pos(i):                      # the i-th element visited along the axis
-            return arith.subi(conv.index(n - 1), i) if reverse else i
-        first = at(pos(conv.index(0)))
+            return arith.subi(index_c(n - 1), i) if reverse else i
+        first = at(pos(index_c(0)))
         init = [t.at(first) for t in inputs]
         for v, buf in zip(init, bufs):
-            store_elem(conv.accesses, v, buf, first)
+            conv.buffers.store(v, buf, first)
         if wide is not None:
             init = [convert_float(v, f32) for v in init]
-        loop = scf.ForOp(conv.index(1), conv.index(n), conv.index(1), init)
+        loop = scf.ForOp(index_c(1), index_c(n), index_c(1), init)
         with ir.InsertionPoint(loop.body):
             where = at(pos(loop.induction_variable))
             nexts = [t.at(where) for t in inputs]
@@ -388,26 +386,26 @@ def lower_scan(conv, op):
                 new = wide(list(loop.inner_iter_args) + [convert_float(v, f32) for v in nexts])
                 results = [convert_float(v, t.elem) for v, t in zip(new, inputs)]
             for v, buf in zip(results, bufs):
-                store_elem(conv.accesses, v, buf, where)
+                conv.buffers.store(v, buf, where)
             scf.yield_(new)
     if axis == 0 and _chunked_scan(conv, block, inputs, shape, wide):
         _shared_scan(conv, block, inputs[0], bufs[0], reverse, op)
     elif axis == 0:
         # Lines across the first dimension: tasklets own chunks of that dimension
         # only, so one tasklet scans them all.
-        with conv.single():
-            conv.loop_nest(line_shape, body)
+        with conv.tasklets.single():
+            conv.tasklets.loop_nest(line_shape, body)
     else:                                   # rows are independent: shared out
-        conv.par_nest(line_shape, body, shape)
+        conv.tasklets.par_nest(line_shape, body, shape)
     for result, buf, t in zip(op.results, bufs, inputs):
-        conv.set(result, Tile(shape, t.elem, buf=buf, accesses=conv.accesses))
+        conv.values.set(result, Tile(shape, t.elem, buf=buf, accesses=conv.buffers.accesses))
 
 
 def _chunked_scan(conv, block, inputs, shape, wide) -> bool:
     """Whether a scan of a rank-1 tile may be shared out by chunks: one
     integer input combined by one commutative op (associative, exact: any
     grouping gives the same bits)."""
-    return (conv.tasklets > 1 and len(shape) == 1 and len(inputs) == 1 and wide is None
+    return (conv.tasklets.count > 1 and len(shape) == 1 and len(inputs) == 1 and wide is None
             and not is_float(inputs[0].elem) and _single_commutative(block))
 
 
@@ -417,34 +415,34 @@ def _shared_scan(conv, block, tile, buf, reverse: bool, op) -> None:
     combines the totals of the chunks before its own (after, `reverse`) into
     every element of its chunk."""
     n = tile.shape[0]
-    lo, hi = conv.my_range(tile.shape)
-    rows = (conv.tasklets, 1)
+    lo, hi = conv.tasklets.my_range(tile.shape)
+    rows = (conv.tasklets.count, 1)
     cells = _cells(conv, rows, tile.elem, op)
-    chunks = -(-n // conv.chunk(tile.shape))            # the tasklets with elements
-    one = conv.index(1)
-    with conv.accesses.divergent(conv.owner(tile.shape)):
+    chunks = -(-n // conv.tasklets.chunk(tile.shape))            # the tasklets with elements
+    one = index_c(1)
+    with conv.tasklets.accesses.divergent(conv.tasklets.owner(tile.shape)):
         some = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, lo, hi), [], has_else=False)
         with ir.InsertionPoint(some.then_block):
             last = arith.subi(hi, one)
 
             def pos(i):                                  # the i-th element of the chunk visited
                 where = arith.subi(arith.addi(lo, last), i) if reverse else i
-                conv.accesses.mine(where)
+                conv.tasklets.accesses.mine(where)
                 return [where]
             first = pos(lo)
             init = tile.at(first)
-            store_elem(conv.accesses, init, buf, first)
+            conv.buffers.store(init, buf, first)
             loop = scf.ForOp(arith.addi(lo, one), hi, one, [init])
             with ir.InsertionPoint(loop.body):
                 where = pos(loop.induction_variable)
                 new = _combine(conv, block, list(loop.inner_iter_args), [tile.at(where)])
-                store_elem(conv.accesses, new[0], buf, where)
+                conv.buffers.store(new[0], buf, where)
                 scf.yield_(new)
-            store_elem(conv.accesses, loop.results[0], cells, [conv.me, conv.index(0)], conv.owner(rows))
+            conv.buffers.store(loop.results[0], cells, [conv.tasklets.me, index_c(0)], conv.tasklets.owner(rows))
             scf.yield_([])
-    with conv.accesses.divergent(conv.owner(tile.shape)):
-        before = (arith.cmpi(arith.CmpIPredicate.ult, arith.addi(conv.me, one), conv.index(chunks)) if reverse
-                  else arith.cmpi(arith.CmpIPredicate.ugt, conv.me, conv.index(0)))
+    with conv.tasklets.accesses.divergent(conv.tasklets.owner(tile.shape)):
+        before = (arith.cmpi(arith.CmpIPredicate.ult, arith.addi(conv.tasklets.me, one), index_c(chunks)) if reverse
+                  else arith.cmpi(arith.CmpIPredicate.ugt, conv.tasklets.me, index_c(0)))
         some = scf.IfOp(arith.andi(before, arith.cmpi(arith.CmpIPredicate.ult, lo, hi)), [], has_else=False)
         with ir.InsertionPoint(some.then_block):
             _add_prefix(conv, block, buf, cells, tile.elem, reverse, chunks, lo, hi)
@@ -453,19 +451,19 @@ def _shared_scan(conv, block, tile, buf, reverse: bool, op) -> None:
 
 def _add_prefix(conv, block, buf, cells, elem, reverse, chunks, lo, hi) -> None:
     """`_shared_scan`'s second step on one tasklet (which has chunks before its own)."""
-    one, zero = conv.index(1), conv.index(0)
-    start, stop = (arith.addi(conv.me, one), conv.index(chunks)) if reverse else (zero, conv.me)
-    loop = scf.ForOp(arith.addi(start, one), stop, one, [load_elem(conv.accesses, cells, [start, zero], elem)])
+    one, zero = index_c(1), index_c(0)
+    start, stop = (arith.addi(conv.tasklets.me, one), index_c(chunks)) if reverse else (zero, conv.tasklets.me)
+    loop = scf.ForOp(arith.addi(start, one), stop, one, [conv.buffers.load(cells, [start, zero], elem)])
     with ir.InsertionPoint(loop.body):
-        cell = load_elem(conv.accesses, cells, [loop.induction_variable, zero], elem)
+        cell = conv.buffers.load(cells, [loop.induction_variable, zero], elem)
         scf.yield_(_combine(conv, block, list(loop.inner_iter_args), [cell]))
     prefix = loop.results[0]
     add = scf.ForOp(lo, hi, one)
     with ir.InsertionPoint(add.body):
-        conv.accesses.mine(add.induction_variable)
+        conv.tasklets.accesses.mine(add.induction_variable)
         at = [add.induction_variable]
-        v = _combine(conv, block, [prefix], [load_elem(conv.accesses, buf, at, elem)])[0]
-        store_elem(conv.accesses, v, buf, at)
+        v = _combine(conv, block, [prefix], [conv.buffers.load(buf, at, elem)])[0]
+        conv.buffers.store(v, buf, at)
         scf.yield_([])
 
 
@@ -476,11 +474,11 @@ def lower_histogram(conv, op):
     several tasklets each counts its chunk of `x` into counts of its own,
     which they then add up bin by bin (`_shared_histogram`); one tasklet
     counts into `out`. Integer counts: the same result in any order."""
-    src = conv.tile(op.operands[0])
-    mask = conv.tile(op.operands[1]) if len(op.operands) > 1 else None
+    src = conv.values.tile(op.operands[0])
+    mask = conv.values.tile(op.operands[1]) if len(op.operands) > 1 else None
     shape = tuple(ir.RankedTensorType(op.results[0].type).shape)
     elem = ir.RankedTensorType(op.results[0].type).element_type
-    out = conv.alloca(shape, elem, "tt.histogram result", op)
+    out = conv.buffers.alloca(shape, elem, "tt.histogram result", op)
 
     def count(ivs, counts, row, who=None):
         v = src.at(ivs)
@@ -491,36 +489,36 @@ def lower_histogram(conv, op):
         branch = scf.IfOp(ok, [], has_else=False)
         with ir.InsertionPoint(branch.then_block):
             at = row + [arith.index_cast(ir.IndexType.get(), v)]
-            old = load_elem(conv.accesses, counts, at, elem, who)
-            store_elem(conv.accesses, arith.addi(old, arith.constant(elem, 1)), counts, at, who)
+            old = conv.buffers.load(counts, at, elem, who)
+            conv.buffers.store(arith.addi(old, arith.constant(elem, 1)), counts, at, who)
             scf.yield_([])
-    if conv.tasklets > 1 and len(src.shape) == 1:
+    if conv.tasklets.count > 1 and len(src.shape) == 1:
         _shared_histogram(conv, op, src.shape, shape, elem, out, count)
     else:
-        with conv.single():
-            conv.loop_nest(shape, lambda ivs: store_elem(conv.accesses, arith.constant(elem, 0), out, ivs))
-            conv.loop_nest(src.shape, lambda ivs: count(ivs, out, []))
-    conv.set(op.results[0], Tile(shape, elem, buf=out, accesses=conv.accesses))
+        with conv.tasklets.single():
+            conv.tasklets.loop_nest(shape, lambda ivs: conv.buffers.store(arith.constant(elem, 0), out, ivs))
+            conv.tasklets.loop_nest(src.shape, lambda ivs: count(ivs, out, []))
+    conv.values.set(op.results[0], Tile(shape, elem, buf=out, accesses=conv.buffers.accesses))
 
 
 def _shared_histogram(conv, op, src_shape, shape, elem, out, count) -> None:
     """A histogram on several tasklets: tasklet t counts its chunk of the
     input into row t of a WRAM buffer of per-tasklet counts; after a barrier
     each tasklet adds up the rows for its chunk of the bins into `out`."""
-    tasklets = conv.tasklets
+    tasklets = conv.tasklets.count
     rows = (tasklets, shape[0])
-    counts = conv.wram.buffer(rows, buffer_type(elem), tasklets * shape[0] * byte_size(elem),
+    counts = conv.buffers.wram.buffer(rows, buffer_type(elem), tasklets * shape[0] * byte_size(elem),
                               "tt.histogram per-tasklet counts", user_location(op.location))
     zero = arith.constant(elem, 0)
-    conv.par_nest(rows, lambda ivs: store_elem(conv.accesses, zero, counts, ivs))
-    conv.par_nest(src_shape, lambda ivs: count(ivs, counts, [conv.me], conv.owner(rows)))
+    conv.tasklets.par_nest(rows, lambda ivs: conv.buffers.store(zero, counts, ivs))
+    conv.tasklets.par_nest(src_shape, lambda ivs: count(ivs, counts, [conv.tasklets.me], conv.tasklets.owner(rows)))
 
     def merge(ivs):
-        total = load_elem(conv.accesses, counts, [conv.index(0)] + ivs, elem)
+        total = conv.buffers.load(counts, [index_c(0)] + ivs, elem)
         for t in range(1, tasklets):
-            total = arith.addi(total, load_elem(conv.accesses, counts, [conv.index(t)] + ivs, elem))
-        store_elem(conv.accesses, total, out, ivs)
-    conv.par_nest(shape, merge)
+            total = arith.addi(total, conv.buffers.load(counts, [index_c(t)] + ivs, elem))
+        conv.buffers.store(total, out, ivs)
+    conv.tasklets.par_nest(shape, merge)
 
 
 del is_tensor, scalar_type

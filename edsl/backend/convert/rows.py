@@ -25,7 +25,7 @@ from mlir.dialects import arith, scf
 from ...target.dpu import DMA_MAX_BYTES
 
 from .core import Tile, and_valid
-from .builders import align_down, align_up, c64, i64
+from .builders import align_down, align_up, c64, i64, index_c
 
 
 def true() -> ir.Value:
@@ -76,18 +76,19 @@ class RowSegment:
         """body(j) for the lanes lo <= j < hi."""
         def run(j):
             if self.mine:
-                conv.accesses.mine(j)
+                conv.tasklets.accesses.mine(j)
             body(j)
         _for(lo, hi, run)
 
     def note(self, conv, buf, write: bool) -> None:
         """Record a direct (DMA) access of this segment of WRAM buffer `buf`."""
-        if conv.tasklets == 1:
+        if conv.tasklets.count == 1:
             return
         if self.mine:
-            conv.accesses.note_buffer(buf, [self.j0], write, who=conv.owner(tuple(ir.MemRefType(buf.type).shape)))
+            who = conv.tasklets.owner(tuple(ir.MemRefType(buf.type).shape))
+            conv.buffers.accesses.note_buffer(buf, [self.j0], write, who=who)
         else:
-            conv.accesses.note_buffer(buf, self.ivs(self.j0), write)
+            conv.buffers.accesses.note_buffer(buf, self.ivs(self.j0), write)
 
 
 # ---- the row segments of an access ---------------------------------------------------
@@ -101,13 +102,13 @@ def segments(conv, shape, body, ptrs, mask, t, es: int):
     lanes = seg_chunk(conv, shape, es)
 
     def segment(rivs, j0, j1, mine):
-        body(RowSegment(ptrs, mask, rivs, j0, j1, t, es, mine, conv.staging(lanes * es + 16)))
-    if conv.tasklets > 1 and len(shape) == 1:
-        lo, hi = conv.my_range(shape)
-        with conv.accesses.divergent(conv.owner(shape)):
+        body(RowSegment(ptrs, mask, rivs, j0, j1, t, es, mine, conv.buffers.staging(lanes * es + 16)))
+    if conv.tasklets.count > 1 and len(shape) == 1:
+        lo, hi = conv.tasklets.my_range(shape)
+        with conv.tasklets.accesses.divergent(conv.tasklets.owner(shape)):
             split(conv, lo, hi, lanes, lambda j0, j1: segment([], j0, j1, True))
         return
-    conv.par_nest(shape[:-1], lambda rivs: split(conv, conv.index(0), conv.index(length), lanes,
+    conv.tasklets.par_nest(shape[:-1], lambda rivs: split(conv, index_c(0), index_c(length), lanes,
                                                  lambda j0, j1: segment(rivs, j0, j1, False), length), shape)
 
 
@@ -117,18 +118,18 @@ def split(conv, lo, hi, seg: int, fn, length: int | None = None) -> None:
     if length is not None and length <= seg:
         fn(lo, hi)
         return
-    loop = scf.ForOp(lo, hi, conv.index(seg))
+    loop = scf.ForOp(lo, hi, index_c(seg))
     with ir.InsertionPoint(loop.body):
         j0 = loop.induction_variable
-        fn(j0, arith.minsi(arith.addi(j0, conv.index(seg)), hi))
+        fn(j0, arith.minsi(arith.addi(j0, index_c(seg)), hi))
         scf.yield_([])
 
 
 def seg_chunk(conv, shape, es: int) -> int:
     """Lanes of one row segment (the staging buffer holds one)."""
     cap = max(8, DMA_MAX_BYTES // es // 8 * 8)
-    if len(shape) == 1 and conv.tasklets > 1:
-        return min(conv.chunk(shape), shape[0], cap)
+    if len(shape) == 1 and conv.tasklets.count > 1:
+        return min(conv.tasklets.chunk(shape), shape[0], cap)
     return min(shape[-1], cap)
 
 
@@ -145,7 +146,7 @@ def active_span(conv, seg: RowSegment):
 
     def body(j, first, last, count):
         if seg.mine:
-            conv.accesses.mine(j)
+            conv.tasklets.accesses.mine(j)
         m = seg.active(j)
         j64 = arith.index_cast(i64(), j)
         unset = arith.cmpi(arith.CmpIPredicate.slt, first, c64(0))
@@ -279,7 +280,7 @@ def needs_rest(conv, ptrs, mask, es: int, shape) -> ir.Value:
     def nest(dim, rivs, acc):
         if dim == len(shape) - 1:
             return arith.ori(acc, row_bad(rivs))
-        loop = scf.ForOp(conv.index(0), conv.index(shape[dim]), conv.index(1), [acc])
+        loop = scf.ForOp(index_c(0), index_c(shape[dim]), index_c(1), [acc])
         with ir.InsertionPoint(loop.body):
             scf.yield_([nest(dim + 1, rivs + [loop.induction_variable], loop.inner_iter_args[0])])
         return loop.results[0]

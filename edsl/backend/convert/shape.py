@@ -11,6 +11,7 @@ from mlir.dialects import arith
 
 from .core import (LaneRange, RowForm, Tile, and_valid, byte_size, const_int, is_tensor, lowers,
                    pointee, scalar_type)
+from .builders import cast_int, index_c
 
 
 def _shape(t: ir.Type) -> tuple[int, ...]:
@@ -31,36 +32,36 @@ def lower_make_range(conv, op):
         v = arith.index_cast(i32, ivs[0])
         return arith.addi(v, arith.constant(i32, start)) if start else v
     row = RowForm(lambda rivs: arith.constant(i32, start), 1)
-    conv.set(op.results[0], Tile(_shape(t), i32, fn=element, cost=1, row=row), op)
+    conv.values.set(op.results[0], Tile(_shape(t), i32, fn=element, cost=1, row=row), op)
 
 
 @lowers("tt.splat")
 def lower_splat(conv, op):
-    value = conv.get(op.operands[0])
+    value = conv.values.get(op.operands[0])
     t = op.results[0].type
     row = RowForm(lambda rivs: value, 0, const=const_int(value))
-    conv.set(op.results[0], Tile(_shape(t), _elem(t), fn=lambda ivs: value, cost=0, row=row), op)
+    conv.values.set(op.results[0], Tile(_shape(t), _elem(t), fn=lambda ivs: value, cost=0, row=row), op)
 
 
 @lowers("tt.unsplat")
 def lower_unsplat(conv, op):
-    src = conv.tile(op.operands[0])
-    conv.set(op.results[0], src.at([conv.index(0)] * len(src.shape)))
+    src = conv.values.tile(op.operands[0])
+    conv.values.set(op.results[0], src.at([index_c(0)] * len(src.shape)))
 
 
 @lowers("tt.broadcast")
 def lower_broadcast(conv, op):
-    src = conv.tile(op.operands[0])
+    src = conv.values.tile(op.operands[0])
     shape = _shape(op.results[0].type)
 
     def remap(ivs):
-        return [iv if s == d else conv.index(0) for iv, s, d in zip(ivs, src.shape, shape)]
+        return [iv if s == d else index_c(0) for iv, s, d in zip(ivs, src.shape, shape)]
 
     def element(ivs):
         return src.at(remap(ivs))
     row = lanes = None
     if src.shape[-1] == 1 and shape[-1] != 1:
-        row = RowForm(lambda rivs: src.at(remap(rivs + [conv.index(0)])), 0)
+        row = RowForm(lambda rivs: src.at(remap(rivs + [index_c(0)])), 0)
     elif src.shape[-1] == shape[-1]:
         if src.row is not None:
             r = src.row
@@ -68,12 +69,12 @@ def lower_broadcast(conv, op):
                           None if r.valid is None else lambda rivs: r.valid(remap(rivs + [None])[:-1]))
         if src.lanes is not None:
             lanes = LaneRange(lambda rivs: src.lanes.bounds(remap(rivs + [None])[:-1]))
-    conv.set(op.results[0], Tile(shape, src.elem, fn=element, cost=src.cost, row=row, lanes=lanes), op)
+    conv.values.set(op.results[0], Tile(shape, src.elem, fn=element, cost=src.cost, row=row, lanes=lanes), op)
 
 
 @lowers("tt.expand_dims")
 def lower_expand_dims(conv, op):
-    src = conv.get(op.operands[0])
+    src = conv.values.get(op.operands[0])
     axis = ir.IntegerAttr(op.attributes["axis"]).value
     shape = _shape(op.results[0].type)
 
@@ -89,7 +90,7 @@ def lower_expand_dims(conv, op):
                           None if r.valid is None else lambda rivs: r.valid(rivs[:axis] + rivs[axis + 1:]))
         if src.lanes is not None:
             lanes = LaneRange(lambda rivs: src.lanes.bounds(rivs[:axis] + rivs[axis + 1:]))
-    conv.set(op.results[0], Tile(shape, src.elem, fn=element, cost=src.cost, row=row, lanes=lanes), op)
+    conv.values.set(op.results[0], Tile(shape, src.elem, fn=element, cost=src.cost, row=row, lanes=lanes), op)
 
 
 def _strides(shape):
@@ -101,28 +102,28 @@ def _strides(shape):
 
 @lowers("tt.reshape")
 def lower_reshape(conv, op):
-    src = conv.tile(op.operands[0])
+    src = conv.values.tile(op.operands[0])
     shape = _shape(op.results[0].type)
     out_strides, in_strides = _strides(shape), _strides(src.shape)
 
     def element(ivs):
         flat = None
         for iv, s in zip(ivs, out_strides):
-            term = arith.muli(iv, conv.index(s)) if s != 1 else iv
+            term = arith.muli(iv, index_c(s)) if s != 1 else iv
             flat = term if flat is None else arith.addi(flat, term)
         if flat is None:
-            flat = conv.index(0)
+            flat = index_c(0)
         src_ivs = []
         for d, s in zip(src.shape, in_strides):
-            q = arith.divui(flat, conv.index(s)) if s != 1 else flat
-            src_ivs.append(arith.remui(q, conv.index(d)))
+            q = arith.divui(flat, index_c(s)) if s != 1 else flat
+            src_ivs.append(arith.remui(q, index_c(d)))
         return src.at(src_ivs)
-    conv.set(op.results[0], Tile(shape, src.elem, fn=element, cost=src.cost + 2 * len(shape)), op)
+    conv.values.set(op.results[0], Tile(shape, src.elem, fn=element, cost=src.cost + 2 * len(shape)), op)
 
 
 @lowers("tt.trans")
 def lower_trans(conv, op):
-    src = conv.tile(op.operands[0])
+    src = conv.values.tile(op.operands[0])
     order = list(ir.DenseI32ArrayAttr(op.attributes["order"]))
     shape = _shape(op.results[0].type)
 
@@ -131,43 +132,43 @@ def lower_trans(conv, op):
         for i, o in enumerate(order):
             src_ivs[o] = ivs[i]
         return src.at(src_ivs)
-    conv.set(op.results[0], Tile(shape, src.elem, fn=element, cost=src.cost), op)
+    conv.values.set(op.results[0], Tile(shape, src.elem, fn=element, cost=src.cost), op)
 
 
 @lowers("tt.join")
 def lower_join(conv, op):
-    a, b = conv.tile(op.operands[0]), conv.tile(op.operands[1])
+    a, b = conv.values.tile(op.operands[0]), conv.values.tile(op.operands[1])
     shape = _shape(op.results[0].type)
 
     def element(ivs):
-        first = arith.cmpi(arith.CmpIPredicate.eq, ivs[-1], conv.index(0))
+        first = arith.cmpi(arith.CmpIPredicate.eq, ivs[-1], index_c(0))
         return arith.select(first, a.at(ivs[:-1]), b.at(ivs[:-1]))
-    conv.set(op.results[0], Tile(shape, a.elem, fn=element, cost=a.cost + b.cost + 2), op)
+    conv.values.set(op.results[0], Tile(shape, a.elem, fn=element, cost=a.cost + b.cost + 2), op)
 
 
 @lowers("tt.split")
 def lower_split(conv, op):
-    src = conv.tile(op.operands[0])
+    src = conv.values.tile(op.operands[0])
     shape = _shape(op.results[0].type)
     for k, result in enumerate(op.results):
-        conv.set(result, Tile(shape, src.elem, fn=lambda ivs, k=k: src.at(ivs + [conv.index(k)]),
+        conv.values.set(result, Tile(shape, src.elem, fn=lambda ivs, k=k: src.at(ivs + [index_c(k)]),
                               cost=src.cost), op)
 
 
 @lowers("tt.cat")
 def lower_cat(conv, op):
-    a, b = conv.tile(op.operands[0]), conv.tile(op.operands[1])
+    a, b = conv.values.tile(op.operands[0]), conv.values.tile(op.operands[1])
     shape = _shape(op.results[0].type)
     n0 = a.shape[0]
     # The two halves may hold different lazy expressions: materialize both and select.
-    a, b = conv.materialize(a, "tt.cat operand", op), conv.materialize(b, "tt.cat operand", op)
+    a, b = conv.buffers.materialize(a, "tt.cat operand", op), conv.buffers.materialize(b, "tt.cat operand", op)
 
     def element(ivs):
-        first = arith.cmpi(arith.CmpIPredicate.ult, ivs[0], conv.index(n0))
-        i_b = arith.select(first, conv.index(0), arith.subi(ivs[0], conv.index(n0)))
-        i_a = arith.select(first, ivs[0], conv.index(0))
+        first = arith.cmpi(arith.CmpIPredicate.ult, ivs[0], index_c(n0))
+        i_b = arith.select(first, index_c(0), arith.subi(ivs[0], index_c(n0)))
+        i_a = arith.select(first, ivs[0], index_c(0))
         return arith.select(first, a.at([i_a] + ivs[1:]), b.at([i_b] + ivs[1:]))
-    conv.set(op.results[0], Tile(shape, a.elem, fn=element, cost=4), op)
+    conv.values.set(op.results[0], Tile(shape, a.elem, fn=element, cost=4), op)
 
 
 @lowers("tt.gather")
@@ -175,8 +176,8 @@ def lower_gather(conv, op):
     """`tl.gather(src, idx, axis)`: out[..., j, ...] = src[..., idx[..., j, ...], ...].
     An index outside the source is undefined in Triton; here it is clamped
     into it (the read stays inside the source's buffer)."""
-    src = conv.materialize(conv.tile(op.operands[0]), "tt.gather source", op)
-    idx = conv.tile(op.operands[1])
+    src = conv.buffers.materialize(conv.values.tile(op.operands[0]), "tt.gather source", op)
+    idx = conv.values.tile(op.operands[1])
     axis = ir.IntegerAttr(op.attributes["axis"]).value
     n = src.shape[axis]
 
@@ -184,7 +185,7 @@ def lower_gather(conv, op):
         i = idx.at(ivs)
         i = arith.minsi(arith.maxsi(i, arith.constant(i.type, 0)), arith.constant(i.type, n - 1))
         return src.at(ivs[:axis] + [arith.index_cast(ir.IndexType.get(), i)] + ivs[axis + 1:])
-    conv.set(op.results[0], Tile(_shape(op.results[0].type), src.elem, fn=element, cost=idx.cost + 4), op)
+    conv.values.set(op.results[0], Tile(_shape(op.results[0].type), src.elem, fn=element, cost=idx.cost + 4), op)
 
 
 @lowers("tt.addptr")
@@ -194,19 +195,19 @@ def lower_addptr(conv, op):
     elt = ir.RankedTensorType(t).element_type if is_tensor(t) else t
     size = byte_size(pointee(elt))
     i64 = ir.IntegerType.get_signless(64)
-    base, off = conv.get(op.operands[0]), conv.get(op.operands[1])
+    base, off = conv.values.get(op.operands[0]), conv.values.get(op.operands[1])
 
     def add(p, o):
-        o = conv.cast_int(o, i64, signed=True)
+        o = cast_int(o, i64, signed=True)
         if size != 1:
             o = arith.muli(o, arith.constant(i64, size))
         return arith.addi(p, o)
     if not is_tensor(t):
-        conv.set(op.results[0], add(base, off), op)
+        conv.values.set(op.results[0], add(base, off), op)
         return
     cost = 2 + sum(v.cost for v in (base, off) if isinstance(v, Tile))
     shape = _shape(t)
-    conv.set(op.results[0], Tile(shape, i64, fn=lambda ivs: add(
+    conv.values.set(op.results[0], Tile(shape, i64, fn=lambda ivs: add(
         base.at(ivs) if isinstance(base, Tile) else base,
         off.at(ivs) if isinstance(off, Tile) else off), cost=cost,
         row=_addptr_row(conv, base, off, size, shape[-1])), op)
@@ -239,7 +240,7 @@ def _addptr_row(conv, base, off, size: int, lanes: int):
     i64 = ir.IntegerType.get_signless(64)
 
     def addr(rivs):
-        o = conv.cast_int(orow.base(rivs), i64, signed=True)
+        o = cast_int(orow.base(rivs), i64, signed=True)
         if size != 1:
             o = arith.muli(o, arith.constant(i64, size))
         return arith.addi(pr.base(rivs), o)

@@ -56,7 +56,7 @@ from ...target.dpu import (COUNT_TRANSFER, DMA, DMA_MAX_BYTES, DMA_MIN_BYTES, MR
 from ...base import templates
 from ...base.errors import DpuError
 from .barriers import chunk
-from .builders import as_i64, c64, i64, in_dma_pieces, index_c
+from .builders import as_i64, c64, i64, in_dma_pieces, index_c, to_stored
 from .wram import WramBuffer, largest
 
 SWAP = "__dpu_spill_swap"        # (base, state, data, line, segs, unit, seg, total, site, ctx)
@@ -354,7 +354,6 @@ class LineTarget:
         return arith.addi(self.buf.data_addr, off)
 
     def store(self, v, ivs) -> None:
-        from .core import to_stored          # (core imports this module)
         memref.store(to_stored(v, self.buf.stored), self.buf.data, [self._slot(ivs[-1])])
 
     def note(self, seg, write: bool) -> None:
@@ -373,10 +372,10 @@ class SpillBuffer:
         self.type = ir.MemRefType.get(list(shape), stored,
                                       memory_space=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), MRAM_ADDRSPACE))
         conv = space.conv
-        block = conv.wram.private(STATE_BYTES + geo.seg, f"window of the {what} kept in MRAM", loc)
-        self.state = conv.wram.view(block, 0, [2], i64())
-        self.data = conv.wram.view(block, STATE_BYTES, [geo.seg // es], stored)
-        with conv.at_entry():
+        block = conv.buffers.wram.private(STATE_BYTES + geo.seg, f"window of the {what} kept in MRAM", loc)
+        self.state = conv.buffers.wram.view(block, 0, [2], i64())
+        self.data = conv.buffers.wram.view(block, STATE_BYTES, [geo.seg // es], stored)
+        with conv.buffers.at_entry():
             self.base = arith.addi(space.scratch(), c64(offset))
             self.state_addr = _addr(self.state)
             self.data_addr = _addr(self.data)
@@ -424,7 +423,7 @@ class SpillBuffer:
         with ir.InsertionPoint(op.then_block):
             func.CallOp([], ir.FlatSymbolRefAttr.get(SWAP),
                         [self.base, self.state_addr, self.data_addr, as_i64(line), *self._geometry_args(),
-                         conv.site(), conv.ctx_arg])
+                         conv.sites.site(), conv.ctx_arg])
             scf.yield_([])
 
     def load(self, accesses, ivs) -> ir.Value:
@@ -449,7 +448,7 @@ class SpillBuffer:
         conv = self.space.conv
         if changed:
             func.CallOp([], ir.FlatSymbolRefAttr.get(FLUSH),
-                        [self.base, self.state_addr, self.data_addr, *self._geometry_args(), conv.site(),
+                        [self.base, self.state_addr, self.data_addr, *self._geometry_args(), conv.sites.site(),
                          conv.ctx_arg])
         else:
             memref.store(c64(0), self.state, [index_c(0)])
@@ -480,24 +479,24 @@ class SpillBuffer:
                 scf.yield_([])
 
         if len(shape) == 1:
-            if conv.tasklets > 1:
-                lo, hi = conv.my_range(shape)
-                with conv.accesses.divergent(conv.owner(shape)):
-                    conv.accesses.note_buffer(self, [], True, who=conv.owner(shape))
+            if conv.tasklets.count > 1:
+                lo, hi = conv.tasklets.my_range(shape)
+                with conv.tasklets.accesses.divergent(conv.tasklets.owner(shape)):
+                    conv.buffers.accesses.note_buffer(self, [], True, who=conv.tasklets.owner(shape))
                     row_segments([], lo, hi, True)
             else:
                 row_segments([], index_c(0), index_c(n), False)
         elif g.rows == 1:
             def row(rivs):
-                conv.accesses.note_buffer(self, rivs, True)
+                conv.buffers.accesses.note_buffer(self, rivs, True)
                 row_segments(rivs, index_c(0), index_c(n), False)
-            conv.par_nest(shape[:-1], row, shape)
+            conv.tasklets.par_nest(shape[:-1], row, shape)
         else:
-            inner = shape[1:-1] if conv.tasklets > 1 else shape[:-1]
+            inner = shape[1:-1] if conv.tasklets.count > 1 else shape[:-1]
 
             def group(outer):
                 if outer:
-                    conv.accesses.note_buffer(self, outer, True)
+                    conv.buffers.accesses.note_buffer(self, outer, True)
                 loop = scf.ForOp(index_c(0), index_c(prod(inner) // g.rows), index_c(1))
                 with ir.InsertionPoint(loop.body):
                     q = loop.induction_variable
@@ -510,8 +509,8 @@ class SpillBuffer:
                     first = outer + unflatten(arith.muli(q, index_c(g.rows)), inner)
                     out(self.row_mram(first, None), c64(g.unit))
                     scf.yield_([])
-            if conv.tasklets > 1:
-                conv.par_nest(shape[:1], group, shape)
+            if conv.tasklets.count > 1:
+                conv.tasklets.par_nest(shape[:1], group, shape)
             else:
                 group([])
         # The window now holds the last line written: nothing valid, nothing changed.
@@ -526,7 +525,7 @@ class SpillBuffer:
             with ir.InsertionPoint(loop.body):
                 j = loop.induction_variable
                 if mine:
-                    self.space.conv.accesses.mine(j)
+                    self.space.conv.tasklets.accesses.mine(j)
                 target.store(tile.at(rivs + [j]), rivs + [j])
                 scf.yield_([])
         self.stream(body)
@@ -572,13 +571,13 @@ class SpillSpace:
     def scratch(self) -> ir.Value:
         """The MRAM address (i64) of the DPU's scratch, read at the kernel's entry."""
         if self._scratch is None:
-            with self.conv.at_entry():
+            with self.conv.buffers.at_entry():
                 slot = llvm.getelementptr(llvm.PointerType.get(), self.conv.ctx_arg, [], [Ctx.SCRATCH], i64(), 0)
                 self._scratch = llvm.load(i64(), slot)
         return self._scratch
 
     def buffer(self, key: int, shape, stored: ir.Type, es: int, what: str, loc) -> SpillBuffer:
-        geo = geometry(shape, es, self.plan.line_cap, self.conv.tasklets)
+        geo = geometry(shape, es, self.plan.line_cap, self.conv.tasklets.count)
         buf = SpillBuffer(self, key, shape, stored, es, self.bytes, geo, what, loc)
         self.bytes += geo.total
         self.records.append(SpillRecord(what, loc, geo.total, geo.seg))
@@ -613,7 +612,7 @@ class SpillSpace:
     def dma(self, mram, wram, nbytes, direction: int) -> None:
         conv = self.conv
         func.CallOp([], ir.FlatSymbolRefAttr.get(SPILL_DMA),
-                    [mram, wram, nbytes, c64(direction), conv.site(), conv.ctx_arg])
+                    [mram, wram, nbytes, c64(direction), conv.sites.site(), conv.ctx_arg])
 
     def dma_span(self, mram, wram, nbytes, direction: int) -> None:
         """Move `nbytes` (a multiple of 8) in transfers of at most 2048 bytes."""

@@ -1,0 +1,332 @@
+"""The services every lowering works through, each the owner of one part of a
+conversion's state (the `Converter` hands them to the lowerings):
+
+- `Sites`: where the op being lowered is in the user's source (compile errors
+  at its line, run-time check-site codes, the kernel's files by name), and
+  the C library functions the converted module declares;
+- `Tasklets`: the tasklets a DPU shares the tile code among (this one's id,
+  its chunk of a tile, loop nests shared out or run by one tasklet);
+- `Buffers`: the tile buffers (WRAM views, or tiles kept in MRAM: `spill`),
+  their element accesses, each stated for barrier placement as it is
+  emitted (`barriers.AccessRecord`), and the DMA staging buffer;
+- `Values`: the converted form of each TTIR value (a `Tile` or a scalar).
+"""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from math import prod
+
+from mlir import ir
+from mlir.dialects import arith, func, llvm, scf
+
+from ...base.errors import CompileError
+from ...target.dpu import Ctx
+from ..ttir_reader import user_location
+from .barriers import AccessRecord, chunk, owner
+from .builders import buffer_type, i64, index_c
+from .core import (UNROLL, KernelInfo, Tile, UnrollStep, byte_size, in_wram, load_elem, store_elem,
+                   unrolled_at)
+from .spill import DotNeed, SpillBuffer, SpillPlan, SpillSpace
+from .wram import WramLayout
+
+
+class Sites:
+    """The op being lowered, in the user's source, and what the module declares."""
+
+    def __init__(self, info: KernelInfo, kernel_file: str | None, module_body):
+        self.info, self.kernel_file, self.module_body = info, kernel_file, module_body
+        self.location = None               # of the op being lowered
+        self._codes: set[int] = set()
+        self._declared: set[str] = set()   # functions of the C library declared in the module
+
+    def error(self, op, message: str) -> CompileError:
+        return CompileError(message, user_location(op.location))
+
+    def file_name(self, filename: str) -> str:
+        """`filename` as the compiled kernel names it: "" for the kernel's own
+        file and a path relative to its folder for another (a callee's), which
+        the launch resolves from the file of the kernel launched (Triton's
+        cache key ignores paths: copies of one source tree in two folders
+        share the compiled kernel; `errors.file_of_kernel_site`)."""
+        if filename == self.kernel_file:
+            return ""
+        if self.kernel_file and os.path.isabs(filename):
+            return os.path.relpath(filename, os.path.dirname(self.kernel_file))
+        return filename
+
+    def site(self) -> ir.Value:
+        """An i64 check-site code of the op being lowered (0: unknown), so that
+        a run-time error (a DMA out of the arrays) names the kernel's line."""
+        loc = user_location(self.location) if self.location is not None else None
+        code = 0
+        if loc is not None:
+            code = loc.site
+            if code not in self._codes:
+                self._codes.add(code)
+                self.info.sites.append([code, self.file_name(loc.filename), loc.lineno, loc.col])
+        return arith.constant(ir.IntegerType.get_signless(64), code)
+
+    def declare(self, name: str, args: list, results: list) -> str:
+        """`name`, a function of the C library or libm, declared once in the
+        converted module (a program may call those and no others)."""
+        if name not in self._declared:
+            with ir.InsertionPoint(self.module_body), ir.Location.unknown():
+                func.FuncOp(name, ir.FunctionType.get(args, results), visibility="private")
+            self._declared.add(name)
+        return name
+
+
+class Tasklets:
+    """The `count` tasklets of a DPU, which share the kernel's tile code: a
+    tile loop nest runs over each one's chunk of the first dimension
+    (`par_nest`), code that must run once on tasklet 0 (`single`)."""
+
+    def __init__(self, count: int, entry: ir.InsertionPoint, ctx_arg: ir.Value, accesses: AccessRecord):
+        self.count, self.accesses, self._entry = count, accesses, entry
+        self._ranges: dict = {}
+        self.me: ir.Value | None = None    # this tasklet's id (an index), with several
+        if count > 1:
+            # `me()`, asked once per DPU by `__dpu_main`.
+            with entry, ir.Location.unknown():
+                slot = llvm.getelementptr(llvm.PointerType.get(), ctx_arg, [], [Ctx.TID], i64(), 0)
+                self.me = arith.index_cast(ir.IndexType.get(), llvm.load(i64(), slot))
+
+    def chunk(self, shape) -> int:
+        return chunk(shape, self.count)
+
+    def owner(self, shape) -> tuple:
+        return owner(shape, self.count)
+
+    def my_range(self, shape):
+        """(lo, hi) index bounds of this tasklet's chunk of the first dimension."""
+        key = (shape[0], self.chunk(shape))
+        if key not in self._ranges:
+            n, c = key
+            with self._entry, ir.Location.unknown():
+                lo = arith.minsi(arith.muli(self.me, index_c(c)), index_c(n))
+                hi = arith.minsi(arith.addi(lo, index_c(c)), index_c(n))
+            self._ranges[key] = (lo, hi)
+        return self._ranges[key]
+
+    def loop_nest(self, shape, body, outer=(), unroll: bool = False) -> None:
+        """Emit `body(outer + ivs)` inside a nest of `scf.for` loops over `shape`
+        (`unroll`: the innermost one unrolled, when its length allows)."""
+        if not shape:
+            body(list(outer))
+            return
+        if unroll and len(shape) == 1 and shape[0] % UNROLL == 0:
+            self.unrolled_loop(index_c(0), index_c(shape[0]), lambda iv: body([*outer, iv]))
+            return
+        loop = scf.ForOp(index_c(0), index_c(shape[0]), index_c(1))
+        with ir.InsertionPoint(loop.body):
+            self.loop_nest(shape[1:], body, [*outer, loop.induction_variable], unroll)
+            scf.yield_([])
+
+    def unrolled_loop(self, lo, hi, body, mine: bool = False) -> None:
+        """`body(i)` for lo <= i < hi (hi - lo a multiple of UNROLL), UNROLL
+        elements a step; their buffer accesses go through windows of the step
+        (`core.UnrollStep`), at constant offsets (`mine`: the indices are in the
+        current owner's chunk)."""
+        loop = scf.ForOp(lo, hi, index_c(UNROLL))
+        with ir.InsertionPoint(loop.body):
+            iv = loop.induction_variable
+            step = UnrollStep(iv, arith.constant(ir.IndexType.get(), 0).owner)
+            for k in range(UNROLL):
+                at = iv if k == 0 else arith.addi(iv, index_c(k))
+                if mine:
+                    self.accesses.mine(at)
+                with unrolled_at(at, step, k):
+                    body(at)
+            scf.yield_([])
+
+    def par_nest(self, shape, body, tile_shape=None, unroll: bool = False) -> None:
+        """`loop_nest` shared out among the tasklets: each runs its chunk of the
+        first dimension (chunks as for `tile_shape`, whose first dimension is
+        the same: the rows of a tile are shared out as the tile's elements)."""
+        if self.count == 1:
+            self.loop_nest(shape, body, unroll=unroll)
+            return
+        if not shape:
+            with self.single():
+                body([])
+            return
+        part = tuple(tile_shape) if tile_shape is not None else tuple(shape)
+        lo, hi = self.my_range(part)
+        with self.accesses.divergent(self.owner(part)):
+            if unroll and len(shape) == 1 and shape[0] % UNROLL == 0 and self.chunk(part) % UNROLL == 0:
+                self.unrolled_loop(lo, hi, lambda iv: body([iv]), mine=True)
+                return
+            loop = scf.ForOp(lo, hi, index_c(1))
+            with ir.InsertionPoint(loop.body):
+                self.accesses.mine(loop.induction_variable)
+                self.loop_nest(tuple(shape[1:]), body, [loop.induction_variable], unroll)
+                scf.yield_([])
+
+    @contextmanager
+    def single(self):
+        """Code run by tasklet 0 only."""
+        if self.count == 1:
+            yield
+            return
+        with self.accesses.divergent("one"):  # (a barrier it needs goes before the `if`)
+            first = arith.cmpi(arith.CmpIPredicate.eq, self.me, index_c(0))
+            op = scf.IfOp(first, [], has_else=False)
+            with ir.InsertionPoint(op.then_block):
+                yield
+                scf.yield_([])
+
+
+class Buffers:
+    """The kernel's tile buffers and their element accesses. A buffer is a
+    view of the DPU's WRAM (`wram`, laid out by `finish`) or a tile kept in
+    MRAM when the spill plan says so (`spill`); `load`/`store` reach either
+    and state the access for barrier placement."""
+
+    def __init__(self, wram: ir.Value, entry: ir.InsertionPoint, tasklets: Tasklets, conv,
+                 plan: SpillPlan | None):
+        self._entry = entry
+        self.tasklets = tasklets
+        self.accesses = tasklets.accesses
+        self.wram = WramLayout(wram, entry, tasklets.count, tasklets.me)
+        self.spill = SpillSpace(conv, plan)
+        self._tile_keys = 0                # tile buffers asked for so far (their plan keys)
+        self.wram_only = 0                 # lowering an EDSL region call: its tiles stay in WRAM
+        self.dots: list[DotNeed] = []      # the tl.dot ops lowered, for a spill plan
+
+    @contextmanager
+    def at_entry(self):
+        """Build at the top of the kernel's entry block (values every op may use:
+        buffers, addresses, this tasklet's ranges), with no location."""
+        with self._entry, ir.Location.unknown():
+            yield
+
+    def load(self, buf, ivs, elem: ir.Type, who=None) -> ir.Value:
+        """Element `ivs` of `buf` (`who`: the tasklet owning it, when not the code's)."""
+        return load_elem(self.accesses, buf, ivs, elem, who)
+
+    def store(self, v: ir.Value, buf, ivs, who=None) -> None:
+        store_elem(self.accesses, v, buf, ivs, who)
+
+    def tile(self, shape, elem: ir.Type, buf, **forms) -> Tile:
+        """The tile of `shape` x `elem` that `buf` holds."""
+        return Tile(tuple(shape), elem, buf=buf, accesses=self.accesses, **forms)
+
+    def alloca(self, shape, elem: ir.Type, what: str, op=None):
+        """A buffer for a `shape` x `elem` tile: a WRAM view (laid out by
+        `finish`), or a tile kept in MRAM when the spill plan says so."""
+        key = self._tile_keys
+        self._tile_keys += 1
+        es = byte_size(elem)
+        loc = user_location(op.location) if op is not None else None
+        if self.spill.spills(key) and not self.wram_only:
+            return self.spill.buffer(key, shape, buffer_type(elem), es, what, loc)
+        return self.wram.buffer(shape, buffer_type(elem), es * prod(shape), what, loc, key=key,
+                                spillable=not self.wram_only, es=es)
+
+    def dot_panels(self, need: DotNeed):
+        """Record a tl.dot for spill plans; its `spill.Panels` when the plan
+        keeps an operand or its result in MRAM (None: it runs unblocked)."""
+        number = len(self.dots)
+        self.dots.append(need)
+        panels = self.spill.plan.dots[number] if self.spill.plan is not None else None
+        assert panels is not None or not any(self.spill.spills(k) for k in (need.a, need.b, need.out)
+                                             if k is not None), "a spilled tl.dot without panels"
+        return panels
+
+    def tile_key(self, buf) -> int | None:
+        """The plan key of a tile buffer (None: not one a plan can name)."""
+        if isinstance(buf, SpillBuffer):
+            return buf.key
+        record = self.wram.by_view.get(buf)
+        return record.key if record is not None else None
+
+    def staging(self, nbytes: int) -> ir.Value:
+        """This tasklet's WRAM staging buffer for DMA transfers (an i64 address)."""
+        return self.wram.staging(nbytes)
+
+    def finish(self, info: KernelInfo) -> None:
+        """The step after the walk: lay WRAM out."""
+        info.wram = self.wram.layout()
+        info.spills = self.spill.records
+        info.scratch_bytes = self.spill.bytes
+
+    def materialize(self, t: Tile, what: str, op=None) -> Tile:
+        """`t` as a buffer (a no-op when it already is one; in WRAM for an
+        EDSL region)."""
+        if t.buf is not None and in_wram(t.buf) and self.wram_only:
+            record = self.wram.by_view.get(t.buf)
+            if record is not None:         # (kept in MRAM, it would need a WRAM copy anyway)
+                record.spillable = False
+        if t.buf is not None and (in_wram(t.buf) or not self.wram_only):
+            return t
+        if t.buf is not None:          # a spilled tile's WRAM copy (not a tile a plan names)
+            buf = self.wram.buffer(t.shape, buffer_type(t.elem), byte_size(t.elem) * prod(t.shape), what,
+                                   user_location(op.location) if op is not None else None)
+        else:
+            buf = self.alloca(t.shape, t.elem, what, op)
+        self.fill(buf, t)
+        if self.wram_only:             # (an EDSL region's operand: complete before it runs)
+            self.accesses.sync()
+        # (closed forms along the rows stay true of the buffer's values)
+        return Tile(t.shape, t.elem, buf=buf, row=t.row, lanes=t.lanes, accesses=self.accesses)
+
+    def fill(self, buf, t: Tile) -> None:
+        """Store every element of `t` into `buf` (the window lines it reads
+        end with the fill: it may run inside a loop of the op lowered)."""
+        with self.spill.scope():
+            if isinstance(buf, SpillBuffer):
+                buf.fill(t)
+                return
+
+            def body(ivs):
+                store_elem(self.accesses, t.at(ivs), buf, ivs)
+            self.tasklets.par_nest(t.shape, body, unroll=True)
+
+
+class Values:
+    """The converted form of each TTIR value: a `Tile` or a scalar `ir.Value`."""
+
+    # A lazy value used more than once is materialized when one element costs
+    # more ops than this (recomputing a long chain at every use is slower than
+    # one buffer).
+    RECOMPUTE_LIMIT = 4
+
+    def __init__(self, buffers: Buffers):
+        self.buffers = buffers
+        self._values: dict = {}
+        self.uses: dict = {}
+
+    def get(self, value: ir.Value):
+        return self._values[value]
+
+    def tile(self, value: ir.Value) -> Tile:
+        t = self._values[value]
+        assert isinstance(t, Tile), value
+        return t
+
+    def bind(self, value: ir.Value, new) -> None:
+        """Bind a TTIR value to its converted form as it is (block arguments)."""
+        self._values[value] = new
+
+    def set(self, value: ir.Value, new, op=None) -> None:
+        """Bind a TTIR value to its converted form (a lazy tile used more than
+        once, whose elements cost much, as a buffer)."""
+        if isinstance(new, Tile) and new.buf is None and new.cost > self.RECOMPUTE_LIMIT \
+                and self.uses.get(value, 0) > 1:
+            new = self.buffers.materialize(new, f"result of {op.name}" if op else "intermediate", op)
+        if isinstance(new, Tile) and new.buf is not None and in_wram(new.buf):
+            record = self.buffers.wram.by_view.get(new.buf)
+            if record is not None:                 # (how much it is used: the spill order)
+                record.uses += self.uses.get(value, 0)
+        self._values[value] = new
+
+    def count_uses(self, region_op) -> None:
+        def walk(op):
+            for operand in op.operands:
+                self.uses[operand] = self.uses.get(operand, 0) + 1
+            for region in op.regions:
+                for block in region.blocks:
+                    for inner in block.operations:
+                        walk(inner)
+        walk(region_op)
