@@ -562,6 +562,10 @@ class _Fibers:
     touched, and they are reused launch after launch."""
 
     STACK_BYTES = 1 << 20     # converted kernels keep tiles in WRAM: their frames are small
+    # Each stack's top at another offset in a page: tops a multiple of pages
+    # apart would share the same L1 cache sets, which tasklets switching at
+    # every barrier then evict from each other.
+    STACK_COLOR = 256
 
     def __init__(self):
         page = mmap.PAGESIZE
@@ -590,7 +594,7 @@ class _Fibers:
         rows[:, support.ROW_UC] = self.contexts[:tasklets]
         rows[:, support.ROW_JB] = self.contexts[:tasklets] + support.UCONTEXT_BYTES
         rows[:, support.ROW_STACK] = self.stacks[:tasklets]
-        rows[:, support.ROW_STACK_BYTES] = self.STACK_BYTES
+        rows[:, support.ROW_STACK_BYTES] = self.STACK_BYTES - np.arange(tasklets) * self.STACK_COLOR
         rows[:, support.ROW_ARGS] = args
         rows[:, support.ROW_CTX] = contexts
         rows[:, support.ROW_DONE] = 0

@@ -28,8 +28,8 @@ to its last instruction without the interpreter.
 - `edsl_dpu_run_tasklets(block)`: the scheduler that runs a DPU's tasklets
   on one host thread (`runtime_tasklets.mlir`): each tasklet runs on a
   stack of its own (started with libc's ucontext, switched with
-  _setjmp/_longjmp), and a waiting tasklet switches back to the scheduler
-  instead of sleeping, so a barrier costs no OS thread switch.
+  _setjmp/_longjmp), and a waiting tasklet switches straight to the next
+  one instead of sleeping, so a barrier costs no OS thread switch.
   The host fills the scheduler's block (`SCHED_*`, `ROW_*` slots) and sets
   it in the DPU's state (`Dpu.SCHEDULER`); with none set, the tasklets are
   threads and sleep. Where the host's `ucontext_t` layout is not known
