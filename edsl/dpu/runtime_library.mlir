@@ -113,18 +113,51 @@ module {
   // or repeats the last entry (same kind and site, starting inside it or
   // where it ends) extends it.
   // A full log goes to ${log_full}: the model grows it, a DPU flushes it to MRAM.
+  // The context whose access log a tasklet's accesses go to: its own, or,
+  // where the DPU's tasklets share one host thread (one runs at a time),
+  // tasklet 0's, so that the DPU's accesses merge in one log (the tasklets'
+  // chunks of a row become one entry).
+  func.func private @__dpu_log_context(%ctx: !llvm.ptr) -> !llvm.ptr {
+    %c0 = arith.constant 0 : i64
+    %st = func.call @__dpu_state(%ctx) : (!llvm.ptr) -> !llvm.ptr
+    %null = llvm.mlir.zero : !llvm.ptr
+    %has = llvm.icmp "ne" %st, %null : !llvm.ptr
+    %shared = scf.if %has -> (i1) {
+      %sched_p = llvm.getelementptr %st[${dpu_scheduler}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %sched = llvm.load %sched_p : !llvm.ptr -> i64
+      %one_thread = arith.cmpi ne, %sched, %c0 : i64
+      scf.yield %one_thread : i1
+    } else {
+      %no = arith.constant false
+      scf.yield %no : i1
+    }
+    %out = scf.if %shared -> (!llvm.ptr) {
+      %tid_p = llvm.getelementptr %ctx[${ctx_tid}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %tid = llvm.load %tid_p : !llvm.ptr -> i64
+      %slots = arith.constant ${ctx_slots} : i64
+      %back = arith.muli %tid, %slots : i64
+      %neg = arith.subi %c0, %back : i64
+      %first = llvm.getelementptr %ctx[%neg] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+      scf.yield %first : !llvm.ptr
+    } else {
+      scf.yield %ctx : !llvm.ptr
+    }
+    return %out : !llvm.ptr
+  }
+
   func.func @${note}(%kind: i64, %mram: i64, %n: i64, %site: i64, %ctx: !llvm.ptr) {
     %c0 = arith.constant 0 : i64
     %true = arith.constant true
     %c1 = arith.constant 1 : i64
     %width = arith.constant ${log_entry} : i64
-    %cap_p = llvm.getelementptr %ctx[${ctx_log_cap}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %lctx = func.call @__dpu_log_context(%ctx) : (!llvm.ptr) -> !llvm.ptr
+    %cap_p = llvm.getelementptr %lctx[${ctx_log_cap}] : (!llvm.ptr) -> !llvm.ptr, i64
     %cap = llvm.load %cap_p : !llvm.ptr -> i64
     %logging = arith.cmpi ne, %cap, %c0 : i64
     // (a read of bytes no DPU of the launch may write shares nothing)
     %end = arith.addi %mram, %n : i64
-    %wlo_p = llvm.getelementptr %ctx[${ctx_watch_lo}] : (!llvm.ptr) -> !llvm.ptr, i64
-    %whi_p = llvm.getelementptr %ctx[${ctx_watch_hi}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %wlo_p = llvm.getelementptr %lctx[${ctx_watch_lo}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %whi_p = llvm.getelementptr %lctx[${ctx_watch_hi}] : (!llvm.ptr) -> !llvm.ptr, i64
     %wlo = llvm.load %wlo_p : !llvm.ptr -> i64
     %whi = llvm.load %whi_p : !llvm.ptr -> i64
     %k_read = arith.constant ${access_read} : i64
@@ -136,8 +169,8 @@ module {
     %watched = arith.xori %unwatched, %true : i1
     %on = arith.andi %logging, %watched : i1
     scf.if %on {
-      %len_p = llvm.getelementptr %ctx[${ctx_log_len}] : (!llvm.ptr) -> !llvm.ptr, i64
-      %log_p = llvm.getelementptr %ctx[${ctx_log}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %len_p = llvm.getelementptr %lctx[${ctx_log_len}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %log_p = llvm.getelementptr %lctx[${ctx_log}] : (!llvm.ptr) -> !llvm.ptr, i64
       %len = llvm.load %len_p : !llvm.ptr -> i64
       %log_i = llvm.load %log_p : !llvm.ptr -> i64
       %log = llvm.inttoptr %log_i : i64 to !llvm.ptr
@@ -173,7 +206,7 @@ module {
       scf.if %append {
         %full = arith.cmpi sge, %len, %cap : i64
         scf.if %full {
-          func.call @${log_full}(%ctx) : (!llvm.ptr) -> ()
+          func.call @${log_full}(%lctx) : (!llvm.ptr) -> ()
         }
         %len2 = llvm.load %len_p : !llvm.ptr -> i64
         %log2_i = llvm.load %log_p : !llvm.ptr -> i64
