@@ -54,13 +54,19 @@ def dpu_workers() -> int:
 _EXECUTOR: list = []
 
 
+def _executor(workers: int):
+    """The pool of host threads DPUs run on, with at least `workers` threads."""
+    import concurrent.futures
+    if not _EXECUTOR or _EXECUTOR[0]._max_workers < workers:
+        _EXECUTOR[:] = [concurrent.futures.ThreadPoolExecutor(max(workers, os.cpu_count() or 1),
+                                                              thread_name_prefix="edsl dpu")]
+    return _EXECUTOR[0]
+
+
 def _in_parallel(jobs: list, run: Launch) -> None:
     """Run `jobs` (callables) on host threads at once; Ctrl-C stops the launch."""
     import concurrent.futures
-    if not _EXECUTOR or _EXECUTOR[0]._max_workers < len(jobs):
-        _EXECUTOR[:] = [concurrent.futures.ThreadPoolExecutor(max(len(jobs), os.cpu_count() or 1),
-                                                              thread_name_prefix="edsl dpu")]
-    futures = [_EXECUTOR[0].submit(job) for job in jobs]
+    futures = [_executor(len(jobs)).submit(job) for job in jobs]
     try:
         concurrent.futures.wait(futures)
     except KeyboardInterrupt:
@@ -163,6 +169,28 @@ def run_dpus(dpus: Callable, job: DpuJob, run: Launch, gather: Gather) -> list[n
     return None
 
 
+# A copy of the arrays a launch may write is cut into pieces of at least this
+# many bytes, copied on the DPUs' host threads at once (ctypes' memmove lets
+# the GIL go).
+COPY_PIECE = 1 << 20
+
+
+def read_host(address: int, n: int, threads: int = 1) -> np.ndarray:
+    """A copy of the `n` bytes at host address `address` (the MRAM image's
+    memory), made on up to `threads` host threads."""
+    out = np.empty(n, dtype=np.uint8)
+    pieces = min(threads, max(1, n // COPY_PIECE))
+    if pieces == 1:
+        ctypes.memmove(out.ctypes.data, address, n)
+        return out
+    step = -(-n // pieces)
+    jobs = [functools.partial(ctypes.memmove, out.ctypes.data + at, address + at, min(step, n - at))
+            for at in range(0, n, step)]
+    for f in [_executor(len(jobs)).submit(job) for job in jobs]:
+        f.result()
+    return out
+
+
 def write_host(address: int, data: bytes) -> None:
     """Write `data` at host address `address` (the MRAM image's memory)."""
     ctypes.memmove(address, data, len(data))
@@ -186,7 +214,7 @@ def run_apart(program: Program, job: DpuJob, run: Launch, image) -> SharingError
     return why the DPUs' results do not merge. A DPU that fails stops the
     launch (its error is in its contexts; the arrays are left as they were).
     `image`: the MRAM image (kept alive while the tasklets run)."""
-    gather = Gather(job.spans, ctypes.string_at, write_host)
+    gather = Gather(job.spans, ctypes.string_at, write_host, functools.partial(read_host, threads=job.threads))
     if run_dpus(dpu_runner(program, job, run, image), job, run, gather) is not None:
         if run.ctx[..., Ctx.ERROR].any():
             gather.restore()                 # (nothing half-written)

@@ -110,7 +110,8 @@ class Gather:
     `read(address, n) -> bytes` and `write(address, data)` reach the MRAM the
     DPUs run on."""
 
-    def __init__(self, spans, read: Callable[[int, int], bytes], write: Callable[[int, bytes], None]):
+    def __init__(self, spans, read: Callable[[int, int], bytes], write: Callable[[int, bytes], None],
+                 snapshot: Callable | None = None):
         self.spans: list[tuple[int, int]] = []
         for lo, hi in sorted((int(lo), int(hi)) for lo, hi in spans if hi > lo):
             if self.spans and lo <= self.spans[-1][1]:               # (overlapping views of one array)
@@ -119,7 +120,10 @@ class Gather:
                 self.spans.append((lo, hi))
         self._starts = [lo for lo, _ in self.spans]
         self.read, self.write = read, write
-        self.pristine = [np.frombuffer(read(lo, hi - lo), dtype=np.uint8) for lo, hi in self.spans]
+        # (as transferred, to restore them: `snapshot(address, n)`, a faster
+        # `read` giving a buffer, where the host has one)
+        copy = snapshot or read
+        self.pristine = [np.frombuffer(copy(lo, hi - lo), dtype=np.uint8) for lo, hi in self.spans]
         self.claims: list[tuple[int, np.ndarray, list[bytes]]] = []     # (dpu, log rows, final bytes)
         self.reads: list[tuple[int, np.ndarray]] = []
 
