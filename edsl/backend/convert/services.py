@@ -208,10 +208,6 @@ class Buffers:
     def store(self, v: ir.Value, buf, ivs, who=None) -> None:
         store_elem(self.accesses, v, buf, ivs, who)
 
-    def tile(self, shape, elem: ir.Type, buf, **forms) -> Tile:
-        """The tile of `shape` x `elem` that `buf` holds."""
-        return Tile(tuple(shape), elem, buf=buf, accesses=self.accesses, **forms)
-
     def alloca(self, shape, elem: ir.Type, what: str, op=None):
         """A buffer for a `shape` x `elem` tile: a WRAM view (laid out by
         `finish`), or a tile kept in MRAM when the spill plan says so."""
