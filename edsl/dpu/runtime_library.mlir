@@ -407,130 +407,81 @@ ${dma_rules}
   // word counts arrivals (low half) and finished tasklets (high half), so
   // that the tasklet whose arrival makes `arrived + finished == tasklets`
   // with both non-zero knows, alone, that the barrier can never complete: a
-  // deadlock, recorded with the barrier's site. Waiters give up once the DPU
-  // has failed or the host has interrupted the launch.
+  // deadlock, recorded with the barrier's site. Waiters pause (__dpu_pause),
+  // and give up once the DPU has failed or the host has interrupted the launch.
   func.func @${barrier}(%site: i64) {
     %ctx = func.call @${ctx}() : () -> !llvm.ptr
     %c0 = arith.constant 0 : i64
+    %c1 = arith.constant 1 : i64
+    %mask = arith.constant 4294967295 : i64
+    %c32 = arith.constant 32 : i64
     %true = arith.constant true
     %stopped = func.call @__dpu_failed(%ctx) : (!llvm.ptr) -> i1
     %go = arith.xori %stopped, %true : i1
     scf.if %go {
       %st = func.call @__dpu_state(%ctx) : (!llvm.ptr) -> !llvm.ptr
+      %count_p = llvm.getelementptr %st[${dpu_count}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %gen_p = llvm.getelementptr %st[${dpu_generation}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %n_p = llvm.getelementptr %st[${dpu_tasklets}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %n = llvm.load %n_p : !llvm.ptr -> i64
       %ws = llvm.getelementptr %st[${dpu_wait_site}] : (!llvm.ptr) -> !llvm.ptr, i64
       llvm.store %site, %ws : i64, !llvm.ptr
-      %sched_p = llvm.getelementptr %st[${dpu_scheduler}] : (!llvm.ptr) -> !llvm.ptr, i64
-      %sched = llvm.load %sched_p : !llvm.ptr -> i64
-      %shared = arith.cmpi ne, %sched, %c0 : i64
-      scf.if %shared {
-        %s = llvm.inttoptr %sched : i64 to !llvm.ptr
-        func.call @__dpu_barrier_shared(%st, %s, %site, %ctx) : (!llvm.ptr, !llvm.ptr, i64, !llvm.ptr) -> ()
+      %gen = llvm.load %gen_p atomic acquire {alignment = 8 : i64} : !llvm.ptr -> i64
+      %gen32 = arith.trunci %gen : i64 to i32
+      %old = llvm.atomicrmw add %count_p, %c1 acq_rel : !llvm.ptr, i64
+      %arrived0 = arith.andi %old, %mask : i64
+      %arrived = arith.addi %arrived0, %c1 : i64
+      %finished = arith.shrui %old, %c32 : i64
+      %last = arith.cmpi eq, %arrived, %n : i64
+      scf.if %last {
+        %back = llvm.atomicrmw sub %count_p, %n acq_rel : !llvm.ptr, i64
+        %next = llvm.atomicrmw add %gen_p, %c1 acq_rel : !llvm.ptr, i64
+        %sched_p = llvm.getelementptr %st[${dpu_scheduler}] : (!llvm.ptr) -> !llvm.ptr, i64
+        %sched = llvm.load %sched_p : !llvm.ptr -> i64
+        %threads = arith.cmpi eq, %sched, %c0 : i64
+        scf.if %threads {                 // (tasklets that share a thread sleep on nothing)
+          func.call @__dpu_wake(%gen_p) : (!llvm.ptr) -> ()
+        }
       } else {
-        func.call @__dpu_barrier_threads(%st, %site, %ctx) : (!llvm.ptr, i64, !llvm.ptr) -> ()
-      }
-    }
-    return
-  }
-
-  // The barrier where the DPU's tasklets share this thread (the scheduler
-  // block `s`): one runs at a time, so plain loads and stores suffice. A
-  // waiter yields; tasklets run round-robin, so when it is resumed every
-  // other tasklet has arrived, finished or failed since.
-  func.func private @__dpu_barrier_shared(%st: !llvm.ptr, %s: !llvm.ptr, %site: i64, %ctx: !llvm.ptr) {
-    %c0 = arith.constant 0 : i64
-    %c1 = arith.constant 1 : i64
-    %mask = arith.constant 4294967295 : i64
-    %c32 = arith.constant 32 : i64
-    %true = arith.constant true
-    %count_p = llvm.getelementptr %st[${dpu_count}] : (!llvm.ptr) -> !llvm.ptr, i64
-    %gen_p = llvm.getelementptr %st[${dpu_generation}] : (!llvm.ptr) -> !llvm.ptr, i64
-    %n_p = llvm.getelementptr %st[${dpu_tasklets}] : (!llvm.ptr) -> !llvm.ptr, i64
-    %n = llvm.load %n_p : !llvm.ptr -> i64
-    %gen = llvm.load %gen_p : !llvm.ptr -> i64
-    %old = llvm.load %count_p : !llvm.ptr -> i64
-    %arrived0 = arith.andi %old, %mask : i64
-    %arrived = arith.addi %arrived0, %c1 : i64
-    %finished = arith.shrui %old, %c32 : i64
-    %last = arith.cmpi eq, %arrived, %n : i64
-    scf.if %last {
-      %back0 = arith.addi %old, %c1 : i64
-      %back = arith.subi %back0, %n : i64
-      llvm.store %back, %count_p : i64, !llvm.ptr
-      %next = arith.addi %gen, %c1 : i64
-      llvm.store %next, %gen_p : i64, !llvm.ptr
-    } else {
-      %in = arith.addi %old, %c1 : i64
-      llvm.store %in, %count_p : i64, !llvm.ptr
-      %sum = arith.addi %arrived, %finished : i64
-      %all_in = arith.cmpi eq, %sum, %n : i64
-      %some_done = arith.cmpi ne, %finished, %c0 : i64
-      %dead = arith.andi %all_in, %some_done : i1
-      scf.if %dead {
-        %code = arith.constant ${err_deadlock} : i64
-        func.call @${fail}(%ctx, %code, %site, %c0, %c0, %c0, %c0)
-            : (!llvm.ptr, i64, i64, i64, i64, i64, i64) -> ()
-      } else {
-        scf.while : () -> () {
-          func.call @__dpu_yield(%s, %ctx) : (!llvm.ptr, !llvm.ptr) -> ()
-          %now = llvm.load %gen_p : !llvm.ptr -> i64
-          %same = arith.cmpi eq, %now, %gen : i64
-          %failed = func.call @__dpu_failed(%ctx) : (!llvm.ptr) -> i1
-          %ok = arith.xori %failed, %true : i1
-          %again = arith.andi %same, %ok : i1
-          scf.condition(%again)
-        } do {
-          scf.yield
+        %sum = arith.addi %arrived, %finished : i64
+        %all_in = arith.cmpi eq, %sum, %n : i64
+        %some_done = arith.cmpi ne, %finished, %c0 : i64
+        %dead = arith.andi %all_in, %some_done : i1
+        scf.if %dead {
+          %code = arith.constant ${err_deadlock} : i64
+          func.call @${fail}(%ctx, %code, %site, %c0, %c0, %c0, %c0)
+              : (!llvm.ptr, i64, i64, i64, i64, i64, i64) -> ()
+        } else {
+          scf.while : () -> () {
+            func.call @__dpu_pause(%st, %gen_p, %gen32, %ctx) : (!llvm.ptr, !llvm.ptr, i32, !llvm.ptr) -> ()
+            %now = llvm.load %gen_p atomic acquire {alignment = 8 : i64} : !llvm.ptr -> i64
+            %same = arith.cmpi eq, %now, %gen : i64
+            %failed = func.call @__dpu_failed(%ctx) : (!llvm.ptr) -> i1
+            %ok = arith.xori %failed, %true : i1
+            %again = arith.andi %same, %ok : i1
+            scf.condition(%again)
+          } do {
+            scf.yield
+          }
         }
       }
     }
     return
   }
 
-  // The barrier where each tasklet is a thread: atomic updates, and waiters
-  // sleep on the generation word (__dpu_wait) until the last arrival wakes them.
-  func.func private @__dpu_barrier_threads(%st: !llvm.ptr, %site: i64, %ctx: !llvm.ptr) {
+  // A tasklet waits (at a barrier of generation `gen32`) and lets the others
+  // run: it yields to its DPU's scheduler when the DPU's tasklets share one
+  // host thread (runtime_tasklets.mlir), or sleeps when each is a thread.
+  func.func private @__dpu_pause(%st: !llvm.ptr, %gen_p: !llvm.ptr, %gen32: i32, %ctx: !llvm.ptr) {
     %c0 = arith.constant 0 : i64
-    %c1 = arith.constant 1 : i64
-    %mask = arith.constant 4294967295 : i64
-    %c32 = arith.constant 32 : i64
-    %true = arith.constant true
-    %count_p = llvm.getelementptr %st[${dpu_count}] : (!llvm.ptr) -> !llvm.ptr, i64
-    %gen_p = llvm.getelementptr %st[${dpu_generation}] : (!llvm.ptr) -> !llvm.ptr, i64
-    %n_p = llvm.getelementptr %st[${dpu_tasklets}] : (!llvm.ptr) -> !llvm.ptr, i64
-    %n = llvm.load %n_p : !llvm.ptr -> i64
-    %gen = llvm.load %gen_p atomic acquire {alignment = 8 : i64} : !llvm.ptr -> i64
-    %gen32 = arith.trunci %gen : i64 to i32
-    %old = llvm.atomicrmw add %count_p, %c1 acq_rel : !llvm.ptr, i64
-    %arrived0 = arith.andi %old, %mask : i64
-    %arrived = arith.addi %arrived0, %c1 : i64
-    %finished = arith.shrui %old, %c32 : i64
-    %last = arith.cmpi eq, %arrived, %n : i64
-    scf.if %last {
-      %back = llvm.atomicrmw sub %count_p, %n acq_rel : !llvm.ptr, i64
-      %next = llvm.atomicrmw add %gen_p, %c1 acq_rel : !llvm.ptr, i64
-      func.call @__dpu_wake(%gen_p) : (!llvm.ptr) -> ()
+    %sched_p = llvm.getelementptr %st[${dpu_scheduler}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %sched = llvm.load %sched_p : !llvm.ptr -> i64
+    %shared = arith.cmpi ne, %sched, %c0 : i64
+    scf.if %shared {
+      %s = llvm.inttoptr %sched : i64 to !llvm.ptr
+      func.call @__dpu_yield(%s, %ctx) : (!llvm.ptr, !llvm.ptr) -> ()
     } else {
-      %sum = arith.addi %arrived, %finished : i64
-      %all_in = arith.cmpi eq, %sum, %n : i64
-      %some_done = arith.cmpi ne, %finished, %c0 : i64
-      %dead = arith.andi %all_in, %some_done : i1
-      scf.if %dead {
-        %code = arith.constant ${err_deadlock} : i64
-        func.call @${fail}(%ctx, %code, %site, %c0, %c0, %c0, %c0)
-            : (!llvm.ptr, i64, i64, i64, i64, i64, i64) -> ()
-      } else {
-        scf.while : () -> () {
-          func.call @__dpu_wait(%gen_p, %gen32) : (!llvm.ptr, i32) -> ()
-          %now = llvm.load %gen_p atomic acquire {alignment = 8 : i64} : !llvm.ptr -> i64
-          %same = arith.cmpi eq, %now, %gen : i64
-          %failed = func.call @__dpu_failed(%ctx) : (!llvm.ptr) -> i1
-          %ok = arith.xori %failed, %true : i1
-          %again = arith.andi %same, %ok : i1
-          scf.condition(%again)
-        } do {
-          scf.yield
-        }
-      }
+      func.call @__dpu_wait(%gen_p, %gen32) : (!llvm.ptr, i32) -> ()
     }
     return
   }
