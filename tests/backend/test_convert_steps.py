@@ -204,3 +204,26 @@ def test_every_shared_tile_access_is_stated_to_barrier_placement(monkeypatch):
         convert_ttir(text, tasklets=4)
     assert err.value.loc is not None and err.value.loc.filename.endswith(".py")
     convert_ttir(text, tasklets=1)        # (one tasklet: nothing is shared)
+
+
+def test_only_the_buffer_service_states_tile_accesses():
+    """A lowering reaches a tile buffer's elements and raw addresses through
+    `services.Buffers` (and the tiles kept in MRAM, `spill.SpillBuffer`),
+    which state each access to barrier placement: no lowering family calls the
+    access record's `note_buffer` itself, where a forgotten call would be a
+    race that every 1-tasklet test passes."""
+    import ast
+    import pathlib
+    from edsl.backend import convert
+    folder = pathlib.Path(convert.__file__).parent
+    stating = {"services.py", "core.py", "spill.py", "barriers.py"}
+    callers = {}
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr == "note_buffer":
+                callers.setdefault(path.name, []).append(node.lineno)
+    assert callers and set(callers) <= stating, callers
+    # The families and the buffer service's MRAM tiles see the conversion
+    # only through its services, never the whole converter.
+    spill = ast.parse((folder / "spill.py").read_text())
+    assert not [n.lineno for n in ast.walk(spill) if isinstance(n, ast.Attribute) and n.attr == "conv"]

@@ -36,7 +36,7 @@ class Converter:
             anchor = arith.constant(ir.IndexType.get(), 0).owner
         at_entry = ir.InsertionPoint(anchor)
         self.tasklets = Tasklets(tasklets, at_entry, ctx_arg, AccessRecord(tasklets))
-        self.buffers = Buffers(wram, at_entry, self.tasklets, self, plan)
+        self.buffers = Buffers(wram, at_entry, self.tasklets, self.sites, ctx_arg, plan)
         self.values = Values(self.buffers)
 
     def finish(self) -> None:

@@ -168,17 +168,14 @@ class _BlockedDot:
     # -- the steps ----------------------------------------------------------------------
     def load_panel(self, bivs, k0, rows, n0, nw):
         """B[bivs, k0:k0+rows, n0:n0+nw] into the panel, rows shared out."""
-        conv, b, panel, i64 = self.conv, self.b, self.panel, self.i64
+        conv, b, panel = self.conv, self.b, self.panel
 
         def row(kvs):
             kk = kvs[0]
             guard = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, kk, rows), [], has_else=False)
             with ir.InsertionPoint(guard.then_block):
                 k = arith.addi(k0, kk)
-                conv.buffers.accesses.note_buffer(b.buf, bivs + [k, n0], False)
-                conv.buffers.accesses.note_buffer(panel, [kk], True)
-                dst = arith.addi(self.addr(panel),
-                                 arith.muli(arith.index_cast(i64, kk), self.c64(self.panel_w * self.es_b)))
+                dst = conv.buffers.row_address(panel, [kk], self.es_b, True)
                 b.buf.read_row(bivs + [k], n0, self.bytes_of(nw, self.es_b), dst)
                 scf.yield_([])
         conv.tasklets.par_nest((self.kb,), row, (self.kb, self.panel_w))
@@ -192,7 +189,6 @@ class _BlockedDot:
         """Accumulator row r += A[i, k0:k0+rows] @ B's panel."""
         conv, a, b = self.conv, self.a, self.b
         if self.a_mram:
-            conv.buffers.accesses.note_buffer(a.buf, bivs + [i, k0], False)
             a.buf.read_row(bivs + [i], k0, self.bytes_of(rows, self.es_a), self.row_addrs["a"])
 
         def kstep(kk):
@@ -221,7 +217,6 @@ class _BlockedDot:
         if self.sum_t != self.acc_t:
             self.lanes(nw, lambda jj: memref.store(to_stored(result(jj), out.stored), self.views["out"], [jj]))
             src = self.row_addrs["out"]
-        conv.buffers.accesses.note_buffer(out, bivs + [i, n0], True)
         out.write_row(bivs + [i], n0, self.bytes_of(nw, self.es_acc), src)
 
     # -- the loops ----------------------------------------------------------------------

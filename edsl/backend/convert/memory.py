@@ -45,7 +45,7 @@ from .core import Tile, byte_size, in_wram, is_float, is_tensor, lowers, pointee
 from .builders import (align_down, as_index, buffer_type, c64, from_stored, i64, in_dma_pieces, index_c,
                        to_stored)
 from .rows import (RowSegment, active_span, bytes_of, closed_form, contiguity, lane_active, needs_rest,
-                   row_addr, seg_chunk, segments, span, split, true)
+                   seg_chunk, segments, span, split, true)
 from .spill import SpillBuffer
 
 
@@ -157,20 +157,18 @@ class BufferRows:
         self.conv, self.buf, self.es = conv, buf, es
         self.length = ir.MemRefType(buf.type).shape[-1]
 
-    def row_addr(self, rivs) -> ir.Value:
-        return row_addr(self.conv, self.buf, rivs, self.es)
+    def row_address(self, seg: RowSegment) -> ir.Value:
+        """The WRAM address (i64) of lane 0 of `seg`'s row, for a DMA into it."""
+        return seg.row_address(self.conv, self.buf, True)
 
     def store(self, v, ivs) -> None:
         self.conv.buffers.store(v, self.buf, ivs)
-
-    def note(self, seg, write: bool) -> None:
-        seg.note(self.conv, self.buf, write)
 
 
 def _load_row(conv, seg: RowSegment, other, out):
     """Load a row segment into the rows `out` (`BufferRows` or a
     `spill.LineTarget`; `other`, or 0, on inactive lanes)."""
-    t, es, rivs = seg.t, seg.es, seg.rivs
+    t, es = seg.t, seg.es
 
     def other_at(ivs):
         return other.at(ivs) if isinstance(other, Tile) else (other if other is not None else _zero(t))
@@ -179,11 +177,10 @@ def _load_row(conv, seg: RowSegment, other, out):
         seg.lanes(conv, lo, hi, lambda j: out.store(other_at(seg.ivs(j)), seg.ivs(j)))
 
     def fast(lo, hi, n, p0, nb, a0, a1, span):
-        dst = arith.addi(out.row_addr(rivs), arith.muli(lo, c64(es)))
+        dst = arith.addi(out.row_address(seg), arith.muli(lo, c64(es)))
         aligned = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, p0, a0),
                              arith.cmpi(arith.CmpIPredicate.eq, arith.andi(arith.ori(nb, dst), c64(7)), c64(0)))
         some = arith.cmpi(arith.CmpIPredicate.sgt, n, c64(0))
-        out.note(seg, True)
 
         def direct():
             dma_span(conv, a0, dst, nb, READ)
@@ -262,7 +259,7 @@ def _store_row(conv, seg: RowSegment, value, mode: str):
     """Store one row segment. `mode`: "all" (one tasklet), "clean" (only when
     the active lanes are whole 8-byte words: no read-modify-write, so tasklets
     may store neighbouring segments at once) or "rest" (the others)."""
-    t, es, rivs = seg.t, seg.es, seg.rivs
+    t, es = seg.t, seg.es
     def fast(lo, hi, n, p0, nb, a0, a1, span):
         clean = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, p0, a0),
                            arith.cmpi(arith.CmpIPredicate.eq, arith.andi(nb, c64(7)), c64(0)))
@@ -271,9 +268,8 @@ def _store_row(conv, seg: RowSegment, value, mode: str):
 
         def write_clean():
             if whole:
-                src = arith.addi(row_addr(conv, value.buf, rivs, es), arith.muli(lo, c64(es)))
+                src = arith.addi(seg.row_address(conv, value.buf, False), arith.muli(lo, c64(es)))
                 aligned = arith.cmpi(arith.CmpIPredicate.eq, arith.andi(src, c64(7)), c64(0))
-                seg.note(conv, value.buf, False)
 
                 def direct():
                     dma_span(conv, a0, src, nb, WRITE)

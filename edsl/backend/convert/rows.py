@@ -80,15 +80,13 @@ class RowSegment:
             body(j)
         _for(lo, hi, run)
 
-    def note(self, conv, buf, write: bool) -> None:
-        """Record a direct (DMA) access of this segment of WRAM buffer `buf`."""
-        if conv.tasklets.count == 1:
-            return
-        if self.mine:
-            who = conv.tasklets.owner(tuple(ir.MemRefType(buf.type).shape))
-            conv.buffers.accesses.note_buffer(buf, [self.j0], write, who=who)
-        else:
-            conv.buffers.accesses.note_buffer(buf, self.ivs(self.j0), write)
+    def row_address(self, conv, buf, write: bool) -> ir.Value:
+        """The WRAM address (i64) of this segment's row of tile buffer `buf`,
+        for a DMA that writes (or reads) the segment there."""
+        if len(self.rivs):
+            return conv.buffers.row_address(buf, self.rivs, self.es, write)
+        who = conv.tasklets.owner(tuple(ir.MemRefType(buf.type).shape)) if self.mine else None
+        return conv.buffers.row_address(buf, [], self.es, write, at=self.j0, who=who)
 
 
 # ---- the row segments of an access ---------------------------------------------------
@@ -179,19 +177,6 @@ def span(p_first, p_last, es):
     a0 = align_down(p_first)
     a1 = align_up(arith.addi(p_last, c64(es)))
     return a0, a1, arith.subi(a1, a0)
-
-
-def row_addr(conv, buf, rivs, es: int) -> ir.Value:
-    """The WRAM address (i64) of element rivs + [0] of buffer `buf`."""
-    from mlir.dialects import memref
-    shape = ir.MemRefType(buf.type).shape
-    addr = arith.index_cast(i64(), memref.extract_aligned_pointer_as_index(buf))
-    stride, off = shape[-1], None
-    for d in range(len(shape) - 2, -1, -1):
-        term = arith.muli(arith.index_cast(i64(), rivs[d]), c64(stride * es))
-        off = term if off is None else arith.addi(off, term)
-        stride *= shape[d]
-    return addr if off is None else arith.addi(addr, off)
 
 
 # ---- a row in closed form ------------------------------------------------------------

@@ -18,13 +18,13 @@ from contextlib import contextmanager
 from math import prod
 
 from mlir import ir
-from mlir.dialects import arith, func, llvm, scf
+from mlir.dialects import arith, func, llvm, memref, scf
 
 from ...base.errors import CompileError
 from ...target.dpu import Ctx
 from ..ttir_reader import user_location
 from .barriers import AccessRecord, chunk, owner
-from .builders import buffer_type, i64, index_c
+from .builders import buffer_type, c64, i64, index_c
 from .core import (UNROLL, KernelInfo, Tile, UnrollStep, byte_size, in_wram, load_elem, store_elem,
                    unrolled_at)
 from .spill import DotNeed, SpillBuffer, SpillPlan, SpillSpace
@@ -183,13 +183,13 @@ class Buffers:
     MRAM when the spill plan says so (`spill`); `load`/`store` reach either
     and state the access for barrier placement."""
 
-    def __init__(self, wram: ir.Value, entry: ir.InsertionPoint, tasklets: Tasklets, conv,
-                 plan: SpillPlan | None):
+    def __init__(self, wram: ir.Value, entry: ir.InsertionPoint, tasklets: Tasklets, sites: Sites,
+                 ctx_arg: ir.Value, plan: SpillPlan | None):
         self._entry = entry
         self.tasklets = tasklets
         self.accesses = tasklets.accesses
         self.wram = WramLayout(wram, entry, tasklets.count, tasklets.me)
-        self.spill = SpillSpace(conv, plan)
+        self.spill = SpillSpace(plan, tasklets, sites, ctx_arg, self.wram, self.at_entry)
         self._tile_keys = 0                # tile buffers asked for so far (their plan keys)
         self.wram_only = 0                 # lowering an EDSL region call: its tiles stay in WRAM
         self.dots: list[DotNeed] = []      # the tl.dot ops lowered, for a spill plan
@@ -207,6 +207,21 @@ class Buffers:
 
     def store(self, v: ir.Value, buf, ivs, who=None) -> None:
         store_elem(self.accesses, v, buf, ivs, who)
+
+    def row_address(self, buf: ir.Value, rivs, es: int, write: bool, at=None, who=None) -> ir.Value:
+        """The WRAM address (i64) of row `rivs` of WRAM tile buffer `buf`
+        (element rivs + [0]), for a DMA that writes (or reads) part of the row
+        there: the access is stated for barrier placement, at first index `at`
+        for a rank-1 buffer (`who`: its owner, when not the code's)."""
+        self.accesses.note_buffer(buf, list(rivs) + ([at] if at is not None else []), write, who)
+        shape = ir.MemRefType(buf.type).shape
+        addr = arith.index_cast(i64(), memref.extract_aligned_pointer_as_index(buf))
+        stride, off = shape[-1], None
+        for d in range(len(shape) - 2, -1, -1):
+            term = arith.muli(arith.index_cast(i64(), rivs[d]), c64(stride * es))
+            off = term if off is None else arith.addi(off, term)
+            stride *= shape[d]
+        return addr if off is None else arith.addi(addr, off)
 
     def alloca(self, shape, elem: ir.Type, what: str, op=None):
         """A buffer for a `shape` x `elem` tile: a WRAM view (laid out by

@@ -345,8 +345,9 @@ class LineTarget:
             return base
         return arith.addi(arith.muli(self.r, index_c(g.pitch // g.es)), base)
 
-    def row_addr(self, rivs) -> ir.Value:
-        """The WRAM address (i64) lane 0 of the row would have."""
+    def row_address(self, seg) -> ir.Value:
+        """The WRAM address (i64) lane 0 of `seg`'s row would have (the
+        stream states its writes once)."""
         g = self.buf.geo
         off = arith.subi(c64(0), arith.muli(as_i64(self.j0), c64(g.es)))
         if g.rows > 1:
@@ -355,9 +356,6 @@ class LineTarget:
 
     def store(self, v, ivs) -> None:
         memref.store(to_stored(v, self.buf.stored), self.buf.data, [self._slot(ivs[-1])])
-
-    def note(self, seg, write: bool) -> None:
-        """(the stream records its writes once)"""
 
 
 class SpillBuffer:
@@ -371,11 +369,10 @@ class SpillBuffer:
         self.offset, self.geo, self.what, self.loc = offset, geo, what, loc
         self.type = ir.MemRefType.get(list(shape), stored,
                                       memory_space=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), MRAM_ADDRSPACE))
-        conv = space.conv
-        block = conv.buffers.wram.private(STATE_BYTES + geo.seg, f"window of the {what} kept in MRAM", loc)
-        self.state = conv.buffers.wram.view(block, 0, [2], i64())
-        self.data = conv.buffers.wram.view(block, STATE_BYTES, [geo.seg // es], stored)
-        with conv.buffers.at_entry():
+        block = space.wram.private(STATE_BYTES + geo.seg, f"window of the {what} kept in MRAM", loc)
+        self.state = space.wram.view(block, 0, [2], i64())
+        self.data = space.wram.view(block, STATE_BYTES, [geo.seg // es], stored)
+        with space.at_entry():
             self.base = arith.addi(space.scratch(), c64(offset))
             self.state_addr = _addr(self.state)
             self.data_addr = _addr(self.data)
@@ -415,7 +412,7 @@ class SpillBuffer:
         return line, slot
 
     def _ensure(self, line) -> None:
-        conv = self.space.conv
+        space = self.space
         want = arith.addi(as_i64(line), c64(1))
         tag = memref.load(self.state, [index_c(0)])
         miss = arith.cmpi(arith.CmpIPredicate.ne, tag, want)
@@ -423,7 +420,7 @@ class SpillBuffer:
         with ir.InsertionPoint(op.then_block):
             func.CallOp([], ir.FlatSymbolRefAttr.get(SWAP),
                         [self.base, self.state_addr, self.data_addr, as_i64(line), *self._geometry_args(),
-                         conv.sites.site(), conv.ctx_arg])
+                         space.sites.site(), space.ctx_arg])
             scf.yield_([])
 
     def load(self, accesses, ivs) -> ir.Value:
@@ -445,11 +442,11 @@ class SpillBuffer:
 
     def flush(self, changed: bool) -> None:
         """End of a scope: write the window's line back if `changed`, forget it."""
-        conv = self.space.conv
+        space = self.space
         if changed:
             func.CallOp([], ir.FlatSymbolRefAttr.get(FLUSH),
-                        [self.base, self.state_addr, self.data_addr, *self._geometry_args(), conv.sites.site(),
-                         conv.ctx_arg])
+                        [self.base, self.state_addr, self.data_addr, *self._geometry_args(), space.sites.site(),
+                         space.ctx_arg])
         else:
             memref.store(c64(0), self.state, [index_c(0)])
 
@@ -459,7 +456,7 @@ class SpillBuffer:
         fills lanes [j0, j1) of row `rivs` into `target` (a `LineTarget`;
         `mine`: the lanes run over this tasklet's chunk), then the line goes to
         MRAM. Tasklets share the lines out as they share the tile's rows."""
-        conv, g = self.space.conv, self.geo
+        tasklets, accesses, g = self.space.tasklets, self.space.accesses, self.geo
         self.space.begin_stream(self)
         shape, n = self.shape, g.n
 
@@ -479,24 +476,24 @@ class SpillBuffer:
                 scf.yield_([])
 
         if len(shape) == 1:
-            if conv.tasklets.count > 1:
-                lo, hi = conv.tasklets.my_range(shape)
-                with conv.tasklets.accesses.divergent(conv.tasklets.owner(shape)):
-                    conv.buffers.accesses.note_buffer(self, [], True, who=conv.tasklets.owner(shape))
+            if tasklets.count > 1:
+                lo, hi = tasklets.my_range(shape)
+                with accesses.divergent(tasklets.owner(shape)):
+                    accesses.note_buffer(self, [], True, who=tasklets.owner(shape))
                     row_segments([], lo, hi, True)
             else:
                 row_segments([], index_c(0), index_c(n), False)
         elif g.rows == 1:
             def row(rivs):
-                conv.buffers.accesses.note_buffer(self, rivs, True)
+                accesses.note_buffer(self, rivs, True)
                 row_segments(rivs, index_c(0), index_c(n), False)
-            conv.tasklets.par_nest(shape[:-1], row, shape)
+            tasklets.par_nest(shape[:-1], row, shape)
         else:
-            inner = shape[1:-1] if conv.tasklets.count > 1 else shape[:-1]
+            inner = shape[1:-1] if tasklets.count > 1 else shape[:-1]
 
             def group(outer):
                 if outer:
-                    conv.buffers.accesses.note_buffer(self, outer, True)
+                    accesses.note_buffer(self, outer, True)
                 loop = scf.ForOp(index_c(0), index_c(prod(inner) // g.rows), index_c(1))
                 with ir.InsertionPoint(loop.body):
                     q = loop.induction_variable
@@ -509,8 +506,8 @@ class SpillBuffer:
                     first = outer + unflatten(arith.muli(q, index_c(g.rows)), inner)
                     out(self.row_mram(first, None), c64(g.unit))
                     scf.yield_([])
-            if conv.tasklets.count > 1:
-                conv.tasklets.par_nest(shape[:1], group, shape)
+            if tasklets.count > 1:
+                tasklets.par_nest(shape[:1], group, shape)
             else:
                 group([])
         # The window now holds the last line written: nothing valid, nothing changed.
@@ -525,7 +522,7 @@ class SpillBuffer:
             with ir.InsertionPoint(loop.body):
                 j = loop.induction_variable
                 if mine:
-                    self.space.conv.tasklets.accesses.mine(j)
+                    self.space.accesses.mine(j)
                 target.store(tile.at(rivs + [j]), rivs + [j])
                 scf.yield_([])
         self.stream(body)
@@ -533,10 +530,13 @@ class SpillBuffer:
     # -- rows by DMA (tl.dot panels) ---------------------------------------------------------
     def read_row(self, rivs, j0, nbytes: ir.Value, wram: ir.Value) -> None:
         """DMA `nbytes` (a multiple of 8) of the row from element rivs + [j0] to
-        WRAM address `wram`, in transfers of at most 2048 bytes."""
+        WRAM address `wram`, in transfers of at most 2048 bytes (the read
+        stated for barrier placement)."""
+        self.space.accesses.note_buffer(self, list(rivs) + [j0], False)
         self.space.dma_span(self.row_mram(rivs, j0), wram, nbytes, READ)
 
     def write_row(self, rivs, j0, nbytes: ir.Value, wram: ir.Value) -> None:
+        self.space.accesses.note_buffer(self, list(rivs) + [j0], True)
         self.space.dma_span(self.row_mram(rivs, j0), wram, nbytes, WRITE)
 
 
@@ -556,9 +556,13 @@ class SpillSpace:
     """The spilled tiles of one kernel's conversion, their scratch, and the
     scopes that bound their windows' lines."""
 
-    def __init__(self, conv, plan: SpillPlan | None):
-        self.conv = conv
+    def __init__(self, plan: SpillPlan | None, tasklets, sites, ctx_arg: ir.Value, wram, at_entry):
         self.plan = plan
+        # The conversion's services it works through (`services`): the tasklets
+        # (their chunks, the access record), the error sites, the DPU's WRAM
+        # layout and the kernel's entry block.
+        self.tasklets, self.accesses, self.sites = tasklets, tasklets.accesses, sites
+        self.ctx_arg, self.wram, self.at_entry = ctx_arg, wram, at_entry
         self.records: list[SpillRecord] = []
         self.bytes = 0
         self._scratch: ir.Value | None = None
@@ -571,13 +575,13 @@ class SpillSpace:
     def scratch(self) -> ir.Value:
         """The MRAM address (i64) of the DPU's scratch, read at the kernel's entry."""
         if self._scratch is None:
-            with self.conv.buffers.at_entry():
-                slot = llvm.getelementptr(llvm.PointerType.get(), self.conv.ctx_arg, [], [Ctx.SCRATCH], i64(), 0)
+            with self.at_entry():
+                slot = llvm.getelementptr(llvm.PointerType.get(), self.ctx_arg, [], [Ctx.SCRATCH], i64(), 0)
                 self._scratch = llvm.load(i64(), slot)
         return self._scratch
 
     def buffer(self, key: int, shape, stored: ir.Type, es: int, what: str, loc) -> SpillBuffer:
-        geo = geometry(shape, es, self.plan.line_cap, self.conv.tasklets.count)
+        geo = geometry(shape, es, self.plan.line_cap, self.tasklets.count)
         buf = SpillBuffer(self, key, shape, stored, es, self.bytes, geo, what, loc)
         self.bytes += geo.total
         self.records.append(SpillRecord(what, loc, geo.total, geo.seg))
@@ -610,9 +614,8 @@ class SpillSpace:
 
     # -- transfers ---------------------------------------------------------------------------
     def dma(self, mram, wram, nbytes, direction: int) -> None:
-        conv = self.conv
         func.CallOp([], ir.FlatSymbolRefAttr.get(SPILL_DMA),
-                    [mram, wram, nbytes, c64(direction), conv.sites.site(), conv.ctx_arg])
+                    [mram, wram, nbytes, c64(direction), self.sites.site(), self.ctx_arg])
 
     def dma_span(self, mram, wram, nbytes, direction: int) -> None:
         """Move `nbytes` (a multiple of 8) in transfers of at most 2048 bytes."""
