@@ -274,6 +274,38 @@ def test_a_tile_updated_in_place_is_copied_when_kept_in_mram(tasklets):
     np.testing.assert_allclose(small[1::2], x32.var(axis=1), rtol=1e-4)
 
 
+@pytest.mark.parametrize("tasklets", [1, 4])
+def test_a_kernel_over_wram_is_converted_twice_and_planned_once(tasklets, monkeypatch):
+    """Converted with every tile in WRAM, then once with the plan: the plan,
+    made from the first conversion (which updates the carried tiles in place)
+    with the copies it did without, needs no second try."""
+    from edsl.backend import convert
+    x = np.zeros((3, 8192), np.float16)
+    ttir = mean_and_variance_kernel.warmup(x, np.zeros(6, np.float32), 8192, BLOCK=8192,
+                                           grid=(3,)).asm["ttir"]
+    calls, plans, real = [], [], convert._convert
+    real_plan = convert.spill.plan
+
+    def counted(*args, **kwargs):
+        out = real(*args, **kwargs)
+        calls.append((kwargs.get("in_place", True), len(out[2].buffers.reserved)))
+        return out
+
+    def planned(*args, **kwargs):
+        plans.append(real_plan(*args, **kwargs))
+        return plans[-1]
+    monkeypatch.setattr(convert, "_convert", counted)
+    monkeypatch.setattr(convert.spill, "plan", planned)
+    _, info = convert_ttir(ttir, tasklets=tasklets)
+    assert info.spills and len(plans) == 1
+    # in place (two carried tiles, each one copy it did without), then copying
+    assert calls == [(True, 2), (False, 0)]
+    assert any(r.what.startswith("loop-carried tensor (next value)") for r in info.spills)
+    calls.clear()
+    convert_ttir(ttir, tasklets=tasklets, wram_limit=BIG)
+    assert calls == [(True, 2)]
+
+
 # ---- the launch report ----------------------------------------------------------------------
 
 def test_report_counts_spilled_bytes_and_their_dma():

@@ -9,8 +9,8 @@ module: `elementwise`, `shape`, `memory`, `reduce`, `dot`, `control`, `calls`,
 `debug`; the accesses of a kernel shared among tasklets stated as markers),
 then barrier placement, a pass over the converted kernel that reads the
 markers (`barriers`), then the WRAM layout and its budget check (`wram`); a
-kernel over the budget is converted again with its largest tiles kept in
-the DPU's MRAM (`spill`). It adds the DPU support functions and the
+kernel over the budget is converted once more, with its largest tiles kept
+in the DPU's MRAM as planned from the first conversion's buffers (`spill`). It adds the DPU support functions and the
 program-instance loop `__dpu_main`, and returns the new module with a
 `KernelInfo` (WRAM buffers, print formats).
 
@@ -64,8 +64,8 @@ def convert_ttir(source, ctx: ir.Context | None = None, *, debug: bool = False,
     """Convert a TTIR module (Triton's, as a stage receives it, or its text) to
     an upstream-MLIR module for the DPU model, its tile code shared out among
     `tasklets` tasklets per DPU (`ttir_reader.read_ttir` reads it). A kernel
-    whose tiles do not fit in WRAM is converted again with some kept in MRAM
-    (`spill.plan`)."""
+    whose tiles do not fit in WRAM is converted once more with some kept in
+    MRAM (`spill.plan`)."""
     ctx = ctx or new_context()
     src = read_ttir(source, ctx)
     regions = any(op.operation.name == "func.func" and calls.is_edsl_declaration(op.operation)
@@ -77,17 +77,13 @@ def convert_ttir(source, ctx: ir.Context | None = None, *, debug: bool = False,
             control.structure_control_flow(fn)
         out, info, conv = _convert(kernel, callees, regions, debug, tasklets, None)
         if info.wram_bytes > limit:
-            # A carried tile updated in place (control.copy_into_carries) needs
-            # no copy; kept in MRAM it does, and a plan names tiles by their
-            # order: plan on a conversion that copies them all.
-            out, info, conv = _convert(kernel, callees, regions, debug, tasklets, None, in_place=False)
-        records, dots, extra = info.wram, conv.buffers.dots, 0
-        for _ in range(4):                    # (a plan's estimate may miss a few staging bytes)
-            if info.wram_bytes <= limit:
-                break
-            plan, predicted = spill.plan(info.name, records, dots, limit, tasklets, extra)
+            # Planned on this conversion's buffers and those it did without (a
+            # carried tile updated in place needs no copy, kept in MRAM it does:
+            # `Buffers.reserve`), the plan's WRAM total bounds the planned
+            # conversion's, which copies every carried tile.
+            records = conv.buffers.planning_records(info.wram)
+            plan = spill.plan(info.name, records, conv.buffers.dots, limit, tasklets)
             out, info, _ = _convert(kernel, callees, regions, debug, tasklets, plan, in_place=False)
-            extra += max(0, info.wram_bytes - predicted)
         wram.check(info.name, info.wram, limit)
     verify(out)
     return out, info

@@ -98,6 +98,8 @@ def copy_into_carries(conv, yielded, carries, op):
     """Write the yielded tiles into the loop's carried buffers, safely."""
     tiles = [(y, buf) for y, buf in zip(yielded, carries) if buf is not None]
     if conv.in_place and len(tiles) == 1 and _fill_in_place(conv, *tiles[0]):
+        y = tiles[0][0]          # (kept in MRAM, it would need the copy below)
+        conv.buffers.reserve(y.shape, y.elem, "loop-carried tensor (next value)", op)
         return
     staged = []
     for y, buf in zip(yielded, carries):

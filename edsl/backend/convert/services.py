@@ -21,14 +21,14 @@ from mlir import ir
 from mlir.dialects import arith, func, llvm, memref, scf
 
 from ...base.errors import CompileError
-from ...target.dpu import Ctx
+from ...target.dpu import Ctx, align_up
 from ..ttir_reader import user_location
 from .barriers import AccessRecord, chunk, owner
 from .builders import buffer_type, c64, i64, index_c
 from .core import (UNROLL, KernelInfo, Tile, UnrollStep, byte_size, in_wram, load_elem, store_elem,
                    unrolled_at)
 from .spill import DotNeed, SpillBuffer, SpillPlan, SpillSpace
-from .wram import WramLayout
+from .wram import WramBuffer, WramLayout
 
 
 class Sites:
@@ -193,6 +193,7 @@ class Buffers:
         self._tile_keys = 0                # tile buffers asked for so far (their plan keys)
         self.wram_only = 0                 # lowering an EDSL region call: its tiles stay in WRAM
         self.dots: list[DotNeed] = []      # the tl.dot ops lowered, for a spill plan
+        self.reserved: list = []           # (place, record) of tile buffers a copying conversion asks for
 
     @contextmanager
     def at_entry(self):
@@ -234,6 +235,27 @@ class Buffers:
             return self.spill.buffer(key, shape, buffer_type(elem), es, what, loc)
         return self.wram.buffer(shape, buffer_type(elem), es * prod(shape), what, loc, key=key,
                                 spillable=not self.wram_only, es=es)
+
+    def reserve(self, shape, elem: ir.Type, what: str, op=None) -> None:
+        """The tile buffer a conversion that copies every carried tile asks for
+        here, which this one does without (a carried tile updated in place): its
+        key is taken and its record kept, so that a spill plan made from this
+        conversion names the tiles as the planned conversion, which copies, asks
+        for them (`convert_ttir`)."""
+        key = self._tile_keys
+        self._tile_keys += 1
+        es = byte_size(elem)
+        loc = user_location(op.location) if op is not None else None
+        record = WramBuffer(align_up(es * prod(shape)), what, loc, key, not self.wram_only, 0, tuple(shape), es)
+        self.reserved.append((len(self.wram.buffers) + len(self.reserved), record))
+
+    def planning_records(self, laid_out: list[WramBuffer]) -> list[WramBuffer]:
+        """The buffers `laid_out` with the reserved ones among the tile buffers
+        by key: what the planned conversion asks for, were every tile in WRAM."""
+        out = list(laid_out)                  # (the shared buffers first, in the order asked for)
+        for at, record in self.reserved:
+            out.insert(at, record)
+        return out
 
     def dot_panels(self, need: DotNeed):
         """Record a tl.dot for spill plans; its `spill.Panels` when the plan

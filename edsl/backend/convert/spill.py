@@ -9,9 +9,11 @@ the DMA staging buffers or an EDSL region's operands (an EDSL function
 reads its tile operands in WRAM), until the rest fits together with what
 the spilled tiles need in WRAM: a window per tile and tasklet, and the
 panels of each `tl.dot` with a spilled operand or result. The conversion is
-then run again with that plan (`SpillPlan`: tile buffers named by their
-request number). What cannot fit that way is a compile error saying what
-stays in WRAM.
+then run once more with that plan (`SpillPlan`: tile buffers named by their
+request number; the first conversion also names the copies of carried tiles
+it updated in place, which the planned one makes: `Buffers.reserve`). The
+plan's WRAM total bounds the planned conversion's, so one plan is enough.
+What cannot fit that way is a compile error saying what stays in WRAM.
 
 Where. The scratch is per DPU, in its MRAM after the launch's arrays (the
 model places it in the launch's MRAM image: `edsl.backend.model`); the
@@ -236,19 +238,20 @@ def scratch_bytes(record: WramBuffer) -> int:
     return align_up(record.es * record.shape[-1]) * prod(record.shape[:-1])
 
 
-def plan(name: str, records: list[WramBuffer], dots: list[DotNeed], limit: int, tasklets: int,
-         extra: int = 0) -> tuple[SpillPlan, int]:
-    """The tiles to keep in MRAM (and the WRAM total predicted), given the
-    WRAM buffers of a conversion with every tile in WRAM and its `tl.dot`s
-    (`extra`: bytes a previous plan's estimate missed)."""
+def plan(name: str, records: list[WramBuffer], dots: list[DotNeed], limit: int, tasklets: int) -> SpillPlan:
+    """The tiles to keep in MRAM, given the WRAM buffers of a conversion with
+    every tile in WRAM and its `tl.dot`s. The WRAM a plan is chosen by bounds
+    the planned conversion's: the buffers other than tiles stay (a spilled
+    tile's staging is a line, no more than its loads staged in WRAM), and
+    each spilled tile adds its windows and its tl.dots' panels."""
     tiles = [r for r in records if r.key is not None]
-    other = sum(r.nbytes for r in records if r.key is None) + extra
+    other = sum(r.nbytes for r in records if r.key is None)
     # Spilling a tile no larger than its windows frees nothing.
     order = sorted((r for r in tiles if r.spillable and r.nbytes > window_bytes(r, 8, tasklets)),
                    key=lambda r: (-r.nbytes, r.uses, r.key))
     resident = sum(r.nbytes for r in tiles)
     spilled: list[WramBuffer] = []
-    chosen = None                            # (estimated DMA time, plan, WRAM total, tiles)
+    chosen = None                            # (estimated DMA time, plan, tiles)
     for r in order:
         spilled.append(r)
         resident -= r.nbytes
@@ -271,18 +274,18 @@ def plan(name: str, records: list[WramBuffer], dots: list[DotNeed], limit: int, 
                 choice.append(fit)
             else:
                 if total <= limit and (chosen is None or cost < chosen[0]):
-                    chosen = (cost, SpillPlan(keys, cap, tuple(choice)), total, list(spilled))
+                    chosen = (cost, SpillPlan(keys, cap, tuple(choice)), list(spilled))
         # Once a plan fits, keeping more tiles in MRAM can only pay by the
         # wider tl.dot panels the WRAM they free allows.
         if chosen is not None and not any(c is not None for c in chosen[1].dots):
             break
     if chosen is not None:
-        scratch = sum(scratch_bytes(s) for s in chosen[3])
+        scratch = sum(scratch_bytes(s) for s in chosen[2])
         if scratch > MRAM_BYTES:
             raise DpuError(f"kernel '{name}' keeps {scratch} bytes of tiles in MRAM, more "
                            f"than the {MRAM_BYTES} bytes of a DPU's MRAM; largest: "
-                           f"{largest(chosen[3])}", chosen[3][0].loc)
-        return chosen[1], chosen[2]
+                           f"{largest(chosen[2])}", chosen[2][0].loc)
+        return chosen[1]
     raise _cannot_stream(name, records, spilled, dots, limit, tasklets)
 
 
