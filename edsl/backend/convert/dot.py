@@ -17,7 +17,7 @@ from ..ttir_reader import user_location
 from .core import Tile, byte_size, is_float, lowers
 from .elementwise import convert_float
 from .spill import DotNeed, SpillBuffer, unflatten
-from .builders import from_stored, index_c, to_stored
+from .builders import align_up as align_up_value, as_i64, c64, from_stored, index_c, to_stored
 
 
 def _widen(v, acc_t):
@@ -126,7 +126,6 @@ class _BlockedDot:
         self.k_dim = a.shape[-1]
         self.a_mram, self.b_mram, self.o_mram = (isinstance(x, SpillBuffer) for x in (a.buf, b.buf, out))
         self.es_a, self.es_b, self.es_sum, self.es_acc = (byte_size(t) for t in (a.elem, b.elem, sum_t, c.elem))
-        self.i64 = ir.IntegerType.get_signless(64)
         wram, loc = conv.buffers.wram, user_location(op.location)
         # WRAM: B's panel (shared), and each tasklet's rows.
         self.panel_w = align_up(self.nb * self.es_b) // self.es_b
@@ -148,16 +147,12 @@ class _BlockedDot:
             self.row_addrs = {name: self.addr(v) for name, v in self.views.items()}
 
     # -- helpers ------------------------------------------------------------------------
-    def c64(self, v):
-        return arith.constant(self.i64, v)
-
     def bytes_of(self, count, es):
         """(count elements: an index) rounded up to 8 bytes."""
-        n = arith.muli(arith.index_cast(self.i64, count), self.c64(es))
-        return arith.andi(arith.addi(n, self.c64(7)), self.c64(-8))
+        return align_up_value(arith.muli(as_i64(count), c64(es)))
 
     def addr(self, view):
-        return arith.index_cast(self.i64, memref.extract_aligned_pointer_as_index(view))
+        return as_i64(memref.extract_aligned_pointer_as_index(view))
 
     def lanes(self, count, body):
         loop = scf.ForOp(index_c(0), count, index_c(1))
@@ -213,7 +208,7 @@ class _BlockedDot:
             self.lanes(nw, lambda jj: conv.buffers.store(result(jj), out, bivs + [i, arith.addi(n0, jj)]))
             return
         src = arith.addi(self.row_addrs["acc"],
-                         arith.muli(arith.index_cast(self.i64, r), self.c64(self.acc_w * self.es_sum)))
+                         arith.muli(as_i64(r), c64(self.acc_w * self.es_sum)))
         if self.sum_t != self.acc_t:
             self.lanes(nw, lambda jj: memref.store(to_stored(result(jj), out.stored), self.views["out"], [jj]))
             src = self.row_addrs["out"]

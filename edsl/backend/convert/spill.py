@@ -58,7 +58,7 @@ from ...target.dpu import (COUNT_TRANSFER, DMA, DMA_MAX_BYTES, DMA_MIN_BYTES, MR
 from ...base import templates
 from ...base.errors import DpuError
 from .barriers import chunk
-from .builders import as_i64, c64, i64, in_dma_pieces, index_c, to_stored
+from .builders import align_up as align_up_value, as_i64, c64, i64, in_dma_pieces, index_c, to_stored
 from .wram import WramBuffer, largest
 
 SWAP = "__dpu_spill_swap"        # (base, state, data, line, segs, unit, seg, total, site, ctx)
@@ -467,7 +467,7 @@ class SpillBuffer:
             self.space.dma(mram, self.data_addr, nbytes, WRITE)
 
         def seg_bytes(j0, j1):
-            return arith.andi(arith.addi(arith.muli(as_i64(arith.subi(j1, j0)), c64(g.es)), c64(7)), c64(-8))
+            return align_up_value(arith.muli(as_i64(arith.subi(j1, j0)), c64(g.es)))
 
         def row_segments(rivs, lo, hi, mine):
             loop = scf.ForOp(lo, hi, index_c(g.lanes))
