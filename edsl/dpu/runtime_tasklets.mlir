@@ -3,9 +3,11 @@
   // next one in tasklet order, round-robin; one that ends jumps back to the
   // scheduler. No OS thread switch and no lock: one tasklet runs at a time.
   // A tasklet starts on its stack through libc's ucontext (makecontext /
-  // setcontext); after that, switches save and restore registers with
-  // _setjmp / _longjmp, which leave the signal mask alone (swapcontext
-  // would make a system call for it at every switch).
+  // setcontext); after that, a switch saves and restores its place with a
+  // setjmp and longjmp that leave the signal mask alone (swapcontext would
+  // make a system call for it at every switch): `__dpu_switch_away` and
+  // `__dpu_switch_into`, LLVM's on x86-64, libc's elsewhere. A tasklet that
+  // ends jumps back to the scheduler with libc's.
   // The scheduler's block (i64 slots, filled by the host: edsl.dpu.runtime)
   // holds the running tasklet, the entry all tasklets run, the scheduler's
   // jump buffer and a row per tasklet (its ucontext and jump buffers, stack,
@@ -17,6 +19,7 @@
   llvm.func @setcontext(!llvm.ptr) -> i32
   llvm.func @_setjmp(!llvm.ptr) -> i32 attributes {passthrough = ["returns_twice"]}
   llvm.func @_longjmp(!llvm.ptr, i32) attributes {passthrough = ["noreturn"]}
+${switch_functions}
 
   // The address in slot `slot` of the i64 slots at `s`.
   func.func private @__dpu_sched_ptr(%s: !llvm.ptr, %slot: i64) -> !llvm.ptr {
@@ -70,7 +73,6 @@
   func.func private @__dpu_sched_resume(%s: !llvm.ptr, %t: i64) {
     %c0 = arith.constant 0 : i64
     %c1 = arith.constant 1 : i64
-    %one32 = arith.constant 1 : i32
     %cur_p = llvm.getelementptr %s[${s_current}] : (!llvm.ptr) -> !llvm.ptr, i64
     llvm.store %t, %cur_p : i64, !llvm.ptr
     %row = func.call @__dpu_sched_row(%s, %t) : (!llvm.ptr, i64) -> !llvm.ptr
@@ -80,7 +82,7 @@
     scf.if %resume {
       %c_jb = arith.constant ${r_jb} : i64
       %jb = func.call @__dpu_sched_ptr(%row, %c_jb) : (!llvm.ptr, i64) -> !llvm.ptr
-      llvm.call @_longjmp(%jb, %one32) : (!llvm.ptr, i32) -> ()
+      func.call @__dpu_switch_into(%jb) : (!llvm.ptr) -> ()
     } else {
       llvm.store %c1, %started_p : i64, !llvm.ptr
       %c_ctx = arith.constant ${r_ctx} : i64
@@ -94,25 +96,20 @@
   }
 
   // The running tasklet (of `ctx`) lets the next one run: it jumps straight
-  // to it (one _setjmp and one _longjmp a switch, not two of each through
-  // the scheduler); when it is resumed, it is the running tasklet again.
+  // to it (one save and one jump a switch, not two of each through the
+  // scheduler); when it is resumed, it is the running tasklet again.
   func.func private @__dpu_yield(%s: !llvm.ptr, %ctx: !llvm.ptr) {
     %cur_p = llvm.getelementptr %s[${s_current}] : (!llvm.ptr) -> !llvm.ptr, i64
     %cur = llvm.load %cur_p : !llvm.ptr -> i64
-    %row = func.call @__dpu_sched_row(%s, %cur) : (!llvm.ptr, i64) -> !llvm.ptr
-    %c_jb = arith.constant ${r_jb} : i64
-    %jb = func.call @__dpu_sched_ptr(%row, %c_jb) : (!llvm.ptr, i64) -> !llvm.ptr
-    %c0 = arith.constant 0 : i32
-    %r = llvm.call @_setjmp(%jb) : (!llvm.ptr) -> i32
-    %leaving = arith.cmpi eq, %r, %c0 : i32
-    scf.if %leaving {
-      %next = func.call @__dpu_sched_next(%s, %cur) : (!llvm.ptr, i64) -> i64
-      %other = arith.cmpi ne, %next, %cur : i64
-      scf.if %other {
-        func.call @__dpu_sched_resume(%s, %next) : (!llvm.ptr, i64) -> ()
-      }
+    %next = func.call @__dpu_sched_next(%s, %cur) : (!llvm.ptr, i64) -> i64
+    %other = arith.cmpi ne, %next, %cur : i64
+    scf.if %other {
+      %row = func.call @__dpu_sched_row(%s, %cur) : (!llvm.ptr, i64) -> !llvm.ptr
+      %c_jb = arith.constant ${r_jb} : i64
+      %jb = func.call @__dpu_sched_ptr(%row, %c_jb) : (!llvm.ptr, i64) -> !llvm.ptr
+      func.call @__dpu_switch_away(%jb, %s, %next) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+      func.call @${enter}(%ctx) : (!llvm.ptr) -> ()           // (resumed)
     }
-    func.call @${enter}(%ctx) : (!llvm.ptr) -> ()             // (resumed)
     return
   }
 

@@ -27,8 +27,8 @@ to its last instruction without the interpreter.
   has failed or the host has interrupted the launch.
 - `edsl_dpu_run_tasklets(block)`: the scheduler that runs a DPU's tasklets
   on one host thread (`runtime_tasklets.mlir`): each tasklet runs on a
-  stack of its own (started with libc's ucontext, switched with
-  _setjmp/_longjmp), and a waiting tasklet switches straight to the next
+  stack of its own (started with libc's ucontext, switched as
+  `switch_file` says), and a waiting tasklet switches straight to the next
   one instead of sleeping, so a barrier costs no OS thread switch.
   The host fills the scheduler's block (`SCHED_*`, `ROW_*` slots) and sets
   it in the DPU's state (`Dpu.SCHEDULER`); with none set, the tasklets are
@@ -82,6 +82,12 @@ def coroutines() -> bool:
         return False
     from . import jit
     return all(jit._provided(f) for f in ("getcontext", "makecontext", "setcontext", "_setjmp", "_longjmp"))
+
+
+def switch_file() -> Path:
+    """How tasklets on one thread switch: LLVM's lightweight setjmp/longjmp
+    where LLVM lowers it for the host (x86-64), else the C library's."""
+    return HERE / ("runtime_switch_llvm.mlir" if platform.machine() == "x86_64" else "runtime_switch_libc.mlir")
 
 
 def dma_rules_function() -> str:
@@ -142,7 +148,7 @@ def _source() -> str:
     if coroutines():
         path = HERE / "runtime_tasklets.mlir"
         tasklets = templates.fill(path, **_fields(
-            path, start=TASKLET_START, run_tasklets=RUN_TASKLETS, s_header=SCHED_HEADER,
+            path, switch_functions=templates.fill(switch_file()), start=TASKLET_START, run_tasklets=RUN_TASKLETS, s_header=SCHED_HEADER,
             s_row=ROW_SLOTS, s_current=SCHED_CURRENT, s_tasklets=SCHED_TASKLETS, s_entry=SCHED_ENTRY,
             s_start=SCHED_START, s_exit=SCHED_EXIT, s_main=SCHED_MAIN, r_uc=ROW_UC, r_stack=ROW_STACK,
             r_stack_bytes=ROW_STACK_BYTES, r_args=ROW_ARGS, r_ctx=ROW_CTX, r_done=ROW_DONE,

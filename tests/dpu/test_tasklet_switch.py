@@ -70,6 +70,27 @@ def test_every_phase_sees_the_last_on_one_thread(tasklets):
     np.testing.assert_array_equal(y[64:64 + tasklets], 50 * np.arange(tasklets))
 
 
+@needs_one_thread
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+def test_each_way_to_switch_runs_every_phase(machine, monkeypatch):
+    """LLVM's setjmp/longjmp (x86-64) and the C library's (elsewhere, run here
+    too) switch alike."""
+    if machine == "x86_64" and support.platform.machine() != "x86_64":
+        pytest.skip("LLVM lowers its setjmp for x86-64 hosts only")
+    monkeypatch.setattr(support.platform, "machine", lambda: machine)
+    support.library_text.cache_clear()
+    phases.compile(DPU).programs.clear()
+    try:
+        assert ("llvm.eh.sjlj" in support.library_text()) == (machine == "x86_64")
+        y = np.zeros(96, np.int32)
+        run_on_one_thread(phases, y, tasklets=16)
+        assert (y[1:17] == PHASES - 1).all() and not y[32:64].any() and y[0] == 8
+        np.testing.assert_array_equal(y[64:80], 50 * np.arange(16))
+    finally:
+        support.library_text.cache_clear()
+        phases.compile(DPU).programs.clear()
+
+
 @pytest.mark.parametrize("tasklets", [2, 5])
 def test_every_phase_sees_the_last_on_threads(tasklets):
     y = np.zeros(96, np.int32)
