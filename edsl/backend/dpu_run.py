@@ -63,8 +63,9 @@ def _executor(workers: int):
     return _EXECUTOR[0]
 
 
-def _in_parallel(jobs: list, run: Launch) -> None:
-    """Run `jobs` (callables) on host threads at once; Ctrl-C stops the launch."""
+def _in_parallel(jobs: list, run: Launch) -> list:
+    """Run `jobs` (callables) on host threads at once, their results in order;
+    Ctrl-C stops the launch."""
     import concurrent.futures
     futures = [_executor(len(jobs)).submit(job) for job in jobs]
     try:
@@ -73,8 +74,14 @@ def _in_parallel(jobs: list, run: Launch) -> None:
         run.interrupt()
         concurrent.futures.wait(futures, timeout=1.0)
         raise
-    for f in futures:
-        f.result()
+    return [f.result() for f in futures]
+
+
+def _run_and_log(dpus: Callable, run: Launch, lo: int, hi: int, wram: np.ndarray) -> list[np.ndarray]:
+    """Run DPUs lo .. hi - 1 and take their access logs, on the thread that
+    ran them (while other threads still run DPUs)."""
+    dpus(lo, hi, wram)
+    return [run.take_log(dpu) for dpu in range(lo, hi)]
 
 
 @dataclass
@@ -148,12 +155,12 @@ def run_dpus(dpus: Callable, job: DpuJob, run: Launch, gather: Gather) -> list[n
         workers = min(job.threads, run.dpus)
         if workers == 1:
             dpus(ids.start, ids.stop)
+            logs = [run.take_log(dpu) for dpu in ids]
         else:
             chunk = -(-run.dpus // workers)
             buffers = [np.zeros(job.wram_bytes + 8, dtype=np.uint8) for _ in range(workers)]
-            _in_parallel([functools.partial(dpus, lo, min(lo + chunk, ids.stop), b)
-                          for lo, b in zip(range(ids.start, ids.stop, chunk), buffers)], run)
-        logs = [run.take_log(dpu) for dpu in ids]
+            logs = sum(_in_parallel([functools.partial(_run_and_log, dpus, run, lo, min(lo + chunk, ids.stop), b)
+                                     for lo, b in zip(range(ids.start, ids.stop, chunk), buffers)], run), [])
         if apart(logs, word=DMA_ALIGN if workers > 1 else 1):
             return logs
         gather.restore()

@@ -299,8 +299,9 @@ class Launch:
         out = np.empty((sum(lengths), LOG_ENTRY), dtype=np.int64)
         at = out.ctypes.data
         for log, n in zip(contexts[:, Ctx.LOG].tolist(), lengths):
-            ctypes.memmove(at, log, n * LOG_ENTRY * 8)
-            at += n * LOG_ENTRY * 8
+            if n:                     # (tasklets that share a thread log into tasklet 0's log)
+                ctypes.memmove(at, log, n * LOG_ENTRY * 8)
+                at += n * LOG_ENTRY * 8
         contexts[:, Ctx.LOG_LEN] = 0
         return out
 

@@ -153,7 +153,7 @@ def test_dpus_that_may_wait_on_each_other_run_on_one_thread(monkeypatch):
     from edsl.backend import dpu_run
     seen = []
     real = dpu_run._in_parallel
-    monkeypatch.setattr(dpu_run, "_in_parallel", lambda jobs, run: (seen.append(len(jobs)), real(jobs, run)))
+    monkeypatch.setattr(dpu_run, "_in_parallel", lambda jobs, run: (seen.append(len(jobs)), real(jobs, run))[1])
     monkeypatch.setenv("EDSL_DPU_WORKERS", "2")
     x = np.arange(1, 9, dtype=np.int32)
     with pytest.raises(DpuError):
