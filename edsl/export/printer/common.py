@@ -96,3 +96,13 @@ def _check_float(op, t) -> str:
     if isinstance(t, ir.F64Type):
         return ""
     raise _err(op, f"floating-point type {t} is not supported")
+
+
+def source_line(op) -> str | None:
+    """'file.py:line' of an op's (innermost user) location, if it has one."""
+    text = str(op.location)
+    found = re.findall(r'"([^"]+)":(\d+):\d+', text)
+    for filename, line in found:
+        if filename != "-" and not filename.startswith("<"):
+            return f"{filename.rsplit('/', 1)[-1]}:{line}"
+    return None

@@ -31,13 +31,14 @@ functions (templates/dpu_program.c) and the SDK, not by the op's types.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from mlir import ir
 from mlir.dialects import llvm
 
 from ...dpu import support
 from ...target import dpu as abi
-from .common import _check_float, _err
+from .common import _check_float, _err, source_line
 
 
 # What the program around the printed functions defines (templates/dpu_program.c),
@@ -191,8 +192,7 @@ def _c_literal(text: str) -> str:
 def _printf(fp, op, o, r) -> None:
     """A printf call as the SDK's DPU printf (see the module's doc); a
     conversion it cannot print is an error naming the kernel's line."""
-    from .module import _location
-    where = _location(o)
+    where = source_line(o)
     at = f" at {where}" if where else ""
     fmt = _format_text(fp, o.operands[0], op)
     if fmt is None:
@@ -270,48 +270,8 @@ def _printf(fp, op, o, r) -> None:
 
 
 # C's "%a" of a double, as the C library of the DPU model prints it (glibc):
-# the DPU's printf has no %a.
-HEXFLOAT = """#define EDSL_HEXFLOAT_CHARS 32
-static const char *edsl_hexfloat(char *out, double v) {
-  union { double d; uint64_t u; } b;
-  b.d = v;
-  uint64_t man = b.u & UINT64_C(0xfffffffffffff);
-  int exp = (int)((b.u >> 52) & 0x7ff), e, digits = 13, n = 0;
-  char *p = out, tmp[8];
-  if (b.u >> 63)
-    *p++ = '-';
-  if (exp == 0x7ff) {
-    const char *word = man ? "nan" : "inf";
-    while (*word)
-      *p++ = *word++;
-    *p = 0;
-    return out;
-  }
-  *p++ = '0';
-  *p++ = 'x';
-  *p++ = exp ? '1' : '0';
-  e = exp ? exp - 1023 : (man ? -1022 : 0);
-  if (man) {
-    while (!(man & 0xf)) {
-      man >>= 4;
-      digits--;
-    }
-    *p++ = '.';
-    for (int k = digits - 1; k >= 0; k--)
-      *p++ = "0123456789abcdef"[(man >> (4 * k)) & 0xf];
-  }
-  *p++ = 'p';
-  *p++ = e < 0 ? '-' : '+';
-  unsigned int u = (unsigned int)(e < 0 ? -e : e);
-  do {
-    tmp[n++] = (char)('0' + u % 10u);
-    u /= 10u;
-  } while (u);
-  while (n)
-    *p++ = tmp[--n];
-  *p = 0;
-  return out;
-}"""
+# the DPU's printf has no %a (a package file, added to a program that prints one).
+HEXFLOAT = (Path(__file__).with_name("hexfloat.c")).read_text()
 
 
 def intrinsic(fp, op, name: str) -> None:

@@ -28,7 +28,7 @@ from mlir.dialects import llvm
 
 from ...target import dpu as abi
 from ...base.errors import CompileError
-from .common import _array_parts, _decl, _err, _float_literal, _int_literal, _type_bytes
+from .common import _array_parts, _decl, _err, _float_literal, _int_literal, _type_bytes, source_line
 from .intrinsics import HEXFLOAT, PRIMITIVES, PROGRAM_NAMES, _c_literal, intrinsic
 from .ops import _OPS, _narrow_unsupported
 
@@ -54,16 +54,6 @@ class CProgram:
     needs_hexfloat: bool = False                          # edsl_hexfloat (printf's %a)
     static_wram_bytes: int = 0                            # alloca buffers (for one tasklet)
     global_wram_bytes: int = 0                            # WRAM globals (shared)
-
-
-def _location(op) -> str | None:
-    """'file.py:line' of an op's (innermost user) location, if it has one."""
-    text = str(op.location)
-    found = re.findall(r'"([^"]+)":(\d+):\d+', text)
-    for filename, line in found:
-        if filename != "-" and not filename.startswith("<"):
-            return f"{filename.rsplit('/', 1)[-1]}:{line}"
-    return None
 
 
 class Printer:
@@ -346,7 +336,7 @@ class _FunctionPrinter:
     def op(self, op) -> None:
         o = op.operation
         name = o.name
-        loc = _location(o)
+        loc = source_line(o)
         if loc and loc != self.last_loc:
             self.last_loc = loc
             self.emit(f"/* {loc} */")
