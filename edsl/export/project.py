@@ -71,7 +71,7 @@ LOG_WRAM_ENTRIES = 4
 # A kernel that prints (tl.device_print): each DPU's printf log buffer in MRAM,
 # by default the SDK's default size (the Makefile's STDOUT_BUFFER_SIZE), and
 # the WRAM of the SDK's printf: its globals in the SDK's dpu-rt
-# src/stdlib/stdio.c are 36 bytes (an 8-byte DMA-aligned cache, the buffer's
+# src/stdlib/stdio.c are 32 bytes (an 8-byte DMA-aligned cache, the buffer's
 # size, write pointer and wrap state, the cache index, the wrap count; its
 # lock is an atomic bit, not WRAM), 40 with alignment; 64 leaves a margin.
 # (The hex-float digits are on the tasklet's stack.)
