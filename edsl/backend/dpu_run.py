@@ -159,8 +159,9 @@ def run_dpus(dpus: Callable, job: DpuJob, run: Launch, gather: Gather) -> list[n
         else:
             chunk = -(-run.dpus // workers)
             buffers = [np.zeros(job.wram_bytes + 8, dtype=np.uint8) for _ in range(workers)]
-            logs = sum(_in_parallel([functools.partial(_run_and_log, dpus, run, lo, min(lo + chunk, ids.stop), b)
-                                     for lo, b in zip(range(ids.start, ids.stop, chunk), buffers)], run), [])
+            parts = _in_parallel([functools.partial(_run_and_log, dpus, run, lo, min(lo + chunk, ids.stop), b)
+                                  for lo, b in zip(range(ids.start, ids.stop, chunk), buffers)], run)
+            logs = [log for part in parts for log in part]
         if apart(logs, word=DMA_ALIGN if workers > 1 else 1):
             return logs
         gather.restore()

@@ -10,9 +10,10 @@ module: `elementwise`, `shape`, `memory`, `reduce`, `dot`, `control`, `calls`,
 then barrier placement, a pass over the converted kernel that reads the
 markers (`barriers`), then the WRAM layout and its budget check (`wram`); a
 kernel over the budget is converted once more, with its largest tiles kept
-in the DPU's MRAM as planned from the first conversion's buffers (`spill`). It adds the DPU support functions and the
-program-instance loop `__dpu_main`, and returns the new module with a
-`KernelInfo` (WRAM buffers, print formats).
+in the DPU's MRAM as planned from the first conversion's buffers (`spill`).
+It adds the DPU support functions and the program-instance loop
+`__dpu_main`, and returns the new module with a `KernelInfo` (WRAM buffers,
+print formats).
 
 Converted kernel signature: the TTIR parameters (a `!tt.ptr<T>` as an i64
 MRAM address), then the arguments `abi.ENTRY[KERNEL]` lists: program ids,

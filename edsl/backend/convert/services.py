@@ -250,8 +250,8 @@ class Buffers:
         self.reserved.append((len(self.wram.buffers) + len(self.reserved), record))
 
     def planning_records(self, laid_out: list[WramBuffer]) -> list[WramBuffer]:
-        """The buffers `laid_out` with the reserved ones among the tile buffers
-        by key: what the planned conversion asks for, were every tile in WRAM."""
+        """The buffers `laid_out` with the reserved ones where they were asked
+        for: what the planned conversion asks for, were every tile in WRAM."""
         out = list(laid_out)                  # (the shared buffers first, in the order asked for)
         for at, record in self.reserved:
             out.insert(at, record)
