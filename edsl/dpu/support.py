@@ -148,8 +148,8 @@ def _source() -> str:
     if coroutines():
         path = HERE / "runtime_tasklets.mlir"
         tasklets = templates.fill(path, **_fields(
-            path, switch_functions=templates.fill(switch_file()), start=TASKLET_START, run_tasklets=RUN_TASKLETS, s_header=SCHED_HEADER,
-            s_row=ROW_SLOTS, s_current=SCHED_CURRENT, s_tasklets=SCHED_TASKLETS, s_entry=SCHED_ENTRY,
+            path, switch_functions=templates.fill(switch_file()), start=TASKLET_START,
+            run_tasklets=RUN_TASKLETS, s_header=SCHED_HEADER, s_row=ROW_SLOTS, s_current=SCHED_CURRENT, s_tasklets=SCHED_TASKLETS, s_entry=SCHED_ENTRY,
             s_start=SCHED_START, s_exit=SCHED_EXIT, s_main=SCHED_MAIN, r_uc=ROW_UC, r_stack=ROW_STACK,
             r_stack_bytes=ROW_STACK_BYTES, r_args=ROW_ARGS, r_ctx=ROW_CTX, r_done=ROW_DONE,
             r_jb=ROW_JB, r_started=ROW_STARTED,
