@@ -302,7 +302,7 @@ def load_elem(accesses: AccessRecord, buf, ivs, elem: ir.Type, who=None) -> ir.V
         _EMITTING.record.append((buf, list(ivs), False))
     if isinstance(buf, SpillBuffer):
         assert who is None
-        return from_stored(buf.load(accesses, ivs), elem)
+        return from_stored(buf.load(ivs), elem)
     accesses.note_buffer(buf, list(ivs), False, who)
     return from_stored(memref.load(*_access(buf, list(ivs))), elem)
 
@@ -312,7 +312,7 @@ def store_elem(accesses: AccessRecord, v: ir.Value, buf, ivs, who=None) -> None:
         _EMITTING.record.append((buf, list(ivs), True))
     if isinstance(buf, SpillBuffer):
         assert who is None
-        buf.store(accesses, to_stored(v, buf.stored), ivs)
+        buf.store(to_stored(v, buf.stored), ivs)
         return
     accesses.note_buffer(buf, list(ivs), True, who)
     memref.store(to_stored(v, ir.MemRefType(buf.type).element_type), *_access(buf, list(ivs)))

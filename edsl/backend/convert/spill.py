@@ -426,18 +426,18 @@ class SpillBuffer:
                          space.sites.site(), space.ctx_arg])
             scf.yield_([])
 
-    def load(self, accesses, ivs) -> ir.Value:
+    def load(self, ivs) -> ir.Value:
         """Element `ivs` as stored (`core.load_elem` converts it)."""
         self.space.touch(self, False)
-        accesses.note_buffer(self, list(ivs), False)
+        self.space.accesses.note_buffer(self, list(ivs), False)
         line, slot = self._locate(list(ivs))
         self._ensure(line)
         return memref.load(self.data, [slot])
 
-    def store(self, accesses, v: ir.Value, ivs) -> None:
+    def store(self, v: ir.Value, ivs) -> None:
         """Store `v`, of the stored type, at element `ivs`."""
         self.space.touch(self, True)
-        accesses.note_buffer(self, list(ivs), True)
+        self.space.accesses.note_buffer(self, list(ivs), True)
         line, slot = self._locate(list(ivs))
         self._ensure(line)
         memref.store(v, self.data, [slot])
