@@ -77,10 +77,11 @@ def _in_parallel(jobs: list, run: Launch) -> list:
     return [f.result() for f in futures]
 
 
-def _run_and_log(dpus: Callable, run: Launch, lo: int, hi: int, wram: np.ndarray) -> list[np.ndarray]:
-    """Run DPUs lo .. hi - 1 and take their access logs, on the thread that
-    ran them (while other threads still run DPUs)."""
-    dpus(lo, hi, wram)
+def _run_and_log(dpus: Callable, run: Launch, lo: int, hi: int, *wram: np.ndarray) -> list[np.ndarray]:
+    """Run DPUs lo .. hi - 1 (in `wram`, or the runner's own) and take their
+    access logs, on the thread that ran them (while other threads still run
+    DPUs)."""
+    dpus(lo, hi, *wram)
     return [run.take_log(dpu) for dpu in range(lo, hi)]
 
 
@@ -154,8 +155,7 @@ def run_dpus(dpus: Callable, job: DpuJob, run: Launch, gather: Gather) -> list[n
     if not job.once:
         workers = min(job.threads, run.dpus)
         if workers == 1:
-            dpus(ids.start, ids.stop)
-            logs = [run.take_log(dpu) for dpu in ids]
+            logs = _run_and_log(dpus, run, ids.start, ids.stop)
         else:
             chunk = -(-run.dpus // workers)
             buffers = [np.zeros(job.wram_bytes + 8, dtype=np.uint8) for _ in range(workers)]
