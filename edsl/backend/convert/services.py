@@ -227,14 +227,10 @@ class Buffers:
     def alloca(self, shape, elem: ir.Type, what: str, op=None):
         """A buffer for a `shape` x `elem` tile: a WRAM view (laid out by
         `finish`), or a tile kept in MRAM when the spill plan says so."""
-        key = self._tile_keys
-        self._tile_keys += 1
-        es = byte_size(elem)
-        loc = user_location(op.location) if op is not None else None
-        if self.spill.spills(key) and not self.wram_only:
-            return self.spill.buffer(key, shape, buffer_type(elem), es, what, loc)
-        return self.wram.buffer(shape, buffer_type(elem), es * prod(shape), what, loc, key=key,
-                                spillable=not self.wram_only, es=es)
+        record = self._tile_record(shape, elem, what, op)
+        if self.spill.spills(record.key) and not self.wram_only:
+            return self.spill.buffer(record.key, shape, buffer_type(elem), record.es, what, record.loc)
+        return self.wram.place(buffer_type(elem), record)
 
     def reserve(self, shape, elem: ir.Type, what: str, op=None) -> None:
         """The tile buffer a conversion that copies every carried tile asks for
@@ -242,12 +238,16 @@ class Buffers:
         key is taken and its record kept, so that a spill plan made from this
         conversion names the tiles as the planned conversion, which copies, asks
         for them (`convert_ttir`)."""
+        record = self._tile_record(shape, elem, what, op)
+        self.reserved.append((len(self.wram.buffers) + len(self.reserved), record))
+
+    def _tile_record(self, shape, elem: ir.Type, what: str, op) -> WramBuffer:
+        """The record of the next tile buffer asked for (its plan key taken)."""
         key = self._tile_keys
         self._tile_keys += 1
         es = byte_size(elem)
-        loc = user_location(op.location) if op is not None else None
-        record = WramBuffer(align_up(es * prod(shape)), what, loc, key, not self.wram_only, 0, tuple(shape), es)
-        self.reserved.append((len(self.wram.buffers) + len(self.reserved), record))
+        return WramBuffer(align_up(es * prod(shape)), what, user_location(op.location) if op is not None else None,
+                          key, not self.wram_only, 0, tuple(shape), es)
 
     def planning_records(self, laid_out: list[WramBuffer]) -> list[WramBuffer]:
         """The buffers `laid_out` with the reserved ones where they were asked

@@ -54,10 +54,13 @@ class WramLayout:
     def buffer(self, shape, stored: ir.Type, nbytes: int, what: str, loc: SourceLoc | None,
                key: int | None = None, spillable: bool = False, es: int = 0) -> ir.Value:
         """A buffer of `shape` x `stored` elements (`nbytes` in all) for `what`."""
+        return self.place(stored, WramBuffer(align_up(nbytes), what, loc, key, spillable, 0, tuple(shape), es))
+
+    def place(self, stored: ir.Type, record: WramBuffer) -> ir.Value:
+        """The view of the buffer `record` describes (its `shape` x `stored`)."""
         with self.ip, ir.Location.unknown():
             offset = arith.constant(ir.IndexType.get(), 0)
-            view = memref.view(ir.MemRefType.get(list(shape), stored), self.wram, offset, [])
-        record = WramBuffer(align_up(nbytes), what, loc, key, spillable, 0, tuple(shape), es)
+            view = memref.view(ir.MemRefType.get(list(record.shape), stored), self.wram, offset, [])
         self.buffers.append((record, offset.owner))
         self.by_view[view] = record
         return view
