@@ -123,16 +123,19 @@ def dpu_runner(program: Program, job: DpuJob, run: Launch, keep=()) -> Callable:
         # same order, so their barriers meet; each program ends with a barrier
         # where the next one's accesses could race this one's). The entry
         # enters and exits each DPU's context itself.
-        # The tasklets' arguments differ only in the last one, `tid` (`call`
-        # and `tids` hold the values the arrays point to).
+        # The tasklets' argument arrays (row t: the addresses of tasklet t's
+        # argument values) differ only in the last one, `tid` (`call` and
+        # `tids` hold the values).
         assert ENTRY[LAUNCH][-1].name == "tid"
         call = job.values + _entry_args(LAUNCH, first_dpu=first, end_dpu=end, tid=0,
                                         wram=(align_up(wram.ctypes.data), job.wram_bytes), **launch_args)
-        common = [ctypes.addressof(v) for v in call[:-1]]
-        tids = [ctypes.c_int32(tid) for tid in range(job.tasklets)]
-        arrays = [(ctypes.c_void_p * len(call))(*common, ctypes.addressof(t)) for t in tids]
-        run.run_entry(program, LAUNCH, arrays, [run.address(first, tid) for tid in range(job.tasklets)],
-                      dpus=range(first, end), keep_alive=(call, tids, wram, keep))
+        tids = np.arange(job.tasklets, dtype=np.int32)
+        rows = np.empty((job.tasklets, len(call)), dtype=np.int64)
+        rows[:, :-1] = [ctypes.addressof(v) for v in call[:-1]]
+        rows[:, -1] = tids.ctypes.data + tids.itemsize * np.arange(job.tasklets)
+        arrays = rows.ctypes.data + rows.strides[0] * np.arange(job.tasklets)
+        run.run_entry(program, LAUNCH, arrays, run.addresses(first),
+                      dpus=range(first, end), keep_alive=(call, tids, rows, wram, keep))
     return dpus
 
 

@@ -33,7 +33,7 @@ import signal
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -315,6 +315,10 @@ class Launch:
     def address(self, dpu: int = 0, tid: int = 0) -> int:
         return self.ctx.ctypes.data + ((dpu - self.first) * self.tasklets + tid) * CTX_SLOTS * 8
 
+    def addresses(self, dpu: int = 0) -> np.ndarray:
+        """The context addresses of the tasklets of `dpu`, by tasklet id."""
+        return self.address(dpu) + np.arange(self.tasklets, dtype=np.int64) * CTX_SLOTS * 8
+
     def failed(self, dpu: int) -> bool:
         """Whether a tasklet of DPU `dpu` recorded an error."""
         return bool(self.ctx[dpu - self.first, :, Ctx.ERROR].any())
@@ -329,10 +333,10 @@ class Launch:
         with _sigint_flag() as interrupted:
             self._run(work, interrupted, self.tasklets)
 
-    def run_entry(self, program: Program, entry: str, args: list, contexts: list[int],
+    def run_entry(self, program: Program, entry: str, args: Sequence[int], contexts: Sequence[int],
                   exit: bool = False, dpus: range | None = None, keep_alive=()) -> None:
         """The packed entry `entry` of `program` on every tasklet `tid`, with
-        the argument array `args[tid]`, as the tasklet of context
+        the argument array at address `args[tid]`, as the tasklet of context
         `contexts[tid]` (and marked finished after it with `exit`, for an
         entry that does not do so itself). The tasklets share one worker
         thread (the runtime library's scheduler) where the host allows;
@@ -345,16 +349,16 @@ class Launch:
             packed = program.entry(entry)
 
             def work(tid: int) -> None:
-                program.enter(contexts[tid])
-                packed(args[tid])
+                program.enter(int(contexts[tid]))
+                packed(int(args[tid]))
                 if exit:
-                    program.exit(contexts[tid])
+                    program.exit(int(contexts[tid]))
             self.run(work)
             return
         fibers = _FIBERS.take()
         block = fibers.fill(self.tasklets, program.address(PACKED_PREFIX + entry),
                             program.address(support.TASKLET_START), exit,
-                            [ctypes.addressof(a) for a in args], contexts)
+                            args, contexts)
         run_tasklets = _CTX_CALL(program.address(support.RUN_TASKLETS))
         self.state[rows, Dpu.SCHEDULER] = block
         try:
@@ -584,8 +588,8 @@ class _Fibers:
         self.contexts = align_up(self._contexts.ctypes.data, 64) + np.arange(MAX_TASKLETS + 1, dtype=np.int64) * each
         self.block = np.zeros(support.SCHED_HEADER + MAX_TASKLETS * support.ROW_SLOTS, dtype=np.int64)
 
-    def fill(self, tasklets: int, entry: int, start: int, exit: bool, args: list[int],
-             contexts: list[int]) -> int:
+    def fill(self, tasklets: int, entry: int, start: int, exit: bool, args: Sequence[int],
+             contexts: Sequence[int]) -> int:
         """The block's address, filled for a launch of `tasklets` tasklets."""
         b = self.block
         b[:support.SCHED_HEADER] = 0

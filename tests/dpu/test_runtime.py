@@ -1,5 +1,6 @@
 """The DPU model's runtime: compiled intrinsics, deadlocked barriers, Ctrl-C,
 programs that need a host symbol, object code reused by a new process."""
+import ctypes
 import os
 import signal
 import subprocess
@@ -84,8 +85,8 @@ def run_on_one_thread(fn, *args, tasklets, check=True):
     program = fn.program(False)
     packed, keep = pack_arguments(fn.params_for(DPU), args, None)
     launch = runtime.Launch(1, tasklets, [0, 2 ** 63 - 1])
-    launch.run_entry(program, fn.__name__, [packed] * tasklets,
-                     [launch.address(0, t) for t in range(tasklets)], exit=True)
+    launch.run_entry(program, fn.__name__, [ctypes.addressof(packed)] * tasklets, launch.addresses(0),
+                     exit=True)
     del keep                                    # (what `packed` points to, alive until here)
     if check:
         launch.raise_error(f"{fn.__name__}()", program.sites)

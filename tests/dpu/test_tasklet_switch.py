@@ -2,6 +2,8 @@
 barrier: every phase sees the writes of the one before, whatever the number
 of tasklets; tasklets that end in any order, deadlocks found at any phase, the
 same results and transfers launch after launch."""
+import ctypes
+
 import numpy as np
 import pytest
 import triton
@@ -32,8 +34,8 @@ def run_on_one_thread(fn, *args, tasklets):
     program = fn.program(False)
     packed, keep = pack_arguments(fn.params_for(DPU), args, None)
     launch = runtime.Launch(1, tasklets, [0, 2 ** 63 - 1])
-    launch.run_entry(program, fn.__name__, [packed] * tasklets,
-                     [launch.address(0, t) for t in range(tasklets)], exit=True)
+    launch.run_entry(program, fn.__name__, [ctypes.addressof(packed)] * tasklets, launch.addresses(0),
+                     exit=True)
     del keep
     launch.raise_error(f"{fn.__name__}()", program.sites)
     return launch
