@@ -71,6 +71,28 @@ def test_out_of_bounds_pointer_is_a_dpu_error():
 
 
 @triton.jit
+def find_seven(x_ptr, out_ptr):
+    i = 0
+    v = tl.load(x_ptr)
+    while v != 7:
+        i += 1
+        v = tl.load(x_ptr + i)  # past the end
+    tl.store(out_ptr, i)
+
+
+def test_an_error_inside_a_while_loop_ends_the_loop():
+    """A while loop whose condition reads what a failed transfer no longer
+    brings: the error stops the DPU and its loops; the launch raises it."""
+    x, out = np.zeros(16, np.int32), np.zeros(1, np.int32)
+    with pytest.raises(DpuError, match="outside the launch's arrays") as err:
+        find_seven[(1,)](x, out, num_tasklets=4)
+    assert err.value.loc.lineno == _line_of(find_seven, "# past the end")
+    x[9] = 7
+    find_seven[(1,)](x, out, num_tasklets=4)
+    assert out[0] == 9
+
+
+@triton.jit
 def row_kernel(table_ptr, out_ptr, BLOCK: tl.constexpr):
     row = tl.load(table_ptr + tl.program_id(0)).to(tl.pointer_type(tl.float32))
     offs = tl.arange(0, BLOCK)

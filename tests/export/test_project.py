@@ -217,6 +217,30 @@ def test_signature_only_export_and_out_of_bounds_pointer(tmp_path):
 
 
 @triton.jit
+def find_seven(x_ptr, out_ptr):
+    i = 0
+    v = tl.load(x_ptr)
+    while v != 7:
+        i += 1
+        v = tl.load(x_ptr + i)
+    tl.store(out_ptr, i)
+
+
+@needs_cc
+def test_an_error_inside_a_while_loop_ends_the_loop_as_on_the_model(tmp_path):
+    folder = tmp_path / "find"
+    export(find_seven, folder, signature={"x_ptr": "*i32", "out_ptr": "*i32"}, grid=(1,), num_tasklets=2)
+    x, out = np.zeros(16, np.int32), np.zeros(1, np.int32)
+    (folder / "data" / "x_ptr.bin").write_bytes(x.tobytes())
+    (folder / "data" / "out_ptr.bin").write_bytes(out.tobytes())
+    build(folder)
+    r = run(folder)
+    with pytest.raises(DpuError, match="outside") as err:
+        find_seven[(1,)](x, out, num_tasklets=2)
+    assert r.returncode == 4 and _first_error(r) == _as_runner(err.value)
+
+
+@triton.jit
 def table_row(table_ptr, out_ptr, BLOCK: tl.constexpr):
     row = tl.load(table_ptr + tl.program_id(0)).to(tl.pointer_type(tl.float32))
     offs = tl.arange(0, BLOCK)

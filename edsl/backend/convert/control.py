@@ -17,7 +17,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
-from ...target.dpu import FAIL, Err
+from ...target.dpu import FAIL, Ctx, Dpu, Err
 from .core import Tile, in_wram, is_tensor, lowers, pointee, recording, scalar_type
 from .builders import cast_int, index_c
 
@@ -294,7 +294,8 @@ def lower_while(conv, op):
     with ir.InsertionPoint(new_before):
         mapping = _bind(conv, carries, [a.type for a in before.arguments], list(new_before.arguments))
         cond_vals = lower_body(conv, before, mapping)
-        scf.condition(cond_vals[0], [c for c, buf in zip(cond_vals[1:], passed) if buf is None])
+        scf.condition(arith.andi(cond_vals[0], _running(conv)),
+                      [c for c, buf in zip(cond_vals[1:], passed) if buf is None])
     with ir.InsertionPoint(new_after):
         args = _bind(conv, passed, [a.type for a in after.arguments], list(new_after.arguments))
         yielded = lower_body(conv, after, args)
@@ -302,6 +303,17 @@ def lower_while(conv, op):
         scf.yield_([y for y, c in zip(yielded, carries) if c is None])
     for result, v in zip(op.results, _bind(conv, passed, [r.type for r in op.results], list(new.results))):
         conv.values.set(result, v)
+
+
+def _running(conv) -> ir.Value:
+    """Whether the DPU still runs (an i1): an error stops it, and a while loop
+    whose condition reads what its transfers no longer bring would loop for
+    ever."""
+    ptr, i64 = llvm.PointerType.get(), ir.IntegerType.get_signless(64)
+    dpu = llvm.load(ptr, llvm.getelementptr(ptr, conv.ctx_arg, [], [Ctx.DPU], i64, 0))
+    failed = llvm.load(i64, llvm.getelementptr(ptr, dpu, [], [Dpu.FAILED], i64, 0), alignment=8,
+                       ordering=llvm.AtomicOrdering.acquire)
+    return arith.cmpi(arith.CmpIPredicate.eq, failed, arith.constant(i64, 0))
 
 
 @lowers("gpu.barrier", "ttg.barrier")
