@@ -40,3 +40,16 @@ def flag(x_ptr):
         tl.store(x_ptr, 5)
     else:
         tl.store(x_ptr + pid, tl.load(x_ptr))
+
+
+@triton.jit
+def wait_for(flag_ptr, out_ptr, SETTER: tl.constexpr):
+    """Program SETTER stores a flag that every other program waits for."""
+    pid = tl.program_id(0)
+    if pid == SETTER:
+        tl.store(flag_ptr, 1)
+    else:
+        n = 0
+        while tl.load(flag_ptr, volatile=True) == 0:  # <wait>
+            n += 1
+        tl.store(out_ptr + pid, n)

@@ -40,8 +40,9 @@ import numpy as np
 from ..base import cache
 from ..base.errors import DpuError, LoweringError, SourceLoc
 from . import jit, support
-from ..target.dpu import (CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, LOG_ENTRY, MAX_TASKLETS, MESSAGES, OUTSIDE_ARRAYS, OUTSIDE_ARRAYS_LOADED, READ, Ctx,
-                  Dpu, Err, align_up, dma_violation)
+from ..target.dpu import (CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, LOG_ENTRY, MAX_TASKLETS, MESSAGES, OUTSIDE_ARRAYS,
+                          OUTSIDE_ARRAYS_LOADED, READ, WAIT_REPEATS, WAITS_FOREVER, Ctx, Dpu, Err, align_up,
+                          dma_violation)
 from .timing import TimingEstimate
 
 if TYPE_CHECKING:
@@ -455,6 +456,9 @@ class Launch:
             message = f"device assertion failed (program {mram}): {text}"
             filename, _, line = place.rpartition(":")
             loc = SourceLoc(filename, int(line), 0) if place else None
+        elif code == Err.WAIT:
+            message = (f"the same access of {n} bytes at MRAM address {mram:#x}, {WAIT_REPEATS} times "
+                       f"in a row: {WAITS_FOREVER}")
         elif code == Err.POLL:
             message = (f"tl.atomic_poll waits forever: the value is {mram}, not {wram}, and the DPU "
                        "model runs one program at a time, so nothing can change it (timeout_ns= gives up)")

@@ -107,8 +107,9 @@ module {
     return
   }
 
-  // Log an access of the launch's arrays (`Access` kind, MRAM bytes
-  // [mram, mram + n), site) in the tasklet's log, when the launch keeps one
+  // `note`: a kernel's access of the launch's arrays (`Access` kind, MRAM
+  // bytes [mram, mram + n), site), watched for a wait that cannot end, then
+  // logged (`__dpu_log`) in the tasklet's log, when the launch keeps one
   // (LOG_CAP non-zero: a launch on several DPUs). An access that continues
   // or repeats the last entry (same kind and site, starting inside it or
   // where it ends) extends it.
@@ -146,6 +147,59 @@ module {
   }
 
   func.func @${note}(%kind: i64, %mram: i64, %n: i64, %site: i64, %ctx: !llvm.ptr) {
+    func.call @__dpu_watch_wait(%kind, %mram, %n, %site, %ctx) : (i64, i64, i64, i64, !llvm.ptr) -> ()
+    func.call @__dpu_log(%kind, %mram, %n, %site, %ctx) : (i64, i64, i64, i64, !llvm.ptr) -> ()
+    return
+  }
+
+  // A kernel's access that repeats the DPU's last one (kind, bytes and site;
+  // not a store) WAIT_REPEATS times in a row waits for a value no program
+  // can write while it waits (Err.WAIT): the DPU stops, as a deadlocked
+  // barrier stops it. One count per DPU: another tasklet's access breaks a
+  // run as much as the same tasklet's. (The key mixes the four operands.)
+  func.func private @__dpu_watch_wait(%kind: i64, %mram: i64, %n: i64, %site: i64, %ctx: !llvm.ptr) {
+    %c0 = arith.constant 0 : i64
+    %c1 = arith.constant 1 : i64
+    %st = func.call @__dpu_state(%ctx) : (!llvm.ptr) -> !llvm.ptr
+    %null = llvm.mlir.zero : !llvm.ptr
+    %has = llvm.icmp "ne" %st, %null : !llvm.ptr
+    scf.if %has {
+      %m1 = arith.constant -7046029254386353131 : i64
+      %m2 = arith.constant -4658895280553007687 : i64
+      %m3 = arith.constant 7109453100751455733 : i64
+      %h1 = arith.muli %mram, %m1 : i64
+      %h2 = arith.muli %n, %m2 : i64
+      %h3 = arith.muli %kind, %m3 : i64
+      %h12 = arith.xori %h1, %h2 : i64
+      %h123 = arith.xori %h12, %h3 : i64
+      %key = arith.xori %h123, %site : i64
+      %key_p = llvm.getelementptr %st[${dpu_wait_key}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %count_p = llvm.getelementptr %st[${dpu_wait_count}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %last = llvm.load %key_p : !llvm.ptr -> i64
+      %count = llvm.load %count_p : !llvm.ptr -> i64
+      %same = arith.cmpi eq, %key, %last : i64
+      %more = arith.addi %count, %c1 : i64
+      %count1 = arith.select %same, %more, %c1 : i64
+      %mask = arith.constant ${access_mask} : i64
+      %k_write = arith.constant ${access_write} : i64
+      %low = arith.andi %kind, %mask : i64
+      %store = arith.cmpi eq, %low, %k_write : i64
+      %count2 = arith.select %store, %c0, %count1 : i64
+      llvm.store %key, %key_p : i64, !llvm.ptr
+      llvm.store %count2, %count_p : i64, !llvm.ptr
+      %limit = arith.constant ${wait_repeats} : i64
+      %stuck = arith.cmpi sge, %count2, %limit : i64
+      scf.if %stuck {
+        %code = arith.constant ${err_wait} : i64
+        %dir = arith.constant ${read} : i64
+        func.call @${fail}(%ctx, %code, %site, %mram, %c0, %n, %dir)
+            : (!llvm.ptr, i64, i64, i64, i64, i64, i64) -> ()
+      }
+    }
+    return
+  }
+
+  func.func private @__dpu_log(%kind: i64, %mram: i64, %n: i64, %site: i64, %ctx: !llvm.ptr) {
     %c0 = arith.constant 0 : i64
     %true = arith.constant true
     %c1 = arith.constant 1 : i64
@@ -227,10 +281,11 @@ module {
     return
   }
 
-  // An EDSL function's access of an MRAM element (its context is the thread's).
+  // An EDSL function's access of an MRAM element (its context is the thread's):
+  // logged, not watched (its tasklets may wait for each other's writes).
   func.func @${note_access}(%kind: i64, %mram: i64, %n: i64, %site: i64) {
     %ctx = func.call @${ctx}() : () -> !llvm.ptr
-    func.call @${note}(%kind, %mram, %n, %site, %ctx) : (i64, i64, i64, i64, !llvm.ptr) -> ()
+    func.call @__dpu_log(%kind, %mram, %n, %site, %ctx) : (i64, i64, i64, i64, !llvm.ptr) -> ()
     return
   }
 

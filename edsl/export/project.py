@@ -360,6 +360,8 @@ def abi_header() -> str:
                                    ("FIXED_MESSAGES", ", ".join(f"{{EDSL_ERR_{e.name}, EDSL_MESSAGE_{e.name}}}"
                                                                 for e in abi.MESSAGES)),
                                    ("MESSAGE_OUTSIDE_ARRAYS", _c_string(abi.OUTSIDE_ARRAYS)),
+                                   ("WAIT_REPEATS", abi.WAIT_REPEATS),
+                                   ("MESSAGE_WAITS_FOREVER", _c_string(abi.WAITS_FOREVER)),
                                    *_split_message("MESSAGE_OUTSIDE_ARRAYS_LOADED", abi.OUTSIDE_ARRAYS_LOADED)]))
 
 

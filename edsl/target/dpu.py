@@ -246,6 +246,8 @@ class Dpu(IntEnum):
     WAIT_SITE = 4        # the site of the barrier tasklets last waited at
     SCHEDULER = 5        # model: the block of the scheduler running the DPU's tasklets
                          # on one host thread (edsl.dpu.runtime), 0: a thread each
+    WAIT_KEY = 6         # the last access of the arrays a kernel made, as a key, and how
+    WAIT_COUNT = 7       # many times in a row (stores do not count): `WAIT_REPEATS`
 
 
 DPU_SLOTS = 8
@@ -263,6 +265,7 @@ class Err(IntEnum):
     DEADLOCK = 8         # a barrier that can never complete
     ZERO_STEP = 9        # a range() step of zero
     POLL = 10            # a `tl.atomic_poll` that can never match: ERR_MRAM = the value, ERR_WRAM = expected
+    WAIT = 11            # one access repeated WAIT_REPEATS times in a row: ERR_MRAM, ERR_BYTES say which
 
 
 # ---- accesses across DPUs -------------------------------------------------------------
@@ -354,6 +357,18 @@ OUTSIDE_ARRAYS_LOADED = ("is outside the launch's arrays: its pointer was loaded
                          "and points into an array the launch did not pass (a DPU reaches only the MRAM "
                          "the host transferred: pass each array the kernel reaches as a writable argument "
                          "of the kernel, e.g. a tuple of arrays)")
+
+# A kernel that makes the same access of the arrays (a load or an atomic, same
+# bytes, same line) this many times in a row, nothing else between, waits for
+# a value it can never see (Err.WAIT): another program's on its DPU, which
+# runs after it, or another DPU's, which writes its own MRAM. (On a GPU such
+# a loop waits for another program running at the same time.)
+WAIT_REPEATS = 1 << 24
+
+# ... what the model and the exported host runner say after its operands.
+WAITS_FOREVER = ("it waits for a value that another program writes: on UPMEM a DPU runs its programs "
+                 "one after another and sees only its own MRAM, so no other program's write can reach "
+                 "it while it waits")
 
 # What an error means, for the codes whose message has no operands: the model
 # and the exported host runner say the same.

@@ -17,7 +17,7 @@ from hypothesis import event, given, settings, strategies as st
 from edsl.target.dpu import Access, AtomicOp, atomic_kind
 from edsl.dpu.sharing import Gather, SharingError
 from edsl.base.errors import DpuError
-from sharing_kernels import BLOCK, count, flag, scatter
+from sharing_kernels import BLOCK, count, flag, scatter, wait_for
 
 
 
@@ -124,6 +124,40 @@ def test_a_read_of_what_another_dpu_wrote_names_both():
     np.testing.assert_array_equal(x, 0)
     flag[(4,)](x, num_dpus=1)                      # one DPU: legal
     assert list(x[:4]) == [5, 5, 5, 5]
+
+
+def _wait_line() -> int:
+    import inspect
+    lines, first = inspect.getsourcelines(wait_for.fn)
+    return first + next(k for k, text in enumerate(lines) if "# <wait>" in text)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+@pytest.mark.parametrize("setter, dpus", [(0, 2), (1, 2), (1, 1)])
+def test_a_program_that_waits_for_another_programs_store_is_an_error(monkeypatch, setter, dpus, workers):
+    """A program that waits for a flag another program stores: on a GPU both
+    may run at once, on UPMEM the wait never ends (a DPU runs its programs one
+    after another and sees only its own MRAM). A DpuError at the wait's line,
+    on the waiter's DPU, whichever program or DPU runs first; not a hang."""
+    from edsl.target.dpu import WAIT_REPEATS, WAITS_FOREVER
+    monkeypatch.setenv("EDSL_DPU_WORKERS", workers)
+    flag_, out = np.zeros(1, np.int32), np.zeros(2, np.int32)
+    with pytest.raises(DpuError) as err:
+        wait_for[(2,)](flag_, out, SETTER=setter, num_dpus=dpus)
+    on = f" on DPU {1 - setter}" if dpus > 1 else ""
+    message = err.value.message
+    assert message.startswith(f"kernel 'wait_for'{on}: the same access of 4 bytes at MRAM address "), message
+    assert message.endswith(f", {WAIT_REPEATS} times in a row: {WAITS_FOREVER}"), message
+    assert err.value.loc.lineno == _wait_line()
+    if dpus > 1:
+        np.testing.assert_array_equal(flag_, 0)
+        np.testing.assert_array_equal(out, 0)
+
+
+def test_a_program_that_waits_for_an_earlier_programs_store_on_its_dpu_goes_on():
+    flag_, out = np.zeros(1, np.int32), np.full(2, 7, np.int32)
+    wait_for[(2,)](flag_, out, SETTER=0, num_dpus=1)
+    assert list(flag_) == [1] and list(out) == [7, 0]
 
 
 @triton.jit

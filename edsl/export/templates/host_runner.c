@@ -278,6 +278,10 @@ static void report(uint32_t dpu, uint32_t dpus_used, const int64_t *status) {
         snprintf(message, sizeof message, "error code %lld", (long long)code);
       }
       break;
+    case EDSL_ERR_WAIT:
+      snprintf(message, sizeof message, "the same access of %lld bytes at MRAM address 0x%llx, %lld times in a row: %s",
+               (long long)n, (unsigned long long)mram, (long long)EDSL_WAIT_REPEATS, EDSL_MESSAGE_WAITS_FOREVER);
+      break;
     case EDSL_ERR_POLL:
       snprintf(message, sizeof message, "tl.atomic_poll waits forever: the value is %lld, not %lld",
                (long long)mram, (long long)wram);
