@@ -503,7 +503,7 @@ def test_abi_header_is_the_abi_module():
     defines = dict(re.findall(r"#define EDSL_(\w+) (-?\d+)", project_mod.abi_header()))
     want = {name: getattr(abi, name) for name in ("WRAM_BYTES", "MRAM_BYTES", "MAX_TASKLETS", "DMA_ALIGN",
                                                   "DMA_MIN_BYTES", "DMA_MAX_BYTES", "READ", "WRITE",
-                                                  "CTX_SLOTS", "DPU_SLOTS")}
+                                                  "CTX_SLOTS", "DPU_SLOTS", "WAIT_REPEATS")}
     want |= {f"CTX_{s.name}": s.value for s in abi.Ctx} | {f"DPU_{s.name}": s.value for s in abi.Dpu}
     want |= {f"ERR_{e.name}": e.value for e in abi.Err}
     assert {k: int(v) for k, v in defines.items()} == want
