@@ -12,6 +12,8 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import time
+import weakref
 from dataclasses import dataclass
 from typing import Callable
 
@@ -40,15 +42,35 @@ def _entry_args(entry: str, **values) -> list:
     return out
 
 
-def dpu_workers() -> int:
+# A launch's DPUs run on more host threads than one only where each thread
+# gets at least this much of their work, as the last launch of the same
+# program on the same grid measured it (`Launch.busy`): handing DPUs to
+# threads and the Python each thread runs under the GIL cost more than a
+# small launch's DPUs do (a 64-DPU vector add that took 1.4 ms on one thread
+# took 5 to 7 ms on 16, on a 16-core machine).
+PARALLEL_GRAIN = 2e-3
+_BUSY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()    # Program -> {launch key: seconds}
+
+
+def dpu_workers(program: Program | None = None, key=None) -> int:
     """The host threads a launch's DPUs may run on at once (each with its own
-    WRAM): EDSL_DPU_WORKERS, else the machine's cores."""
+    WRAM): EDSL_DPU_WORKERS, else the machine's cores, or fewer where the
+    last launch of `program` with this `key` (grid, DPUs, tasklets) had less
+    than PARALLEL_GRAIN of DPU work for each."""
     value = os.environ.get("EDSL_DPU_WORKERS", "")
     if value:
         if not value.isdigit() or int(value) < 1:
             raise ArgumentError(f"EDSL_DPU_WORKERS must be a positive integer, not {value!r}")
         return int(value)
-    return os.cpu_count() or 1
+    cores = os.cpu_count() or 1
+    busy = _BUSY.get(program, {}).get(key) if program is not None else None
+    return cores if busy is None else max(1, min(cores, int(busy / PARALLEL_GRAIN)))
+
+
+def remember_busy(program: Program, key, run: Launch) -> None:
+    """Keep how long the DPUs of `run`, a launch of `program`, took (`dpu_workers`)."""
+    if run.busy is not None:
+        _BUSY.setdefault(program, {})[key] = run.busy
 
 
 _EXECUTOR: list = []
@@ -77,12 +99,13 @@ def _in_parallel(jobs: list, run: Launch) -> list:
     return [f.result() for f in futures]
 
 
-def _run_and_log(dpus: Callable, run: Launch, lo: int, hi: int, *wram: np.ndarray) -> list[np.ndarray]:
+def _run_and_log(dpus: Callable, run: Launch, lo: int, hi: int, *wram: np.ndarray) -> tuple[list, float]:
     """Run DPUs lo .. hi - 1 (in `wram`, or the runner's own) and take their
     access logs, on the thread that ran them (while other threads still run
-    DPUs)."""
+    DPUs); and the seconds that took."""
+    start = time.perf_counter()
     dpus(lo, hi, *wram)
-    return [run.take_log(dpu) for dpu in range(lo, hi)]
+    return [run.take_log(dpu) for dpu in range(lo, hi)], time.perf_counter() - start
 
 
 @dataclass
@@ -158,13 +181,14 @@ def run_dpus(dpus: Callable, job: DpuJob, run: Launch, gather: Gather) -> list[n
     if not job.once:
         workers = min(job.threads, run.dpus)
         if workers == 1:
-            logs = _run_and_log(dpus, run, ids.start, ids.stop)
+            parts = [_run_and_log(dpus, run, ids.start, ids.stop)]
         else:
             chunk = -(-run.dpus // workers)
             buffers = [np.zeros(job.wram_bytes + 8, dtype=np.uint8) for _ in range(workers)]
             parts = _in_parallel([functools.partial(_run_and_log, dpus, run, lo, min(lo + chunk, ids.stop), b)
                                   for lo, b in zip(range(ids.start, ids.stop, chunk), buffers)], run)
-            logs = [log for part in parts for log in part]
+        logs = [log for part, _ in parts for log in part]
+        run.busy = sum(seconds for _, seconds in parts)
         if apart(logs, word=DMA_ALIGN if workers > 1 else 1):
             return logs
         gather.restore()

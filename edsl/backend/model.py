@@ -53,7 +53,7 @@ from ..dpu.sharing import SharingError
 from ..dpu.timing import clock_hz, estimate, launch_estimate
 from ..base.errors import ArgumentError, DpuError
 from . import ranks
-from .dpu_run import DpuJob, dpu_runner, dpu_workers, run_apart
+from .dpu_run import DpuJob, dpu_runner, dpu_workers, remember_busy, run_apart
 
 _LAST: list = [None]
 
@@ -345,7 +345,7 @@ def _job(program: Program, meta: dict, grid, num_dpus: int, dpus_used: int, valu
         # functions (their WRAM buffers are the program's globals); and for
         # one that uses an atomic's old value: DPUs at once could spin on a
         # lock between them, whose read-modify-writes are atomic within a DPU.
-        threads = dpu_workers()
+        threads = dpu_workers(program, (grid, num_dpus, int(meta.get("tasklets", 1))))
     stored = meta.get("stored")
     written = None if stored is None else [memories[i] for i in stored if i in memories]
     return DpuJob(grid=grid, step=num_dpus, dpus=dpus_used, tasklets=int(meta.get("tasklets", 1)),
@@ -369,6 +369,7 @@ def _run(program: Program, job: DpuJob, mram: Mram) -> tuple[Launch, SharingErro
             shared = ranks.run_ranks(program, job, run)
         else:
             shared = run_apart(program, job, run, mram)
+            remember_busy(program, (job.grid, job.step, job.tasklets), run)
     finally:
         run.free_logs()
         mram.copy_out()

@@ -254,6 +254,7 @@ class Launch:
         if not 1 <= tasklets <= MAX_TASKLETS:
             raise DpuError(f"a DPU runs 1 to {MAX_TASKLETS} tasklets, not {tasklets}")
         self.dpus, self.tasklets, self.first = dpus, tasklets, first
+        self.busy: float | None = None      # seconds the DPUs' one pass took on their threads, in all
         self.regions = np.ascontiguousarray(np.asarray(regions, dtype=np.int64).reshape(-1))
         self.state = np.zeros((dpus, DPU_SLOTS), dtype=np.int64)
         self.state[:, Dpu.TASKLETS] = tasklets
@@ -376,6 +377,16 @@ class Launch:
                 _FIBERS.give_back(fibers)
 
     def _run(self, work: Callable[[int], None], interrupted: list, threads: int) -> None:
+        if threads == 1 and threading.current_thread() is not threading.main_thread():
+            # A host thread running DPUs for a launch (edsl.backend.dpu_run):
+            # Ctrl-C reaches the main thread, which waits for it and stops the
+            # DPUs; handing the work to another thread would only cost a switch.
+            try:
+                work(0)
+            except BaseException:
+                self.interrupt()
+                raise
+            return
         workers = _POOL.take(threads)
         done: queue.SimpleQueue = queue.SimpleQueue()
         for tid, worker in enumerate(workers):

@@ -7,6 +7,7 @@ The property runs kernels that store or apply atomics through random index
 maps and compares them with a NumPy model of a UPMEM system: each DPU runs
 its programs in order on its own copy of the arrays, then the host gathers."""
 import re
+import weakref
 
 import numpy as np
 import pytest
@@ -297,6 +298,37 @@ def test_dpus_on_several_host_threads_give_the_same_bits(monkeypatch, tasklets):
         results.append((out.tobytes(), added.tobytes(), str(err.value)))
     assert results[0] == results[1] == results[2]
     np.testing.assert_array_equal(np.frombuffer(results[0][1], np.int32), np.bincount(idx, ints, 5).astype(np.int32))
+
+
+def test_a_launch_runs_on_as_many_threads_as_its_last_one_had_work_for(monkeypatch):
+    """Without EDSL_DPU_WORKERS a launch's DPUs run on the machine's cores,
+    then on fewer where the last launch of the program on the grid gave each
+    thread less than PARALLEL_GRAIN of DPU work; EDSL_DPU_WORKERS is obeyed."""
+    from edsl.backend import dpu_run
+    seen = []
+    real = dpu_run._in_parallel
+    monkeypatch.setattr(dpu_run, "_in_parallel", lambda jobs, run: (seen.append(len(jobs)), real(jobs, run))[1])
+    monkeypatch.setattr(dpu_run.os, "cpu_count", lambda: 8)
+    monkeypatch.delenv("EDSL_DPU_WORKERS", raising=False)
+    monkeypatch.setattr(dpu_run, "_BUSY", weakref.WeakKeyDictionary())   # (no launch measured yet)
+    monkeypatch.setattr(dpu_run, "PARALLEL_GRAIN", 1e6)          # (no launch has that much work)
+    x, idx = np.arange(64, dtype=np.int32), np.arange(64, dtype=np.int32)
+    results = []
+    for _ in range(2):
+        out = np.zeros(64, np.int32)
+        scatter[(8,)](x, idx, out, MODE="store", BLOCK=BLOCK, num_dpus=8)
+        results.append(out)
+    assert seen == [8]                         # the second launch: on one thread
+    np.testing.assert_array_equal(results[0], x)
+    np.testing.assert_array_equal(results[1], x)
+    monkeypatch.setattr(dpu_run, "PARALLEL_GRAIN", 1e-12)
+    scatter[(8,)](x, idx, np.zeros(64, np.int32), MODE="store", BLOCK=BLOCK, num_dpus=8)
+    scatter[(8,)](x, idx, np.zeros(64, np.int32), MODE="store", BLOCK=BLOCK, num_dpus=8)
+    assert seen == [8, 8, 8]
+    monkeypatch.setenv("EDSL_DPU_WORKERS", "3")
+    monkeypatch.setattr(dpu_run, "PARALLEL_GRAIN", 1e6)
+    scatter[(8,)](x, idx, np.zeros(64, np.int32), MODE="store", BLOCK=BLOCK, num_dpus=8)
+    assert seen == [8, 8, 8, 3]
 
 
 def test_the_worker_count_is_checked(monkeypatch):
