@@ -8,6 +8,7 @@ import triton
 import triton.language as tl
 
 from edsl.base.errors import CompileError, DpuError
+from loop_kernels import find_seven
 
 
 def _line_of(fn, text):
@@ -68,16 +69,6 @@ def test_out_of_bounds_pointer_is_a_dpu_error():
     with pytest.raises(DpuError, match="outside the launch's arrays") as err:
         oob_kernel[(1,)](x, 100000)
     assert err.value.loc.lineno == _line_of(oob_kernel, "tl.store")        # the kernel's line
-
-
-@triton.jit
-def find_seven(x_ptr, out_ptr):
-    i = 0
-    v = tl.load(x_ptr)
-    while v != 7:
-        i += 1
-        v = tl.load(x_ptr + i)  # past the end
-    tl.store(out_ptr, i)
 
 
 def test_an_error_inside_a_while_loop_ends_the_loop():

@@ -24,6 +24,7 @@ from edsl.export import export
 from edsl.export import project as project_mod
 from edsl.export.cli import main as cli_main
 from export_helpers import assert_sdk_only, build, needs_cc, output, run
+from loop_kernels import find_seven
 
 ROOT = Path(__file__).resolve().parents[2]
 SDK = ROOT / "edsl" / "export" / "sdk"
@@ -214,16 +215,6 @@ def test_signature_only_export_and_out_of_bounds_pointer(tmp_path):
     with pytest.raises(DpuError, match="outside") as err:
         shifted_copy[(8,)](x, np.zeros(n, np.float32), n, 100, BLOCK=128, num_dpus=3)
     assert _first_error(r) == _as_runner(err.value)
-
-
-@triton.jit
-def find_seven(x_ptr, out_ptr):
-    i = 0
-    v = tl.load(x_ptr)
-    while v != 7:
-        i += 1
-        v = tl.load(x_ptr + i)
-    tl.store(out_ptr, i)
 
 
 @needs_cc
