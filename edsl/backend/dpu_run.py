@@ -105,7 +105,7 @@ def _run_and_log(dpus: Callable, run: Launch, lo: int, hi: int, *wram: np.ndarra
     DPUs); and the seconds that took."""
     start = time.perf_counter()
     dpus(lo, hi, *wram)
-    return [run.take_log(dpu) for dpu in range(lo, hi)], time.perf_counter() - start
+    return run.take_logs(lo, hi), time.perf_counter() - start
 
 
 @dataclass
@@ -200,7 +200,7 @@ def run_dpus(dpus: Callable, job: DpuJob, run: Launch, gather: Gather) -> list[n
             # outside the arrays: not read)
             gather.restore()
             break
-        gather.take(dpu, run.take_log(dpu))
+        gather.take(dpu, run.take_logs(dpu, dpu + 1)[0])
     return None
 
 

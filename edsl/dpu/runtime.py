@@ -294,18 +294,19 @@ class Launch:
             self.state[:, slot] = 0
         self.counters.fill(0)
 
-    def take_log(self, dpu: int) -> np.ndarray:
-        """The entries (rows of LOG_ENTRY i64) the tasklets of `dpu` logged; its logs are emptied."""
-        contexts = self.ctx[dpu - self.first]
-        lengths = contexts[:, Ctx.LOG_LEN].tolist()
-        out = np.empty((sum(lengths), LOG_ENTRY), dtype=np.int64)
-        at = out.ctypes.data
-        for log, n in zip(contexts[:, Ctx.LOG].tolist(), lengths):
-            if n:                     # (tasklets that share a thread log into tasklet 0's log)
-                ctypes.memmove(at, log, n * LOG_ENTRY * 8)
-                at += n * LOG_ENTRY * 8
+    def take_logs(self, lo: int, hi: int) -> list[np.ndarray]:
+        """The entries (rows of LOG_ENTRY i64) the tasklets of DPUs lo .. hi - 1
+        logged, DPU by DPU; their logs are emptied."""
+        contexts = self.ctx[lo - self.first:hi - self.first].reshape(-1, CTX_SLOTS)
+        lengths = contexts[:, Ctx.LOG_LEN].copy()
+        out = np.empty((int(lengths.sum()), LOG_ENTRY), dtype=np.int64)
+        row_bytes = LOG_ENTRY * 8
+        starts = (np.cumsum(lengths) - lengths) * row_bytes + out.ctypes.data
+        for k in np.flatnonzero(lengths).tolist():  # (tasklets that share a thread log into tasklet 0's log)
+            ctypes.memmove(int(starts[k]), int(contexts[k, Ctx.LOG]), int(lengths[k]) * row_bytes)
         contexts[:, Ctx.LOG_LEN] = 0
-        return out
+        ends = np.cumsum(lengths.reshape(hi - lo, self.tasklets).sum(axis=1))
+        return np.split(out, ends[:-1])
 
     def free_logs(self) -> None:
         flat = self.ctx.reshape(-1, CTX_SLOTS)
