@@ -305,8 +305,8 @@ class Launch:
         for k in np.flatnonzero(lengths).tolist():  # (tasklets that share a thread log into tasklet 0's log)
             ctypes.memmove(int(starts[k]), int(contexts[k, Ctx.LOG]), int(lengths[k]) * row_bytes)
         contexts[:, Ctx.LOG_LEN] = 0
-        ends = np.cumsum(lengths.reshape(hi - lo, self.tasklets).sum(axis=1))
-        return np.split(out, ends[:-1])
+        bounds = [0, *np.cumsum(lengths.reshape(hi - lo, self.tasklets).sum(axis=1)).tolist()]
+        return [out[a:b] for a, b in zip(bounds, bounds[1:])]
 
     def free_logs(self) -> None:
         flat = self.ctx.reshape(-1, CTX_SLOTS)
