@@ -290,7 +290,7 @@ class Launch:
         """Forget what the tasklets did (counts, errors, logs, barriers) to run again."""
         for slot in (*self.RESULTS, Ctx.LOG_LEN):
             self.ctx[..., slot] = 0
-        for slot in (Dpu.COUNT, Dpu.GENERATION, Dpu.FAILED, Dpu.WAIT_SITE):
+        for slot in (Dpu.COUNT, Dpu.GENERATION, Dpu.FAILED, Dpu.WAIT_SITE, Dpu.WAIT_KEY, Dpu.WAIT_COUNT):
             self.state[:, slot] = 0
         self.counters.fill(0)
 
