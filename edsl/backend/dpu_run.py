@@ -55,8 +55,8 @@ _BUSY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()    # Program -> {
 def dpu_workers(program: Program | None = None, key=None) -> int:
     """The host threads a launch's DPUs may run on at once (each with its own
     WRAM): EDSL_DPU_WORKERS, else the machine's cores, or fewer where the
-    last launch of `program` with this `key` (grid, DPUs, tasklets) had less
-    than PARALLEL_GRAIN of DPU work for each."""
+    last launch of `program` with this `key` (the same grid, DPUs, tasklets
+    and array bytes) had less than PARALLEL_GRAIN of DPU work for each."""
     value = os.environ.get("EDSL_DPU_WORKERS", "")
     if value:
         if not value.isdigit() or int(value) < 1:

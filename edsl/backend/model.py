@@ -345,7 +345,7 @@ def _job(program: Program, meta: dict, grid, num_dpus: int, dpus_used: int, valu
         # functions (their WRAM buffers are the program's globals); and for
         # one that uses an atomic's old value: DPUs at once could spin on a
         # lock between them, whose read-modify-writes are atomic within a DPU.
-        threads = dpu_workers(program, (grid, num_dpus, int(meta.get("tasklets", 1))))
+        threads = dpu_workers(program, _busy_key(grid, num_dpus, int(meta.get("tasklets", 1)), mram))
     stored = meta.get("stored")
     written = None if stored is None else [memories[i] for i in stored if i in memories]
     return DpuJob(grid=grid, step=num_dpus, dpus=dpus_used, tasklets=int(meta.get("tasklets", 1)),
@@ -353,6 +353,12 @@ def _job(program: Program, meta: dict, grid, num_dpus: int, dpus_used: int, valu
                   spans=mram.array_spans(written), wram_bytes=max(8, int(meta["wram_bytes"])),
                   threads=threads, once=bool(meta.get("prints")),
                   counters=program.counters.counters if program.counters is not None else 0)
+
+
+def _busy_key(grid, num_dpus: int, tasklets: int, mram: Mram) -> tuple:
+    """What makes two launches of a program do about the same DPU work
+    (`dpu_run.dpu_workers`): the grid, DPUs, tasklets and the arrays' bytes."""
+    return grid, num_dpus, tasklets, mram.data_bytes
 
 
 def _run(program: Program, job: DpuJob, mram: Mram) -> tuple[Launch, SharingError | None]:
@@ -369,7 +375,7 @@ def _run(program: Program, job: DpuJob, mram: Mram) -> tuple[Launch, SharingErro
             shared = ranks.run_ranks(program, job, run)
         else:
             shared = run_apart(program, job, run, mram)
-            remember_busy(program, (job.grid, job.step, job.tasklets), run)
+            remember_busy(program, _busy_key(job.grid, job.step, job.tasklets, mram), run)
     finally:
         run.free_logs()
         mram.copy_out()
