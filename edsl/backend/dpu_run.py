@@ -44,7 +44,7 @@ def _entry_args(entry: str, **values) -> list:
 
 # A launch's DPUs run on more host threads than one only where each thread
 # gets at least this much of their work, as the last launch of the same
-# program on the same grid measured it (`Launch.busy`): handing DPUs to
+# program on the same grid measured it (`run_dpus`): handing DPUs to
 # threads and the Python each thread runs under the GIL cost more than a
 # small launch's DPUs do (a 64-DPU vector add that took 1.4 ms on one thread
 # took 5 to 7 ms on 16, on a 16-core machine).
@@ -67,10 +67,9 @@ def dpu_workers(program: Program | None = None, key=None) -> int:
     return cores if busy is None else max(1, min(cores, int(busy / PARALLEL_GRAIN)))
 
 
-def remember_busy(program: Program, key, run: Launch) -> None:
-    """Keep how long the DPUs of `run`, a launch of `program`, took (`dpu_workers`)."""
-    if run.busy is not None:
-        _BUSY.setdefault(program, {})[key] = run.busy
+def remember_busy(program: Program, key, seconds: float) -> None:
+    """Keep how long the DPUs of a launch of `program` took (`dpu_workers`)."""
+    _BUSY.setdefault(program, {})[key] = seconds
 
 
 _EXECUTOR: list = []
@@ -162,7 +161,8 @@ def dpu_runner(program: Program, job: DpuJob, run: Launch, keep=()) -> Callable:
     return dpus
 
 
-def run_dpus(dpus: Callable, job: DpuJob, run: Launch, gather: Gather) -> list[np.ndarray] | None:
+def run_dpus(dpus: Callable, job: DpuJob, run: Launch, gather: Gather) -> tuple[list[np.ndarray] | None,
+                                                                                   float | None]:
     """Run the DPUs of `run` (with `dpus`, a `dpu_runner`) each as on its own
     MRAM, the arrays as transferred (edsl.dpu.sharing).
 
@@ -173,11 +173,13 @@ def run_dpus(dpus: Callable, job: DpuJob, run: Launch, gather: Gather) -> list[n
     kernel that must run `once`, as one that prints) the arrays are restored
     and the DPUs run one by one, each on the arrays as transferred, `gather`
     keeping each one's result; a DPU that fails stops them, the arrays
-    restored (None is returned)."""
+    restored (None is returned). Also returned: the seconds the one pass
+    took on its threads, in all (None: no such pass)."""
     ids = range(run.first, run.first + run.dpus)
     run.keep_logs()
     run.ctx[..., Ctx.WATCH_LO] = min((lo for lo, _ in gather.spans), default=0)
     run.ctx[..., Ctx.WATCH_HI] = max((hi for _, hi in gather.spans), default=0)
+    busy = None
     if not job.once:
         workers = min(job.threads, run.dpus)
         if workers == 1:
@@ -188,9 +190,9 @@ def run_dpus(dpus: Callable, job: DpuJob, run: Launch, gather: Gather) -> list[n
             parts = _in_parallel([functools.partial(_run_and_log, dpus, run, lo, min(lo + chunk, ids.stop), b)
                                   for lo, b in zip(range(ids.start, ids.stop, chunk), buffers)], run)
         logs = [log for part, _ in parts for log in part]
-        run.busy = sum(seconds for _, seconds in parts)
+        busy = sum(seconds for _, seconds in parts)
         if apart(logs, word=DMA_ALIGN if workers > 1 else 1):
-            return logs
+            return logs, busy
         gather.restore()
         run.clear()
     for dpu in ids:
@@ -201,7 +203,7 @@ def run_dpus(dpus: Callable, job: DpuJob, run: Launch, gather: Gather) -> list[n
             gather.restore()
             break
         gather.take(dpu, run.take_logs(dpu, dpu + 1)[0])
-    return None
+    return None, busy
 
 
 # A copy of the arrays a launch may write is cut into pieces of at least this
@@ -243,14 +245,18 @@ def merge(gather: Gather) -> SharingError | None:
     return None
 
 
-def run_apart(program: Program, job: DpuJob, run: Launch, image) -> SharingError | None:
+def run_apart(program: Program, job: DpuJob, run: Launch, image, busy_key=None) -> SharingError | None:
     """Run the DPUs of a launch each on the arrays as transferred (`run_dpus`)
     and write the gathered results into them; or leave them as they were and
     return why the DPUs' results do not merge. A DPU that fails stops the
     launch (its error is in its contexts; the arrays are left as they were).
-    `image`: the MRAM image (kept alive while the tasklets run)."""
+    `image`: the MRAM image (kept alive while the tasklets run); `busy_key`:
+    the launch's key for `remember_busy`, if it is to be kept."""
     gather = Gather(job.spans, ctypes.string_at, write_host, functools.partial(read_host, threads=job.threads))
-    if run_dpus(dpu_runner(program, job, run, image), job, run, gather) is not None:
+    logs, busy = run_dpus(dpu_runner(program, job, run, image), job, run, gather)
+    if busy is not None and busy_key is not None:
+        remember_busy(program, busy_key, busy)
+    if logs is not None:
         if run.ctx[..., Ctx.ERROR].any():
             gather.restore()                 # (nothing half-written)
         return None

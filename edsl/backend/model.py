@@ -53,7 +53,7 @@ from ..dpu.sharing import SharingError
 from ..dpu.timing import clock_hz, estimate, launch_estimate
 from ..base.errors import ArgumentError, DpuError
 from . import ranks
-from .dpu_run import DpuJob, dpu_runner, dpu_workers, remember_busy, run_apart
+from .dpu_run import DpuJob, dpu_runner, dpu_workers, run_apart
 
 _LAST: list = [None]
 
@@ -374,8 +374,7 @@ def _run(program: Program, job: DpuJob, mram: Mram) -> tuple[Launch, SharingErro
         elif ranks.on_ray(job):
             shared = ranks.run_ranks(program, job, run)
         else:
-            shared = run_apart(program, job, run, mram)
-            remember_busy(program, _busy_key(job.grid, job.step, job.tasklets, mram), run)
+            shared = run_apart(program, job, run, mram, _busy_key(job.grid, job.step, job.tasklets, mram))
     finally:
         run.free_logs()
         mram.copy_out()

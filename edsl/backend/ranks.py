@@ -114,7 +114,7 @@ def run_rank(program: Program, job: dpu_run.DpuJob, first: int, end: int, keep=(
     run = job.contexts(first, end - first)
     gather = Gather(job.spans, ctypes.string_at, dpu_run.write_host)
     try:
-        logs = dpu_run.run_dpus(dpu_run.dpu_runner(program, job, run, keep), job, run, gather)
+        logs, _ = dpu_run.run_dpus(dpu_run.dpu_runner(program, job, run, keep), job, run, gather)
         failed = bool(run.ctx[..., Ctx.ERROR].any())
         if logs is not None and not failed:       # each DPU's writes are in the arrays: keep them
             for dpu, log in zip(range(first, end), logs):

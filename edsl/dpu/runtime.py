@@ -254,7 +254,6 @@ class Launch:
         if not 1 <= tasklets <= MAX_TASKLETS:
             raise DpuError(f"a DPU runs 1 to {MAX_TASKLETS} tasklets, not {tasklets}")
         self.dpus, self.tasklets, self.first = dpus, tasklets, first
-        self.busy: float | None = None      # seconds the DPUs' one pass took on their threads, in all
         self.regions = np.ascontiguousarray(np.asarray(regions, dtype=np.int64).reshape(-1))
         self.state = np.zeros((dpus, DPU_SLOTS), dtype=np.int64)
         self.state[:, Dpu.TASKLETS] = tasklets

@@ -74,7 +74,7 @@ module {
     return %st : !llvm.ptr
   }
 
-  func.func private @__dpu_failed(%ctx: !llvm.ptr) -> i1 {
+  func.func @${failed}(%ctx: !llvm.ptr) -> i1 {
     %c0 = arith.constant 0 : i64
     %st = func.call @__dpu_state(%ctx) : (!llvm.ptr) -> !llvm.ptr
     %f = llvm.getelementptr %st[${dpu_failed}] : (!llvm.ptr) -> !llvm.ptr, i64
@@ -318,7 +318,7 @@ ${dma_rules}
     %c2 = arith.constant 2 : i64
     %true = arith.constant true
     %false = arith.constant false
-    %stopped = func.call @__dpu_failed(%ctx) : (!llvm.ptr) -> i1
+    %stopped = func.call @${failed}(%ctx) : (!llvm.ptr) -> i1
     %go = arith.xori %stopped, %true : i1
     scf.if %go {
       %broken = func.call @__dpu_dma_rules(%mram, %wram, %n) : (i64, i64, i64) -> i64
@@ -471,7 +471,7 @@ ${dma_rules}
     %mask = arith.constant 4294967295 : i64
     %c32 = arith.constant 32 : i64
     %true = arith.constant true
-    %stopped = func.call @__dpu_failed(%ctx) : (!llvm.ptr) -> i1
+    %stopped = func.call @${failed}(%ctx) : (!llvm.ptr) -> i1
     %go = arith.xori %stopped, %true : i1
     scf.if %go {
       %st = func.call @__dpu_state(%ctx) : (!llvm.ptr) -> !llvm.ptr
@@ -511,7 +511,7 @@ ${dma_rules}
             func.call @__dpu_pause(%st, %gen_p, %gen32, %ctx) : (!llvm.ptr, !llvm.ptr, i32, !llvm.ptr) -> ()
             %now = llvm.load %gen_p atomic acquire {alignment = 8 : i64} : !llvm.ptr -> i64
             %same = arith.cmpi eq, %now, %gen : i64
-            %failed = func.call @__dpu_failed(%ctx) : (!llvm.ptr) -> i1
+            %failed = func.call @${failed}(%ctx) : (!llvm.ptr) -> i1
             %ok = arith.xori %failed, %true : i1
             %again = arith.andi %same, %ok : i1
             scf.condition(%again)

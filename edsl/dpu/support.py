@@ -125,7 +125,7 @@ def _fields(path: Path, **given) -> dict:
     DPU-state (`dpu_*`) slots and error codes (`err_*`)."""
     known = {name.lower(): getattr(abi, name) for name in
              ("ME", "NR_TASKLETS", "BARRIER", "MRAM_READ", "MRAM_WRITE", "ASSERT_FAIL",
-              "BOUNDS_FAIL", "STEP_FAIL", "COUNTERS", "DMA", "FAIL", "CTX", "ENTER", "EXIT",
+              "BOUNDS_FAIL", "STEP_FAIL", "COUNTERS", "DMA", "FAIL", "FAILED", "CTX", "ENTER", "EXIT",
               "COUNT_TRANSFER", "READ", "WRITE", "NOTE", "NOTE_ACCESS", "LOG_FULL", "LOG_ENTRY", "CTX_SLOTS",
               "ACCESS_MASK", "WAIT_REPEATS")}
     known |= {f"ctx_{s.name.lower()}": int(s) for s in abi.Ctx}
@@ -193,4 +193,4 @@ def link(module) -> None:
         module.body.append(op)
 
 
-__all__ = ["CTX_KEY", "CTX_SLOTS", "library_text", "link"]
+__all__ = ["CTX_KEY", "library_text", "link"]

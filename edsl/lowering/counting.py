@@ -42,7 +42,7 @@ from mlir import ir
 from mlir.dialects import llvm
 from mlir.passmanager import PassManager
 
-from ..target.dpu import BARRIER, COUNTERS, DMA, FAIL, ME, MRAM_READ, MRAM_WRITE, NOTE, NOTE_ACCESS, NR_TASKLETS
+from ..target.dpu import BARRIER, COUNTERS, DMA, FAIL, FAILED, ME, MRAM_READ, MRAM_WRITE, NOTE, NOTE_ACCESS, NR_TASKLETS
 from ..base.errors import LoweringError
 
 COUNTERS_ATTR = "edsl.counters"      # i64: how many counters the program uses
@@ -52,6 +52,9 @@ OPS_ATTR = "edsl.counter_ops"        # class -> array<i64>: counts per counter
 DMA_CALLEES = frozenset({MRAM_READ, MRAM_WRITE, DMA})
 SYNC_CALLEES = frozenset({BARRIER})
 REGISTER_CALLEES = frozenset({ME, NR_TASKLETS})
+# A while loop's test that its DPU still runs: what the runtime's function executes
+# (the DPU's state from the context, its flag, a compare), inlined on a DPU.
+STATE_CALLEES = {FAILED: ("load", "load", "alu")}
 # The model's own bookkeeping (the access log of a launch on several DPUs): no DPU work.
 MODEL_CALLEES = frozenset({NOTE, NOTE_ACCESS})
 # Functions of the runtime itself, whose blocks are not the program's work.
@@ -152,6 +155,8 @@ def _classify(op: ir.Operation, data64: set, fused: set, contexts: set) -> tuple
             return ("sync",)
         if callee in REGISTER_CALLEES:
             return ("alu",)
+        if callee in STATE_CALLEES:
+            return STATE_CALLEES[callee]
         if callee is not None and callee.rstrip("f") in _LIBM:
             return ("math",)
         return ("call",)

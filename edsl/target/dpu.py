@@ -130,6 +130,8 @@ DMA = "__dpu_dma"
 # Record the tasklet's first error and stop its DPU:
 # (ctx, code, site, mram_addr, wram_addr, nbytes, direction: i64) -> ()
 FAIL = "__dpu_fail"
+# Whether the DPU of the tasklet of `ctx` has stopped on an error: (ctx: !llvm.ptr) -> i1
+FAILED = "__dpu_failed"
 # The running tasklet's context (a thread-local set by `ENTER`).
 CTX = "edsl_dpu_ctx"                  # () -> !llvm.ptr
 ENTER = "edsl_dpu_enter"              # (ctx) -> (): this thread runs the tasklet of `ctx`

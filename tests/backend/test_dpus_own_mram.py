@@ -19,6 +19,7 @@ from edsl.target.dpu import Access, AtomicOp, atomic_kind
 from edsl.dpu.sharing import Gather, SharingError
 from edsl.base.errors import DpuError
 from sharing_kernels import BLOCK, count, flag, scatter, wait_for
+from source_lines import line_of
 
 
 
@@ -127,12 +128,6 @@ def test_a_read_of_what_another_dpu_wrote_names_both():
     assert list(x[:4]) == [5, 5, 5, 5]
 
 
-def _wait_line() -> int:
-    import inspect
-    lines, first = inspect.getsourcelines(wait_for.fn)
-    return first + next(k for k, text in enumerate(lines) if "# <wait>" in text)
-
-
 @pytest.mark.parametrize("workers", ["1", "2"])
 @pytest.mark.parametrize("setter, dpus", [(0, 2), (1, 2), (1, 1)])
 def test_a_program_that_waits_for_another_programs_store_is_an_error(monkeypatch, setter, dpus, workers):
@@ -149,7 +144,7 @@ def test_a_program_that_waits_for_another_programs_store_is_an_error(monkeypatch
     message = err.value.message
     assert message.startswith(f"kernel 'wait_for'{on}: the same access of 4 bytes at MRAM address "), message
     assert message.endswith(f", {WAIT_REPEATS} times in a row: {WAITS_FOREVER}"), message
-    assert err.value.loc.lineno == _wait_line()
+    assert err.value.loc.lineno == line_of(wait_for, "# <wait>")
     if dpus > 1:
         np.testing.assert_array_equal(flag_, 0)
         np.testing.assert_array_equal(out, 0)

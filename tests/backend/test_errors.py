@@ -1,6 +1,5 @@
 """Errors: WRAM overflow, unsupported ops, out-of-bounds pointers, device assertions,
 and device printing."""
-import inspect
 
 import numpy as np
 import pytest
@@ -9,14 +8,7 @@ import triton.language as tl
 
 from edsl.base.errors import CompileError, DpuError
 from loop_kernels import find_seven
-
-
-def _line_of(fn, text):
-    lines, start = inspect.getsourcelines(fn.fn if hasattr(fn, "fn") else fn)
-    for i, line in enumerate(lines):
-        if text in line:
-            return start + i
-    raise AssertionError(text)
+from source_lines import line_of
 
 
 @triton.jit
@@ -33,7 +25,7 @@ def test_wram_overflow_fails_at_compile_time():
     message = str(err.value)
     assert "needs" in message and "bytes of WRAM, more than the 2048 bytes" in message
     assert "does not make it fit: in WRAM stay 2064 bytes for the DMA staging buffer" in message
-    assert err.value.loc.lineno == _line_of(big_kernel, "x = tl.load")
+    assert err.value.loc.lineno == line_of(big_kernel, "x = tl.load")
     # With a DPU's WRAM, the 64 KiB tiles are kept in MRAM, and it runs.
     y = np.arange(16384, dtype=np.float32) % 7
     out = np.zeros_like(y)
@@ -53,7 +45,7 @@ def test_unsupported_op_names_op_and_line():
     with pytest.raises(CompileError) as err:
         asm_kernel[(1,)](np.zeros(16, np.int32), BLOCK=16)
     assert "tt.elementwise_inline_asm" in str(err.value) and "not supported" in str(err.value)
-    assert err.value.loc.lineno == _line_of(asm_kernel, "inline_asm_elementwise")
+    assert err.value.loc.lineno == line_of(asm_kernel, "inline_asm_elementwise")
     assert err.value.loc.filename == __file__
 
 
@@ -68,7 +60,7 @@ def test_out_of_bounds_pointer_is_a_dpu_error():
     assert x[3] == 1.0
     with pytest.raises(DpuError, match="outside the launch's arrays") as err:
         oob_kernel[(1,)](x, 100000)
-    assert err.value.loc.lineno == _line_of(oob_kernel, "tl.store")        # the kernel's line
+    assert err.value.loc.lineno == line_of(oob_kernel, "tl.store")        # the kernel's line
 
 
 def test_an_error_inside_a_while_loop_ends_the_loop():
@@ -77,7 +69,7 @@ def test_an_error_inside_a_while_loop_ends_the_loop():
     x, out = np.zeros(16, np.int32), np.zeros(1, np.int32)
     with pytest.raises(DpuError, match="outside the launch's arrays") as err:
         find_seven[(1,)](x, out, num_tasklets=4)
-    assert err.value.loc.lineno == _line_of(find_seven, "# past the end")
+    assert err.value.loc.lineno == line_of(find_seven, "# past the end")
     x[9] = 7
     find_seven[(1,)](x, out, num_tasklets=4)
     assert out[0] == 9
@@ -95,12 +87,12 @@ def test_pointer_loaded_to_an_array_not_passed_is_a_dpu_error():
     error is at the access and names the load the pointer came from."""
     row = np.arange(16, dtype=np.float32)
     table, out = np.array([row.ctypes.data], dtype=np.int64), np.zeros(16, np.float32)
-    load = _line_of(row_kernel, "tl.load(table_ptr")
+    load = line_of(row_kernel, "tl.load(table_ptr")
     with pytest.raises(DpuError, match=rf"outside the launch's arrays: its pointer was loaded from memory at "
                        rf"line {load} and points into an array the launch did not pass .* pass each array "
                        r"the kernel reaches as a writable argument of the kernel, e\.g\. a tuple of arrays") as err:
         row_kernel[(1,)](table, out, BLOCK=16)
-    assert err.value.loc.lineno == _line_of(row_kernel, "tl.load(row + offs)")
+    assert err.value.loc.lineno == line_of(row_kernel, "tl.load(row + offs)")
 
 
 COPIED_KERNEL = """\
@@ -175,7 +167,7 @@ def oob_load_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
 def test_unmasked_out_of_bounds_load_names_its_line():
     with pytest.raises(DpuError, match="mram_read of .* outside the launch's arrays") as err:
         oob_load_kernel[(1,)](np.zeros(16, np.float32), np.zeros(16, np.float32), BLOCK=16)
-    assert err.value.loc.lineno == _line_of(oob_load_kernel, "tl.load")
+    assert err.value.loc.lineno == line_of(oob_load_kernel, "tl.load")
 
 
 @triton.jit
@@ -191,7 +183,7 @@ def test_device_assert():
     bad = ok - 3
     with pytest.raises(DpuError, match="device assertion failed.*negative input") as err:
         assert_kernel[(2,)](bad, 8, BLOCK=8, debug=True)
-    assert err.value.loc.lineno == _line_of(assert_kernel, "tl.device_assert")
+    assert err.value.loc.lineno == line_of(assert_kernel, "tl.device_assert")
 
 
 @triton.jit

@@ -3,7 +3,6 @@
 bit-identical to the unspilled path (Hypothesis: tile shapes around the WRAM
 limit, 1..24 tasklets), `tl.dot` blocked over WRAM panels, the launch report,
 and the errors for what cannot be streamed."""
-import inspect
 import re
 
 import ml_dtypes
@@ -24,16 +23,12 @@ from edsl.base.errors import DpuError
 from test_convert import HEAD, SIG, TAIL, VECTOR
 from test_convert_steps import _kernel_text, corpus_kernel
 from region_kernels import region_kernel
+from source_lines import line_of
 from tile_kernels import tile_kernel
 from test_tile_ops import dot_kernel
 
 BIG = 1 << 20           # a WRAM budget no tile here reaches: the unspilled path
 TASKLETS = st.integers(1, 24)
-
-
-def _line_of(fn, text):
-    lines, start = inspect.getsourcelines(fn.fn if hasattr(fn, "fn") else fn)
-    return start + next(i for i, line in enumerate(lines) if text in line)
 
 
 # ---- the plan, on TTIR text ----------------------------------------------------------------
@@ -339,7 +334,7 @@ def test_an_edsl_operand_cannot_be_streamed():
            "MRAM does not make it fit" in message
     assert "32768 bytes for the tt.load result (an EDSL function's operand, read in WRAM)" in message
     assert "32768 bytes for the fl.call out 'y' (an EDSL function's operand, read in WRAM)" in message
-    assert err.value.loc.lineno == _line_of(region_kernel, "x = tl.load")
+    assert err.value.loc.lineno == line_of(region_kernel, "x = tl.load")
 
 
 @triton.jit
@@ -357,7 +352,7 @@ def test_windows_for_every_tasklet_that_do_not_fit_are_an_error():
            in message
     assert "DMA staging buffers (24 tasklets x" in message
     assert "the 1 tile(s) kept in MRAM need" in message and "(24 tasklet(s))" in message
-    assert err.value.loc.lineno == _line_of(copy_kernel, "tl.store(y_ptr")
+    assert err.value.loc.lineno == line_of(copy_kernel, "tl.store(y_ptr")
     copy_kernel[(1,)](x, x, BLOCK=4096, num_tasklets=1, wram_bytes=4096)     # one tasklet fits
 
 
@@ -366,5 +361,5 @@ def test_arrays_and_scratch_over_the_mram_bank_fail_at_the_launch():
     with pytest.raises(DpuError, match="kept in MRAM 65536 bytes of scratch: more than the 67108864") as err:
         copy_kernel[(1,)](x, x, BLOCK=16384)  # the launch
     assert err.value.loc.filename == __file__
-    assert err.value.loc.lineno == _line_of(test_arrays_and_scratch_over_the_mram_bank_fail_at_the_launch,
+    assert err.value.loc.lineno == line_of(test_arrays_and_scratch_over_the_mram_bank_fail_at_the_launch,
                                             "# the launch")

@@ -19,7 +19,7 @@ import edsl
 import triton_vector_add
 from edsl import Input, fl
 from edsl.target import dpu as abi
-from edsl.base.errors import ArgumentError, CompileError, DpuError
+from edsl.base.errors import ArgumentError, DpuError
 from edsl.export import export
 from edsl.export import project as project_mod
 from edsl.export.cli import main as cli_main
@@ -217,15 +217,21 @@ def test_signature_only_export_and_out_of_bounds_pointer(tmp_path):
     assert _first_error(r) == _as_runner(err.value)
 
 
+def _export_and_run(folder: Path, kernel, arrays: dict, **options):
+    """Export `kernel` into `folder` with `options`, write `arrays` (by
+    parameter name) as its data, build it and run it."""
+    export(kernel, folder, **options)
+    for name, array in arrays.items():
+        (folder / "data" / f"{name}.bin").write_bytes(array.tobytes())
+    build(folder)
+    return run(folder)
+
+
 @needs_cc
 def test_an_error_inside_a_while_loop_ends_the_loop_as_on_the_model(tmp_path):
-    folder = tmp_path / "find"
-    export(find_seven, folder, signature={"x_ptr": "*i32", "out_ptr": "*i32"}, grid=(1,), num_tasklets=2)
     x, out = np.zeros(16, np.int32), np.zeros(1, np.int32)
-    (folder / "data" / "x_ptr.bin").write_bytes(x.tobytes())
-    (folder / "data" / "out_ptr.bin").write_bytes(out.tobytes())
-    build(folder)
-    r = run(folder)
+    r = _export_and_run(tmp_path / "find", find_seven, {"x_ptr": x, "out_ptr": out},
+                        signature={"x_ptr": "*i32", "out_ptr": "*i32"}, grid=(1,), num_tasklets=2)
     with pytest.raises(DpuError, match="outside") as err:
         find_seven[(1,)](x, out, num_tasklets=2)
     assert r.returncode == 4 and _first_error(r) == _as_runner(err.value)
@@ -244,13 +250,9 @@ def test_pointer_loaded_from_a_table_is_refused_naming_its_load(tmp_path):
     access through it with the same words, naming the load of the pointer."""
     row = np.arange(16, dtype=np.float32)
     table, out = np.array([row.ctypes.data], dtype=np.int64), np.zeros(16, np.float32)
-    folder = tmp_path / "table"
-    export(table_row, folder, signature={"table_ptr": "*i64", "out_ptr": "*fp32"}, constants={"BLOCK": 16},
-           grid=(1,))
-    (folder / "data" / "table_ptr.bin").write_bytes(table.tobytes())
-    (folder / "data" / "out_ptr.bin").write_bytes(out.tobytes())
-    build(folder)
-    r = run(folder)
+    r = _export_and_run(tmp_path / "table", table_row, {"table_ptr": table, "out_ptr": out},
+                        signature={"table_ptr": "*i64", "out_ptr": "*fp32"}, constants={"BLOCK": 16},
+                        grid=(1,))
     with pytest.raises(DpuError, match="its pointer was loaded from memory at line") as err:
         table_row[(1,)](table, out, BLOCK=16)
     assert r.returncode == 4 and _first_error(r) == _as_runner(err.value)

@@ -9,6 +9,7 @@ from mlir.dialects import arith, memref, nvvm, scf
 
 import edsl
 from edsl import InOut, Input
+from source_lines import line_of
 
 
 @edsl.dialect
@@ -120,7 +121,7 @@ def test_tle_raw_builder_code_compiles_for_the_gpu():
 def test_shared_memory_parameters_are_errors_on_the_dpu():
     with pytest.raises(edsl.AnnotationError) as err:
         tle_copy.compile("upmem-dpu")
-    assert err.value.loc.lineno == _line_of(tle_copy, "def tle_copy")
+    assert err.value.loc.lineno == line_of(tle_copy, "def tle_copy")
     assert "memory space 3 does not exist on upmem-dpu" in err.value.message
 
 
@@ -133,15 +134,9 @@ def tle_count(out: InOut["memref<?xi32>"]):
 def test_nvvm_operation_on_the_dpu_names_the_builder_line():
     with pytest.raises(edsl.CompileError) as err:
         tle_count.llvm
-    assert err.value.loc.lineno == _line_of(tle_count, "nvvm.read_ptx_sreg_tid_x")
+    assert err.value.loc.lineno == line_of(tle_count, "nvvm.read_ptx_sreg_tid_x")
     assert "nvvm.read.ptx.sreg.tid.x" in err.value.message and "edsl.thread_id()" in err.value.message
     assert "nvvm.read.ptx.sreg.tid.x" in tle_count.compile("nvptx64").llvm
-
-
-def _line_of(fn, needle: str) -> int:
-    import inspect
-    lines, first = inspect.getsourcelines(fn.fn)
-    return first + next(i for i, line in enumerate(lines) if needle in line)
 
 
 # --- one target's intrinsics and names on the other: errors at their line ---------------
@@ -184,7 +179,7 @@ def shuffles_an_f64(y: InOut["memref<?xf64>"]):
 def test_mram_memory_space_is_not_a_gpu_name():
     with pytest.raises(edsl.AnnotationError) as err:
         uses_dma.compile("nvptx64")
-    assert err.value.loc.lineno == _line_of(uses_dma, "def uses_dma")
+    assert err.value.loc.lineno == line_of(uses_dma, "def uses_dma")
     assert "MRAM is a memory space of upmem-dpu" in err.value.message and "global (1)" in err.value.message
 
 
@@ -195,7 +190,7 @@ def test_mram_memory_space_is_not_a_gpu_name():
 def test_dpu_intrinsics_on_the_gpu(fn, needle, message):
     with pytest.raises(edsl.CompileError) as err:
         fn.compile("nvptx64")
-    assert err.value.loc.lineno == _line_of(fn, needle)
+    assert err.value.loc.lineno == line_of(fn, needle)
     assert "intrinsic of upmem-dpu" in err.value.message and "compiled for nvptx64" in err.value.message
     assert message in err.value.message
 
@@ -203,7 +198,7 @@ def test_dpu_intrinsics_on_the_gpu(fn, needle, message):
 def test_gpu_intrinsic_on_the_dpu():
     with pytest.raises(edsl.CompileError) as err:
         uses_block_id.llvm
-    assert err.value.loc.lineno == _line_of(uses_block_id, "edsl.block_id()")
+    assert err.value.loc.lineno == line_of(uses_block_id, "edsl.block_id()")
     assert "intrinsic of nvptx64" in err.value.message
     assert "nvvm.read.ptx.sreg.ctaid.x" in uses_block_id.compile("nvptx64").llvm
 
@@ -216,11 +211,11 @@ def test_shuffle_xor_is_a_butterfly_shuffle_of_the_whole_warp_and_gpu_only():
     assert "bfly.i32(i32 -1, i32 %" in shuffles[1] and shuffles[1].endswith("i32 1, i32 31)")
     with pytest.raises(edsl.CompileError) as err:
         uses_shuffle.llvm
-    assert err.value.loc.lineno == _line_of(uses_shuffle, "edsl.shuffle_xor(y[t], 16)")
+    assert err.value.loc.lineno == line_of(uses_shuffle, "edsl.shuffle_xor(y[t], 16)")
     assert "intrinsic of nvptx64" in err.value.message
     with pytest.raises(edsl.CompileError, match="shuffle_xor moves an i32 or f32 value") as err:
         shuffles_an_f64.compile("nvptx64")
-    assert err.value.loc.lineno == _line_of(shuffles_an_f64, "edsl.shuffle_xor")
+    assert err.value.loc.lineno == line_of(shuffles_an_f64, "edsl.shuffle_xor")
 
 
 @edsl.dialect
@@ -262,7 +257,7 @@ def checked(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"], k: Input["i32"
 
 def test_failed_checks_on_the_gpu_are_cuda_assertions_naming_the_line():
     text = checked.compile("nvptx64").llir
-    line = _line_of(checked, "assert k >= 0")
+    line = line_of(checked, "assert k >= 0")
     assert f'{checked.fn.__code__.co_filename}:{line}:5: assert k >= 0 failed: k must not be negative\\00"' in text
     assert f"call void @__assertfail(ptr @__edsl_str, ptr @__edsl_str_1, i32 {line}, " in text
     assert f":{line + 2}:16: index out of bounds" in text and f":{line + 2}:9: index out of bounds" in text

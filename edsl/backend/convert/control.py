@@ -17,7 +17,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
-from ...target.dpu import FAIL, Ctx, Dpu, Err
+from ...target.dpu import FAIL, FAILED, Err
 from .core import Tile, in_wram, is_tensor, lowers, pointee, recording, scalar_type
 from .builders import cast_int, index_c
 
@@ -309,11 +309,9 @@ def _running(conv) -> ir.Value:
     """Whether the DPU still runs (an i1): an error stops it, and a while loop
     whose condition reads what its transfers no longer bring would loop for
     ever."""
-    ptr, i64 = llvm.PointerType.get(), ir.IntegerType.get_signless(64)
-    dpu = llvm.load(ptr, llvm.getelementptr(ptr, conv.ctx_arg, [], [Ctx.DPU], i64, 0))
-    failed = llvm.load(i64, llvm.getelementptr(ptr, dpu, [], [Dpu.FAILED], i64, 0), alignment=8,
-                       ordering=llvm.AtomicOrdering.acquire)
-    return arith.cmpi(arith.CmpIPredicate.eq, failed, arith.constant(i64, 0))
+    failed = llvm.call(ir.IntegerType.get_signless(1), [conv.ctx_arg], [], [],
+                       callee=ir.FlatSymbolRefAttr.get(FAILED))
+    return arith.xori(failed, arith.constant(ir.IntegerType.get_signless(1), 1))
 
 
 @lowers("gpu.barrier", "ttg.barrier")

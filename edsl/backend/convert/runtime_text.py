@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...base import templates
-from ...target.dpu import (BARRIER, CTX_SLOTS, DMA, ENTER, ENTRY, EXIT, FAIL, KERNEL, LAUNCH, MAIN, NOTE,
+from ...target.dpu import (BARRIER, CTX_SLOTS, DMA, ENTER, ENTRY, EXIT, FAIL, FAILED, KERNEL, LAUNCH, MAIN, NOTE,
                            entry_params, entry_types)
 
 PROGRAM = Path(__file__).with_name("program.mlir")
@@ -25,7 +25,7 @@ def program_text(kernel: str, param_types: list[str], tasklets: int = 1) -> str:
     params = "".join(f"%a{i}: {t}, " for i, t in enumerate(param_types))
     args = "".join(f"%a{i}, " for i in range(len(param_types)))
     types = "".join(f"{t}, " for t in param_types)
-    return templates.fill(PROGRAM, dma=DMA, note=NOTE, fail=FAIL, barrier=BARRIER, enter=ENTER, exit=EXIT,
+    return templates.fill(PROGRAM, dma=DMA, note=NOTE, fail=FAIL, failed=FAILED, barrier=BARRIER, enter=ENTER, exit=EXIT,
                           kernel=kernel, kernel_types=", ".join(param_types + entry_types(KERNEL)),
                           main=MAIN, launch=LAUNCH, params=params, main_params=entry_params(MAIN),
                           launch_params=entry_params(LAUNCH), tasklets=tasklets, ctx_slots=CTX_SLOTS,
