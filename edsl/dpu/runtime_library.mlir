@@ -483,17 +483,18 @@ ${dma_rules}
       llvm.store %site, %ws : i64, !llvm.ptr
       %gen = llvm.load %gen_p atomic acquire {alignment = 8 : i64} : !llvm.ptr -> i64
       %gen32 = arith.trunci %gen : i64 to i32
-      %old = llvm.atomicrmw add %count_p, %c1 acq_rel : !llvm.ptr, i64
+      %sched_p = llvm.getelementptr %st[${dpu_scheduler}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %sched = llvm.load %sched_p : !llvm.ptr -> i64
+      %threads = arith.cmpi eq, %sched, %c0 : i64
+      %old = func.call @__dpu_add(%count_p, %c1, %threads) : (!llvm.ptr, i64, i1) -> i64
       %arrived0 = arith.andi %old, %mask : i64
       %arrived = arith.addi %arrived0, %c1 : i64
       %finished = arith.shrui %old, %c32 : i64
       %last = arith.cmpi eq, %arrived, %n : i64
       scf.if %last {
-        %back = llvm.atomicrmw sub %count_p, %n acq_rel : !llvm.ptr, i64
-        %next = llvm.atomicrmw add %gen_p, %c1 acq_rel : !llvm.ptr, i64
-        %sched_p = llvm.getelementptr %st[${dpu_scheduler}] : (!llvm.ptr) -> !llvm.ptr, i64
-        %sched = llvm.load %sched_p : !llvm.ptr -> i64
-        %threads = arith.cmpi eq, %sched, %c0 : i64
+        %minus_n = arith.subi %c0, %n : i64
+        %back = func.call @__dpu_add(%count_p, %minus_n, %threads) : (!llvm.ptr, i64, i1) -> i64
+        %next = func.call @__dpu_add(%gen_p, %c1, %threads) : (!llvm.ptr, i64, i1) -> i64
         scf.if %threads {                 // (tasklets that share a thread sleep on nothing)
           func.call @__dpu_wake(%gen_p) : (!llvm.ptr) -> ()
         }
@@ -522,6 +523,22 @@ ${dma_rules}
       }
     }
     return
+  }
+
+  // `*p += v`, the old value returned: atomic where the DPU's tasklets are
+  // threads (`atomic`), plain where they share one host thread (one runs at a
+  // time: a locked add would cost more than the switch between them).
+  func.func private @__dpu_add(%p: !llvm.ptr, %v: i64, %atomic: i1) -> i64 {
+    %old = scf.if %atomic -> (i64) {
+      %o = llvm.atomicrmw add %p, %v acq_rel : !llvm.ptr, i64
+      scf.yield %o : i64
+    } else {
+      %o = llvm.load %p : !llvm.ptr -> i64
+      %new = arith.addi %o, %v : i64
+      llvm.store %new, %p : i64, !llvm.ptr
+      scf.yield %o : i64
+    }
+    return %old : i64
   }
 
   // A tasklet waits (at a barrier of generation `gen32`) and lets the others
