@@ -222,12 +222,15 @@ class DpuBackend(BaseBackend):
     def make_dpubin(src, metadata, options, state):
         from ..target.dpu import LAUNCH
         from ..dpu.runtime import build
+        from ..dpu.support import MRAM_SHIFT
         from ..lowering.counting import counter_table
         table = counter_table(state["module"])
-        obj = build(state["module"], [LAUNCH], f"kernel '{metadata['name']}'")
+        # (EDSL functions may reach MRAM without a transfer: their launches keep host addresses)
+        metadata["mram_shift"] = 0 if metadata["regions"] else MRAM_SHIFT
+        obj = build(state["module"], [LAUNCH], f"kernel '{metadata['name']}'", mram_shift=metadata["mram_shift"])
         header = {key: metadata[key] for key in ("name", "wram_bytes", "asserts", "tasklets", "regions",
                                                   "prints", "waits", "sites", "pointer_loads", "stored",
-                                                  "scratch_bytes", "spills")}
+                                                  "scratch_bytes", "spills", "mram_shift")}
         header["counters"] = table.to_json() if table is not None else None
         return json.dumps(header).encode() + b"\n" + obj
 

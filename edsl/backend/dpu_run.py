@@ -124,6 +124,7 @@ class DpuJob:
     threads: int                       # host threads the DPUs may run on at once
     once: bool                         # the DPUs run one by one (a kernel that prints)
     counters: int                      # executed-block counters per tasklet (0: none)
+    mram_shift: int = 0                # MRAM addresses are the host's plus this (Mram.shift)
 
     def contexts(self, first: int = 0, dpus: int | None = None) -> Launch:
         """The contexts of the job's DPUs first .. first + dpus - 1 (all by default)."""
@@ -233,6 +234,16 @@ def write_host(address: int, data: bytes) -> None:
     ctypes.memmove(address, data, len(data))
 
 
+def mram_io(job: DpuJob) -> tuple[Callable, Callable, Callable]:
+    """`read(address, n)`, `write(address, data)` and `snapshot(address, n)` of
+    the launch's MRAM by MRAM address (the host's plus `job.mram_shift`), as
+    `sharing.Gather` takes them."""
+    shift = job.mram_shift
+    return (lambda address, n: ctypes.string_at(address - shift, n),
+            lambda address, data: write_host(address - shift, data),
+            lambda address, n: read_host(address - shift, n, job.threads))
+
+
 def merge(gather: Gather) -> SharingError | None:
     """Write the DPUs' gathered results into the arrays; or leave them as they
     were and return why the results do not merge."""
@@ -252,7 +263,7 @@ def run_apart(program: Program, job: DpuJob, run: Launch, image, busy_key=None) 
     launch (its error is in its contexts; the arrays are left as they were).
     `image`: the MRAM image (kept alive while the tasklets run); `busy_key`:
     the launch's key for `remember_busy`, if it is to be kept."""
-    gather = Gather(job.spans, ctypes.string_at, write_host, functools.partial(read_host, threads=job.threads))
+    gather = Gather(job.spans, *mram_io(job))
     logs, busy = run_dpus(dpu_runner(program, job, run, image), job, run, gather)
     if busy is not None and busy_key is not None:
         remember_busy(program, busy_key, busy)

@@ -125,16 +125,17 @@ class Mram:
     Spans that overlap are merged into one region. Each region has a place in
     a virtual MRAM image (8-byte slots keeping each address modulo 8, guard
     bytes between regions), which must fit the 64 MiB of a DPU's MRAM.
-    Kernel pointers are host addresses: with `direct`, a region whose arrays
-    are all writable is used in place (no copy in or out) and any other region
-    is a private copy; without it, every region is copied into one image
-    buffer and back (the image is then the one region DMA may touch, as EDSL
-    regions expect).
+    With `direct`, a region whose arrays are all writable is used in place (no
+    copy in or out) and any other region is a private copy; without it, every
+    region is copied into one image buffer and back (the image is then the
+    one region DMA may touch, as EDSL regions expect). A byte's MRAM address
+    is the host address where the launch keeps it plus `shift`
+    (`support.MRAM_SHIFT`, or 0 for the programs built without it).
     """
 
     GUARD = 8
 
-    def __init__(self, memories: list[Memory], direct: bool = True, scratch: int = 0):
+    def __init__(self, memories: list[Memory], direct: bool = True, scratch: int = 0, shift: int = 0):
         merged = []                        # [lo, hi) ranges, with their writability
         for m in sorted(memories, key=lambda m: m.lo):
             if merged and m.lo < merged[-1][1]:
@@ -161,14 +162,15 @@ class Mram:
         self.data_bytes = sum(hi - lo for lo, hi, _, _ in layout)
         self.direct = direct
         self.scratch_bytes = scratch
-        # (host lo, host hi, MRAM address of lo, copied?, writable)
+        self.shift = shift
+        # (host lo, host hi, host address of lo's byte during the launch, copied?, writable)
         self.regions = []
         self._buffers = []
-        self.base = 0
+        base = 0
         if not direct:
-            self.base = self._buffer(self.size + scratch)
-        # The scratch of spilled tiles: after the arrays in the image.
-        self.scratch = (self.base + self.size if not direct else self._buffer(scratch)) if scratch else 0
+            base = self._buffer(self.size + scratch)
+        # The scratch of spilled tiles (an MRAM address): after the arrays in the image.
+        self.scratch = ((base + self.size if not direct else self._buffer(scratch)) + shift) if scratch else 0
         for lo, hi, off, writable in layout:
             if direct and writable:
                 self.regions.append((lo, hi, lo, False, True))
@@ -176,13 +178,13 @@ class Mram:
                 start = self._buffer(hi - lo + lo % 8 + 2 * self.GUARD) + self.GUARD + lo % 8
                 self.regions.append((lo, hi, start, True, False))
             else:
-                self.regions.append((lo, hi, self.base + off, True, writable))
+                self.regions.append((lo, hi, base + off, True, writable))
         if direct:
-            table = [(m - m % DMA_ALIGN, align_up(m + hi - lo)) for lo, hi, m, _, _ in self.regions]
+            table = [(m - m % DMA_ALIGN + shift, align_up(m + hi - lo) + shift) for lo, hi, m, _, _ in self.regions]
             if scratch:
                 table.append((self.scratch, self.scratch + scratch))
         else:
-            table = [(self.base, self.base + self.size + scratch)]
+            table = [(base + shift, base + self.size + scratch + shift)]
         self.table = np.array(table or [(0, 0)], dtype=np.int64).reshape(-1)
         self.n_table = len(table)
         self.lo = int(self.table[0::2].min()) if table else 0
@@ -195,16 +197,17 @@ class Mram:
         return align_up(buf.ctypes.data)
 
     def address(self, host_ptr: int) -> int:
+        """The MRAM address of an argument's byte at host address `host_ptr`."""
         for lo, hi, m, _, _ in self.regions:
             if lo <= host_ptr < hi or lo == host_ptr:
-                return m + host_ptr - lo
+                return m + host_ptr - lo + self.shift
         raise AssertionError("pointer outside the image")
 
     def host_address(self, mram: int) -> int | None:
         """The host address of the array byte at MRAM address `mram`."""
         for lo, hi, m, _, _ in self.regions:
-            if m <= mram < m + hi - lo:
-                return lo + mram - m
+            if m <= mram - self.shift < m + hi - lo:
+                return lo + mram - self.shift - m
         return None
 
     def array_spans(self, memories: list[Memory] | None = None) -> list[tuple[int, int]]:
@@ -235,14 +238,14 @@ class Mram:
 _MRAM_CACHE: dict = {}
 
 
-def _mram_for(memories: list[Memory], direct: bool, scratch: int) -> Mram:
+def _mram_for(memories: list[Memory], direct: bool, scratch: int, shift: int) -> Mram:
     """The launch's `Mram`; a layout that copies nothing depends only on the
     spans and their writability (and the scratch, which holds nothing from
     one launch to the next), so it is reused across launches."""
-    key = (direct, scratch) + tuple((m.lo, m.hi, m.writable) for m in memories)
+    key = (direct, scratch, shift) + tuple((m.lo, m.hi, m.writable) for m in memories)
     mram = _MRAM_CACHE.get(key)
     if mram is None:
-        mram = Mram(memories, direct, scratch)
+        mram = Mram(memories, direct, scratch, shift)
         if direct and len(mram._buffers) == (1 if scratch else 0):
             if len(_MRAM_CACHE) > 64:
                 _MRAM_CACHE.clear()
@@ -326,7 +329,7 @@ def _arguments(meta: dict, signature, args) -> tuple[dict[int, Memory], Mram, li
             raise ArgumentError(f"argument '{m.name}' is a read-only array, and kernel "
                                 f"'{meta['name']}' stores through it: pass a writable array")
     mram = _mram_for(list(memories.values()), not meta.get("regions", False),
-                     int(meta.get("scratch_bytes", 0)))
+                     int(meta.get("scratch_bytes", 0)), int(meta.get("mram_shift", 0)))
     values = []
     for i, ((name, ty), v) in enumerate(zip(signature, args)):
         values.append(ctypes.c_int64(mram.address(memories[i].ptr)) if i in memories
@@ -352,7 +355,8 @@ def _job(program: Program, meta: dict, grid, num_dpus: int, dpus_used: int, valu
                   values=values, table=mram.table, scratch=mram.scratch,
                   spans=mram.array_spans(written), wram_bytes=max(8, int(meta["wram_bytes"])),
                   threads=threads, once=bool(meta.get("prints")),
-                  counters=program.counters.counters if program.counters is not None else 0)
+                  counters=program.counters.counters if program.counters is not None else 0,
+                  mram_shift=mram.shift)
 
 
 def _busy_key(grid, num_dpus: int, tasklets: int, mram: Mram) -> tuple:

@@ -90,7 +90,8 @@ def run_ranks(program: Program, job: dpu_run.DpuJob, run: Launch) -> SharingErro
     import ray
     shipped = dataclasses.replace(job, threads=1)        # (a task asks Ray for one CPU)
     spans = _array_spans(job)
-    data = np.concatenate([_view(lo, hi) for lo, hi in spans]) if spans else np.zeros(0, np.uint8)
+    shift = job.mram_shift
+    data = np.concatenate([_view(lo - shift, hi - shift) for lo, hi in spans]) if spans else np.zeros(0, np.uint8)
     job_ref, image_ref = ray.put(shipped), ray.put((spans, data))
     # (in a list, so that Ray fetches the object code only where a worker asks for it)
     code = [ray.put(program.obj)]
@@ -112,7 +113,7 @@ def run_rank(program: Program, job: dpu_run.DpuJob, first: int, end: int, keep=(
     """Run DPUs first .. end - 1 of the launch on the MRAM image in this
     process (left as transferred), as `dpu_run.run_dpus` runs a launch's."""
     run = job.contexts(first, end - first)
-    gather = Gather(job.spans, ctypes.string_at, dpu_run.write_host)
+    gather = Gather(job.spans, *dpu_run.mram_io(job)[:2])
     try:
         logs, _ = dpu_run.run_dpus(dpu_run.dpu_runner(program, job, run, keep), job, run, gather)
         failed = bool(run.ctx[..., Ctx.ERROR].any())
@@ -146,7 +147,7 @@ def _merge(job: dpu_run.DpuJob, run: Launch, ranks: list[Rank]) -> SharingError 
             # In one process the DPUs would have run one by one, up to the first that fails.
             run.ctx[failed[0] + 1:, :, Ctx.ERROR] = 0
         return None
-    gather = Gather(job.spans, ctypes.string_at, dpu_run.write_host)
+    gather = Gather(job.spans, *dpu_run.mram_io(job)[:2])
     for rank in ranks:
         for (dpu, claims, reads), finals in zip(rank.uses, rank.finals):
             gather.add(dpu, claims, finals, reads)
@@ -181,14 +182,14 @@ def _rank_task(key: str, code: list, name: str, host: tuple[str, str, str], job:
         if len(_PROGRAMS) >= 64:
             _PROGRAMS.clear()
         program = _PROGRAMS[key] = Program(ray.get(code[0]), name)
-    pages = _place(_pages(job.table))
+    pages = _place(_pages(job.table - job.mram_shift))
     if pages is None:
         return "its process uses some of the addresses of the launch's arrays"
     spans, data = image
     try:
         offset = 0
         for lo, hi in spans:
-            ctypes.memmove(lo, data[offset:offset + hi - lo].ctypes.data, hi - lo)
+            ctypes.memmove(lo - job.mram_shift, data[offset:offset + hi - lo].ctypes.data, hi - lo)
             offset += hi - lo
         rank = run_rank(program, job, first, end, keep=pages)
     except KeyboardInterrupt:

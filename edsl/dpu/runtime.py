@@ -137,15 +137,16 @@ def _add_packed_entry(module, name: str) -> None:
     module.body.append(packed)
 
 
-def build(module, entries: list[str], what: str, opt_level: int = 3) -> bytes:
+def build(module, entries: list[str], what: str, opt_level: int = 3, mram_shift: int = 0) -> bytes:
     """Object code for an LLVM-dialect `module` (changed in place): the runtime
-    library linked in, a packed wrapper per entry, compiled for this host
+    library linked in (its MRAM addresses the host's plus `mram_shift`,
+    `support.MRAM_SHIFT` or 0), a packed wrapper per entry, compiled for this host
     (from the on-disk cache when this machine compiled the same IR before).
     Links it once here, so that a symbol the host cannot give is an error
     naming it and the line that needs it."""
     from ..lowering import to_llvm_ir, verify
     from ..lowering.floats import soft_float_storage
-    support.link(module)
+    support.link(module, mram_shift)
     for name in entries:
         _add_packed_entry(module, name)
     soft_float_storage(module.operation)

@@ -84,13 +84,24 @@ module {
   }
 
   // The copies of a transfer: the exporter maps them to the SDK's mram_read / mram_write.
+  // On the model, MRAM address a is the host's byte a - ${mram_shift} (support.link).
+  func.func private @__dpu_host(%mram: !llvm.ptr) -> !llvm.ptr {
+    %a = llvm.ptrtoint %mram : !llvm.ptr to i64
+    %shift = arith.constant ${mram_shift} : i64
+    %h = arith.subi %a, %shift : i64
+    %p = llvm.inttoptr %h : i64 to !llvm.ptr
+    return %p : !llvm.ptr
+  }
+
   func.func @${copy_from_mram}(%wram: !llvm.ptr, %mram: !llvm.ptr, %n: i64) {
-    "llvm.intr.memcpy"(%wram, %mram, %n) <{isVolatile = false}> : (!llvm.ptr, !llvm.ptr, i64) -> ()
+    %host = func.call @__dpu_host(%mram) : (!llvm.ptr) -> !llvm.ptr
+    "llvm.intr.memcpy"(%wram, %host, %n) <{isVolatile = false}> : (!llvm.ptr, !llvm.ptr, i64) -> ()
     return
   }
 
   func.func @${copy_to_mram}(%mram: !llvm.ptr, %wram: !llvm.ptr, %n: i64) {
-    "llvm.intr.memcpy"(%mram, %wram, %n) <{isVolatile = false}> : (!llvm.ptr, !llvm.ptr, i64) -> ()
+    %host = func.call @__dpu_host(%mram) : (!llvm.ptr) -> !llvm.ptr
+    "llvm.intr.memcpy"(%host, %wram, %n) <{isVolatile = false}> : (!llvm.ptr, !llvm.ptr, i64) -> ()
     return
   }
 

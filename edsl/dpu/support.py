@@ -48,6 +48,12 @@ from ..target import dpu as abi
 CTX_KEY = "__edsl_ctx_key"          # the thread-local key, written by the loader
 COPY_FROM_MRAM = "edsl_dpu_copy_from_mram"   # (wram, mram, nbytes) -> ()
 COPY_TO_MRAM = "edsl_dpu_copy_to_mram"       # (mram, wram, nbytes) -> ()
+# The MRAM addresses of a Triton kernel's launch on the model (without EDSL
+# functions, whose code may reach MRAM without a transfer) are the host
+# addresses of its bytes plus MRAM_SHIFT: never a host address, as on a DPU,
+# where a host address (a data_ptr() in a table) reaches nothing. A multiple
+# of every alignment; user-space addresses stay below it.
+MRAM_SHIFT = 1 << 47
 
 HERE = Path(__file__).resolve().parent
 _FUTEX = {"x86_64": 202, "aarch64": 98}.get(platform.machine()) if sys.platform == "linux" else None
@@ -138,7 +144,7 @@ def _fields(path: Path, **given) -> dict:
     return {name: known[name] for name in templates.placeholders(path)}
 
 
-def _source() -> str:
+def _source(mram_shift: int) -> str:
     """The runtime library's MLIR (func/scf/arith with llvm pointers and atomics)."""
     if _FUTEX is None:
         wait = templates.fill(HERE / "runtime_wait_yield.mlir")
@@ -159,26 +165,29 @@ def _source() -> str:
         tasklets = templates.fill(HERE / "runtime_tasklets_none.mlir")
     path = HERE / "runtime_library.mlir"
     return templates.fill(path, **_fields(path, key_t=f"i{KEY_BITS}", dma_rules=dma_rules_function(),
-                                          wait_functions=wait, tasklet_functions=tasklets))
+                                          wait_functions=wait, tasklet_functions=tasklets,
+                                          mram_shift=mram_shift))
 
 
 @functools.lru_cache(None)
-def library_text() -> str:
-    """The runtime library as LLVM-dialect MLIR text (lowered once per process)."""
+def library_text(mram_shift: int = 0) -> str:
+    """The runtime library as LLVM-dialect MLIR text (lowered once per process),
+    its MRAM addresses the host's plus `mram_shift` (0 or MRAM_SHIFT)."""
     from mlir import ir
 
     from ..lowering import DEFAULT_PIPELINE, run_pipeline
     with ir.Context(), ir.Location.unknown():
-        module = ir.Module.parse(_source())
+        module = ir.Module.parse(_source(mram_shift))
         run_pipeline(module, DEFAULT_PIPELINE, "the DPU runtime library")
         return str(module)
 
 
-def link(module) -> None:
+def link(module, mram_shift: int = 0) -> None:
     """Define in `module` (LLVM dialect) every runtime symbol it declares or
-    may call: the library's functions replace its declarations of them."""
+    may call: the library's functions replace its declarations of them. Its
+    MRAM addresses are the host's plus `mram_shift` (0 or MRAM_SHIFT)."""
     from mlir import ir
-    library = ir.Module.parse(library_text(), module.context)
+    library = ir.Module.parse(library_text(mram_shift), module.context)
     table = ir.SymbolTable(module.operation)
     for op in list(library.body.operations):
         op = op.operation
@@ -193,4 +202,4 @@ def link(module) -> None:
         module.body.append(op)
 
 
-__all__ = ["CTX_KEY", "library_text", "link"]
+__all__ = ["CTX_KEY", "MRAM_SHIFT", "library_text", "link"]

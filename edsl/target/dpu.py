@@ -349,16 +349,16 @@ SHARING_ADVICE = ("On UPMEM every DPU has its own MRAM: DPUs see only their own 
 
 # Why a transfer outside the launch's arrays (Err.MRAM_BOUNDS) happens and what
 # to do: the model and the exported host runner say the same after its operands.
+# (The model's MRAM addresses are never host addresses either: edsl.dpu.support.)
+_REACH = ("a DPU reaches only the MRAM the host transferred, at addresses of its own, where a host "
+          "address (a data_ptr() value) reaches nothing: pass the arrays the kernel reaches as "
+          "arguments of the kernel, e.g. a tuple of arrays, and offsets into them, not addresses")
 OUTSIDE_ARRAYS = ("is outside the launch's arrays: an out-of-bounds pointer, or a pointer loaded "
-                  "from memory that points into an array the launch did not pass (a DPU reaches "
-                  "only the MRAM the host transferred: pass each array the kernel reaches as a "
-                  "writable argument of the kernel, e.g. a tuple of arrays)")
+                  f"from memory that is not an MRAM address of theirs ({_REACH})")
 
 # ... and when the transfer's pointer was loaded from memory at {where}.
 OUTSIDE_ARRAYS_LOADED = ("is outside the launch's arrays: its pointer was loaded from memory at {where} "
-                         "and points into an array the launch did not pass (a DPU reaches only the MRAM "
-                         "the host transferred: pass each array the kernel reaches as a writable argument "
-                         "of the kernel, e.g. a tuple of arrays)")
+                         f"and is not an MRAM address of theirs ({_REACH})")
 
 # A kernel that makes the same access of the arrays (a load or an atomic, same
 # bytes, same line) this many times in a row, nothing else between, waits for

@@ -89,8 +89,9 @@ def test_pointer_loaded_to_an_array_not_passed_is_a_dpu_error():
     table, out = np.array([row.ctypes.data], dtype=np.int64), np.zeros(16, np.float32)
     load = line_of(row_kernel, "tl.load(table_ptr")
     with pytest.raises(DpuError, match=rf"outside the launch's arrays: its pointer was loaded from memory at "
-                       rf"line {load} and points into an array the launch did not pass .* pass each array "
-                       r"the kernel reaches as a writable argument of the kernel, e\.g\. a tuple of arrays") as err:
+                       rf"line {load} and is not an MRAM address of theirs \(a DPU reaches only the MRAM the "
+                       r"host transferred, .* pass the arrays the kernel reaches as arguments of the kernel, "
+                       r"e\.g\. a tuple of arrays, and offsets into them, not addresses\)") as err:
         row_kernel[(1,)](table, out, BLOCK=16)
     assert err.value.loc.lineno == line_of(row_kernel, "tl.load(row + offs)")
 

@@ -9,7 +9,8 @@ from hypothesis import given, settings, strategies as st
 
 import edsl.backend
 from edsl.target.dpu import DMA_MAX_BYTES
-from edsl.base.errors import ArgumentError
+from edsl.base.errors import ArgumentError, DpuError
+from source_lines import line_of
 
 DPUS, TASKLETS = strategies()
 
@@ -239,21 +240,69 @@ def pointer_table_kernel(table_ptr, out_ptr, arrays, K, BLOCK: tl.constexpr):
     tl.store(out_ptr + g * BLOCK + tl.arange(0, BLOCK), acc)
 
 
-def test_pointer_table_into_argument_arrays():
-    """A loaded pointer reaches an array passed to the launch (a tuple of arrays here):
-    the DPU model uses a writable array argument in place."""
+def test_a_table_of_host_addresses_is_refused_even_into_argument_arrays():
+    """Host addresses mean nothing on a DPU, whose MRAM holds the arrays at
+    addresses of its own: a table of data_ptr() values is refused at the access
+    through it, naming the load of the pointer, though the arrays are passed
+    (a tuple of arrays here), as the exported project refuses it. Nothing is
+    written."""
     arrays = tuple(np.arange(48, dtype=np.float32) * (k + 1) for k in range(3))
     table = np.array([a.ctypes.data for a in arrays], dtype=np.int64)
     out = np.zeros(3 * 16, np.float32)
-    pointer_table_kernel[(3,)](table, out, arrays, 3, BLOCK=16)
-    np.testing.assert_array_equal(out.reshape(3, 16), [a.reshape(3, 16).sum(0) for a in arrays])
+    load = line_of(pointer_table_kernel, "tl.load(table_ptr")
+    with pytest.raises(DpuError, match=f"its pointer was loaded from memory at line {load} and is not an "
+                                       "MRAM address of theirs .*offsets into them, not addresses") as err:
+        pointer_table_kernel[(3,)](table, out, arrays, 3, BLOCK=16)
+    assert err.value.loc.lineno == line_of(pointer_table_kernel, "acc += tl.load(")
+    assert not out.any()
+
+
+@triton.jit
+def offset_table_kernel(table_ptr, x_ptr, out_ptr, K, BLOCK: tl.constexpr):
+    """`pointer_table_kernel` with a table of offsets into one array, as a DPU
+    can run it."""
+    g = tl.program_id(0)
+    ptrs = x_ptr + tl.load(table_ptr + g) + tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for k in range(K):
+        acc += tl.load(tl.max_contiguous(tl.multiple_of(ptrs, [16]), [BLOCK]))
+        ptrs += BLOCK
+    tl.store(out_ptr + g * BLOCK + tl.arange(0, BLOCK), acc)
+
+
+@triton.jit
+def stored_pointer_kernel(table_ptr, x_ptr, out_ptr, BLOCK: tl.constexpr):
+    g = tl.program_id(0)
+    tl.store(table_ptr + g, (x_ptr + g * BLOCK).to(tl.int64))
+    row = tl.load(table_ptr + g).to(tl.pointer_type(tl.float32))
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + g * BLOCK + offs, tl.load(row + offs) * 2)
+
+
+@pytest.mark.parametrize("num_tasklets", [1, 4])
+def test_a_pointer_the_kernel_stores_is_an_mram_address(num_tasklets):
+    """A pointer a kernel computes, stores and loads back is an MRAM address:
+    it reaches the array on the model as on a DPU."""
+    x = np.arange(64, dtype=np.float32)
+    table, out = np.zeros(4, np.int64), np.zeros(64, np.float32)
+    stored_pointer_kernel[(4,)](table, x, out, BLOCK=16, num_dpus=2, num_tasklets=num_tasklets)
+    np.testing.assert_array_equal(out, 2 * x)
+    assert len(set(table.tolist())) == 4 and x.ctypes.data not in table
+
+
+@pytest.mark.parametrize("num_dpus", [1, 3])
+def test_a_table_of_offsets_into_an_argument_array_works(num_dpus):
+    x = np.arange(3 * 48, dtype=np.float32)
+    table = np.array([96, 0, 48], dtype=np.int64)
+    out = np.zeros(3 * 16, np.float32)
+    offset_table_kernel[(3,)](table, x, out, 3, BLOCK=16, num_dpus=num_dpus)
+    np.testing.assert_array_equal(out.reshape(3, 16), [x[t:t + 48].reshape(3, 16).sum(0) for t in table])
 
 
 def test_arrays_over_a_dpus_mram_are_refused_saying_what_to_do():
     """A DPU's MRAM holds the launch's arrays: 64 MiB and more is refused at the
     launch's line, saying to launch on parts of them."""
     from edsl.target.dpu import MRAM_BYTES
-    from edsl.base.errors import DpuError
     x = np.zeros(MRAM_BYTES // 4, np.float32)
     out = np.zeros(16, np.float32)
     with pytest.raises(DpuError, match="more than the 67108864 bytes of a DPU .*launch the kernel on "

@@ -89,9 +89,9 @@ CASES = {
     "07-extern-functions": ("", "", ("it asserts x.is_cuda on its tensors",
                                      r"assert x\.is_cuda")),
     "08-grouped-gemm": ("", "", (
-        "its matrices reach the kernel only through tables of their data_ptr() values, not as "
-        "arguments of the launch: a DPU reaches only the launch's arrays (DpuError at its first load "
-        "through such a pointer, naming the load of the pointer)",
+        "its matrices reach the kernel only through tables of their data_ptr() values: host "
+        "addresses, which reach nothing on a DPU (DpuError at its first load through such a "
+        "pointer, naming the load of the pointer)",
         r"08-grouped-gemm\.py:151:\d+: kernel 'grouped_matmul_kernel': mram_read of \d+ bytes .* "
         r"outside the launch's arrays: its pointer was loaded from memory at line 131 ")),
     # Its validate() allocates on device="cuda" and matmul_persistent reads

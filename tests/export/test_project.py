@@ -258,8 +258,30 @@ def test_pointer_loaded_from_a_table_is_refused_naming_its_load(tmp_path):
     assert r.returncode == 4 and _first_error(r) == _as_runner(err.value)
 
 
+@triton.jit
+def table_row_of(table_ptr, rows_ptr, out_ptr, BLOCK: tl.constexpr):
+    row = tl.load(table_ptr + tl.program_id(0)).to(tl.pointer_type(tl.float32))
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(row + offs) + tl.load(rows_ptr + offs) * 0)
+
+
+@needs_cc
+def test_a_table_of_host_addresses_into_a_passed_array_is_refused_as_on_the_model(tmp_path):
+    """The array is an argument, but its host address means nothing on a DPU:
+    the runner and the model refuse the access through it alike."""
+    rows, out = np.arange(16, dtype=np.float32), np.zeros(16, np.float32)
+    table = np.array([rows.ctypes.data], dtype=np.int64)
+    r = _export_and_run(tmp_path / "table", table_row_of, {"table_ptr": table, "rows_ptr": rows, "out_ptr": out},
+                        signature={"table_ptr": "*i64", "rows_ptr": "*fp32", "out_ptr": "*fp32"},
+                        constants={"BLOCK": 16}, grid=(1,))
+    with pytest.raises(DpuError, match="its pointer was loaded from memory at line") as err:
+        table_row_of[(1,)](table, rows, out, BLOCK=16)
+    assert r.returncode == 4 and _first_error(r) == _as_runner(err.value)
+    assert not out.any()
+
+
 def _masked(text: str) -> str:
-    return re.sub(r"0x[0-9a-f]+", "0x...", text)     # MRAM addresses: the host's, or the DPU's
+    return re.sub(r"0x[0-9a-f]+", "0x...", text)     # MRAM addresses: the model's, or the DPU's
 
 
 def _first_error(r) -> str:
