@@ -52,7 +52,8 @@ COPY_TO_MRAM = "edsl_dpu_copy_to_mram"       # (mram, wram, nbytes) -> ()
 # functions, whose code may reach MRAM without a transfer) are the host
 # addresses of its bytes plus MRAM_SHIFT: never a host address, as on a DPU,
 # where a host address (a data_ptr() in a table) reaches nothing. A multiple
-# of every alignment; user-space addresses stay below it.
+# of every alignment; user-space addresses stay below it, so MRAM addresses
+# stay below 2**48 (edsl.dpu.sharing ranks access kinds above 2**50).
 MRAM_SHIFT = 1 << 47
 
 HERE = Path(__file__).resolve().parent
