@@ -125,6 +125,7 @@ class DpuJob:
     once: bool                         # the DPUs run one by one (a kernel that prints)
     counters: int                      # executed-block counters per tasklet (0: none)
     mram_shift: int = 0                # MRAM addresses are the host's plus this (Mram.shift)
+    busy_key: tuple | None = None      # the key its DPU seconds are kept under (`dpu_workers`)
 
     def contexts(self, first: int = 0, dpus: int | None = None) -> Launch:
         """The contexts of the job's DPUs first .. first + dpus - 1 (all by default)."""
@@ -174,7 +175,7 @@ def run_dpus(dpus: Callable, job: DpuJob, run: Launch, gather: Gather) -> tuple[
     kernel that must run `once`, as one that prints) the arrays are restored
     and the DPUs run one by one, each on the arrays as transferred, `gather`
     keeping each one's result; a DPU that fails stops them, the arrays
-    restored (None is returned). Also returned: the seconds the one pass
+    restored (no logs are returned). Also returned: the seconds the one pass
     took on its threads, in all (None: no such pass)."""
     ids = range(run.first, run.first + run.dpus)
     run.keep_logs()
@@ -256,17 +257,17 @@ def merge(gather: Gather) -> SharingError | None:
     return None
 
 
-def run_apart(program: Program, job: DpuJob, run: Launch, image, busy_key=None) -> SharingError | None:
+def run_apart(program: Program, job: DpuJob, run: Launch, image) -> SharingError | None:
     """Run the DPUs of a launch each on the arrays as transferred (`run_dpus`)
     and write the gathered results into them; or leave them as they were and
     return why the DPUs' results do not merge. A DPU that fails stops the
     launch (its error is in its contexts; the arrays are left as they were).
-    `image`: the MRAM image (kept alive while the tasklets run); `busy_key`:
-    the launch's key for `remember_busy`, if it is to be kept."""
+    `image`: the MRAM image (kept alive while the tasklets run). The seconds
+    the DPUs took are kept under `job.busy_key` (`dpu_workers`)."""
     gather = Gather(job.spans, *mram_io(job))
     logs, busy = run_dpus(dpu_runner(program, job, run, image), job, run, gather)
-    if busy is not None and busy_key is not None:
-        remember_busy(program, busy_key, busy)
+    if busy is not None and job.busy_key is not None:
+        remember_busy(program, job.busy_key, busy)
     if logs is not None:
         if run.ctx[..., Ctx.ERROR].any():
             gather.restore()                 # (nothing half-written)

@@ -340,7 +340,9 @@ def _arguments(meta: dict, signature, args) -> tuple[dict[int, Memory], Mram, li
 def _job(program: Program, meta: dict, grid, num_dpus: int, dpus_used: int, values: list,
          memories: dict[int, Memory], mram: Mram) -> DpuJob:
     """What running the launch's DPUs needs, its MRAM image laid out."""
-    threads = 1
+    # (launches of the program with the same grid, DPUs, tasklets and array bytes do about
+    # the same DPU work: `dpu_run.dpu_workers` sizes the thread count from the last one's)
+    threads, busy_key = 1, (grid, num_dpus, int(meta.get("tasklets", 1)), mram.data_bytes)
     if dpus_used > 1 and not (meta.get("prints") or mram.scratch_bytes or meta.get("regions")
                               or meta.get("waits")):
         # One thread for DPUs that share more than the arrays: a kernel that
@@ -348,7 +350,7 @@ def _job(program: Program, meta: dict, grid, num_dpus: int, dpus_used: int, valu
         # functions (their WRAM buffers are the program's globals); and for
         # one that uses an atomic's old value: DPUs at once could spin on a
         # lock between them, whose read-modify-writes are atomic within a DPU.
-        threads = dpu_workers(program, _busy_key(grid, num_dpus, int(meta.get("tasklets", 1)), mram))
+        threads = dpu_workers(program, busy_key)
     stored = meta.get("stored")
     written = None if stored is None else [memories[i] for i in stored if i in memories]
     return DpuJob(grid=grid, step=num_dpus, dpus=dpus_used, tasklets=int(meta.get("tasklets", 1)),
@@ -356,13 +358,7 @@ def _job(program: Program, meta: dict, grid, num_dpus: int, dpus_used: int, valu
                   spans=mram.array_spans(written), wram_bytes=max(8, int(meta["wram_bytes"])),
                   threads=threads, once=bool(meta.get("prints")),
                   counters=program.counters.counters if program.counters is not None else 0,
-                  mram_shift=mram.shift)
-
-
-def _busy_key(grid, num_dpus: int, tasklets: int, mram: Mram) -> tuple:
-    """What makes two launches of a program do about the same DPU work
-    (`dpu_run.dpu_workers`): the grid, DPUs, tasklets and the arrays' bytes."""
-    return grid, num_dpus, tasklets, mram.data_bytes
+                  mram_shift=mram.shift, busy_key=busy_key)
 
 
 def _run(program: Program, job: DpuJob, mram: Mram) -> tuple[Launch, SharingError | None]:
@@ -378,7 +374,7 @@ def _run(program: Program, job: DpuJob, mram: Mram) -> tuple[Launch, SharingErro
         elif ranks.on_ray(job):
             shared = ranks.run_ranks(program, job, run)
         else:
-            shared = run_apart(program, job, run, mram, _busy_key(job.grid, job.step, job.tasklets, mram))
+            shared = run_apart(program, job, run, mram)
     finally:
         run.free_logs()
         mram.copy_out()

@@ -520,7 +520,7 @@ ${dma_rules}
               : (!llvm.ptr, i64, i64, i64, i64, i64, i64) -> ()
         } else {
           scf.while : () -> () {
-            func.call @__dpu_pause(%st, %gen_p, %gen32, %ctx) : (!llvm.ptr, !llvm.ptr, i32, !llvm.ptr) -> ()
+            func.call @__dpu_pause(%sched, %gen_p, %gen32, %ctx) : (i64, !llvm.ptr, i32, !llvm.ptr) -> ()
             %now = llvm.load %gen_p atomic acquire {alignment = 8 : i64} : !llvm.ptr -> i64
             %same = arith.cmpi eq, %now, %gen : i64
             %failed = func.call @${failed}(%ctx) : (!llvm.ptr) -> i1
@@ -554,11 +554,10 @@ ${dma_rules}
 
   // A tasklet waits (at a barrier of generation `gen32`) and lets the others
   // run: it yields to its DPU's scheduler when the DPU's tasklets share one
-  // host thread (runtime_tasklets.mlir), or sleeps when each is a thread.
-  func.func private @__dpu_pause(%st: !llvm.ptr, %gen_p: !llvm.ptr, %gen32: i32, %ctx: !llvm.ptr) {
+  // host thread (runtime_tasklets.mlir: `sched`, the DPU's SCHEDULER slot), or
+  // sleeps when each is a thread.
+  func.func private @__dpu_pause(%sched: i64, %gen_p: !llvm.ptr, %gen32: i32, %ctx: !llvm.ptr) {
     %c0 = arith.constant 0 : i64
-    %sched_p = llvm.getelementptr %st[${dpu_scheduler}] : (!llvm.ptr) -> !llvm.ptr, i64
-    %sched = llvm.load %sched_p : !llvm.ptr -> i64
     %shared = arith.cmpi ne, %sched, %c0 : i64
     scf.if %shared {
       %s = llvm.inttoptr %sched : i64 to !llvm.ptr

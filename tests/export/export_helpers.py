@@ -70,6 +70,22 @@ def export_and_run(folder, kernel, args, constants, grid, dpus=1, tasklets=1, **
     return r
 
 
+def export_with_data_and_run(folder, kernel, arrays: dict, **options):
+    """Export `kernel` into `folder` with `options`, write `arrays` (by
+    parameter name) as its data, build it and run it: the CompletedProcess."""
+    from edsl.export import export
+    export(kernel, folder, **options)
+    for name, array in arrays.items():
+        (pathlib.Path(folder) / "data" / f"{name}.bin").write_bytes(array.tobytes())
+    return build_and_run(folder)
+
+
+def masked(text: str) -> str:
+    """`text` with its hex numbers (MRAM addresses: the model's, or the DPU's) masked."""
+    import re
+    return re.sub(r"0x[0-9a-f]+", "0x...", text)
+
+
 def run_on_model(kernel, args, constants, grid, dpus=1, tasklets=1, **kw):
     """The arguments after a launch on the DPU model (arrays copied first)."""
     copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]

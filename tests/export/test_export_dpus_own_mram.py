@@ -12,8 +12,6 @@ import tempfile
 
 import numpy as np
 import pytest
-import triton
-import triton.language as tl
 from hypothesis import event, given, settings, strategies as st
 
 import edsl
@@ -21,7 +19,7 @@ from edsl.target import dpu as abi
 from edsl.base.errors import DpuError
 from sharing_kernels import BLOCK, count, flag, scatter, wait_for
 from edsl.export import project
-from export_helpers import build, needs_cc, output, run
+from export_helpers import build, export_with_data_and_run, masked, needs_cc, output, run
 
 SHARING_EXIT = 5
 
@@ -125,26 +123,19 @@ def test_a_read_of_what_another_dpu_wrote_is_the_models_error_at_its_line(tmp_pa
     assert list(output(folder, "x_ptr", x)[:4]) == [5, 5, 5, 5]
 
 
-def _masked(text: str) -> str:
-    return re.sub(r"0x[0-9a-f]+", "0x...", text)     # MRAM addresses: the host's, or the DPU's
-
-
 @needs_cc
 @pytest.mark.parametrize("setter, dpus", [(0, 2), (1, 2), (1, 1)])
 def test_a_program_that_waits_for_another_programs_store_is_the_models_error(tmp_path, setter, dpus):
     """A wait that never ends on UPMEM (edsl.target.dpu.WAIT_REPEATS): the
     runner stops the DPU and says what the model says, at the same line."""
-    folder = tmp_path / "wait"
-    edsl.export(wait_for, folder, signature={"flag_ptr": "*i32", "out_ptr": "*i32"},
-                constants={"SETTER": setter}, grid=(2,), num_dpus=dpus)
-    (folder / "data" / "flag_ptr.bin").write_bytes(np.zeros(1, np.int32).tobytes())
-    (folder / "data" / "out_ptr.bin").write_bytes(np.zeros(2, np.int32).tobytes())
-    build(folder)
-    r = run(folder)
+    r = export_with_data_and_run(tmp_path / "wait", wait_for,
+                                 {"flag_ptr": np.zeros(1, np.int32), "out_ptr": np.zeros(2, np.int32)},
+                                 signature={"flag_ptr": "*i32", "out_ptr": "*i32"},
+                                 constants={"SETTER": setter}, grid=(2,), num_dpus=dpus)
     assert r.returncode != 0 and "times in a row" in r.stderr, r.stdout + r.stderr
     with pytest.raises(DpuError) as err:
         wait_for[(2,)](np.zeros(1, np.int32), np.zeros(2, np.int32), SETTER=setter, num_dpus=dpus)
-    assert _masked(_message(r.stderr)) == _masked(_message(str(err.value)))
+    assert masked(_message(r.stderr)) == masked(_message(str(err.value)))
     name = pathlib.Path(wait_for.fn.__code__.co_filename).name
     assert r.stderr.startswith(f"error: {name}:{err.value.loc.lineno}:"), r.stderr
 

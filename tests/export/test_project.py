@@ -23,7 +23,7 @@ from edsl.base.errors import ArgumentError, DpuError
 from edsl.export import export
 from edsl.export import project as project_mod
 from edsl.export.cli import main as cli_main
-from export_helpers import assert_sdk_only, build, needs_cc, output, run
+from export_helpers import assert_sdk_only, build, export_with_data_and_run, masked, needs_cc, output, run
 from loop_kernels import find_seven
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -217,20 +217,10 @@ def test_signature_only_export_and_out_of_bounds_pointer(tmp_path):
     assert _first_error(r) == _as_runner(err.value)
 
 
-def _export_and_run(folder: Path, kernel, arrays: dict, **options):
-    """Export `kernel` into `folder` with `options`, write `arrays` (by
-    parameter name) as its data, build it and run it."""
-    export(kernel, folder, **options)
-    for name, array in arrays.items():
-        (folder / "data" / f"{name}.bin").write_bytes(array.tobytes())
-    build(folder)
-    return run(folder)
-
-
 @needs_cc
 def test_an_error_inside_a_while_loop_ends_the_loop_as_on_the_model(tmp_path):
     x, out = np.zeros(16, np.int32), np.zeros(1, np.int32)
-    r = _export_and_run(tmp_path / "find", find_seven, {"x_ptr": x, "out_ptr": out},
+    r = export_with_data_and_run(tmp_path / "find", find_seven, {"x_ptr": x, "out_ptr": out},
                         signature={"x_ptr": "*i32", "out_ptr": "*i32"}, grid=(1,), num_tasklets=2)
     with pytest.raises(DpuError, match="outside") as err:
         find_seven[(1,)](x, out, num_tasklets=2)
@@ -250,7 +240,7 @@ def test_pointer_loaded_from_a_table_is_refused_naming_its_load(tmp_path):
     access through it with the same words, naming the load of the pointer."""
     row = np.arange(16, dtype=np.float32)
     table, out = np.array([row.ctypes.data], dtype=np.int64), np.zeros(16, np.float32)
-    r = _export_and_run(tmp_path / "table", table_row, {"table_ptr": table, "out_ptr": out},
+    r = export_with_data_and_run(tmp_path / "table", table_row, {"table_ptr": table, "out_ptr": out},
                         signature={"table_ptr": "*i64", "out_ptr": "*fp32"}, constants={"BLOCK": 16},
                         grid=(1,))
     with pytest.raises(DpuError, match="its pointer was loaded from memory at line") as err:
@@ -271,7 +261,7 @@ def test_a_table_of_host_addresses_into_a_passed_array_is_refused_as_on_the_mode
     the runner and the model refuse the access through it alike."""
     rows, out = np.arange(16, dtype=np.float32), np.zeros(16, np.float32)
     table = np.array([rows.ctypes.data], dtype=np.int64)
-    r = _export_and_run(tmp_path / "table", table_row_of, {"table_ptr": table, "rows_ptr": rows, "out_ptr": out},
+    r = export_with_data_and_run(tmp_path / "table", table_row_of, {"table_ptr": table, "rows_ptr": rows, "out_ptr": out},
                         signature={"table_ptr": "*i64", "rows_ptr": "*fp32", "out_ptr": "*fp32"},
                         constants={"BLOCK": 16}, grid=(1,))
     with pytest.raises(DpuError, match="its pointer was loaded from memory at line") as err:
@@ -280,19 +270,15 @@ def test_a_table_of_host_addresses_into_a_passed_array_is_refused_as_on_the_mode
     assert not out.any()
 
 
-def _masked(text: str) -> str:
-    return re.sub(r"0x[0-9a-f]+", "0x...", text)     # MRAM addresses: the model's, or the DPU's
-
-
 def _first_error(r) -> str:
-    return _masked(r.stderr.splitlines()[0])
+    return masked(r.stderr.splitlines()[0])
 
 
 def _as_runner(err: DpuError) -> str:
     """The runner's line for a DpuError of the model: its position (the file's
     base name), then the same message."""
     loc = f"{Path(err.loc.filename).name}:{err.loc.lineno}:{err.loc.col + 1}: " if err.loc else ""
-    return _masked(f"error: {loc}{err.message}")
+    return masked(f"error: {loc}{err.message}")
 
 
 @edsl.dialect(bounds_check=True)
