@@ -149,6 +149,20 @@ def test_tasklets_ask_me_once_and_skip_barriers_when_nothing_crosses():
     assert info.tasklets == 16
 
 
+def test_tasklet_chunks_that_split_a_tile_exactly_need_no_clamp():
+    """8 tasklets split a 64-element tile into whole chunks of 8: the bounds
+    of a tasklet's chunk are me * 8 and me * 8 + 8, with no clamp to the
+    tile (LLVM then knows the chunk's length); 16 tasklets, whose chunks are
+    8 elements too (no two share an MRAM word), need one."""
+    def clamps(tasklets):
+        module, _ = convert_ttir(HEAD + SIG + VECTOR + TAIL, tasklets=tasklets)
+        kernel = str(module)
+        kernel = kernel[kernel.index("func.func @k("):kernel.index("func.func @__dpu_main")]
+        return len(re.findall(r"arith.minsi %\d+, %c64\b", kernel))
+    assert clamps(8) == 0
+    assert clamps(16) > 0
+
+
 REDUCE = """    %r = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32> loc(#loc5)
     %px = tt.splat %x : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>> loc(#loc5)
     %ax = tt.addptr %px, %r : tensor<64x!tt.ptr<f32>>, tensor<64xi32> loc(#loc5)

@@ -98,14 +98,24 @@ class Tasklets:
     def owner(self, shape) -> tuple:
         return owner(shape, self.count)
 
+    def whole(self, shape) -> bool:
+        """Whether the tasklets' chunks of the first dimension are all of one
+        length (`chunk`), none cut at its end."""
+        return self.chunk(shape) * self.count == shape[0]
+
     def my_range(self, shape):
-        """(lo, hi) index bounds of this tasklet's chunk of the first dimension."""
+        """(lo, hi) index bounds of this tasklet's chunk of the first dimension
+        (without a clamp where the chunks are whole: a length LLVM can fold)."""
         key = (shape[0], self.chunk(shape))
         if key not in self._ranges:
             n, c = key
             with self._entry, ir.Location.unknown():
-                lo = arith.minsi(arith.muli(self.me, index_c(c)), index_c(n))
-                hi = arith.minsi(arith.addi(lo, index_c(c)), index_c(n))
+                lo = arith.muli(self.me, index_c(c))
+                if self.whole(shape):
+                    hi = arith.addi(lo, index_c(c))
+                else:
+                    lo = arith.minsi(lo, index_c(n))
+                    hi = arith.minsi(arith.addi(lo, index_c(c)), index_c(n))
             self._ranges[key] = (lo, hi)
         return self._ranges[key]
 
