@@ -40,9 +40,9 @@ import numpy as np
 from ..base import cache
 from ..base.errors import DpuError, LoweringError, SourceLoc
 from . import jit, support
-from ..target.dpu import (CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, LOG_ENTRY, MAX_TASKLETS, MESSAGES, OUTSIDE_ARRAYS,
-                          OUTSIDE_ARRAYS_LOADED, READ, WAIT_REPEATS, WAITS_FOREVER, Ctx, Dpu, Err, align_up,
-                          dma_violation)
+from ..target.dpu import (CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, LOG_ENDS, LOG_ENTRY, MAX_TASKLETS, MESSAGES,
+                          OUTSIDE_ARRAYS, OUTSIDE_ARRAYS_LOADED, READ, WAIT_REPEATS, WAITS_FOREVER, Ctx, Dpu, Err,
+                          align_up, dma_violation)
 from .timing import TimingEstimate
 
 if TYPE_CHECKING:
@@ -285,6 +285,8 @@ class Launch:
         flat = self.ctx.reshape(-1, CTX_SLOTS)
         flat[:, Ctx.LOG], flat[:, Ctx.LOG_CAP] = _LOGS.take(len(flat), entries)
         flat[:, Ctx.LOG_LEN] = 0
+        self._log_ends = np.zeros((len(flat), LOG_ENDS), np.int64)   # (kept while a tasklet may log)
+        flat[:, Ctx.LOG_ENDS] = self._log_ends.ctypes.data + np.arange(len(flat)) * LOG_ENDS * 8
 
     def clear(self) -> None:
         """Forget what the tasklets did (counts, errors, logs, barriers) to run again."""

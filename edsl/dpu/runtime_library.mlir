@@ -95,13 +95,43 @@ module {
 
   func.func @${copy_from_mram}(%wram: !llvm.ptr, %mram: !llvm.ptr, %n: i64) {
     %host = func.call @__dpu_host(%mram) : (!llvm.ptr) -> !llvm.ptr
-    "llvm.intr.memcpy"(%wram, %host, %n) <{isVolatile = false}> : (!llvm.ptr, !llvm.ptr, i64) -> ()
+    func.call @__dpu_copy(%wram, %host, %n) : (!llvm.ptr, !llvm.ptr, i64) -> ()
     return
   }
 
   func.func @${copy_to_mram}(%mram: !llvm.ptr, %wram: !llvm.ptr, %n: i64) {
     %host = func.call @__dpu_host(%mram) : (!llvm.ptr) -> !llvm.ptr
-    "llvm.intr.memcpy"(%host, %wram, %n) <{isVolatile = false}> : (!llvm.ptr, !llvm.ptr, i64) -> ()
+    func.call @__dpu_copy(%host, %wram, %n) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+    return
+  }
+
+  // memcpy of a transfer's `n` bytes, inline: 64 bytes a step, then 8, then
+  // 1 (a transfer is whole 8-byte words). A DMA is at most 2,048 bytes, where
+  // a call of libc's memcpy costs as much as the copy.
+  func.func private @__dpu_copy(%dst: !llvm.ptr, %src: !llvm.ptr, %n: i64) {
+    %c0 = arith.constant 0 : i64
+    %c_64 = arith.constant -64 : i64
+    %c_8 = arith.constant -8 : i64
+    %n64 = arith.andi %n, %c_64 : i64
+    %n8 = arith.andi %n, %c_8 : i64
+    %c64 = arith.constant 64 : i64
+    %c8 = arith.constant 8 : i64
+    %c1 = arith.constant 1 : i64
+    scf.for %i = %c0 to %n64 step %c64 : i64 {
+      %d = llvm.getelementptr %dst[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+      %s = llvm.getelementptr %src[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+      "llvm.intr.memcpy.inline"(%d, %s) <{len = 64 : i64, isVolatile = false}> : (!llvm.ptr, !llvm.ptr) -> ()
+    }
+    scf.for %i = %n64 to %n8 step %c8 : i64 {
+      %d = llvm.getelementptr %dst[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+      %s = llvm.getelementptr %src[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+      "llvm.intr.memcpy.inline"(%d, %s) <{len = 8 : i64, isVolatile = false}> : (!llvm.ptr, !llvm.ptr) -> ()
+    }
+    scf.for %i = %n8 to %n step %c1 : i64 {
+      %d = llvm.getelementptr %dst[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+      %s = llvm.getelementptr %src[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+      "llvm.intr.memcpy.inline"(%d, %s) <{len = 1 : i64, isVolatile = false}> : (!llvm.ptr, !llvm.ptr) -> ()
+    }
     return
   }
 
@@ -210,11 +240,88 @@ module {
     return
   }
 
+  // Where the log context's table by end address (Ctx.LOG_ENDS: ${log_ends}
+  // slots; 0: none, as on a DPU) keeps the entry of `kind` that ends at
+  // `addr` (a hash of both: two entries may share a slot, which costs only
+  // an entry more), or null.
+  func.func private @__dpu_log_slot(%lctx: !llvm.ptr, %kind: i64, %addr: i64) -> !llvm.ptr {
+    %c0 = arith.constant 0 : i64
+    %table_p = llvm.getelementptr %lctx[${ctx_log_ends}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %table_i = llvm.load %table_p : !llvm.ptr -> i64
+    %table = llvm.inttoptr %table_i : i64 to !llvm.ptr
+    %has = arith.cmpi ne, %table_i, %c0 : i64
+    %slot = scf.if %has -> (!llvm.ptr) {
+      %m1 = arith.constant -7046029254386353131 : i64
+      %m2 = arith.constant 7109453100751455733 : i64
+      %shift = arith.constant ${log_ends_shift} : i64
+      %k1 = arith.xori %addr, %kind : i64
+      %h1 = arith.muli %k1, %m1 : i64
+      %h2 = arith.addi %h1, %m2 : i64
+      %h = arith.muli %h2, %m1 : i64
+      %k = arith.shrui %h, %shift : i64
+      %p = llvm.getelementptr %table[%k] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+      scf.yield %p : !llvm.ptr
+    } else {
+      scf.yield %table : !llvm.ptr
+    }
+    return %slot : !llvm.ptr
+  }
+
+  // Entry `idx` of the log (`len` entries at `log`) grown by the access
+  // [mram, end) when it is one of the same kind and site that the access
+  // starts in or right after (then the table finds it by its new end).
+  func.func private @__dpu_log_extend(%lctx: !llvm.ptr, %log: !llvm.ptr, %len: i64, %idx: i64, %kind: i64,
+                                      %mram: i64, %end: i64, %site: i64) -> i1 {
+    %width = arith.constant ${log_entry} : i64
+    %valid = arith.cmpi ult, %idx, %len : i64          // (a stale or unset index is past the end)
+    %ext = scf.if %valid -> (i1) {
+      %off = arith.muli %idx, %width : i64
+      %e = llvm.getelementptr %log[%off] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+      %k = llvm.load %e : !llvm.ptr -> i64
+      %lo_p = llvm.getelementptr %e[1] : (!llvm.ptr) -> !llvm.ptr, i64
+      %lo = llvm.load %lo_p : !llvm.ptr -> i64
+      %hi_p = llvm.getelementptr %e[2] : (!llvm.ptr) -> !llvm.ptr, i64
+      %hi = llvm.load %hi_p : !llvm.ptr -> i64
+      %s_p = llvm.getelementptr %e[3] : (!llvm.ptr) -> !llvm.ptr, i64
+      %s = llvm.load %s_p : !llvm.ptr -> i64
+      %same_k = arith.cmpi eq, %k, %kind : i64
+      %same_s = arith.cmpi eq, %s, %site : i64
+      %after_lo = arith.cmpi uge, %mram, %lo : i64
+      %upto_hi = arith.cmpi ule, %mram, %hi : i64
+      %same = arith.andi %same_k, %same_s : i1
+      %within = arith.andi %after_lo, %upto_hi : i1
+      %yes = arith.andi %same, %within : i1
+      scf.if %yes {
+        %hi2 = arith.maxui %hi, %end : i64
+        llvm.store %hi2, %hi_p : i64, !llvm.ptr
+        func.call @__dpu_log_remember(%lctx, %kind, %hi2, %idx) : (!llvm.ptr, i64, i64, i64) -> ()
+      }
+      scf.yield %yes : i1
+    } else {
+      %no = arith.constant false
+      scf.yield %no : i1
+    }
+    return %ext : i1
+  }
+
+  // The table (if any) finds entry `idx` (of `kind`) by its end `end`.
+  func.func private @__dpu_log_remember(%lctx: !llvm.ptr, %kind: i64, %end: i64, %idx: i64) {
+    %slot = func.call @__dpu_log_slot(%lctx, %kind, %end) : (!llvm.ptr, i64, i64) -> !llvm.ptr
+    %null = llvm.mlir.zero : !llvm.ptr
+    %has = llvm.icmp "ne" %slot, %null : !llvm.ptr
+    scf.if %has {
+      llvm.store %idx, %slot : i64, !llvm.ptr
+    }
+    return
+  }
+
+  // An access of a launch's arrays, logged (Ctx.LOG) unless it is a read of
+  // bytes no DPU may write. It grows the last entry, or the entry that ends
+  // where it starts (found through the table: tasklets that run one after
+  // another each log their chunk of a row), or is a new entry.
   func.func private @__dpu_log(%kind: i64, %mram: i64, %n: i64, %site: i64, %ctx: !llvm.ptr) {
     %c0 = arith.constant 0 : i64
     %true = arith.constant true
-    %c1 = arith.constant 1 : i64
-    %width = arith.constant ${log_entry} : i64
     %lctx = func.call @__dpu_log_context(%ctx) : (!llvm.ptr) -> !llvm.ptr
     %cap_p = llvm.getelementptr %lctx[${ctx_log_cap}] : (!llvm.ptr) -> !llvm.ptr, i64
     %cap = llvm.load %cap_p : !llvm.ptr -> i64
@@ -234,60 +341,64 @@ module {
     %watched = arith.xori %unwatched, %true : i1
     %on = arith.andi %logging, %watched : i1
     scf.if %on {
-      %len_p = llvm.getelementptr %lctx[${ctx_log_len}] : (!llvm.ptr) -> !llvm.ptr, i64
-      %log_p = llvm.getelementptr %lctx[${ctx_log}] : (!llvm.ptr) -> !llvm.ptr, i64
-      %len = llvm.load %len_p : !llvm.ptr -> i64
-      %log_i = llvm.load %log_p : !llvm.ptr -> i64
-      %log = llvm.inttoptr %log_i : i64 to !llvm.ptr
-      %last = arith.subi %len, %c1 : i64
-      %last_off = arith.muli %last, %width : i64
-      %e = llvm.getelementptr %log[%last_off] : (!llvm.ptr, i64) -> !llvm.ptr, i64
-      %some = arith.cmpi sgt, %len, %c0 : i64
-      %extends = scf.if %some -> (i1) {
-        %k = llvm.load %e : !llvm.ptr -> i64
-        %lo_p = llvm.getelementptr %e[1] : (!llvm.ptr) -> !llvm.ptr, i64
-        %lo = llvm.load %lo_p : !llvm.ptr -> i64
-        %hi_p = llvm.getelementptr %e[2] : (!llvm.ptr) -> !llvm.ptr, i64
-        %hi = llvm.load %hi_p : !llvm.ptr -> i64
-        %s_p = llvm.getelementptr %e[3] : (!llvm.ptr) -> !llvm.ptr, i64
-        %s = llvm.load %s_p : !llvm.ptr -> i64
-        %same_k = arith.cmpi eq, %k, %kind : i64
-        %same_s = arith.cmpi eq, %s, %site : i64
-        %after_lo = arith.cmpi uge, %mram, %lo : i64
-        %upto_hi = arith.cmpi ule, %mram, %hi : i64
-        %same = arith.andi %same_k, %same_s : i1
-        %within = arith.andi %after_lo, %upto_hi : i1
-        %ext = arith.andi %same, %within : i1
-        scf.if %ext {
-          %hi2 = arith.maxui %hi, %end : i64
-          llvm.store %hi2, %hi_p : i64, !llvm.ptr
-        }
-        scf.yield %ext : i1
+      func.call @__dpu_log_entry(%kind, %mram, %end, %site, %lctx) : (i64, i64, i64, i64, !llvm.ptr) -> ()
+    }
+    return
+  }
+
+  // The log entry of an access (a logged one): see `__dpu_log`.
+  func.func private @__dpu_log_entry(%kind: i64, %mram: i64, %end: i64, %site: i64, %lctx: !llvm.ptr) {
+    %true = arith.constant true
+    %c1 = arith.constant 1 : i64
+    %width = arith.constant ${log_entry} : i64
+    %cap_p = llvm.getelementptr %lctx[${ctx_log_cap}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %cap = llvm.load %cap_p : !llvm.ptr -> i64
+    %len_p = llvm.getelementptr %lctx[${ctx_log_len}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %log_p = llvm.getelementptr %lctx[${ctx_log}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %len = llvm.load %len_p : !llvm.ptr -> i64
+    %log_i = llvm.load %log_p : !llvm.ptr -> i64
+    %log = llvm.inttoptr %log_i : i64 to !llvm.ptr
+    %last = arith.subi %len, %c1 : i64
+    %by_last = func.call @__dpu_log_extend(%lctx, %log, %len, %last, %kind, %mram, %end, %site)
+        : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64) -> i1
+    %extends = scf.if %by_last -> (i1) {
+      scf.yield %true : i1
+    } else {
+      %slot = func.call @__dpu_log_slot(%lctx, %kind, %mram) : (!llvm.ptr, i64, i64) -> !llvm.ptr
+      %null = llvm.mlir.zero : !llvm.ptr
+      %has = llvm.icmp "ne" %slot, %null : !llvm.ptr
+      %found = scf.if %has -> (i1) {
+        %idx = llvm.load %slot : !llvm.ptr -> i64
+        %r = func.call @__dpu_log_extend(%lctx, %log, %len, %idx, %kind, %mram, %end, %site)
+            : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64) -> i1
+        scf.yield %r : i1
       } else {
         %no = arith.constant false
         scf.yield %no : i1
       }
-      %append = arith.xori %extends, %on : i1              // (%on is true here)
-      scf.if %append {
-        %full = arith.cmpi sge, %len, %cap : i64
-        scf.if %full {
-          func.call @${log_full}(%lctx) : (!llvm.ptr) -> ()
-        }
-        %len2 = llvm.load %len_p : !llvm.ptr -> i64
-        %log2_i = llvm.load %log_p : !llvm.ptr -> i64
-        %log2 = llvm.inttoptr %log2_i : i64 to !llvm.ptr
-        %off = arith.muli %len2, %width : i64
-        %f = llvm.getelementptr %log2[%off] : (!llvm.ptr, i64) -> !llvm.ptr, i64
-        llvm.store %kind, %f : i64, !llvm.ptr
-        %f1 = llvm.getelementptr %f[1] : (!llvm.ptr) -> !llvm.ptr, i64
-        llvm.store %mram, %f1 : i64, !llvm.ptr
-        %f2 = llvm.getelementptr %f[2] : (!llvm.ptr) -> !llvm.ptr, i64
-        llvm.store %end, %f2 : i64, !llvm.ptr
-        %f3 = llvm.getelementptr %f[3] : (!llvm.ptr) -> !llvm.ptr, i64
-        llvm.store %site, %f3 : i64, !llvm.ptr
-        %len3 = arith.addi %len2, %c1 : i64
-        llvm.store %len3, %len_p : i64, !llvm.ptr
+      scf.yield %found : i1
+    }
+    %append = arith.xori %extends, %true : i1
+    scf.if %append {
+      %full = arith.cmpi sge, %len, %cap : i64
+      scf.if %full {
+        func.call @${log_full}(%lctx) : (!llvm.ptr) -> ()
       }
+      %len2 = llvm.load %len_p : !llvm.ptr -> i64
+      %log2_i = llvm.load %log_p : !llvm.ptr -> i64
+      %log2 = llvm.inttoptr %log2_i : i64 to !llvm.ptr
+      %off = arith.muli %len2, %width : i64
+      %f = llvm.getelementptr %log2[%off] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+      llvm.store %kind, %f : i64, !llvm.ptr
+      %f1 = llvm.getelementptr %f[1] : (!llvm.ptr) -> !llvm.ptr, i64
+      llvm.store %mram, %f1 : i64, !llvm.ptr
+      %f2 = llvm.getelementptr %f[2] : (!llvm.ptr) -> !llvm.ptr, i64
+      llvm.store %end, %f2 : i64, !llvm.ptr
+      %f3 = llvm.getelementptr %f[3] : (!llvm.ptr) -> !llvm.ptr, i64
+      llvm.store %site, %f3 : i64, !llvm.ptr
+      %len3 = arith.addi %len2, %c1 : i64
+      llvm.store %len3, %len_p : i64, !llvm.ptr
+      func.call @__dpu_log_remember(%lctx, %kind, %end, %len2) : (!llvm.ptr, i64, i64, i64) -> ()
     }
     return
   }
@@ -564,6 +675,21 @@ ${dma_rules}
       func.call @__dpu_yield(%s, %ctx) : (!llvm.ptr, !llvm.ptr) -> ()
     } else {
       func.call @__dpu_wait(%gen_p, %gen32) : (!llvm.ptr, i32) -> ()
+    }
+    return
+  }
+
+  // The tasklet of `ctx` lets the next one of its DPU run, where they share
+  // one host thread (threads run side by side).
+  func.func @${yield}(%ctx: !llvm.ptr) {
+    %c0 = arith.constant 0 : i64
+    %st = func.call @__dpu_state(%ctx) : (!llvm.ptr) -> !llvm.ptr
+    %sched_p = llvm.getelementptr %st[${dpu_scheduler}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %sched = llvm.load %sched_p : !llvm.ptr -> i64
+    %shared = arith.cmpi ne, %sched, %c0 : i64
+    scf.if %shared {
+      %s = llvm.inttoptr %sched : i64 to !llvm.ptr
+      func.call @__dpu_yield(%s, %ctx) : (!llvm.ptr, !llvm.ptr) -> ()
     }
     return
   }

@@ -136,6 +136,9 @@ FAILED = "__dpu_failed"
 CTX = "edsl_dpu_ctx"                  # () -> !llvm.ptr
 ENTER = "edsl_dpu_enter"              # (ctx) -> (): this thread runs the tasklet of `ctx`
 EXIT = "edsl_dpu_exit"                # (ctx) -> (): the tasklet of `ctx` has finished
+# (ctx) -> (): the model's tasklet of `ctx` lets its DPU's next one run, where they share a
+# host thread; nothing on a DPU, whose tasklets run side by side.
+YIELD = "edsl_dpu_yield"
 # A kernel's program: `LAUNCH` runs every DPU's program instances on one tasklet.
 MAIN = "__dpu_main"
 LAUNCH = "__dpu_launch"
@@ -234,9 +237,11 @@ class Ctx(IntEnum):
     LOG_CAP = 26
     WATCH_LO = 27        # input: reads outside [WATCH_LO, WATCH_HI) (what the launch may write) are not logged
     WATCH_HI = 28
+    LOG_ENDS = 29        # model: the log's table of LOG_ENDS slots (or 0) that finds the entry ending
+                         # where an access starts, which then grows it (tasklets run one by one)
 
 
-CTX_SLOTS = 29
+CTX_SLOTS = 30
 
 
 class Dpu(IntEnum):
@@ -276,6 +281,7 @@ class Err(IntEnum):
 # value is unused) and refuse any other sharing (edsl.dpu.sharing).
 
 LOG_ENTRY = 4                         # i64 fields of a log entry: kind, mram_addr, end, site
+LOG_ENDS = 32                         # i64 slots of a log's table by end address (a power of 2)
 
 
 class Access(IntEnum):

@@ -274,6 +274,38 @@ def test_dpus_that_keep_apart_need_not_run_one_by_one():
     assert not apart(logs([(R, 0, 4, 2)], [(W, 0, 8, 1)]))                   # ... whichever runs first
 
 
+@pytest.mark.parametrize("dpus", [1, 3])
+def test_the_tasklets_of_a_dpu_log_a_row_they_share_out_as_one_tasklet_logs_it(monkeypatch, dpus):
+    """Each tasklet of an in-place vector add reads and writes its chunk of
+    each program's rows: the log of its DPU grows the entry of its kind that
+    ends where a chunk starts (not only the last one), so 16 tasklets log as
+    many entries as one (and the host checks no more)."""
+    import triton_vector_add
+    from edsl.dpu import runtime
+    taken = []
+    original = runtime.Launch.take_logs
+
+    def counting(self, lo, hi):
+        logs = original(self, lo, hi)
+        taken.append([len(log) for log in logs])
+        return logs
+    monkeypatch.setattr(runtime.Launch, "take_logs", counting)
+    monkeypatch.setenv("EDSL_DPU_WORKERS", "1")
+    x = np.arange(12 * 1024, dtype=np.float32)
+    entries, outs = {}, {}
+    for tasklets in (1, 16):
+        taken.clear()
+        out = x.copy()
+        triton_vector_add.add_kernel[(12,)](out, x, out, x.size, BLOCK=1024, num_dpus=dpus, num_tasklets=tasklets)
+        entries[tasklets], outs[tasklets] = list(taken), out
+    np.testing.assert_array_equal(outs[16], 2 * x)
+    np.testing.assert_array_equal(outs[1], outs[16])
+    if dpus > 1:
+        assert entries[16] == entries[1] and sum(map(sum, entries[1])) > 0
+    else:
+        assert entries[16] == entries[1] == []          # (one DPU shares with none: no log)
+
+
 @pytest.mark.parametrize("tasklets", [1, 4])
 def test_dpus_on_several_host_threads_give_the_same_bits(monkeypatch, tasklets):
     import triton_softmax

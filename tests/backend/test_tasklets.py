@@ -149,6 +149,23 @@ def test_tasklets_ask_me_once_and_skip_barriers_when_nothing_crosses():
     assert info.tasklets == 16
 
 
+def _main(text: str) -> str:
+    return text[text.index("func.func @__dpu_main"):text.index("func.func @__dpu_launch")]
+
+
+def test_tasklets_that_meet_at_no_barrier_in_a_program_take_turns_after_it():
+    """On the model a DPU's tasklets share a host thread: where nothing makes
+    them meet inside a program instance, each yields after one, so that they
+    go through the arrays together (chunk after chunk of one row) as on a DPU."""
+    one, _ = convert_ttir(HEAD + SIG + VECTOR + TAIL)
+    many, _ = convert_ttir(HEAD + SIG + VECTOR + TAIL, tasklets=16)
+    meet, _ = convert_ttir(HEAD + SIG + REDUCE + TAIL, tasklets=16)
+    assert "call @edsl_dpu_yield" not in _main(str(one))
+    assert len(re.findall(r"call @edsl_dpu_yield\(%arg\d+\)", _main(str(many)))) == 1
+    assert re.search(r"^    llvm.call @edsl_dpu_barrier", str(meet), re.M)
+    assert "call @edsl_dpu_yield" not in _main(str(meet))
+
+
 def test_tasklet_chunks_that_split_a_tile_exactly_need_no_clamp():
     """8 tasklets split a 64-element tile into whole chunks of 8: the bounds
     of a tasklet's chunk are me * 8 and me * 8 + 8, with no clamp to the

@@ -32,7 +32,7 @@ from ...lowering.pipeline import location_of, verify
 from ..stores import ACCESSES, pointer_load, stored_params
 from ..ttir_reader import read_ttir, user_location
 from . import calls, control, debug, dot, elementwise, memory, reduce, shape, spill, wram  # noqa: F401  (register lowerings)
-from .barriers import place_barriers, unmarked_accesses
+from .barriers import meet_in_every_instance, place_barriers, unmarked_accesses
 from .converter import Converter
 from .core import KernelInfo, scalar_type
 from .runtime_text import program_text
@@ -154,7 +154,8 @@ def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, p
     # The support text declares the kernel so that it verifies on its own;
     # declarations `out` already holds are dropped when the support moves in.
     param_types = [str(t) for t in params]
-    support = ir.Module.parse("module {" + program_text(name, param_types, tasklets)
+    turns = tasklets > 1 and not meet_in_every_instance(entry)
+    support = ir.Module.parse("module {" + program_text(name, param_types, tasklets, turns)
                               + (spill.support_text() if info.spills else "") + "}")
     table = ir.SymbolTable(out.operation)
     for op in list(support.body.operations):

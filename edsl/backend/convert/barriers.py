@@ -224,6 +224,35 @@ def place_barriers(entry: ir.Block, tasklets: int, module_body: ir.Block, info) 
         marker.erase()
 
 
+def meet_in_every_instance(entry: ir.Block) -> bool:
+    """Whether the tasklets of a kernel whose body is `entry` meet at a barrier
+    in every program instance: one that no `scf.if` holds (a loop around one
+    is taken to run)."""
+    def unconditional(op) -> bool:
+        parent = op.parent
+        while parent.name != "func.func":
+            if parent.name == "scf.if":
+                return False
+            parent = parent.parent
+        return True
+
+    for op in _walk_calls(entry, BARRIER):
+        if unconditional(op):
+            return True
+    return False
+
+
+def _walk_calls(block: ir.Block, callee: str):
+    """The `llvm.call`s of `callee` in `block`, nested ones too."""
+    for op in block.operations:
+        if op.name == "llvm.call" and "callee" in op.attributes \
+                and ir.FlatSymbolRefAttr(op.attributes["callee"]).value == callee:
+            yield op
+        for region in op.regions:
+            for inner in region.blocks:
+                yield from _walk_calls(inner, callee)
+
+
 class _Placement:
     def __init__(self, tasklets: int, module_body, info):
         self.tasklets = tasklets

@@ -5,7 +5,12 @@
 //
 // `__dpu_main` is what every tasklet of a DPU runs: the program instances of
 // that DPU, ids first, first+step, ... below the grid size, one at a time,
-// with the tasklet's launch context `ctx`. `__dpu_launch` runs `__dpu_main`
+// with the tasklet's launch context `ctx`. Tasklets that meet at no barrier
+// in an instance yield after it (`after_instance`): on the model, where a
+// DPU's tasklets take turns on one host thread, they then work through the
+// arrays together, as a DPU's tasklets do (a tasklet that ran all its chunks
+// before the next one started would touch a new page at each chunk).
+// `__dpu_launch` runs `__dpu_main`
 // for DPUs first..end-1 in turn on tasklet `tid`, each with its context (the
 // contexts are laid out DPU by DPU, tasklet by tasklet): one host call per
 // tasklet for a whole launch.
@@ -16,6 +21,7 @@
   llvm.func @${barrier}(i64) attributes {sym_visibility = "private"}
   llvm.func @${enter}(!llvm.ptr) attributes {sym_visibility = "private"}
   llvm.func @${exit}(!llvm.ptr) attributes {sym_visibility = "private"}
+  llvm.func @${tasklet_yield}(!llvm.ptr) attributes {sym_visibility = "private"}
   // (for `tl.device_print`, edsl.backend.convert.debug)
   llvm.func @printf(!llvm.ptr, ...) -> i32
   llvm.func @fflush(!llvm.ptr) -> i32
@@ -31,6 +37,7 @@
       %pid_y = arith.remsi %q, %grid_y : i32
       %pid_z = arith.divsi %p, %gxy : i32
       ${kernel_call}
+      ${after_instance}
     }
     return
   }

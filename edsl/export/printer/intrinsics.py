@@ -62,6 +62,7 @@ PRIMITIVES = {
     abi.NR_TASKLETS: lambda a: "(uint32_t)NR_TASKLETS",
     abi.BARRIER: lambda a: f"barrier_wait(&{BARRIER_VAR})",
     abi.CTX: lambda a: f"(void *){CTX_ARRAY}[me()]",
+    abi.YIELD: lambda a: "(void)0",         # (a DPU's tasklets run side by side)
     # A tasklet's full WRAM access log goes to its log in MRAM (a launch on
     # several DPUs; templates/dpu_program.c), where the host runner reads it.
     abi.LOG_FULL: lambda a: f"{LOG_FLUSH}({a[0]})",
