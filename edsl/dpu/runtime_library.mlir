@@ -341,18 +341,17 @@ module {
     %watched = arith.xori %unwatched, %true : i1
     %on = arith.andi %logging, %watched : i1
     scf.if %on {
-      func.call @__dpu_log_entry(%kind, %mram, %end, %site, %lctx) : (i64, i64, i64, i64, !llvm.ptr) -> ()
+      func.call @__dpu_log_entry(%kind, %mram, %end, %site, %lctx, %cap) : (i64, i64, i64, i64, !llvm.ptr, i64) -> ()
     }
     return
   }
 
-  // The log entry of an access (a logged one): see `__dpu_log`.
-  func.func private @__dpu_log_entry(%kind: i64, %mram: i64, %end: i64, %site: i64, %lctx: !llvm.ptr) {
+  // The log entry of an access (a logged one, the log `cap` entries long): see `__dpu_log`.
+  func.func private @__dpu_log_entry(%kind: i64, %mram: i64, %end: i64, %site: i64, %lctx: !llvm.ptr,
+                                     %cap: i64) {
     %true = arith.constant true
     %c1 = arith.constant 1 : i64
     %width = arith.constant ${log_entry} : i64
-    %cap_p = llvm.getelementptr %lctx[${ctx_log_cap}] : (!llvm.ptr) -> !llvm.ptr, i64
-    %cap = llvm.load %cap_p : !llvm.ptr -> i64
     %len_p = llvm.getelementptr %lctx[${ctx_log_len}] : (!llvm.ptr) -> !llvm.ptr, i64
     %log_p = llvm.getelementptr %lctx[${ctx_log}] : (!llvm.ptr) -> !llvm.ptr, i64
     %len = llvm.load %len_p : !llvm.ptr -> i64

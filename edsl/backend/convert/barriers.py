@@ -236,21 +236,16 @@ def meet_in_every_instance(entry: ir.Block) -> bool:
             parent = parent.parent
         return True
 
-    for op in _walk_calls(entry, BARRIER):
-        if unconditional(op):
-            return True
-    return False
+    found: list = []
 
-
-def _walk_calls(block: ir.Block, callee: str):
-    """The `llvm.call`s of `callee` in `block`, nested ones too."""
-    for op in block.operations:
+    def visit(op):
         if op.name == "llvm.call" and "callee" in op.attributes \
-                and ir.FlatSymbolRefAttr(op.attributes["callee"]).value == callee:
-            yield op
-        for region in op.regions:
-            for inner in region.blocks:
-                yield from _walk_calls(inner, callee)
+                and ir.FlatSymbolRefAttr(op.attributes["callee"]).value == BARRIER and unconditional(op):
+            found.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+    entry.owner.operation.walk(visit)
+    return bool(found)
 
 
 class _Placement:
