@@ -1,24 +1,31 @@
-"""How this machine's throughput grows with threads, for work in cache and
-for work bound by memory: the ceiling of `benchmarks/dpus.py`'s speed-up.
+"""How this machine's throughput grows with work at once: the ceiling of
+`benchmarks/dpus.py`'s speed-up.
 
     python benchmarks/host_scaling.py
 
 Each of N threads at once (1, 2, 4, ... up to the cores) runs the same job:
 `exp` over a 512 KiB array kept in its core's cache (compute), or copies
 between two 64 MiB arrays of its own (memory). NumPy lets the GIL go while
-it computes or copies (each call holds it for a few microseconds). Printed: the throughput of N threads against one's, best of 3. A
-launch of the DPU model whose DPUs mostly move data (softmax: each DPU
-copies its rows into WRAM and back) cannot gain more than the memory
-figure; one that computes on data in WRAM (matmul) can gain up to the
-compute figure.
+it computes or copies (each call holds it for a few microseconds).
+
+Then the DPU model's own code: each of N processes at once runs the same
+launch of `benchmarks/dpus.py` (64 DPUs, 16 tasklets) on one host thread,
+again and again. Processes share no GIL and no memory, only the machine, so
+a launch on N threads of one process gains at most what N processes do.
+
+Printed: the throughput of N against one's (threads: best of 3).
 """
+import multiprocessing
 import os
+import pathlib
+import sys
 import threading
 import time
 
 import numpy as np
 
 ROUNDS = {"compute": 200, "memory": 10}
+LAUNCHES = {"softmax": 20, "matmul": 4}          # launches each process runs, timed, by their name's start
 
 
 def job(kind: str):
@@ -52,6 +59,35 @@ def wall(kind: str, threads: int) -> float:
     return best
 
 
+def run_launches(kind: str, start, done) -> None:
+    """One process: warm up, wait for the others, time LAUNCHES[kind] launches."""
+    os.environ["EDSL_DPU_WORKERS"] = "1"
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    import dpus
+    import edsl.backend
+    with edsl.backend.activated():
+        launch = next(launch for name, (_, launch, _) in dpus.launches().items() if name.startswith(kind))
+        launch()
+        start.wait()
+        t0 = time.monotonic()
+        for _ in range(LAUNCHES[kind]):
+            launch()
+        done.put((t0, time.monotonic()))
+
+
+def model_wall(kind: str, processes: int) -> float:
+    """Seconds a round of launches took, `processes` processes running at once."""
+    spawn = multiprocessing.get_context("spawn")
+    start, done = spawn.Barrier(processes), spawn.Queue()
+    pool = [spawn.Process(target=run_launches, args=(kind, start, done)) for _ in range(processes)]
+    for p in pool:
+        p.start()
+    spans = [done.get() for _ in pool]
+    for p in pool:
+        p.join()
+    return (max(end for _, end in spans) - min(begin for begin, _ in spans)) / LAUNCHES[kind]
+
+
 def main():
     cores = os.cpu_count() or 1
     counts = [n for n in (1, 2, 4, 8, 16, 32, 64, 128) if n < cores] + [cores]
@@ -62,6 +98,13 @@ def main():
             one = one or t
             print(f"{kind:>7}: {n:3d} threads {t * 1e3:8.1f} ms for {n} jobs = {n * one / t:5.2f}x one thread's "
                   "throughput", flush=True)
+    for kind in LAUNCHES:
+        one = None
+        for n in counts:
+            t = model_wall(kind, n)
+            one = one or t
+            print(f"{kind:>7}: {n:3d} processes {t * 1e3:8.1f} ms a launch each = {n * one / t:5.2f}x one "
+                  "process's throughput (the DPU model, a launch on one thread)", flush=True)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 once its MRAM image is in place: in this process (edsl.backend.model) or
 as a rank in a Ray task (edsl.backend.ranks).
 
-`DpuJob` is what a run needs (picklable); `dpu_runner` runs DPUs on their
+`DpuJob` is what a run needs (picklable); `DpuRunner` runs DPUs on their
 contexts; `run_dpus` runs them in one pass on several host threads and
 keeps that where they kept apart, else one by one, each on the arrays as
 transferred; `merge` writes the gathered results into the arrays.
@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import sys
 import time
 import weakref
 from dataclasses import dataclass
@@ -20,26 +21,28 @@ from typing import Callable
 import numpy as np
 
 from ..target.dpu import DMA_ALIGN, ENTRY, LAUNCH, WRAM_MEMREF, Ctx, align_up, lowered_entry_types
-from ..dpu.runtime import Launch, Program
+from ..dpu.runtime import EntryRun, Launch, Program
 from ..dpu.sharing import Gather, SharingError, apart
 from ..base.errors import ArgumentError
 
 
-def _entry_args(entry: str, **values) -> list:
-    """The ctypes values of the arguments `abi.ENTRY[entry]` lists, each given
-    by name: an int for i32, an address for a pointer, (address, bytes) for
-    the WRAM memref (its descriptor's five fields)."""
-    out = []
+def _entry_slots(entry: str, **values) -> tuple[np.ndarray, dict[str, int]]:
+    """The arguments `abi.ENTRY[entry]` lists, each given by name, one int64
+    slot per lowered field: an int for i32 (read from its slot's low bytes,
+    both hosts the model runs on being little-endian), an address for a
+    pointer, (address, bytes) for the WRAM memref (its descriptor's five
+    fields); and each argument's first slot, by name."""
+    out, first = [], {}
     for arg in ENTRY[entry]:
         v = values[arg.name]
+        first[arg.name] = len(out)
         if arg.type == WRAM_MEMREF:
             buffer, nbytes = v
-            out += [ctypes.c_void_p(buffer), ctypes.c_void_p(buffer), ctypes.c_int64(0),
-                    ctypes.c_int64(nbytes), ctypes.c_int64(1)]
+            out += [buffer, buffer, 0, nbytes, 1]
         else:
-            out.append(ctypes.c_int32(v) if arg.type == "i32" else ctypes.c_void_p(v))
-    assert len(out) == len(lowered_entry_types(entry))
-    return out
+            out.append(v)
+    assert len(out) == len(lowered_entry_types(entry)) and sys.byteorder == "little"
+    return np.array(out, dtype=np.int64), first
 
 
 # A launch's DPUs run on more host threads than one only where each thread
@@ -98,15 +101,6 @@ def _in_parallel(jobs: list, run: Launch) -> list:
     return [f.result() for f in futures]
 
 
-def _run_and_log(dpus: Callable, run: Launch, lo: int, hi: int, *wram: np.ndarray) -> tuple[list, float]:
-    """Run DPUs lo .. hi - 1 (in `wram`, or the runner's own) and take their
-    access logs, on the thread that ran them (while other threads still run
-    DPUs); and the seconds that took."""
-    start = time.perf_counter()
-    dpus(lo, hi, *wram)
-    return run.take_logs(lo, hi), time.perf_counter() - start
-
-
 @dataclass
 class DpuJob:
     """What running a launch's DPUs needs once its MRAM image is in place.
@@ -134,39 +128,102 @@ class DpuJob:
         return run
 
 
-def dpu_runner(program: Program, job: DpuJob, run: Launch, keep=()) -> Callable:
-    """`dpus(first, end, wram)`: runs DPUs first .. end - 1 of `run`, with a
-    WRAM of `job.wram_bytes` in `wram` (by default one buffer: the DPUs run
-    in turn). `keep`: what else the tasklets use (the MRAM image)."""
-    default_wram = np.zeros(job.wram_bytes + 8, dtype=np.uint8)
-    gx, gy, gz = job.grid
-    launch_args = dict(grid_x=gx, grid_y=gy, grid_z=gz, step=job.step, ctx=run.address())
+class DpuRunner:
+    """Runs DPUs of a launch on their contexts: `runner(first, end)` runs DPUs
+    first .. end - 1 on this thread, in turn on one WRAM of `job.wram_bytes`;
+    `start` readies runs of several ranges of DPUs, each on a WRAM of its
+    own, to run on other threads. `keep`: what else the tasklets use (the
+    MRAM image)."""
 
-    def dpus(first: int, end: int, wram: np.ndarray = default_wram) -> None:
+    def __init__(self, program: Program, job: DpuJob, run: Launch, keep=()):
+        self.program, self.job, self.run, self.keep = program, job, run, keep
+        gx, gy, gz = job.grid
+        # Every tasklet's argument array holds the same addresses but for the
+        # last one, `tid`: the kernel's values, then the launch's.
+        assert ENTRY[LAUNCH][-1].name == "tid"
+        self.slots, self.slot_of = _entry_slots(LAUNCH, grid_x=gx, grid_y=gy, grid_z=gz, step=job.step,
+                                                ctx=run.address(), first_dpu=0, end_dpu=0, tid=0,
+                                                wram=(0, job.wram_bytes))
+        self.tids = np.arange(job.tasklets, dtype=np.int32)
+        self.values = np.array([ctypes.addressof(v) for v in job.values], dtype=np.int64)
+        self.wram_stride = align_up(job.wram_bytes, 64)
+        self.wram = self._wram(1)
+
+    def _wram(self, n: int) -> np.ndarray:
+        """WRAM for `n` runs at once, zeroed."""
+        return np.zeros(n * self.wram_stride + 64, dtype=np.uint8)
+
+    def _arguments(self, firsts: np.ndarray, ends: np.ndarray, wram: np.ndarray) -> tuple[np.ndarray, tuple]:
+        """The tasklets' argument arrays for running DPUs firsts[j] .. ends[j] - 1
+        (row j; tasklet t's address in column t), run j with its WRAM at its
+        own place in `wram`; and what they point to."""
+        n, tasklets, nv = len(firsts), self.job.tasklets, len(self.values)
+        slots = np.tile(self.slots, (n, 1))
+        slots[:, self.slot_of["first_dpu"]] = firsts
+        slots[:, self.slot_of["end_dpu"]] = ends
+        at = self.slot_of["wram"]
+        slots[:, at] = slots[:, at + 1] = align_up(wram.ctypes.data, 64) + self.wram_stride * np.arange(n)
+        rows = np.empty((n, tasklets, nv + slots.shape[1]), dtype=np.int64)
+        rows[:, :, :nv] = self.values
+        rows[:, :, nv:] = ((slots.ctypes.data + slots.strides[0] * np.arange(n))[:, None, None]
+                           + slots.itemsize * np.arange(slots.shape[1]))
+        rows[:, :, -1] = self.tids.ctypes.data + self.tids.itemsize * np.arange(tasklets)
+        arrays = rows.ctypes.data + rows.strides[1] * np.arange(n * tasklets).reshape(n, tasklets)
+        return arrays, (self.job.values, self.tids, slots, rows, wram, self.keep)
+
+    def __call__(self, first: int, end: int) -> None:
         # Every tasklet runs DPUs first..end-1 in turn (the same programs in the
         # same order, so their barriers meet; each program ends with a barrier
         # where the next one's accesses could race this one's). The entry
         # enters and exits each DPU's context itself.
-        # The tasklets' argument arrays (row t: the addresses of tasklet t's
-        # argument values) differ only in the last one, `tid` (`call` and
-        # `tids` hold the values).
-        assert ENTRY[LAUNCH][-1].name == "tid"
-        call = job.values + _entry_args(LAUNCH, first_dpu=first, end_dpu=end, tid=0,
-                                        wram=(align_up(wram.ctypes.data), job.wram_bytes), **launch_args)
-        tids = np.arange(job.tasklets, dtype=np.int32)
-        rows = np.empty((job.tasklets, len(call)), dtype=np.int64)
-        rows[:, :-1] = [ctypes.addressof(v) for v in call[:-1]]
-        rows[:, -1] = tids.ctypes.data + tids.itemsize * np.arange(job.tasklets)
-        arrays = rows.ctypes.data + rows.strides[0] * np.arange(job.tasklets)
-        run.run_entry(program, LAUNCH, arrays, run.addresses(first),
-                      dpus=range(first, end), keep_alive=(call, tids, rows, wram, keep))
-    return dpus
+        arrays, uses = self._arguments(np.array([first]), np.array([end]), self.wram)
+        self.run.run_entry(self.program, LAUNCH, arrays[0], self.run.addresses(first),
+                           dpus=range(first, end), keep_alive=uses)
+
+    def start(self, bounds: np.ndarray) -> list[EntryRun]:
+        """Runs of DPUs bounds[j] .. bounds[j + 1] - 1, each ready to run on
+        another thread, with a WRAM of its own (`EntryRun`)."""
+        firsts, ends = bounds[:-1], bounds[1:]
+        arrays, uses = self._arguments(firsts, ends, self._wram(len(firsts)))
+        started = []
+        try:
+            for j, (first, end) in enumerate(zip(firsts.tolist(), ends.tolist())):
+                started.append(self.run.start_entry(self.program, LAUNCH, arrays[j], self.run.addresses(first),
+                                                    dpus=range(first, end), keep_alive=uses))
+        except BaseException:
+            for entry in started:
+                entry.finish()
+            raise
+        return started
 
 
-def run_dpus(dpus: Callable, job: DpuJob, run: Launch, gather: Gather) -> tuple[list[np.ndarray] | None,
+def _one_pass(dpus: DpuRunner, run: Launch, workers: int) -> float:
+    """Run every DPU of `run` once, on `workers` host threads at once; the
+    seconds they took on their threads, in all."""
+    ids = range(run.first, run.first + run.dpus)
+    if workers == 1:
+        start = time.perf_counter()
+        dpus(ids.start, ids.stop)
+        return time.perf_counter() - start
+    # What the threads run is made here, so that they run compiled code only,
+    # without the GIL: made on the threads, it took the GIL in turn and
+    # started the 16th thread of a softmax launch 3.6 ms after the first (of
+    # a 10.7 ms launch). One run of consecutive DPUs a thread: DPUs that run
+    # at once on other threads and sit next to each other in the contexts
+    # share cache lines (matmul on 16 threads took 3 times as long with a run
+    # per DPU).
+    started = dpus.start(ids.start + run.dpus * np.arange(workers + 1) // workers)
+    try:
+        return sum(_in_parallel(started, run))
+    finally:
+        for entry in started:
+            entry.finish()
+
+
+def run_dpus(dpus: DpuRunner, job: DpuJob, run: Launch, gather: Gather) -> tuple[list[np.ndarray] | None,
                                                                                    float | None]:
-    """Run the DPUs of `run` (with `dpus`, a `dpu_runner`) each as on its own
-    MRAM, the arrays as transferred (edsl.dpu.sharing).
+    """Run the DPUs of `run` (with `dpus`) each as on its own MRAM, the
+    arrays as transferred (edsl.dpu.sharing).
 
     First all run in one pass on the arrays, on `job.threads` host threads at
     once: where they kept apart (`sharing.apart`), that is what each on its
@@ -184,15 +241,8 @@ def run_dpus(dpus: Callable, job: DpuJob, run: Launch, gather: Gather) -> tuple[
     busy = None
     if not job.once:
         workers = min(job.threads, run.dpus)
-        if workers == 1:
-            parts = [_run_and_log(dpus, run, ids.start, ids.stop)]
-        else:
-            chunk = -(-run.dpus // workers)
-            buffers = [np.zeros(job.wram_bytes + 8, dtype=np.uint8) for _ in range(workers)]
-            parts = _in_parallel([functools.partial(_run_and_log, dpus, run, lo, min(lo + chunk, ids.stop), b)
-                                  for lo, b in zip(range(ids.start, ids.stop, chunk), buffers)], run)
-        logs = [log for part, _ in parts for log in part]
-        busy = sum(seconds for _, seconds in parts)
+        busy = _one_pass(dpus, run, workers)
+        logs = run.take_logs(ids.start, ids.stop)
         if apart(logs, word=DMA_ALIGN if workers > 1 else 1):
             return logs, busy
         gather.restore()
@@ -265,7 +315,7 @@ def run_apart(program: Program, job: DpuJob, run: Launch, image) -> SharingError
     `image`: the MRAM image (kept alive while the tasklets run). The seconds
     the DPUs took are kept under `job.busy_key` (`dpu_workers`)."""
     gather = Gather(job.spans, *mram_io(job))
-    logs, busy = run_dpus(dpu_runner(program, job, run, image), job, run, gather)
+    logs, busy = run_dpus(DpuRunner(program, job, run, image), job, run, gather)
     if busy is not None and job.busy_key is not None:
         remember_busy(program, job.busy_key, busy)
     if logs is not None:

@@ -53,7 +53,7 @@ from ..dpu.sharing import SharingError
 from ..dpu.timing import clock_hz, estimate, launch_estimate
 from ..base.errors import ArgumentError, DpuError
 from . import ranks
-from .dpu_run import DpuJob, dpu_runner, dpu_workers, run_apart
+from .dpu_run import DpuJob, DpuRunner, dpu_workers, run_apart
 
 _LAST: list = [None]
 
@@ -370,7 +370,7 @@ def _run(program: Program, job: DpuJob, mram: Mram) -> tuple[Launch, SharingErro
     mram.copy_in()
     try:
         if job.dpus == 1:
-            dpu_runner(program, job, run, mram)(0, 1)
+            DpuRunner(program, job, run, mram)(0, 1)
         elif ranks.on_ray(job):
             shared = ranks.run_ranks(program, job, run)
         else:

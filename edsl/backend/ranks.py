@@ -115,7 +115,7 @@ def run_rank(program: Program, job: dpu_run.DpuJob, first: int, end: int, keep=(
     run = job.contexts(first, end - first)
     gather = Gather(job.spans, *dpu_run.mram_io(job)[:2])
     try:
-        logs, _ = dpu_run.run_dpus(dpu_run.dpu_runner(program, job, run, keep), job, run, gather)
+        logs, _ = dpu_run.run_dpus(dpu_run.DpuRunner(program, job, run, keep), job, run, gather)
         failed = bool(run.ctx[..., Ctx.ERROR].any())
         if logs is not None and not failed:       # each DPU's writes are in the arrays: keep them
             for dpu, log in zip(range(first, end), logs):

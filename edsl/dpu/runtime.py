@@ -206,6 +206,11 @@ class Program:
     def address(self, name: str) -> int:
         return self._object.address(name)
 
+    @functools.cached_property
+    def run_tasklets(self) -> Callable[[int], None]:
+        """The runtime library's scheduler: runs the tasklets of a block to their end."""
+        return _CTX_CALL(self.address(support.RUN_TASKLETS))
+
     def entry(self, name: str) -> Callable[[ctypes.Array], None]:
         """The packed entry of function `name`: call it with a `void*[]`."""
         fn = self._entries.get(name)
@@ -241,6 +246,59 @@ def _ctx_key() -> int:
 
 # ---- launches ---------------------------------------------------------------------------
 
+# What DPUs running at once on several host threads write (their shared
+# states, contexts, logs' tables, counters) starts on cache lines of its
+# own: a line two threads write in turn moves between their cores at each write.
+CACHE_LINE = 64
+
+
+def _cache_aligned_zeros(shape: tuple[int, ...]) -> np.ndarray:
+    """Zeroed int64s of `shape`, starting at a cache line."""
+    n = int(np.prod(shape))
+    flat = np.zeros(n + CACHE_LINE // 8, dtype=np.int64)
+    start = (-flat.ctypes.data % CACHE_LINE) // 8
+    return flat[start:start + n].reshape(shape)
+
+
+class EntryRun:
+    """An entry of a program started on a launch's tasklets (`Launch.start_entry`):
+    calling it runs them on the calling thread (the GIL let go while they
+    run) and gives the seconds they took; `finish` gives back their stacks,
+    or keeps everything they use for the life of the process where they
+    still run (Ctrl-C left them behind). Once finished, it no longer runs."""
+
+    def __init__(self, launch: Launch, call: Callable[[], None], uses: tuple,
+                 fibers: _Fibers | None = None, rows: slice = slice(None)):
+        self.launch, self._call, self.uses, self.fibers, self.rows = launch, call, uses, fibers, rows
+        self._state = "ready"               # -> "running" -> "ran"; or "finished"
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        with self._lock:
+            if self._state != "ready":
+                return 0.0
+            self._state = "running"
+        start = time.perf_counter()
+        try:
+            self._call()
+        finally:
+            with self._lock:
+                self._state = "ran"
+        return time.perf_counter() - start
+
+    def finish(self) -> None:
+        with self._lock:
+            running, self._state = self._state == "running", "finished"
+        if self.fibers is None:
+            return
+        if running:
+            _leave_behind(self.launch, self.fibers, *self.uses)   # (in use by the tasklet left behind)
+        else:
+            self.launch.state[self.rows, Dpu.SCHEDULER] = 0
+            _FIBERS.give_back(self.fibers)
+        self.fibers = None
+
+
 class Launch:
     """The contexts of one launch: `dpus` x `tasklets` tasklet contexts and a
     shared state per DPU, over the MRAM regions `regions` ([lo, hi) pairs).
@@ -256,9 +314,9 @@ class Launch:
             raise DpuError(f"a DPU runs 1 to {MAX_TASKLETS} tasklets, not {tasklets}")
         self.dpus, self.tasklets, self.first = dpus, tasklets, first
         self.regions = np.ascontiguousarray(np.asarray(regions, dtype=np.int64).reshape(-1))
-        self.state = np.zeros((dpus, DPU_SLOTS), dtype=np.int64)
+        self.state = _cache_aligned_zeros((dpus, DPU_SLOTS))
         self.state[:, Dpu.TASKLETS] = tasklets
-        self.ctx = np.zeros((dpus, tasklets, CTX_SLOTS), dtype=np.int64)
+        self.ctx = _cache_aligned_zeros((dpus, tasklets, CTX_SLOTS))
         c = self.ctx
         c[..., Ctx.MRAM_LO] = int(self.regions[0::2].min()) if self.regions.size else 0
         c[..., Ctx.MRAM_HI] = int(self.regions[1::2].max()) if self.regions.size else 0
@@ -268,11 +326,9 @@ class Launch:
         c[..., Ctx.NTASKLETS] = tasklets
         c[..., Ctx.DPU] = (self.state.ctypes.data + np.arange(dpus) * DPU_SLOTS * 8)[:, None]
         c[..., Ctx.DPU_ID] = first + np.arange(dpus)[:, None]
-        # Each tasklet's counters on 64-byte cache lines of their own.
-        row = align_up(counters, 8)
-        flat = np.zeros(dpus * tasklets * row + 8, dtype=np.int64)
-        start = (-flat.ctypes.data % 64) // 8
-        self.counters = flat[start:start + dpus * tasklets * row].reshape(dpus, tasklets, row)
+        # Each tasklet's counters on cache lines of their own.
+        row = align_up(counters, CACHE_LINE // 8)
+        self.counters = _cache_aligned_zeros((dpus, tasklets, row))
         if counters:
             c[..., Ctx.COUNTERS] = (self.counters.ctypes.data
                                     + np.arange(dpus * tasklets).reshape(dpus, tasklets) * row * 8)
@@ -285,7 +341,7 @@ class Launch:
         flat = self.ctx.reshape(-1, CTX_SLOTS)
         flat[:, Ctx.LOG], flat[:, Ctx.LOG_CAP] = _LOGS.take(len(flat), entries)
         flat[:, Ctx.LOG_LEN] = 0
-        self._log_ends = np.zeros((len(flat), LOG_ENDS), np.int64)   # (kept while a tasklet may log)
+        self._log_ends = _cache_aligned_zeros((len(flat), LOG_ENDS))   # (kept while a tasklet may log)
         flat[:, Ctx.LOG_ENDS] = self._log_ends.ctypes.data + np.arange(len(flat)) * LOG_ENDS * 8
 
     def clear(self) -> None:
@@ -340,16 +396,28 @@ class Launch:
 
     def run_entry(self, program: Program, entry: str, args: Sequence[int], contexts: Sequence[int],
                   exit: bool = False, dpus: range | None = None, keep_alive=()) -> None:
-        """The packed entry `entry` of `program` on every tasklet `tid`, with
-        the argument array at address `args[tid]`, as the tasklet of context
-        `contexts[tid]` (and marked finished after it with `exit`, for an
-        entry that does not do so itself). The tasklets share one worker
-        thread (the runtime library's scheduler) where the host allows;
-        this thread waits (and can be interrupted with Ctrl-C). `dpus`: the
-        DPUs the entry runs (all by default; launches of disjoint ones may
-        run at once on several threads). `keep_alive`: what else the
-        tasklets use (their WRAM), kept with a tasklet Ctrl-C leaves behind."""
-        rows = slice(None) if dpus is None else slice(dpus.start - self.first, dpus.stop - self.first)
+        """The packed entry `entry` of `program` on every tasklet (`start_entry`);
+        this thread waits (and can be interrupted with Ctrl-C). `keep_alive`:
+        what else the tasklets use (their WRAM), kept with a tasklet Ctrl-C
+        leaves behind."""
+        started = self.start_entry(program, entry, args, contexts, exit, dpus, keep_alive)
+        try:
+            with _sigint_flag() as interrupted:
+                self._run(lambda _: started(), interrupted, 1)
+        finally:
+            started.finish()
+
+    def start_entry(self, program: Program, entry: str, args: Sequence[int], contexts: Sequence[int],
+                    exit: bool = False, dpus: range | None = None, keep_alive=()) -> EntryRun:
+        """The packed entry `entry` of `program` ready to run on every tasklet
+        `tid`, with the argument array at address `args[tid]`, as the tasklet
+        of context `contexts[tid]` (and marked finished after it with `exit`,
+        for an entry that does not do so itself). Calling it runs the tasklets
+        on the calling thread (the runtime library's scheduler switches them,
+        where the host allows; else each is a thread); `finish` gives back
+        what they used. `dpus`: the DPUs the entry runs (all by default;
+        entries of disjoint ones may run at once on several threads).
+        `keep_alive`: what else the tasklets use (their WRAM)."""
         if not support.coroutines():
             packed = program.entry(entry)
 
@@ -358,26 +426,15 @@ class Launch:
                 packed(int(args[tid]))
                 if exit:
                     program.exit(int(contexts[tid]))
-            self.run(work)
-            return
+            return EntryRun(self, lambda: self.run(work), (args, program, keep_alive))
+        rows = slice(None) if dpus is None else slice(dpus.start - self.first, dpus.stop - self.first)
         fibers = _FIBERS.take()
         block = fibers.fill(self.tasklets, program.address(PACKED_PREFIX + entry),
                             program.address(support.TASKLET_START), exit,
                             args, contexts)
-        run_tasklets = _CTX_CALL(program.address(support.RUN_TASKLETS))
         self.state[rows, Dpu.SCHEDULER] = block
-        try:
-            with _sigint_flag() as interrupted:
-                self._run(lambda _: run_tasklets(block), interrupted, 1)
-        except KeyboardInterrupt:
-            if _ABANDONED and _ABANDONED[-1][0] is self:
-                _leave_behind(fibers, args, program, keep_alive)   # (in use by the tasklet left behind)
-                fibers = None
-            raise
-        finally:
-            if fibers is not None:
-                self.state[rows, Dpu.SCHEDULER] = 0
-                _FIBERS.give_back(fibers)
+        return EntryRun(self, functools.partial(program.run_tasklets, block), (args, program, keep_alive),
+                        fibers, rows)
 
     def _run(self, work: Callable[[int], None], interrupted: list, threads: int) -> None:
         if threads == 1 and threading.current_thread() is not threading.main_thread():
@@ -605,6 +662,9 @@ class _Fibers:
         self._contexts = np.zeros(MAX_TASKLETS * each + support.JMP_BUF_BYTES + 64, dtype=np.uint8)
         self.contexts = align_up(self._contexts.ctypes.data, 64) + np.arange(MAX_TASKLETS + 1, dtype=np.int64) * each
         self.block = np.zeros(support.SCHED_HEADER + MAX_TASKLETS * support.ROW_SLOTS, dtype=np.int64)
+        self.rows = self.block[support.SCHED_HEADER:].reshape(MAX_TASKLETS, support.ROW_SLOTS)
+        self.filled = 0                      # the tasklets whose rows hold their stacks and contexts
+        self.address = self.block.ctypes.data
 
     def fill(self, tasklets: int, entry: int, start: int, exit: bool, args: Sequence[int],
              contexts: Sequence[int]) -> int:
@@ -613,15 +673,17 @@ class _Fibers:
         b[:support.SCHED_HEADER] = 0
         b[support.SCHED_TASKLETS], b[support.SCHED_ENTRY], b[support.SCHED_START] = tasklets, entry, start
         b[support.SCHED_EXIT], b[support.SCHED_MAIN] = int(exit), self.contexts[MAX_TASKLETS]
-        rows = b[support.SCHED_HEADER:].reshape(MAX_TASKLETS, support.ROW_SLOTS)[:tasklets]
-        rows[:, support.ROW_UC] = self.contexts[:tasklets]
-        rows[:, support.ROW_JB] = self.contexts[:tasklets] + support.UCONTEXT_BYTES
-        rows[:, support.ROW_STACK] = self.stacks[:tasklets]
-        rows[:, support.ROW_STACK_BYTES] = self.STACK_BYTES - np.arange(tasklets) * self.STACK_COLOR
+        rows = self.rows[:tasklets]
+        if self.filled < tasklets:          # (what the scheduler only reads, once)
+            rows[:, support.ROW_UC] = self.contexts[:tasklets]
+            rows[:, support.ROW_JB] = self.contexts[:tasklets] + support.UCONTEXT_BYTES
+            rows[:, support.ROW_STACK] = self.stacks[:tasklets]
+            rows[:, support.ROW_STACK_BYTES] = self.STACK_BYTES - np.arange(tasklets) * self.STACK_COLOR
+            self.filled = tasklets
         rows[:, support.ROW_ARGS] = args
         rows[:, support.ROW_CTX] = contexts
         rows[:, support.ROW_DONE] = 0
-        return b.ctypes.data
+        return self.address
 
 
 class _FiberPool:

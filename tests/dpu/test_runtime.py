@@ -159,12 +159,14 @@ SPIN = textwrap.dedent('''
     y, x = np.zeros(1, np.int32), np.zeros(1, np.int32)
     z = np.zeros(64, np.int32)
     spin.program(); wait_forever.program()
-    if which == "tasklets":
+    if which in ("tasklets", "dpus"):
         meet_forever.warmup(z, BLOCK=64, num_tasklets=16, grid=(1,))
     print("started", flush=True)
     try:
         if which == "tasklets":
             meet_forever[(1,)](z, BLOCK=64, num_tasklets=16)
+        elif which == "dpus":
+            meet_forever[(4,)](z, BLOCK=64, num_tasklets=16, num_dpus=4)
         else:
             spin.run(y, x) if which == "spin" else wait_forever.run(y, tasklets=1)
     except KeyboardInterrupt:
@@ -173,12 +175,13 @@ SPIN = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.parametrize("which", ["spin", "wait_forever", "tasklets"])
+@pytest.mark.parametrize("which", ["spin", "wait_forever", "tasklets", "dpus"])
 def test_ctrl_c_interrupts_a_launch(tmp_path, which):
-    """"tasklets": 16 tasklets that meet at barriers forever on one host thread."""
+    """"tasklets": 16 tasklets that meet at barriers forever on one host
+    thread; "dpus": on each of 4 DPUs, run on 4 host threads at once."""
     script = tmp_path / "spin.py"
     script.write_text(SPIN)
-    env = dict(os.environ, EDSL_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(os.environ, EDSL_CACHE_DIR=str(tmp_path / "cache"), EDSL_DPU_WORKERS="4")
     proc = subprocess.Popen([sys.executable, str(script), which], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     try:
