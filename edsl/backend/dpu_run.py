@@ -208,10 +208,8 @@ def _one_pass(dpus: DpuRunner, run: Launch, workers: int) -> float:
     # What the threads run is made here, so that they run compiled code only,
     # without the GIL: made on the threads, it took the GIL in turn and
     # started the 16th thread of a softmax launch 3.6 ms after the first (of
-    # a 10.7 ms launch). One run of consecutive DPUs a thread: DPUs that run
-    # at once on other threads and sit next to each other in the contexts
-    # share cache lines (matmul on 16 threads took 3 times as long with a run
-    # per DPU).
+    # a 10.7 ms launch). One run of consecutive DPUs a thread: runs of a DPU
+    # each, from one queue, gained nothing (docs/benchmarks.md).
     started = dpus.start(ids.start + run.dpus * np.arange(workers + 1) // workers)
     try:
         return sum(_in_parallel(started, run))
