@@ -59,8 +59,8 @@ def wall(kind: str, threads: int) -> float:
     return best
 
 
-def run_launches(kind: str, start, done) -> None:
-    """One process: warm up, wait for the others, time LAUNCHES[kind] launches."""
+def run_launches(kind: str, launches: int, start, done) -> None:
+    """One process: warm up, wait for the others, time `launches` launches."""
     os.environ["EDSL_DPU_WORKERS"] = "1"
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
     import dpus
@@ -70,7 +70,7 @@ def run_launches(kind: str, start, done) -> None:
         launch()
         start.wait()
         t0 = time.monotonic()
-        for _ in range(LAUNCHES[kind]):
+        for _ in range(launches):
             launch()
         done.put((t0, time.monotonic()))
 
@@ -79,7 +79,7 @@ def model_wall(kind: str, processes: int) -> float:
     """Seconds a round of launches took, `processes` processes running at once."""
     spawn = multiprocessing.get_context("spawn")
     start, done = spawn.Barrier(processes), spawn.Queue()
-    pool = [spawn.Process(target=run_launches, args=(kind, start, done)) for _ in range(processes)]
+    pool = [spawn.Process(target=run_launches, args=(kind, LAUNCHES[kind], start, done)) for _ in range(processes)]
     for p in pool:
         p.start()
     spans = [done.get() for _ in pool]
@@ -91,20 +91,15 @@ def model_wall(kind: str, processes: int) -> float:
 def main():
     cores = os.cpu_count() or 1
     counts = [n for n in (1, 2, 4, 8, 16, 32, 64, 128) if n < cores] + [cores]
-    for kind in ROUNDS:
+    measures = [(kind, wall, "threads", "jobs", "thread's") for kind in ROUNDS]
+    measures += [(kind, model_wall, "processes", "launches", "process's (the DPU model)") for kind in LAUNCHES]
+    for kind, measure, who, what, whose in measures:
         one = None
         for n in counts:
-            t = wall(kind, n)
+            t = measure(kind, n)
             one = one or t
-            print(f"{kind:>7}: {n:3d} threads {t * 1e3:8.1f} ms for {n} jobs = {n * one / t:5.2f}x one thread's "
+            print(f"{kind:>7}: {n:3d} {who} {t * 1e3:8.1f} ms for {n} {what} = {n * one / t:5.2f}x one {whose} "
                   "throughput", flush=True)
-    for kind in LAUNCHES:
-        one = None
-        for n in counts:
-            t = model_wall(kind, n)
-            one = one or t
-            print(f"{kind:>7}: {n:3d} processes {t * 1e3:8.1f} ms a launch each = {n * one / t:5.2f}x one "
-                  "process's throughput (the DPU model, a launch on one thread)", flush=True)
 
 
 if __name__ == "__main__":
