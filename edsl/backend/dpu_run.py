@@ -147,7 +147,12 @@ class DpuRunner:
         self.tids = np.arange(job.tasklets, dtype=np.int32)
         self.values = np.array([ctypes.addressof(v) for v in job.values], dtype=np.int64)
         self.wram_stride = align_up(job.wram_bytes, 64)
-        self.wram = self._wram(1)
+
+    @functools.cached_property
+    def wram(self) -> np.ndarray:
+        """The WRAM DPUs run on in turn on this thread (a pass on several
+        threads gives each run its own)."""
+        return self._wram(1)
 
     def _wram(self, n: int) -> np.ndarray:
         """WRAM for `n` runs at once, zeroed."""

@@ -397,7 +397,7 @@ def test_dpus_of_a_kernel_with_edsl_functions_share_their_wram_globals_on_one_th
 
     import edsl.backend.dpu_run as dpu_run
     monkeypatch.setenv("EDSL_DPU_WORKERS", "4")
-    monkeypatch.setattr(dpu_run, "_in_parallel", lambda *args: pytest.fail("DPUs ran at once"))
+    monkeypatch.setattr(dpu_run, "_in_parallel", lambda jobs, run: pytest.fail("DPUs ran at once"))
     rng = np.random.default_rng(5)
     x, y = rng.standard_normal(40_000).astype(np.float32), rng.standard_normal(40_000).astype(np.float32)
     for _ in range(3):
