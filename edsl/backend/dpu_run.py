@@ -119,6 +119,9 @@ class DpuJob:
     once: bool                         # the DPUs run one by one (a kernel that prints)
     counters: int                      # executed-block counters per tasklet (0: none)
     mram_shift: int = 0                # MRAM addresses are the host's plus this (Mram.shift)
+    # Every write of the arrays is a transfer, which saves the pages it first writes
+    # (sharing.Gather): not so where EDSL functions store to MRAM directly.
+    pages_saved_by_writes: bool = False
     busy_key: tuple | None = None      # the key its DPU seconds are kept under (`dpu_workers`)
 
     def contexts(self, first: int = 0, dpus: int | None = None) -> Launch:
@@ -214,7 +217,9 @@ def _one_pass(dpus: DpuRunner, run: Launch, workers: int) -> float:
     # without the GIL: made on the threads, it took the GIL in turn and
     # started the 16th thread of a softmax launch 3.6 ms after the first (of
     # a 10.7 ms launch). One run of consecutive DPUs a thread: runs of a DPU
-    # each, from one queue, gained nothing (docs/benchmarks.md).
+    # each, from one queue, gained nothing (docs/benchmarks.md). (Each thread
+    # taking its DPUs' logs as its run ends made a softmax launch 1.4 ms
+    # slower, not faster.)
     started = dpus.start(ids.start + run.dpus * np.arange(workers + 1) // workers)
     try:
         return sum(_in_parallel(started, run))
@@ -229,9 +234,11 @@ def run_dpus(dpus: DpuRunner, job: DpuJob, run: Launch, gather: Gather) -> tuple
     arrays as transferred (edsl.dpu.sharing).
 
     First all run in one pass on the arrays, on `job.threads` host threads at
-    once: where they kept apart (`sharing.apart`), that is what each on its
-    own MRAM gives (errors included), whatever ran when; their access logs
-    are returned and the arrays hold their results. Otherwise (and for a
+    once, their transfers saving the pages of the arrays they first write
+    into `gather` (where it is `saved_by_writes`): where they kept apart
+    (`sharing.apart`), that is what each on its own MRAM gives (errors
+    included), whatever ran when; their access logs are returned and the
+    arrays hold their results. Otherwise (and for a
     kernel that must run `once`, as one that prints) the arrays are restored
     and the DPUs run one by one, each on the arrays as transferred, `gather`
     keeping each one's result; a DPU that fails stops them, the arrays
@@ -244,12 +251,15 @@ def run_dpus(dpus: DpuRunner, job: DpuJob, run: Launch, gather: Gather) -> tuple
     busy = None
     if not job.once:
         workers = min(job.threads, run.dpus)
+        run.save_pages(gather.table, gather)
         busy = _one_pass(dpus, run, workers)
+        run.save_pages(None)
         logs = run.take_logs(ids.start, ids.stop)
         if apart(logs, word=DMA_ALIGN if workers > 1 else 1):
             return logs, busy
         gather.restore()
         run.clear()
+    gather.save()
     for dpu in ids:
         dpus(dpu, dpu + 1)
         if run.failed(dpu):
@@ -317,7 +327,7 @@ def run_apart(program: Program, job: DpuJob, run: Launch, image) -> SharingError
     launch (its error is in its contexts; the arrays are left as they were).
     `image`: the MRAM image (kept alive while the tasklets run). The seconds
     the DPUs took are kept under `job.busy_key` (`dpu_workers`)."""
-    gather = Gather(job.spans, *mram_io(job))
+    gather = Gather(job.spans, *mram_io(job), saved_by_writes=job.pages_saved_by_writes)
     logs, busy = run_dpus(DpuRunner(program, job, run, image), job, run, gather)
     if busy is not None and job.busy_key is not None:
         remember_busy(program, job.busy_key, busy)

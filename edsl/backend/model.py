@@ -358,7 +358,8 @@ def _job(program: Program, meta: dict, grid, num_dpus: int, dpus_used: int, valu
                   spans=mram.array_spans(written), wram_bytes=max(8, int(meta["wram_bytes"])),
                   threads=threads, once=bool(meta.get("prints")),
                   counters=program.counters.counters if program.counters is not None else 0,
-                  mram_shift=mram.shift, busy_key=busy_key)
+                  mram_shift=mram.shift, busy_key=busy_key,
+                  pages_saved_by_writes=not meta.get("regions", False))
 
 
 def _run(program: Program, job: DpuJob, mram: Mram) -> tuple[Launch, SharingError | None]:

@@ -352,6 +352,15 @@ class Launch:
             self.state[:, slot] = 0
         self.counters.fill(0)
 
+    def save_pages(self, table: np.ndarray | None, keep=None) -> None:
+        """Transfers save the pages of save table `table` (abi.Ctx.SAVE) before
+        they first write them; None: they save nothing. `keep`: what the
+        table points to, kept with the launch (a tasklet Ctrl-C left behind
+        may still save)."""
+        self.ctx[..., Ctx.SAVE] = 0 if table is None else table.ctypes.data
+        if table is not None:
+            self._saves = (table, keep)
+
     def take_logs(self, lo: int, hi: int) -> list[np.ndarray]:
         """The entries (rows of LOG_ENTRY i64) the tasklets of DPUs lo .. hi - 1
         logged, DPU by DPU; their logs are emptied."""
@@ -360,8 +369,10 @@ class Launch:
         out = np.empty((int(lengths.sum()), LOG_ENTRY), dtype=np.int64)
         row_bytes = LOG_ENTRY * 8
         starts = (np.cumsum(lengths) - lengths) * row_bytes + out.ctypes.data
-        for k in np.flatnonzero(lengths).tolist():  # (tasklets that share a thread log into tasklet 0's log)
-            ctypes.memmove(int(starts[k]), int(contexts[k, Ctx.LOG]), int(lengths[k]) * row_bytes)
+        used = np.flatnonzero(lengths)      # (tasklets that share a thread log into tasklet 0's log)
+        for dst, src, n in zip(starts[used].tolist(), contexts[used, Ctx.LOG].tolist(),
+                               (lengths[used] * row_bytes).tolist()):
+            ctypes.memmove(dst, src, n)
         contexts[:, Ctx.LOG_LEN] = 0
         bounds = [0, *np.cumsum(lengths.reshape(hi - lo, self.tasklets).sum(axis=1)).tolist()]
         return [out[a:b] for a, b in zip(bounds, bounds[1:])]

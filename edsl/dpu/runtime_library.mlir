@@ -135,6 +135,101 @@ module {
     return
   }
 
+  // The model: before a transfer writes MRAM [mram, mram + n), each page of
+  // the launch's written arrays that it touches is saved as transferred,
+  // once, so that the host can put back what a launch wrote. (Copied here,
+  // only the pages written are, by the DPUs' own threads, while the DPUs
+  // run.) The save table (Ctx.SAVE, 0: none; abi.PAGE_BYTES) holds [spans,
+  // then lo, hi, states, copy per span]. A DPU has nothing to save: the
+  // exporter prints no call.
+  func.func @${save_pages}(%mram: i64, %n: i64, %ctx: !llvm.ptr) {
+    %c0 = arith.constant 0 : i64
+    %c1 = arith.constant 1 : i64
+    %c4 = arith.constant 4 : i64
+    %shift = arith.constant ${page_shift} : i64
+    %table_p = llvm.getelementptr %ctx[${ctx_save}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %table_i = llvm.load %table_p : !llvm.ptr -> i64
+    %has = arith.cmpi ne, %table_i, %c0 : i64
+    scf.if %has {
+      %table = llvm.inttoptr %table_i : i64 to !llvm.ptr
+      %spans = llvm.load %table : !llvm.ptr -> i64
+      %end = arith.addi %mram, %n : i64
+      scf.for %s = %c0 to %spans step %c1 : i64 {
+        %at0 = arith.muli %s, %c4 : i64
+        %at = arith.addi %at0, %c1 : i64
+        %lo_p = llvm.getelementptr %table[%at] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+        %lo = llvm.load %lo_p : !llvm.ptr -> i64
+        %hi_p = llvm.getelementptr %lo_p[1] : (!llvm.ptr) -> !llvm.ptr, i64
+        %hi = llvm.load %hi_p : !llvm.ptr -> i64
+        %a = arith.maxui %mram, %lo : i64
+        %b = arith.minui %end, %hi : i64
+        %touches = arith.cmpi ult, %a, %b : i64
+        scf.if %touches {
+          %states_p = llvm.getelementptr %lo_p[2] : (!llvm.ptr) -> !llvm.ptr, i64
+          %states_i = llvm.load %states_p : !llvm.ptr -> i64
+          %states = llvm.inttoptr %states_i : i64 to !llvm.ptr
+          %copy_p = llvm.getelementptr %lo_p[3] : (!llvm.ptr) -> !llvm.ptr, i64
+          %copy = llvm.load %copy_p : !llvm.ptr -> i64
+          %first_page = arith.shrui %lo, %shift : i64
+          %b1 = arith.subi %b, %c1 : i64
+          %from0 = arith.shrui %a, %shift : i64
+          %to0 = arith.shrui %b1, %shift : i64
+          %from = arith.subi %from0, %first_page : i64
+          %to0_k = arith.subi %to0, %first_page : i64
+          %to = arith.addi %to0_k, %c1 : i64
+          scf.for %k = %from to %to step %c1 : i64 {
+            func.call @__dpu_save_page(%states, %copy, %lo, %hi, %first_page, %k)
+                : (!llvm.ptr, i64, i64, i64, i64, i64) -> ()
+          }
+        }
+      }
+    }
+    return
+  }
+
+  // Page k of the span [lo, hi) whose first page is `first_page`: saved into
+  // `copy` (the span's bytes from lo) by the writer that claims it; any other
+  // writer waits until it is (a copy of at most a page, made without a switch).
+  func.func private @__dpu_save_page(%states: !llvm.ptr, %copy: i64, %lo: i64, %hi: i64,
+                                     %first_page: i64, %k: i64) {
+    %clean = arith.constant ${page_clean} : i64
+    %saving = arith.constant ${page_saving} : i64
+    %saved = arith.constant ${page_saved} : i64
+    %shift = arith.constant ${page_shift} : i64
+    %page = arith.constant ${page_bytes} : i64
+    %p = llvm.getelementptr %states[%k] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+    %state = llvm.load %p atomic acquire {alignment = 8 : i64} : !llvm.ptr -> i64
+    %unsaved = arith.cmpi ne, %state, %saved : i64
+    scf.if %unsaved {
+      %pair = llvm.cmpxchg %p, %clean, %saving acq_rel acquire : !llvm.ptr, i64
+      %won = llvm.extractvalue %pair[1] : !llvm.struct<(i64, i1)>
+      scf.if %won {
+        %number = arith.addi %first_page, %k : i64
+        %start = arith.shli %number, %shift : i64
+        %stop = arith.addi %start, %page : i64
+        %a = arith.maxui %start, %lo : i64
+        %b = arith.minui %stop, %hi : i64
+        %bytes = arith.subi %b, %a : i64
+        %offset = arith.subi %a, %lo : i64
+        %dst_i = arith.addi %copy, %offset : i64
+        %dst = llvm.inttoptr %dst_i : i64 to !llvm.ptr
+        %a_p = llvm.inttoptr %a : i64 to !llvm.ptr
+        %src = func.call @__dpu_host(%a_p) : (!llvm.ptr) -> !llvm.ptr
+        "llvm.intr.memcpy"(%dst, %src, %bytes) <{isVolatile = false}> : (!llvm.ptr, !llvm.ptr, i64) -> ()
+        llvm.store %saved, %p atomic release {alignment = 8 : i64} : i64, !llvm.ptr
+      } else {
+        scf.while : () -> () {
+          %now = llvm.load %p atomic acquire {alignment = 8 : i64} : !llvm.ptr -> i64
+          %waiting = arith.cmpi ne, %now, %saved : i64
+          scf.condition(%waiting)
+        } do {
+          scf.yield
+        }
+      }
+    }
+    return
+  }
+
   // One more transfer of `n` bytes in the (transfers, bytes) context slots at `pair`.
   func.func @${count_transfer}(%pair: !llvm.ptr, %n: i64) {
     %one = arith.constant 1 : i64
@@ -479,6 +574,7 @@ ${dma_rules}
         %wp = llvm.inttoptr %wram : i64 to !llvm.ptr
         %is_write = arith.cmpi eq, %dir, %c1 : i64
         scf.if %is_write {
+          func.call @${save_pages}(%mram, %n, %ctx) : (i64, i64, !llvm.ptr) -> ()
           func.call @${copy_to_mram}(%mp, %wp, %n) : (!llvm.ptr, !llvm.ptr, i64) -> ()
         } else {
           func.call @${copy_from_mram}(%wp, %mp, %n) : (!llvm.ptr, !llvm.ptr, i64) -> ()

@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..target.dpu import ACCESS_MASK, LOG_ENTRY, Access, AtomicOp, atomic_parts
+from ..target.dpu import ACCESS_MASK, LOG_ENTRY, PAGE_BYTES, PAGE_SHIFT, Access, AtomicOp, Page, atomic_parts
 
 MIXED = -1                     # a byte one DPU both stored to and updated atomically
 MIXED_ATOMICS = -2             # ... updated with different atomics
@@ -108,10 +108,17 @@ def _combine(kind: int, result: np.ndarray, final: np.ndarray, pristine: np.ndar
 class Gather:
     """The arrays of one launch (MRAM spans [lo, hi)) over DPUs run in turn;
     `read(address, n) -> bytes` and `write(address, data)` reach the MRAM the
-    DPUs run on."""
+    DPUs run on.
+
+    The arrays as transferred (`pristine`) are kept page by page (abi.Page,
+    PAGE_BYTES): all of them at once where they are made, or, with
+    `saved_by_writes`, each page by the first transfer that writes it
+    (`table`: the save table the runtime library's SAVE_PAGES fills, for
+    DPUs whose every write is a transfer, on the host's memory). Pages no
+    DPU wrote are as transferred in the arrays; `save` copies them."""
 
     def __init__(self, spans, read: Callable[[int, int], bytes], write: Callable[[int, bytes], None],
-                 snapshot: Callable | None = None):
+                 snapshot: Callable | None = None, saved_by_writes: bool = False):
         self.spans: list[tuple[int, int]] = []
         for lo, hi in sorted((int(lo), int(hi)) for lo, hi in spans if hi > lo):
             if self.spans and lo <= self.spans[-1][1]:               # (overlapping views of one array)
@@ -120,12 +127,40 @@ class Gather:
                 self.spans.append((lo, hi))
         self._starts = [lo for lo, _ in self.spans]
         self.read, self.write = read, write
-        # (as transferred, to restore them: `snapshot(address, n)`, a faster
-        # `read` giving a buffer, where the host has one)
-        copy = snapshot or read
-        self.pristine = [np.frombuffer(copy(lo, hi - lo), dtype=np.uint8) for lo, hi in self.spans]
+        # (`snapshot(address, n)`: a faster `read` giving a buffer, where the host has one)
+        self._snapshot = snapshot or read
+        self.pages = [np.zeros((hi - 1 >> PAGE_SHIFT) - (lo >> PAGE_SHIFT) + 1, dtype=np.int64)
+                      for lo, hi in self.spans]
+        self.pristine = [np.empty(hi - lo, dtype=np.uint8) for lo, hi in self.spans]
+        self.table = np.array([len(self.spans)] + [v for (lo, hi), pages, copy in
+                                                   zip(self.spans, self.pages, self.pristine)
+                                                   for v in (lo, hi, pages.ctypes.data, copy.ctypes.data)],
+                              dtype=np.int64)
+        if not saved_by_writes:
+            self.save()
         self.claims: list[tuple[int, np.ndarray, list[bytes]]] = []     # (dpu, log rows, final bytes)
         self.reads: list[tuple[int, np.ndarray]] = []
+
+    def _page_runs(self, k: int, saved: bool):
+        """The byte ranges [a, b) of span k (offsets from its start) that its
+        pages in state SAVED (`saved`) or not cover, one per run of pages."""
+        lo, hi = self.spans[k]
+        first = lo >> PAGE_SHIFT
+        chosen = (self.pages[k] == Page.SAVED) == saved
+        edges = np.flatnonzero(np.diff(np.r_[0, chosen.astype(np.int8), 0]))
+        for start, stop in zip(edges[0::2].tolist(), edges[1::2].tolist()):
+            yield (max(lo, (first + start) * PAGE_BYTES) - lo, min(hi, (first + stop) * PAGE_BYTES) - lo)
+
+    def save(self) -> None:
+        """Keep the pages not saved yet as the arrays hold them (as transferred:
+        no DPU wrote them)."""
+        for k, (lo, hi) in enumerate(self.spans):
+            if not (self.pages[k] == Page.SAVED).any():
+                self.pristine[k] = np.frombuffer(self._snapshot(lo, hi - lo), dtype=np.uint8)
+            else:
+                for a, b in self._page_runs(k, saved=False):
+                    self.pristine[k][a:b] = np.frombuffer(self.read(lo + a, b - a), dtype=np.uint8)
+            self.pages[k][:] = Page.SAVED
 
     def _pristine(self, lo: int, hi: int) -> bytes | None:
         k = bisect.bisect_right(self._starts, lo) - 1
@@ -154,9 +189,10 @@ class Gather:
         self.reads.append((dpu, reads))
 
     def restore(self) -> None:
-        """Put every array back as transferred."""
-        for (lo, _), p in zip(self.spans, self.pristine):
-            self.write(lo, p.tobytes())
+        """Put every array back as transferred (the pages saved: no DPU wrote the others)."""
+        for k, ((lo, _), p) in enumerate(zip(self.spans, self.pristine)):
+            for a, b in self._page_runs(k, saved=True):
+                self.write(lo + a, p[a:b].tobytes())
 
     def restored(self) -> bool:
         """Whether the arrays are as transferred (every write was logged)."""
@@ -327,26 +363,32 @@ def apart(logs: list[np.ndarray], word: int = 1) -> bool:
     dpu = np.repeat(np.arange(len(rows)), counts)
     read = (table[:, 0] & ACCESS_MASK) == Access.READ
     claim = ~read & (table[:, 2] > table[:, 1])
-    lo, hi, owner = table[claim, 1], table[claim, 2], dpu[claim]
+    if claim.all():                       # (every row writes: no selection to make)
+        lo, hi, owner = table[:, 1], table[:, 2], dpu
+    else:
+        lo, hi, owner = table[claim, 1], table[claim, 2], dpu[claim]
     if not len(lo):
         return True
     if word > 1:
         lo, hi = lo & -word, (hi + word - 1) & -word
     order = np.argsort(lo, kind="stable")
     lo, hi, owner = lo[order], hi[order], owner[order]
+    ends = np.maximum.accumulate(hi)
     # Claims of two DPUs overlap iff some claim starts before the furthest
     # end so far of a claim of another DPU (the furthest end's owner is
-    # enough: the first overlap in address order is always seen so).
-    reach_at = _running_argmax(hi)
-    before = reach_at[:-1]
-    if ((lo[1:] < hi[before]) & (owner[before] != owner[1:])).any():
-        return False
+    # enough: the first overlap in address order is always seen so). Where
+    # no claim starts before the furthest end so far, none overlap.
+    if (lo[1:] < ends[:-1]).any():
+        before = _running_argmax(hi)[:-1]
+        if ((lo[1:] < hi[before]) & (owner[before] != owner[1:])).any():
+            return False
+    if not read.any():
+        return True
     # Reads: each claimed byte a read touches must be its own DPU's (claims of
     # different DPUs are now disjoint). Claims a read may touch: from the first
     # whose running end passes its start to the last starting before its end
     # (a few more than it touches: a read near another DPU's claim may make
     # the DPUs run again one by one, never a wrong answer).
-    ends = np.maximum.accumulate(hi)
     changes = np.flatnonzero(owner[1:] != owner[:-1]) + 1
     first = np.searchsorted(ends, table[read, 1], side="right")
     last = np.searchsorted(lo, table[read, 2], side="left")

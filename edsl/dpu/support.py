@@ -134,12 +134,13 @@ def _fields(path: Path, **given) -> dict:
              ("ME", "NR_TASKLETS", "BARRIER", "MRAM_READ", "MRAM_WRITE", "ASSERT_FAIL",
               "BOUNDS_FAIL", "STEP_FAIL", "COUNTERS", "DMA", "FAIL", "FAILED", "CTX", "ENTER", "EXIT", "YIELD",
               "COUNT_TRANSFER", "READ", "WRITE", "NOTE", "NOTE_ACCESS", "LOG_FULL", "LOG_ENTRY", "LOG_ENDS",
-              "CTX_SLOTS", "ACCESS_MASK", "WAIT_REPEATS")}
+              "CTX_SLOTS", "ACCESS_MASK", "WAIT_REPEATS", "SAVE_PAGES", "PAGE_BYTES", "PAGE_SHIFT")}
     known |= {f"ctx_{s.name.lower()}": int(s) for s in abi.Ctx}
     known |= {f"dpu_{s.name.lower()}": int(s) for s in abi.Dpu}
     known |= {f"err_{e.name.lower()}": int(e) for e in abi.Err}
     known |= {"log_entry_bytes": abi.LOG_ENTRY * 8, "log_ends_shift": 64 - (abi.LOG_ENDS.bit_length() - 1)}
     known |= {f"access_{a.name.lower()}": int(a) for a in abi.Access}
+    known |= {f"page_{p.name.lower()}": int(p) for p in abi.Page}
     known |= {"ctx_key": CTX_KEY, "copy_from_mram": COPY_FROM_MRAM, "copy_to_mram": COPY_TO_MRAM}
     known |= given
     return {name: known[name] for name in templates.placeholders(path)}

@@ -139,6 +139,10 @@ EXIT = "edsl_dpu_exit"                # (ctx) -> (): the tasklet of `ctx` has fi
 # (ctx) -> (): the model's tasklet of `ctx` lets its DPU's next one run, where they share a
 # host thread; nothing on a DPU, whose tasklets run side by side.
 YIELD = "edsl_dpu_yield"
+# (mram_addr, nbytes: i64, ctx: !llvm.ptr) -> (): before a transfer writes those MRAM bytes,
+# the model saves the pages of the launch's arrays they fall in, as transferred, once each
+# (`Ctx.SAVE`, `Page`); nothing on a DPU, whose MRAM holds its own copy of the arrays.
+SAVE_PAGES = "edsl_dpu_save_pages"
 # A kernel's program: `LAUNCH` runs every DPU's program instances on one tasklet.
 MAIN = "__dpu_main"
 LAUNCH = "__dpu_launch"
@@ -239,9 +243,26 @@ class Ctx(IntEnum):
     WATCH_HI = 28
     LOG_ENDS = 29        # model: the log's table of LOG_ENDS slots (or 0) that finds the entry ending
                          # where an access starts, which then grows it (tasklets run one by one)
+    SAVE = 30            # model: the table of pages of the arrays that transfers save before they
+                         # first write them (`SAVE_PAGES`; 0: none are saved)
 
 
-CTX_SLOTS = 30
+CTX_SLOTS = 31
+
+
+# The pages `SAVE_PAGES` saves: PAGE_BYTES each, aligned in MRAM addresses. A
+# save table holds [spans, then (lo, hi, states, copy) per span]: MRAM bytes
+# [lo, hi), the address of its pages' i64 states, the host address of its copy.
+PAGE_SHIFT = 12
+PAGE_BYTES = 1 << PAGE_SHIFT
+
+
+class Page(IntEnum):
+    """The state of a page of a save table: its first writer claims it by CAS
+    (CLEAN -> SAVING), copies it and releases it SAVED; other writers wait."""
+    CLEAN = 0
+    SAVING = 1
+    SAVED = 2
 
 
 class Dpu(IntEnum):

@@ -258,6 +258,74 @@ def test_a_dpus_claims_coalesce_within_one_kind_only():
     assert got == sorted([(Access.WRITE, 0, 1008, 1), (add, 10, 24, 2), (add, 500, 504, 3)])
 
 
+def test_pages_saved_by_writes_are_put_back_and_the_others_copied_as_they_are():
+    """A Gather whose pages the DPUs' first writes save (here: by hand, as
+    the runtime library's SAVE_PAGES does): restoring puts back the saved
+    pages only, clipped to the arrays; `save` copies the pages no DPU wrote."""
+    from edsl.target.dpu import PAGE_BYTES, Page
+    before = bytes(range(256)) * (4 * PAGE_BYTES // 256)
+    memory = _Memory(before)
+    lo, hi = PAGE_BYTES // 2, 3 * PAGE_BYTES + 8              # (four pages, the first and last in part)
+    gather = Gather([(lo, hi)], memory.read, memory.write, saved_by_writes=True)
+    assert list(gather.pages[0]) == [Page.CLEAN] * 4
+    assert list(gather.table[:3]) == [1, lo, hi]
+    for page in (0, 2):                                       # DPUs save, then write, pages 0 and 2
+        a, b = max(lo, page * PAGE_BYTES), (page + 1) * PAGE_BYTES
+        gather.pristine[0][a - lo:b - lo] = np.frombuffer(memory.read(a, b - a), np.uint8)
+        gather.pages[0][page] = Page.SAVED
+        memory.write(a, b"\xff" * (b - a))
+    memory.write(0, b"\xee" * 8)                               # (outside the arrays: not theirs)
+    gather.restore()
+    assert memory.read(8, len(before) - 8) == before[8:] and memory.read(0, 8) == b"\xee" * 8
+    memory.write(PAGE_BYTES + 8, b"\x01")                     # (as transferred, for `save`)
+    gather.save()
+    assert list(gather.pages[0]) == [Page.SAVED] * 4
+    want = bytearray(before[lo:hi])
+    want[PAGE_BYTES + 8 - lo] = 1
+    assert gather.pristine[0].tobytes() == bytes(want)
+
+
+@triton.jit
+def _add_one_to_even_blocks(x_ptr, fail_at, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    if pid % 2 == 0:
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1)
+    if pid == fail_at:
+        tl.store(x_ptr + offs + (1 << 26), 0)                  # (far outside the array: an error)
+
+
+@pytest.mark.parametrize("workers", ["1", "3"])
+def test_a_launch_saves_the_pages_its_dpus_write_and_puts_them_back_when_one_fails(monkeypatch, workers):
+    """The arrays as transferred are kept page by page as the DPUs first write
+    them: programs that write every other 4 KiB block leave the others'
+    pages unsaved; a DPU that fails leaves the arrays as they were."""
+    from edsl.backend import dpu_run
+    from edsl.target.dpu import PAGE_BYTES, Page
+    made = []
+
+    class Recorded(Gather):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+    monkeypatch.setattr(dpu_run, "Gather", Recorded)
+    monkeypatch.setenv("EDSL_DPU_WORKERS", workers)
+    block = PAGE_BYTES // 4
+    x = np.arange(16 * block, dtype=np.int32)
+    got = x.copy()
+    _add_one_to_even_blocks[(16,)](got, -1, BLOCK=block, num_dpus=6, num_tasklets=4)
+    np.testing.assert_array_equal(got, x + (np.arange(16 * block) // block % 2 == 0))
+    (lo, hi), = made[-1].spans                                # (x, 16-byte aligned: from its first byte)
+    written = {(lo + k * PAGE_BYTES + end) // PAGE_BYTES - lo // PAGE_BYTES
+               for k in range(0, 16, 2) for end in (0, PAGE_BYTES - 1)}
+    assert set(np.flatnonzero(made[-1].pages[0] == Page.SAVED).tolist()) == written
+    assert len(made[-1].pages[0]) > len(written)
+    got = x.copy()
+    with pytest.raises(DpuError, match="outside the launch's arrays"):
+        _add_one_to_even_blocks[(16,)](got, 13, BLOCK=block, num_dpus=6, num_tasklets=4)
+    np.testing.assert_array_equal(got, x)                     # nothing half-written
+
+
 def test_dpus_that_keep_apart_need_not_run_one_by_one():
     from edsl.dpu.sharing import apart
     W, R = int(Access.WRITE), int(Access.READ)
@@ -362,6 +430,41 @@ def test_the_worker_count_is_checked(monkeypatch):
     monkeypatch.setenv("EDSL_DPU_WORKERS", "0")
     with pytest.raises(Exception, match="EDSL_DPU_WORKERS must be a positive integer, not '0'"):
         count[(4,)](np.ones(4 * 256, np.int32), np.zeros(1, np.int32), BLOCK=256, num_dpus=2)
+
+
+def _shared_bytes(logs, word: int) -> bool:
+    """Whether some byte one DPU wrote (its words, with `word`) another DPU
+    reads or writes, byte by byte."""
+    writers, readers = {}, {}
+    for d, log in enumerate(logs):
+        for kind, lo, hi, _ in log.tolist():
+            if kind == Access.READ:
+                for b in range(lo, hi):
+                    readers.setdefault(b, set()).add(d)
+            elif hi > lo:
+                for b in range(lo & -word, (hi + word - 1) & -word):
+                    writers.setdefault(b, set()).add(d)
+    return any(len(w) > 1 or readers.get(b, set()) - w for b, w in writers.items())
+
+
+_ROW = st.tuples(st.sampled_from([int(Access.READ), int(Access.WRITE), atomic_kind(AtomicOp.ADD, False, 4, None)]),
+                 st.integers(0, 64), st.integers(0, 12), st.integers(1, 3))
+
+
+@settings(max_examples=300, deadline=None)
+@given(per_dpu=st.lists(st.lists(_ROW, max_size=6), min_size=1, max_size=4), word=st.sampled_from([1, 8]))
+def test_dpus_kept_apart_only_where_no_byte_they_wrote_is_shared(per_dpu, word):
+    """`apart` against a byte-by-byte model of the logs: exact on writes; a
+    read near another DPU's write may count as shared (the DPUs then run
+    again one by one), a read of it always does."""
+    from edsl.dpu.sharing import apart
+    logs = [np.array([(k, lo, lo + n, site) for k, lo, n, site in rows], np.int64).reshape(-1, 4)
+            for rows in per_dpu]
+    shared = _shared_bytes(logs, word)
+    if shared:
+        assert not apart(logs, word)
+    elif not any(k == Access.READ for rows in per_dpu for k, *_ in rows):
+        assert apart(logs, word)
 
 
 def test_dpus_that_ran_at_once_must_not_share_a_word_they_wrote():

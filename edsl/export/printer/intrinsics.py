@@ -8,9 +8,10 @@
   `edsl_dpu_nr_tasklets()` to `NR_TASKLETS`, `edsl_dpu_barrier(site)` to
   `barrier_wait(&edsl_barrier)`, `edsl_dpu_ctx()` to the running tasklet's
   context in WRAM (`edsl_ctx[me()]`), `edsl_dpu_log_full(ctx)` (a full
-  access log) to `edsl_log_flush(ctx)`. The model's host facilities
-  (thread-local keys, futexes) have no DPU equivalent: a function reaching
-  one is refused;
+  access log) to `edsl_log_flush(ctx)`, `edsl_dpu_save_pages` (the model
+  keeping the pages a transfer is about to write) to nothing. The model's
+  host facilities (thread-local keys, futexes) have no DPU equivalent: a
+  function reaching one is refused;
 - `printf` (`tl.device_print`) is the SDK's DPU `printf` (stdio.h), which
   writes to the DPU's log buffer in MRAM that the host runner reads after
   the launch (`dpu_log_read`), and `fflush` has nothing to do. That printf
@@ -63,6 +64,7 @@ PRIMITIVES = {
     abi.BARRIER: lambda a: f"barrier_wait(&{BARRIER_VAR})",
     abi.CTX: lambda a: f"(void *){CTX_ARRAY}[me()]",
     abi.YIELD: lambda a: "(void)0",         # (a DPU's tasklets run side by side)
+    abi.SAVE_PAGES: lambda a: "(void)0",    # (a DPU writes its own MRAM's copy of the arrays)
     # A tasklet's full WRAM access log goes to its log in MRAM (a launch on
     # several DPUs; templates/dpu_program.c), where the host runner reads it.
     abi.LOG_FULL: lambda a: f"{LOG_FLUSH}({a[0]})",
