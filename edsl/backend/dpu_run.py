@@ -75,30 +75,10 @@ def remember_busy(program: Program, key, seconds: float) -> None:
     _BUSY.setdefault(program, {})[key] = seconds
 
 
-_EXECUTOR: list = []
-
-
-def _executor(workers: int):
-    """The pool of host threads DPUs run on, with at least `workers` threads."""
-    import concurrent.futures
-    if not _EXECUTOR or _EXECUTOR[0]._max_workers < workers:
-        _EXECUTOR[:] = [concurrent.futures.ThreadPoolExecutor(max(workers, os.cpu_count() or 1),
-                                                              thread_name_prefix="edsl dpu")]
-    return _EXECUTOR[0]
-
-
 def _in_parallel(jobs: list, run: Launch) -> list:
     """Run `jobs` (callables) on host threads at once, their results in order;
     Ctrl-C stops the launch."""
-    import concurrent.futures
-    futures = [_executor(len(jobs)).submit(job) for job in jobs]
-    try:
-        concurrent.futures.wait(futures)
-    except KeyboardInterrupt:
-        run.interrupt()
-        concurrent.futures.wait(futures, timeout=1.0)
-        raise
-    return [f.result() for f in futures]
+    return run.run_each(jobs)
 
 
 @dataclass
@@ -271,41 +251,13 @@ def run_dpus(dpus: DpuRunner, job: DpuJob, run: Launch, gather: Gather) -> tuple
     return None, busy
 
 
-# A copy of the arrays a launch may write is cut into pieces of at least this
-# many bytes, copied on the DPUs' host threads at once (ctypes' memmove lets
-# the GIL go).
-COPY_PIECE = 1 << 20
-
-
-def read_host(address: int, n: int, threads: int = 1) -> np.ndarray:
-    """A copy of the `n` bytes at host address `address` (the MRAM image's
-    memory), made on up to `threads` host threads."""
-    out = np.empty(n, dtype=np.uint8)
-    pieces = min(threads, max(1, n // COPY_PIECE))
-    if pieces == 1:
-        ctypes.memmove(out.ctypes.data, address, n)
-        return out
-    step = -(-n // pieces)
-    jobs = [functools.partial(ctypes.memmove, out.ctypes.data + at, address + at, min(step, n - at))
-            for at in range(0, n, step)]
-    for f in [_executor(len(jobs)).submit(job) for job in jobs]:
-        f.result()
-    return out
-
-
-def write_host(address: int, data: bytes) -> None:
-    """Write `data` at host address `address` (the MRAM image's memory)."""
-    ctypes.memmove(address, data, len(data))
-
-
-def mram_io(job: DpuJob) -> tuple[Callable, Callable, Callable]:
-    """`read(address, n)`, `write(address, data)` and `snapshot(address, n)` of
-    the launch's MRAM by MRAM address (the host's plus `job.mram_shift`), as
-    `sharing.Gather` takes them."""
+def mram_io(job: DpuJob) -> tuple[Callable, Callable]:
+    """`read(address, n)` and `write(address, data)` of the launch's MRAM by
+    MRAM address (the host's plus `job.mram_shift`), as `sharing.Gather`
+    takes them."""
     shift = job.mram_shift
     return (lambda address, n: ctypes.string_at(address - shift, n),
-            lambda address, data: write_host(address - shift, data),
-            lambda address, n: read_host(address - shift, n, job.threads))
+            lambda address, data: ctypes.memmove(address - shift, data, len(data)))
 
 
 def merge(gather: Gather) -> SharingError | None:

@@ -113,7 +113,7 @@ def run_rank(program: Program, job: dpu_run.DpuJob, first: int, end: int, keep=(
     """Run DPUs first .. end - 1 of the launch on the MRAM image in this
     process (left as transferred), as `dpu_run.run_dpus` runs a launch's."""
     run = job.contexts(first, end - first)
-    gather = Gather(job.spans, *dpu_run.mram_io(job)[:2])
+    gather = Gather(job.spans, *dpu_run.mram_io(job))
     try:
         logs, _ = dpu_run.run_dpus(dpu_run.DpuRunner(program, job, run, keep), job, run, gather)
         failed = bool(run.ctx[..., Ctx.ERROR].any())
@@ -147,7 +147,7 @@ def _merge(job: dpu_run.DpuJob, run: Launch, ranks: list[Rank]) -> SharingError 
             # In one process the DPUs would have run one by one, up to the first that fails.
             run.ctx[failed[0] + 1:, :, Ctx.ERROR] = 0
         return None
-    gather = Gather(job.spans, *dpu_run.mram_io(job)[:2])
+    gather = Gather(job.spans, *dpu_run.mram_io(job))
     for rank in ranks:
         for (dpu, claims, reads), finals in zip(rank.uses, rank.finals):
             gather.add(dpu, claims, finals, reads)

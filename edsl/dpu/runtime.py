@@ -405,6 +405,18 @@ class Launch:
         with _sigint_flag() as interrupted:
             self._run(work, interrupted, self.tasklets)
 
+    def run_each(self, jobs: Sequence[Callable[[], object]]) -> list:
+        """Each of `jobs` on a host thread of its own, all at once (runs of
+        this launch's DPUs); their results in order. This thread waits (and
+        can be interrupted with Ctrl-C, which stops the DPUs)."""
+        results: list = [None] * len(jobs)
+
+        def work(k: int) -> None:
+            results[k] = jobs[k]()
+        with _sigint_flag() as interrupted:
+            self._run(work, interrupted, len(jobs))
+        return results
+
     def run_entry(self, program: Program, entry: str, args: Sequence[int], contexts: Sequence[int],
                   exit: bool = False, dpus: range | None = None, keep_alive=()) -> None:
         """The packed entry `entry` of `program` on every tasklet (`start_entry`);
@@ -606,7 +618,7 @@ def _leave_behind(*objects) -> None:
 
 
 class _Worker:
-    """A host thread that runs tasklets, one launch after another."""
+    """A host thread that runs tasklets or runs of DPUs, one launch after another."""
 
     def __init__(self):
         self.jobs: queue.SimpleQueue = queue.SimpleQueue()

@@ -118,7 +118,7 @@ class Gather:
     DPU wrote are as transferred in the arrays; `save` copies them."""
 
     def __init__(self, spans, read: Callable[[int, int], bytes], write: Callable[[int, bytes], None],
-                 snapshot: Callable | None = None, saved_by_writes: bool = False):
+                 saved_by_writes: bool = False):
         self.spans: list[tuple[int, int]] = []
         for lo, hi in sorted((int(lo), int(hi)) for lo, hi in spans if hi > lo):
             if self.spans and lo <= self.spans[-1][1]:               # (overlapping views of one array)
@@ -127,8 +127,6 @@ class Gather:
                 self.spans.append((lo, hi))
         self._starts = [lo for lo, _ in self.spans]
         self.read, self.write = read, write
-        # (`snapshot(address, n)`: a faster `read` giving a buffer, where the host has one)
-        self._snapshot = snapshot or read
         self.pages = [np.zeros((hi - 1 >> PAGE_SHIFT) - (lo >> PAGE_SHIFT) + 1, dtype=np.int64)
                       for lo, hi in self.spans]
         self.pristine = [np.empty(hi - lo, dtype=np.uint8) for lo, hi in self.spans]
@@ -156,7 +154,7 @@ class Gather:
         no DPU wrote them)."""
         for k, (lo, hi) in enumerate(self.spans):
             if not (self.pages[k] == Page.SAVED).any():
-                self.pristine[k] = np.frombuffer(self._snapshot(lo, hi - lo), dtype=np.uint8)
+                self.pristine[k] = np.frombuffer(self.read(lo, hi - lo), dtype=np.uint8)
             else:
                 for a, b in self._page_runs(k, saved=False):
                     self.pristine[k][a:b] = np.frombuffer(self.read(lo + a, b - a), dtype=np.uint8)
