@@ -198,7 +198,7 @@ def _one_pass(dpus: DpuRunner, run: Launch, workers: int) -> float:
     # started the 16th thread of a softmax launch 3.6 ms after the first (of
     # a 10.7 ms launch). One run of consecutive DPUs a thread: runs of a DPU
     # each, from one queue, gained nothing (docs/benchmarks.md). (Each thread
-    # taking its DPUs' logs as its run ends made a softmax launch 1.4 ms
+    # taking its DPUs' logs as its run ends made a softmax launch 1 to 1.5 ms
     # slower, not faster.)
     started = dpus.start(ids.start + run.dpus * np.arange(workers + 1) // workers)
     try:

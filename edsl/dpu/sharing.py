@@ -152,12 +152,9 @@ class Gather:
     def save(self) -> None:
         """Keep the pages not saved yet as the arrays hold them (as transferred:
         no DPU wrote them)."""
-        for k, (lo, hi) in enumerate(self.spans):
-            if not (self.pages[k] == Page.SAVED).any():
-                self.pristine[k] = np.frombuffer(self.read(lo, hi - lo), dtype=np.uint8)
-            else:
-                for a, b in self._page_runs(k, saved=False):
-                    self.pristine[k][a:b] = np.frombuffer(self.read(lo + a, b - a), dtype=np.uint8)
+        for k, (lo, _) in enumerate(self.spans):
+            for a, b in self._page_runs(k, saved=False):
+                self.pristine[k][a:b] = np.frombuffer(self.read(lo + a, b - a), dtype=np.uint8)
             self.pages[k][:] = Page.SAVED
 
     def _pristine(self, lo: int, hi: int) -> bytes | None:
