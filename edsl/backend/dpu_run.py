@@ -223,7 +223,18 @@ def run_dpus(dpus: DpuRunner, job: DpuJob, run: Launch, gather: Gather) -> tuple
     and the DPUs run one by one, each on the arrays as transferred, `gather`
     keeping each one's result; a DPU that fails stops them, the arrays
     restored (no logs are returned). Also returned: the seconds the one pass
-    took on its threads, in all (None: no such pass)."""
+    took on its threads, in all (None: no such pass). Ctrl-C leaves the
+    arrays as transferred too, unless a tasklet it left running may still
+    write them."""
+    try:
+        return _pass_or_one_by_one(dpus, job, run, gather)
+    except KeyboardInterrupt:
+        if not run.abandoned():
+            gather.restore()
+        raise
+
+
+def _pass_or_one_by_one(dpus: DpuRunner, job: DpuJob, run: Launch, gather: Gather):
     ids = range(run.first, run.first + run.dpus)
     run.keep_logs()
     run.ctx[..., Ctx.WATCH_LO] = min((lo for lo, _ in gather.spans), default=0)

@@ -377,10 +377,15 @@ class Launch:
         bounds = [0, *np.cumsum(lengths.reshape(hi - lo, self.tasklets).sum(axis=1)).tolist()]
         return [out[a:b] for a, b in zip(bounds, bounds[1:])]
 
+    def abandoned(self) -> bool:
+        """Whether Ctrl-C left a tasklet of this launch running (it may still
+        log, and write the arrays)."""
+        return any(entry[0] is self for entry in _ABANDONED)
+
     def free_logs(self) -> None:
         flat = self.ctx.reshape(-1, CTX_SLOTS)
         kept = flat[:, Ctx.LOG] != 0
-        if not any(entry[0] is self for entry in _ABANDONED):    # (a tasklet left behind may still log)
+        if not self.abandoned():
             _LOGS.give_back(flat[kept, Ctx.LOG], flat[kept, Ctx.LOG_CAP])
         flat[:, Ctx.LOG] = flat[:, Ctx.LOG_CAP] = flat[:, Ctx.LOG_LEN] = 0
 

@@ -150,27 +150,28 @@ SPIN = textwrap.dedent('''
     edsl.backend.activate()
 
     @triton.jit
-    def meet_forever(x_ptr, BLOCK: tl.constexpr):
+    def meet_forever(x_ptr, w_ptr, BLOCK: tl.constexpr):
         offs = tl.arange(0, BLOCK)
+        tl.store(w_ptr + tl.program_id(0) * BLOCK + offs, offs + 1)
         while tl.sum(tl.load(x_ptr + offs), axis=0) == 0:     # (a barrier in every trip)
             tl.store(x_ptr + offs, tl.load(x_ptr + offs))
 
     which = sys.argv[1]
     y, x = np.zeros(1, np.int32), np.zeros(1, np.int32)
-    z = np.zeros(64, np.int32)
+    z, w = np.zeros(64, np.int32), np.zeros(4 * 64, np.int32)
     spin.program(); wait_forever.program()
     if which in ("tasklets", "dpus"):
-        meet_forever.warmup(z, BLOCK=64, num_tasklets=16, grid=(1,))
+        meet_forever.warmup(z, w, BLOCK=64, num_tasklets=16, grid=(1,))
     print("started", flush=True)
     try:
         if which == "tasklets":
-            meet_forever[(1,)](z, BLOCK=64, num_tasklets=16)
+            meet_forever[(1,)](z, w, BLOCK=64, num_tasklets=16)
         elif which == "dpus":
-            meet_forever[(4,)](z, BLOCK=64, num_tasklets=16, num_dpus=4)
+            meet_forever[(4,)](z, w, BLOCK=64, num_tasklets=16, num_dpus=4)
         else:
             spin.run(y, x) if which == "spin" else wait_forever.run(y, tasklets=1)
     except KeyboardInterrupt:
-        print("interrupted", flush=True)
+        print("interrupted", "arrays as transferred" if not w.any() else "arrays written", flush=True)
         sys.exit(3)
 ''')
 
@@ -178,7 +179,8 @@ SPIN = textwrap.dedent('''
 @pytest.mark.parametrize("which", ["spin", "wait_forever", "tasklets", "dpus"])
 def test_ctrl_c_interrupts_a_launch(tmp_path, which):
     """"tasklets": 16 tasklets that meet at barriers forever on one host
-    thread; "dpus": on each of 4 DPUs, run on 4 host threads at once."""
+    thread; "dpus": on each of 4 DPUs, run on 4 host threads at once, after
+    a store, which the interrupted launch puts back (nothing half-written)."""
     script = tmp_path / "spin.py"
     script.write_text(SPIN)
     env = dict(os.environ, EDSL_CACHE_DIR=str(tmp_path / "cache"), EDSL_DPU_WORKERS="4")
@@ -192,6 +194,8 @@ def test_ctrl_c_interrupts_a_launch(tmp_path, which):
     finally:
         proc.kill()
     assert proc.returncode == 3 and "interrupted" in out, err[-2000:]
+    if which == "dpus":
+        assert "arrays as transferred" in out, out
 
 
 def test_a_symbol_the_host_libraries_lack_is_an_error_naming_it_and_the_line():
