@@ -283,17 +283,19 @@ module {
   }
 
   func.func @${note}(%kind: i64, %mram: i64, %n: i64, %site: i64, %ctx: !llvm.ptr) {
-    func.call @__dpu_watch_wait(%kind, %mram, %n, %site, %ctx) : (i64, i64, i64, i64, !llvm.ptr) -> ()
     func.call @__dpu_log(%kind, %mram, %n, %site, %ctx) : (i64, i64, i64, i64, !llvm.ptr) -> ()
     return
   }
 
-  // A kernel's access that repeats the DPU's last one (kind, bytes and site;
-  // not a store) WAIT_REPEATS times in a row waits for a value no program
-  // can write while it waits (Err.WAIT): the DPU stops, as a deadlocked
-  // barrier stops it. One count per DPU: another tasklet's access breaks a
-  // run as much as the same tasklet's. (The key mixes the four operands.)
-  func.func private @__dpu_watch_wait(%kind: i64, %mram: i64, %n: i64, %site: i64, %ctx: !llvm.ptr) {
+  // `watch_wait`: a kernel's access made in a `while` loop (only a loop that runs
+  // until a value changes can wait for ever) that repeats the DPU's last
+  // watched one (kind, bytes and site; not a store) WAIT_REPEATS times in a
+  // row waits for a value no program can write while it waits (Err.WAIT):
+  // the DPU stops, as a deadlocked barrier stops it. One count per DPU:
+  // another tasklet's access breaks a run as much as the same tasklet's. A
+  // store's kind resets the count (the kernel does so before each outermost
+  // while loop). (The key mixes the four operands.)
+  func.func @${watch_wait}(%kind: i64, %mram: i64, %n: i64, %site: i64, %ctx: !llvm.ptr) {
     %c0 = arith.constant 0 : i64
     %c1 = arith.constant 1 : i64
     %st = func.call @__dpu_state(%ctx) : (!llvm.ptr) -> !llvm.ptr
@@ -414,13 +416,25 @@ module {
   // bytes no DPU may write. It grows the last entry, or the entry that ends
   // where it starts (found through the table: tasklets that run one after
   // another each log their chunk of a row), or is a new entry.
+  // (Every tasklet of a launch that logs has a non-zero LOG_CAP: its own says
+  // whether to log, before the log context is found.)
   func.func private @__dpu_log(%kind: i64, %mram: i64, %n: i64, %site: i64, %ctx: !llvm.ptr) {
     %c0 = arith.constant 0 : i64
+    %own_cap_p = llvm.getelementptr %ctx[${ctx_log_cap}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %own_cap = llvm.load %own_cap_p : !llvm.ptr -> i64
+    %logging = arith.cmpi ne, %own_cap, %c0 : i64
+    scf.if %logging {
+      func.call @__dpu_log_kept(%kind, %mram, %n, %site, %ctx) : (i64, i64, i64, i64, !llvm.ptr) -> ()
+    }
+    return
+  }
+
+  // (a launch that keeps logs)
+  func.func private @__dpu_log_kept(%kind: i64, %mram: i64, %n: i64, %site: i64, %ctx: !llvm.ptr) {
     %true = arith.constant true
     %lctx = func.call @__dpu_log_context(%ctx) : (!llvm.ptr) -> !llvm.ptr
     %cap_p = llvm.getelementptr %lctx[${ctx_log_cap}] : (!llvm.ptr) -> !llvm.ptr, i64
     %cap = llvm.load %cap_p : !llvm.ptr -> i64
-    %logging = arith.cmpi ne, %cap, %c0 : i64
     // (a read of bytes no DPU of the launch may write shares nothing)
     %end = arith.addi %mram, %n : i64
     %wlo_p = llvm.getelementptr %lctx[${ctx_watch_lo}] : (!llvm.ptr) -> !llvm.ptr, i64
@@ -434,8 +448,7 @@ module {
     %outside = arith.ori %below, %above : i1
     %unwatched = arith.andi %is_read, %outside : i1
     %watched = arith.xori %unwatched, %true : i1
-    %on = arith.andi %logging, %watched : i1
-    scf.if %on {
+    scf.if %watched {
       func.call @__dpu_log_entry(%kind, %mram, %end, %site, %lctx, %cap) : (i64, i64, i64, i64, !llvm.ptr, i64) -> ()
     }
     return

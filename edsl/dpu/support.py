@@ -133,8 +133,8 @@ def _fields(path: Path, **given) -> dict:
     known = {name.lower(): getattr(abi, name) for name in
              ("ME", "NR_TASKLETS", "BARRIER", "MRAM_READ", "MRAM_WRITE", "ASSERT_FAIL",
               "BOUNDS_FAIL", "STEP_FAIL", "COUNTERS", "DMA", "FAIL", "FAILED", "CTX", "ENTER", "EXIT", "YIELD",
-              "COUNT_TRANSFER", "READ", "WRITE", "NOTE", "NOTE_ACCESS", "LOG_FULL", "LOG_ENTRY", "LOG_ENDS",
-              "CTX_SLOTS", "ACCESS_MASK", "WAIT_REPEATS", "SAVE_PAGES", "PAGE_BYTES", "PAGE_SHIFT")}
+              "COUNT_TRANSFER", "READ", "WRITE", "NOTE", "WATCH_WAIT", "NOTE_ACCESS", "LOG_FULL", "LOG_ENTRY",
+              "LOG_ENDS", "CTX_SLOTS", "ACCESS_MASK", "WAIT_REPEATS", "SAVE_PAGES", "PAGE_BYTES", "PAGE_SHIFT")}
     known |= {f"ctx_{s.name.lower()}": int(s) for s in abi.Ctx}
     known |= {f"dpu_{s.name.lower()}": int(s) for s in abi.Dpu}
     known |= {f"err_{e.name.lower()}": int(e) for e in abi.Err}

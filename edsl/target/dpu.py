@@ -122,6 +122,9 @@ COUNT_TRANSFER = "__dpu_count_transfer"
 # Record an access of a launch's arrays for the checks across DPUs (edsl.dpu.sharing):
 # (kind: an `Access` code, mram_addr, nbytes, site: i64, ctx: !llvm.ptr) -> ()
 NOTE = "__dpu_note"
+# Watch an access made in a `while` loop for a wait that cannot end (`WAIT_REPEATS`), with
+# NOTE's arguments; a store's kind resets the watch (made before each outermost while loop).
+WATCH_WAIT = "__dpu_watch_wait"
 NOTE_ACCESS = "edsl_dpu_note_access"  # (kind, mram_addr, nbytes, site: i64) -> (): NOTE, in EDSL code
 LOG_FULL = "edsl_dpu_log_full"        # (ctx) -> (): the tasklet's log is full (model: grow it)
 # The one DMA routine, which kernels call directly:
@@ -387,8 +390,9 @@ OUTSIDE_ARRAYS = ("is outside the launch's arrays: an out-of-bounds pointer, or 
 OUTSIDE_ARRAYS_LOADED = ("is outside the launch's arrays: its pointer was loaded from memory at {where} "
                          f"and is not an MRAM address of theirs ({_REACH})")
 
-# A kernel that makes the same access of the arrays (a load or an atomic, same
-# bytes, same line) this many times in a row, nothing else between, waits for
+# A kernel that makes the same access of the arrays in a `while` loop (a load or
+# an atomic, same bytes, same line) this many times in a row, nothing else between
+# (a `for` loop ends by itself: its accesses are not watched), waits for
 # a value it can never see (Err.WAIT): another program's on its DPU, which
 # runs after it, or another DPU's, which writes its own MRAM. (On a GPU such
 # a loop waits for another program running at the same time.)

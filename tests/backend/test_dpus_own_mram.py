@@ -150,6 +150,56 @@ def test_a_program_that_waits_for_another_programs_store_is_an_error(monkeypatch
         np.testing.assert_array_equal(out, 0)
 
 
+def _calls_by_loop_depth(mlir: str, callee: str) -> list[int]:
+    """For each call of `callee` in the converted kernel (`mlir`: its module's
+    text), how many `scf.while` loops hold it."""
+    from mlir import ir
+    from edsl.backend.convert import new_context
+    depths = []
+
+    def visit(op):
+        if op.name == "llvm.call" and ir.FlatSymbolRefAttr(op.attributes["callee"]).value == callee:
+            depth, parent = 0, op.parent
+            while parent.name != "func.func":
+                depth, parent = depth + (parent.name == "scf.while"), parent.parent
+            if ir.StringAttr(parent.attributes["sym_name"]).value not in ("__dpu_main", "__dpu_launch"):
+                depths.append(depth)
+        return ir.WalkResult.ADVANCE
+    ir.Module.parse(mlir, new_context()).operation.walk(visit)
+    return sorted(depths)
+
+
+def test_only_accesses_in_while_loops_are_watched_for_waits():
+    """A wait that cannot end needs a loop that runs until a value changes:
+    the accesses in a `while` loop are watched, after a reset of the watch
+    before the loop; other accesses cost no watch (on the model and on a DPU)."""
+    from edsl.target.dpu import NOTE, WATCH_WAIT
+    flag_, out = np.zeros(1, np.int32), np.zeros(2, np.int32)
+    waits = wait_for.warmup(flag_, out, SETTER=0, grid=(2,), num_dpus=1).asm["mlir"]
+    assert _calls_by_loop_depth(waits, NOTE) == [0, 0, 1]            # two stores, the loop's load
+    assert _calls_by_loop_depth(waits, WATCH_WAIT) == [0, 1]         # the reset before the loop, the load
+    plain = count.warmup(np.zeros(4 * BLOCK, np.int32), np.zeros(1, np.int32), BLOCK=BLOCK, grid=(4,),
+                         num_dpus=1).asm["mlir"]
+    assert _calls_by_loop_depth(plain, NOTE) and not _calls_by_loop_depth(plain, WATCH_WAIT)
+
+
+def test_the_same_load_repeated_in_a_for_loop_is_no_wait():
+    """A `for` loop ends by itself: the same load made more than WAIT_REPEATS
+    times in a row is no wait that cannot end."""
+    from edsl.target.dpu import WAIT_REPEATS
+    x, out = np.ones(1, np.int32), np.zeros(1, np.int32)
+    load_repeatedly[(1,)](x, out, WAIT_REPEATS + 2, num_dpus=1)
+    assert out[0] == WAIT_REPEATS + 2
+
+
+@triton.jit
+def load_repeatedly(x_ptr, out_ptr, n):
+    total = 0
+    for _ in range(n):
+        total += tl.load(x_ptr)
+    tl.store(out_ptr, total)
+
+
 def test_a_program_that_waits_for_an_earlier_programs_store_on_its_dpu_goes_on():
     flag_, out = np.zeros(1, np.int32), np.full(2, 7, np.int32)
     wait_for[(2,)](flag_, out, SETTER=0, num_dpus=1)

@@ -156,18 +156,29 @@ SPIN = textwrap.dedent('''
         while tl.sum(tl.load(x_ptr + offs), axis=0) == 0:     # (a barrier in every trip)
             tl.store(x_ptr + offs, tl.load(x_ptr + offs))
 
+    @triton.jit
+    def count_forever(x_ptr, n):
+        acc = tl.load(x_ptr + tl.program_id(0))
+        for _ in range(n):                                    # (no barrier, no transfer)
+            acc = acc * 3 + 1
+        tl.store(x_ptr + tl.program_id(0), acc)
+
     which = sys.argv[1]
     y, x = np.zeros(1, np.int32), np.zeros(1, np.int32)
     z, w = np.zeros(64, np.int32), np.zeros(4 * 64, np.int32)
     spin.program(); wait_forever.program()
     if which in ("tasklets", "dpus"):
         meet_forever.warmup(z, w, BLOCK=64, num_tasklets=16, grid=(1,))
+    if which == "dpus_spin":
+        count_forever.warmup(w, 1 << 62, grid=(1,))
     print("started", flush=True)
     try:
         if which == "tasklets":
             meet_forever[(1,)](z, w, BLOCK=64, num_tasklets=16)
         elif which == "dpus":
             meet_forever[(4,)](z, w, BLOCK=64, num_tasklets=16, num_dpus=4)
+        elif which == "dpus_spin":
+            count_forever[(4,)](w, 1 << 62, num_dpus=4)
         else:
             spin.run(y, x) if which == "spin" else wait_forever.run(y, tasklets=1)
     except KeyboardInterrupt:
@@ -176,11 +187,12 @@ SPIN = textwrap.dedent('''
 ''')
 
 
-@pytest.mark.parametrize("which", ["spin", "wait_forever", "tasklets", "dpus"])
+@pytest.mark.parametrize("which", ["spin", "wait_forever", "tasklets", "dpus", "dpus_spin"])
 def test_ctrl_c_interrupts_a_launch(tmp_path, which):
     """"tasklets": 16 tasklets that meet at barriers forever on one host
     thread; "dpus": on each of 4 DPUs, run on 4 host threads at once, after
-    a store, which the interrupted launch puts back (nothing half-written)."""
+    a store, which the interrupted launch puts back (nothing half-written);
+    "dpus_spin": 4 DPUs in a loop that nothing stops, left running."""
     script = tmp_path / "spin.py"
     script.write_text(SPIN)
     env = dict(os.environ, EDSL_CACHE_DIR=str(tmp_path / "cache"), EDSL_DPU_WORKERS="4")

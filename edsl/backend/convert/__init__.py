@@ -36,6 +36,7 @@ from .barriers import meet_in_every_instance, place_barriers, unmarked_accesses
 from .converter import Converter
 from .core import KernelInfo, scalar_type
 from .runtime_text import program_text
+from .waits import watch_waits
 
 __all__ = ["convert_ttir", "KernelInfo"]
 
@@ -149,6 +150,7 @@ def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, p
         func.ReturnOp([])
     _check_marked(entry, conv, tasklets)
     place_barriers(entry, tasklets, out.body, info)
+    watch_waits(entry)
     conv.finish()
     info.pointer_loads = _pointer_loads(kernel, conv)
     # The support text declares the kernel so that it verifies on its own;

@@ -16,6 +16,7 @@
 // tasklet for a whole launch.
   llvm.func @${dma}(i64, i64, i64, i64, i64, !llvm.ptr) attributes {sym_visibility = "private"}
   llvm.func @${note}(i64, i64, i64, i64, !llvm.ptr) attributes {sym_visibility = "private"}
+  llvm.func @${watch_wait}(i64, i64, i64, i64, !llvm.ptr) attributes {sym_visibility = "private"}
   llvm.func @${fail}(!llvm.ptr, i64, i64, i64, i64, i64, i64) attributes {sym_visibility = "private"}
   llvm.func @${failed}(!llvm.ptr) -> i1 attributes {sym_visibility = "private"}
   llvm.func @${barrier}(i64) attributes {sym_visibility = "private"}

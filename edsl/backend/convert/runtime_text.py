@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ...base import templates
 from ...target.dpu import (BARRIER, CTX_SLOTS, DMA, ENTER, ENTRY, EXIT, FAIL, FAILED, KERNEL, LAUNCH, MAIN, NOTE,
-                           YIELD, entry_params, entry_types)
+                           WATCH_WAIT, YIELD, entry_params, entry_types)
 
 PROGRAM = Path(__file__).with_name("program.mlir")
 
@@ -27,8 +27,9 @@ def program_text(kernel: str, param_types: list[str], tasklets: int = 1, turns: 
     args = "".join(f"%a{i}, " for i in range(len(param_types)))
     types = "".join(f"{t}, " for t in param_types)
     after_instance = f"llvm.call @{YIELD}(%ctx) : (!llvm.ptr) -> ()" if turns else ""
-    return templates.fill(PROGRAM, dma=DMA, note=NOTE, fail=FAIL, failed=FAILED, barrier=BARRIER, enter=ENTER, exit=EXIT,
-                          tasklet_yield=YIELD, after_instance=after_instance,
+    return templates.fill(PROGRAM, dma=DMA, note=NOTE, watch_wait=WATCH_WAIT, fail=FAIL, failed=FAILED,
+                          barrier=BARRIER, enter=ENTER, exit=EXIT, tasklet_yield=YIELD,
+                          after_instance=after_instance,
                           kernel=kernel, kernel_types=", ".join(param_types + entry_types(KERNEL)),
                           main=MAIN, launch=LAUNCH, params=params, main_params=entry_params(MAIN),
                           launch_params=entry_params(LAUNCH), tasklets=tasklets, ctx_slots=CTX_SLOTS,
