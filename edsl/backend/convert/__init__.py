@@ -8,7 +8,8 @@ lowering pattern per op, through the conversion's `services`; one family per
 module: `elementwise`, `shape`, `memory`, `reduce`, `dot`, `control`, `calls`,
 `debug`; the accesses of a kernel shared among tasklets stated as markers),
 then barrier placement, a pass over the converted kernel that reads the
-markers (`barriers`), then the WRAM layout and its budget check (`wram`); a
+markers (`barriers`), the watch of the accesses in `while` loops for waits
+that cannot end (`waits`), then the WRAM layout and its budget check (`wram`); a
 kernel over the budget is converted once more, with its largest tiles kept
 in the DPU's MRAM as planned from the first conversion's buffers (`spill`).
 It adds the DPU support functions and the program-instance loop
