@@ -242,7 +242,9 @@ def _pass_or_one_by_one(dpus: DpuRunner, job: DpuJob, run: Launch, gather: Gathe
     busy = None
     if not job.once:
         workers = min(job.threads, run.dpus)
-        run.save_pages(gather.table, gather)
+        # (a Gather that saved every page before needs no save table: transfers
+        # that write then skip the check of each page they touch)
+        run.save_pages(gather.table if gather.saved_by_writes else None, gather)
         busy = _one_pass(dpus, run, workers)
         run.save_pages(None)
         logs = run.take_logs(ids.start, ids.stop)

@@ -313,6 +313,7 @@ class Launch:
         if not 1 <= tasklets <= MAX_TASKLETS:
             raise DpuError(f"a DPU runs 1 to {MAX_TASKLETS} tasklets, not {tasklets}")
         self.dpus, self.tasklets, self.first = dpus, tasklets, first
+        self._saves = None             # the save table its transfers use, and what it points to
         self.regions = np.ascontiguousarray(np.asarray(regions, dtype=np.int64).reshape(-1))
         self.state = _cache_aligned_zeros((dpus, DPU_SLOTS))
         self.state[:, Dpu.TASKLETS] = tasklets

@@ -134,6 +134,7 @@ class Gather:
                                                    zip(self.spans, self.pages, self.pristine)
                                                    for v in (lo, hi, pages.ctypes.data, copy.ctypes.data)],
                               dtype=np.int64)
+        self.saved_by_writes = saved_by_writes
         if not saved_by_writes:
             self.save()
         self.claims: list[tuple[int, np.ndarray, list[bytes]]] = []     # (dpu, log rows, final bytes)
