@@ -178,9 +178,22 @@ def test_only_accesses_in_while_loops_are_watched_for_waits():
     waits = wait_for.warmup(flag_, out, SETTER=0, grid=(2,), num_dpus=1).asm["mlir"]
     assert _calls_by_loop_depth(waits, NOTE) == [0, 0, 1]            # two stores, the loop's load
     assert _calls_by_loop_depth(waits, WATCH_WAIT) == [0, 1]         # the reset before the loop, the load
+    nested = waits_in_turn.warmup(np.zeros(3, np.int32), out, grid=(1,), num_dpus=1).asm["mlir"]
+    assert _calls_by_loop_depth(nested, WATCH_WAIT) == [0, 0, 1, 1, 2]   # a reset before each outer loop
     plain = count.warmup(np.zeros(4 * BLOCK, np.int32), np.zeros(1, np.int32), BLOCK=BLOCK, grid=(4,),
                          num_dpus=1).asm["mlir"]
     assert _calls_by_loop_depth(plain, NOTE) and not _calls_by_loop_depth(plain, WATCH_WAIT)
+
+
+@triton.jit
+def waits_in_turn(flag_ptr, out_ptr):
+    n = 0
+    while tl.load(flag_ptr, volatile=True) == 0:
+        while tl.load(flag_ptr + 1, volatile=True) == 0:
+            n += 1
+    while tl.load(flag_ptr + 2, volatile=True) == 0:
+        n += 1
+    tl.store(out_ptr, n)
 
 
 def test_the_same_load_repeated_in_a_for_loop_is_no_wait():
