@@ -1,10 +1,10 @@
-"""The one timing rule of the benchmarks: the best of `reps` runs (after one
-unmeasured run when `warm`), in seconds of wall-clock time."""
+"""The one timing rule of the benchmarks: the best of `reps` runs (after
+`warm` unmeasured runs; True: one), in seconds of wall-clock time."""
 import time
 
 
-def best(fn, reps: int, warm: bool = False) -> float:
-    if warm:
+def best(fn, reps: int, warm: int = 0) -> float:
+    for _ in range(int(warm)):
         fn()
     times = []
     for _ in range(reps):
