@@ -75,12 +75,6 @@ def remember_busy(program: Program, key, seconds: float) -> None:
     _BUSY.setdefault(program, {})[key] = seconds
 
 
-def _in_parallel(jobs: list, run: Launch) -> list:
-    """Run `jobs` (callables) on host threads at once, their results in order;
-    Ctrl-C stops the launch."""
-    return run.run_each(jobs)
-
-
 @dataclass
 class DpuJob:
     """What running a launch's DPUs needs once its MRAM image is in place.
@@ -202,7 +196,7 @@ def _one_pass(dpus: DpuRunner, run: Launch, workers: int) -> float:
     # slower, not faster.)
     started = dpus.start(ids.start + run.dpus * np.arange(workers + 1) // workers)
     try:
-        return sum(_in_parallel(started, run))
+        return sum(run.run_each(started))
     finally:
         for entry in started:
             entry.finish()
@@ -242,9 +236,7 @@ def _pass_or_one_by_one(dpus: DpuRunner, job: DpuJob, run: Launch, gather: Gathe
     busy = None
     if not job.once:
         workers = min(job.threads, run.dpus)
-        # (a Gather that saved every page before needs no save table: transfers
-        # that write then skip the check of each page they touch)
-        run.save_pages(gather.table if gather.saved_by_writes else None, gather)
+        run.save_pages(gather.table, gather)
         busy = _one_pass(dpus, run, workers)
         run.save_pages(None)
         logs = run.take_logs(ids.start, ids.stop)

@@ -114,8 +114,9 @@ class Gather:
     PAGE_BYTES): all of them at once where they are made, or, with
     `saved_by_writes`, each page by the first transfer that writes it
     (`table`: the save table the runtime library's SAVE_PAGES fills, for
-    DPUs whose every write is a transfer, on the host's memory). Pages no
-    DPU wrote are as transferred in the arrays; `save` copies them."""
+    DPUs whose every write is a transfer, on the host's memory; None where
+    all are saved at once). Pages no DPU wrote are as transferred in the
+    arrays; `save` copies them."""
 
     def __init__(self, spans, read: Callable[[int, int], bytes], write: Callable[[int, bytes], None],
                  saved_by_writes: bool = False):
@@ -130,12 +131,13 @@ class Gather:
         self.pages = [np.zeros((hi - 1 >> PAGE_SHIFT) - (lo >> PAGE_SHIFT) + 1, dtype=np.int64)
                       for lo, hi in self.spans]
         self.pristine = [np.empty(hi - lo, dtype=np.uint8) for lo, hi in self.spans]
-        self.table = np.array([len(self.spans)] + [v for (lo, hi), pages, copy in
-                                                   zip(self.spans, self.pages, self.pristine)
-                                                   for v in (lo, hi, pages.ctypes.data, copy.ctypes.data)],
-                              dtype=np.int64)
-        self.saved_by_writes = saved_by_writes
-        if not saved_by_writes:
+        self.table = None
+        if saved_by_writes:
+            self.table = np.array([len(self.spans)] + [v for (lo, hi), pages, copy in
+                                                       zip(self.spans, self.pages, self.pristine)
+                                                       for v in (lo, hi, pages.ctypes.data, copy.ctypes.data)],
+                                  dtype=np.int64)
+        else:
             self.save()
         self.claims: list[tuple[int, np.ndarray, list[bytes]]] = []     # (dpu, log rows, final bytes)
         self.reads: list[tuple[int, np.ndarray]] = []

@@ -16,6 +16,7 @@ import triton.language as tl
 from hypothesis import event, given, settings, strategies as st
 
 from edsl.target.dpu import Access, AtomicOp, atomic_kind
+from edsl.dpu.runtime import Launch
 from edsl.dpu.sharing import Gather, SharingError
 from edsl.base.errors import DpuError
 from sharing_kernels import BLOCK, count, flag, scatter, wait_for
@@ -243,10 +244,9 @@ def test_dpus_that_may_wait_on_each_other_run_on_one_thread(monkeypatch):
     """A spin lock between DPUs running at once on host threads could wait for
     ever (an atomic's read-modify-write is atomic within a DPU only): a kernel
     that uses an atomic's old value runs its DPUs one after another."""
-    from edsl.backend import dpu_run
     seen = []
-    real = dpu_run._in_parallel
-    monkeypatch.setattr(dpu_run, "_in_parallel", lambda jobs, run: (seen.append(len(jobs)), real(jobs, run))[1])
+    real = Launch.run_each
+    monkeypatch.setattr(Launch, "run_each", lambda run, jobs: (seen.append(len(jobs)), real(run, jobs))[1])
     monkeypatch.setenv("EDSL_DPU_WORKERS", "2")
     x = np.arange(1, 9, dtype=np.int32)
     with pytest.raises(DpuError):
@@ -464,8 +464,8 @@ def test_a_launch_runs_on_as_many_threads_as_its_last_one_had_work_for(monkeypat
     thread less than PARALLEL_GRAIN of DPU work; EDSL_DPU_WORKERS is obeyed."""
     from edsl.backend import dpu_run
     seen = []
-    real = dpu_run._in_parallel
-    monkeypatch.setattr(dpu_run, "_in_parallel", lambda jobs, run: (seen.append(len(jobs)), real(jobs, run))[1])
+    real = Launch.run_each
+    monkeypatch.setattr(Launch, "run_each", lambda run, jobs: (seen.append(len(jobs)), real(run, jobs))[1])
     monkeypatch.setattr(dpu_run.os, "cpu_count", lambda: 8)
     monkeypatch.delenv("EDSL_DPU_WORKERS", raising=False)
     monkeypatch.setattr(dpu_run, "_BUSY", weakref.WeakKeyDictionary())   # (no launch measured yet)
@@ -561,9 +561,8 @@ def test_dpus_of_a_kernel_with_edsl_functions_share_their_wram_globals_on_one_th
     # running at once would use them together.
     import fl_vector_add
 
-    import edsl.backend.dpu_run as dpu_run
     monkeypatch.setenv("EDSL_DPU_WORKERS", "4")
-    monkeypatch.setattr(dpu_run, "_in_parallel", lambda jobs, run: pytest.fail("DPUs ran at once"))
+    monkeypatch.setattr(Launch, "run_each", lambda run, jobs: pytest.fail("DPUs ran at once"))
     rng = np.random.default_rng(5)
     x, y = rng.standard_normal(40_000).astype(np.float32), rng.standard_normal(40_000).astype(np.float32)
     for _ in range(3):
