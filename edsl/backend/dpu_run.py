@@ -211,8 +211,9 @@ def run_dpus(dpus: DpuRunner, job: DpuJob, run: Launch, gather: Gather) -> tuple
     once, their transfers saving the pages of the arrays they first write
     into `gather` (where it is `saved_by_writes`): where they kept apart
     (`sharing.apart`), that is what each on its own MRAM gives (errors
-    included), whatever ran when; their access logs are returned and the
-    arrays hold their results. Otherwise (and for a
+    included), whatever ran when; their access logs are returned (none, an
+    empty list, where the save table alone showed them apart:
+    `Gather.written_apart`) and the arrays hold their results. Otherwise (and for a
     kernel that must run `once`, as one that prints) the arrays are restored
     and the DPUs run one by one, each on the arrays as transferred, `gather`
     keeping each one's result; a DPU that fails stops them, the arrays
@@ -239,6 +240,10 @@ def _pass_or_one_by_one(dpus: DpuRunner, job: DpuJob, run: Launch, gather: Gathe
         run.save_pages(gather.table, gather)
         busy = _one_pass(dpus, run, workers)
         run.save_pages(None)
+        if gather.written_apart() and not run.ctx[..., Ctx.ERROR].any():
+            # (their every write a transfer that the save table saw: the logs
+            # would show them apart too)
+            return [], busy
         logs = run.take_logs(ids.start, ids.stop)
         if apart(logs, word=DMA_ALIGN if workers > 1 else 1):
             return logs, busy

@@ -140,12 +140,14 @@ module {
   // once, so that the host can put back what a launch wrote. (Copied here,
   // only the pages written are, by the DPUs' own threads, while the DPUs
   // run.) The save table (Ctx.SAVE, 0: none; abi.PAGE_BYTES) holds [spans,
-  // then lo, hi, states, copy per span]. A DPU has nothing to save: the
-  // exporter prints no call.
+  // mixed, then lo, hi, states, copy per span]; page k of a span is its
+  // bytes from lo + k * PAGE_BYTES. A DPU has nothing to save: the exporter
+  // prints no call.
   func.func @${save_pages}(%mram: i64, %n: i64, %ctx: !llvm.ptr) {
     %c0 = arith.constant 0 : i64
     %c1 = arith.constant 1 : i64
-    %c4 = arith.constant 4 : i64
+    %row = arith.constant ${save_row} : i64
+    %first_row = arith.constant ${save_spans} : i64
     %shift = arith.constant ${page_shift} : i64
     %table_p = llvm.getelementptr %ctx[${ctx_save}] : (!llvm.ptr) -> !llvm.ptr, i64
     %table_i = llvm.load %table_p : !llvm.ptr -> i64
@@ -153,10 +155,18 @@ module {
     scf.if %has {
       %table = llvm.inttoptr %table_i : i64 to !llvm.ptr
       %spans = llvm.load %table : !llvm.ptr -> i64
+      // (a page saved by this DPU: SAVED, the DPU's id + 1 above)
+      %dpu_p = llvm.getelementptr %ctx[${ctx_dpu_id}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %dpu = llvm.load %dpu_p : !llvm.ptr -> i64
+      %owner = arith.addi %dpu, %c1 : i64
+      %owner_shift = arith.constant ${page_owner_shift} : i64
+      %owner_bits = arith.shli %owner, %owner_shift : i64
+      %saved = arith.constant ${page_saved} : i64
+      %mine = arith.ori %owner_bits, %saved : i64
       %end = arith.addi %mram, %n : i64
       scf.for %s = %c0 to %spans step %c1 : i64 {
-        %at0 = arith.muli %s, %c4 : i64
-        %at = arith.addi %at0, %c1 : i64
+        %at0 = arith.muli %s, %row : i64
+        %at = arith.addi %at0, %first_row : i64
         %lo_p = llvm.getelementptr %table[%at] : (!llvm.ptr, i64) -> !llvm.ptr, i64
         %lo = llvm.load %lo_p : !llvm.ptr -> i64
         %hi_p = llvm.getelementptr %lo_p[1] : (!llvm.ptr) -> !llvm.ptr, i64
@@ -170,16 +180,15 @@ module {
           %states = llvm.inttoptr %states_i : i64 to !llvm.ptr
           %copy_p = llvm.getelementptr %lo_p[3] : (!llvm.ptr) -> !llvm.ptr, i64
           %copy = llvm.load %copy_p : !llvm.ptr -> i64
-          %first_page = arith.shrui %lo, %shift : i64
-          %b1 = arith.subi %b, %c1 : i64
-          %from0 = arith.shrui %a, %shift : i64
-          %to0 = arith.shrui %b1, %shift : i64
-          %from = arith.subi %from0, %first_page : i64
-          %to0_k = arith.subi %to0, %first_page : i64
-          %to = arith.addi %to0_k, %c1 : i64
+          %a_off = arith.subi %a, %lo : i64
+          %b_off = arith.subi %b, %lo : i64
+          %last = arith.subi %b_off, %c1 : i64
+          %from = arith.shrui %a_off, %shift : i64
+          %to0 = arith.shrui %last, %shift : i64
+          %to = arith.addi %to0, %c1 : i64
           scf.for %k = %from to %to step %c1 : i64 {
-            func.call @__dpu_save_page(%states, %copy, %lo, %hi, %first_page, %k)
-                : (!llvm.ptr, i64, i64, i64, i64, i64) -> ()
+            func.call @__dpu_save_page(%states, %copy, %lo, %hi, %k, %mine, %table)
+                : (!llvm.ptr, i64, i64, i64, i64, i64, !llvm.ptr) -> ()
           }
         }
       }
@@ -187,45 +196,66 @@ module {
     return
   }
 
-  // Page k of the span [lo, hi) whose first page is `first_page`: saved into
-  // `copy` (the span's bytes from lo) by the writer that claims it; any other
-  // writer waits until it is (a copy of at most a page, made without a switch).
-  func.func private @__dpu_save_page(%states: !llvm.ptr, %copy: i64, %lo: i64, %hi: i64,
-                                     %first_page: i64, %k: i64) {
+  // Page k of the span [lo, hi): saved into `copy` (the span's bytes from lo)
+  // by the writer that claims it, the page then `mine` (SAVED and its DPU);
+  // any other writer waits until it is (a copy of at most a page, made
+  // without a switch), and sets the save table's `mixed` if it is another
+  // DPU's.
+  func.func private @__dpu_save_page(%states: !llvm.ptr, %copy: i64, %lo: i64, %hi: i64, %k: i64,
+                                     %mine: i64, %table: !llvm.ptr) {
     %clean = arith.constant ${page_clean} : i64
     %saving = arith.constant ${page_saving} : i64
     %saved = arith.constant ${page_saved} : i64
+    %state_mask = arith.constant ${page_state_mask} : i64
     %shift = arith.constant ${page_shift} : i64
     %page = arith.constant ${page_bytes} : i64
     %p = llvm.getelementptr %states[%k] : (!llvm.ptr, i64) -> !llvm.ptr, i64
     %state = llvm.load %p atomic acquire {alignment = 8 : i64} : !llvm.ptr -> i64
-    %unsaved = arith.cmpi ne, %state, %saved : i64
-    scf.if %unsaved {
+    %not_mine = arith.cmpi ne, %state, %mine : i64
+    scf.if %not_mine {
       %pair = llvm.cmpxchg %p, %clean, %saving acq_rel acquire : !llvm.ptr, i64
       %won = llvm.extractvalue %pair[1] : !llvm.struct<(i64, i1)>
       scf.if %won {
-        %number = arith.addi %first_page, %k : i64
-        %start = arith.shli %number, %shift : i64
+        %offset = arith.shli %k, %shift : i64
+        %start = arith.addi %lo, %offset : i64
         %stop = arith.addi %start, %page : i64
-        %a = arith.maxui %start, %lo : i64
         %b = arith.minui %stop, %hi : i64
-        %bytes = arith.subi %b, %a : i64
-        %offset = arith.subi %a, %lo : i64
+        %bytes = arith.subi %b, %start : i64
         %dst_i = arith.addi %copy, %offset : i64
         %dst = llvm.inttoptr %dst_i : i64 to !llvm.ptr
-        %a_p = llvm.inttoptr %a : i64 to !llvm.ptr
-        %src = func.call @__dpu_host(%a_p) : (!llvm.ptr) -> !llvm.ptr
+        %start_p = llvm.inttoptr %start : i64 to !llvm.ptr
+        %src = func.call @__dpu_host(%start_p) : (!llvm.ptr) -> !llvm.ptr
         "llvm.intr.memcpy"(%dst, %src, %bytes) <{isVolatile = false}> : (!llvm.ptr, !llvm.ptr, i64) -> ()
-        llvm.store %saved, %p atomic release {alignment = 8 : i64} : i64, !llvm.ptr
+        llvm.store %mine, %p atomic release {alignment = 8 : i64} : i64, !llvm.ptr
       } else {
-        scf.while : () -> () {
+        %final = scf.while : () -> i64 {
           %now = llvm.load %p atomic acquire {alignment = 8 : i64} : !llvm.ptr -> i64
-          %waiting = arith.cmpi ne, %now, %saved : i64
-          scf.condition(%waiting)
+          %now_state = arith.andi %now, %state_mask : i64
+          %waiting = arith.cmpi ne, %now_state, %saved : i64
+          scf.condition(%waiting) %now : i64
         } do {
+        ^bb0(%seen: i64):
           scf.yield
         }
+        %other = arith.cmpi ne, %final, %mine : i64
+        scf.if %other {
+          func.call @__dpu_set_mixed(%table) : (!llvm.ptr) -> ()
+        }
       }
+    }
+    return
+  }
+
+  // The save table's `mixed` word (abi.SAVE_MIXED) set: read first, written
+  // once (threads that set it again and again would share its cache line).
+  func.func private @__dpu_set_mixed(%table: !llvm.ptr) {
+    %c0 = arith.constant 0 : i64
+    %c1 = arith.constant 1 : i64
+    %mixed = llvm.getelementptr %table[${save_mixed}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %was = llvm.load %mixed atomic monotonic {alignment = 8 : i64} : !llvm.ptr -> i64
+    %unset = arith.cmpi eq, %was, %c0 : i64
+    scf.if %unset {
+      llvm.store %c1, %mixed atomic monotonic {alignment = 8 : i64} : i64, !llvm.ptr
     }
     return
   }
@@ -450,6 +480,16 @@ module {
     %watched = arith.xori %unwatched, %true : i1
     scf.if %watched {
       func.call @__dpu_log_entry(%kind, %mram, %end, %site, %lctx, %cap) : (i64, i64, i64, i64, !llvm.ptr, i64) -> ()
+      // (a read the host must check the logs for: the save table's `mixed`)
+      %c0 = arith.constant 0 : i64
+      %table_p = llvm.getelementptr %ctx[${ctx_save}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %table_i = llvm.load %table_p : !llvm.ptr -> i64
+      %saving = arith.cmpi ne, %table_i, %c0 : i64
+      %mark = arith.andi %is_read, %saving : i1
+      scf.if %mark {
+        %table = llvm.inttoptr %table_i : i64 to !llvm.ptr
+        func.call @__dpu_set_mixed(%table) : (!llvm.ptr) -> ()
+      }
     }
     return
   }

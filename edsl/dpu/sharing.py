@@ -29,7 +29,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..target.dpu import ACCESS_MASK, LOG_ENTRY, PAGE_BYTES, PAGE_SHIFT, Access, AtomicOp, Page, atomic_parts
+from ..target.dpu import (ACCESS_MASK, LOG_ENTRY, PAGE_BYTES, PAGE_SHIFT, PAGE_STATE_MASK, SAVE_MIXED,
+                          SAVE_ROW, SAVE_SPANS, Access, AtomicOp, Page, atomic_parts)
 
 MIXED = -1                     # a byte one DPU both stored to and updated atomically
 MIXED_ATOMICS = -2             # ... updated with different atomics
@@ -116,7 +117,9 @@ class Gather:
     (`table`: the save table the runtime library's SAVE_PAGES fills, for
     DPUs whose every write is a transfer, on the host's memory; None where
     all are saved at once). Pages no DPU wrote are as transferred in the
-    arrays; `save` copies them."""
+    arrays; `save` copies them. A page saved by a DPU keeps which one, so
+    that DPUs whose writes kept to pages of their own need no check of
+    their logs (`written_apart`)."""
 
     def __init__(self, spans, read: Callable[[int, int], bytes], write: Callable[[int, bytes], None],
                  saved_by_writes: bool = False):
@@ -128,15 +131,14 @@ class Gather:
                 self.spans.append((lo, hi))
         self._starts = [lo for lo, _ in self.spans]
         self.read, self.write = read, write
-        self.pages = [np.zeros((hi - 1 >> PAGE_SHIFT) - (lo >> PAGE_SHIFT) + 1, dtype=np.int64)
-                      for lo, hi in self.spans]
+        self.pages = [np.zeros((hi - lo - 1 >> PAGE_SHIFT) + 1, dtype=np.int64) for lo, hi in self.spans]
         self.pristine = [np.empty(hi - lo, dtype=np.uint8) for lo, hi in self.spans]
         self.table = None
         if saved_by_writes:
-            self.table = np.array([len(self.spans)] + [v for (lo, hi), pages, copy in
-                                                       zip(self.spans, self.pages, self.pristine)
-                                                       for v in (lo, hi, pages.ctypes.data, copy.ctypes.data)],
-                                  dtype=np.int64)
+            self.table = np.zeros(SAVE_SPANS + SAVE_ROW * len(self.spans), dtype=np.int64)
+            self.table[0] = len(self.spans)
+            self.table[SAVE_SPANS:] = [v for (lo, hi), pages, copy in zip(self.spans, self.pages, self.pristine)
+                                       for v in (lo, hi, pages.ctypes.data, copy.ctypes.data)]
         else:
             self.save()
         self.claims: list[tuple[int, np.ndarray, list[bytes]]] = []     # (dpu, log rows, final bytes)
@@ -146,11 +148,16 @@ class Gather:
         """The byte ranges [a, b) of span k (offsets from its start) that its
         pages in state SAVED (`saved`) or not cover, one per run of pages."""
         lo, hi = self.spans[k]
-        first = lo >> PAGE_SHIFT
-        chosen = (self.pages[k] == Page.SAVED) == saved
+        chosen = ((self.pages[k] & PAGE_STATE_MASK) == Page.SAVED) == saved
         edges = np.flatnonzero(np.diff(np.r_[0, chosen.astype(np.int8), 0]))
         for start, stop in zip(edges[0::2].tolist(), edges[1::2].tolist()):
-            yield (max(lo, (first + start) * PAGE_BYTES) - lo, min(hi, (first + stop) * PAGE_BYTES) - lo)
+            yield start * PAGE_BYTES, min(hi - lo, stop * PAGE_BYTES)
+
+    def written_apart(self) -> bool:
+        """Whether the save table saw the DPUs keep apart: each page of the
+        arrays written by one DPU, no read of them logged (abi.SAVE_MIXED;
+        False without a table: their logs tell)."""
+        return self.table is not None and not self.table[SAVE_MIXED]
 
     def save(self) -> None:
         """Keep the pages not saved yet as the arrays hold them (as transferred:

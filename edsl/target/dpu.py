@@ -253,19 +253,33 @@ class Ctx(IntEnum):
 CTX_SLOTS = 31
 
 
-# The pages `SAVE_PAGES` saves: PAGE_BYTES each, aligned in MRAM addresses. A
-# save table holds [spans, then (lo, hi, states, copy) per span]: MRAM bytes
-# [lo, hi), the address of its pages' i64 states, the host address of its copy.
+# The pages `SAVE_PAGES` saves: PAGE_BYTES each, page k of an array its bytes
+# from lo + k * PAGE_BYTES (kernels block arrays from their first element).
+# A save table holds [spans, mixed, then (lo, hi, states, copy) per span]:
+# MRAM bytes [lo, hi), the address of its pages' i64 states, the host
+# address of its copy. `mixed` (at SAVE_MIXED) is set where the DPUs may not
+# have kept apart: a DPU wrote a page that another DPU saved, or read bytes
+# a DPU may write (a logged read); the host then reads their logs
+# (edsl.dpu.sharing). DPUs that each write whole pages need no such check.
 PAGE_SHIFT = 12
 PAGE_BYTES = 1 << PAGE_SHIFT
+SAVE_MIXED = 1
+SAVE_SPANS = 2                        # where the spans' rows start
+SAVE_ROW = 4                          # i64 per span
 
 
 class Page(IntEnum):
-    """The state of a page of a save table: its first writer claims it by CAS
-    (CLEAN -> SAVING), copies it and releases it SAVED; other writers wait."""
+    """The state of a page of a save table (its low PAGE_OWNER_SHIFT bits):
+    its first writer claims it by CAS (CLEAN -> SAVING), copies it and
+    releases it SAVED, with its DPU's id + 1 in the bits above (0 where the
+    host saved it); other writers wait."""
     CLEAN = 0
     SAVING = 1
     SAVED = 2
+
+
+PAGE_OWNER_SHIFT = 2
+PAGE_STATE_MASK = (1 << PAGE_OWNER_SHIFT) - 1
 
 
 class Dpu(IntEnum):

@@ -323,28 +323,32 @@ def test_a_dpus_claims_coalesce_within_one_kind_only():
 
 def test_pages_saved_by_writes_are_put_back_and_the_others_copied_as_they_are():
     """A Gather whose pages the DPUs' first writes save (here: by hand, as
-    the runtime library's SAVE_PAGES does): restoring puts back the saved
-    pages only, clipped to the arrays; `save` copies the pages no DPU wrote."""
-    from edsl.target.dpu import PAGE_BYTES, Page
+    the runtime library's SAVE_PAGES does): pages run from the array's first
+    byte; restoring puts back the saved pages only, the last clipped to the
+    array; `save` copies the pages no DPU wrote."""
+    from edsl.target.dpu import PAGE_BYTES, PAGE_OWNER_SHIFT, SAVE_MIXED, SAVE_SPANS, Page
     before = bytes(range(256)) * (4 * PAGE_BYTES // 256)
     memory = _Memory(before)
-    lo, hi = PAGE_BYTES // 2, 3 * PAGE_BYTES + 8              # (four pages, the first and last in part)
+    lo, hi = PAGE_BYTES // 2, 3 * PAGE_BYTES + 8              # (three pages from lo, the last in part)
     gather = Gather([(lo, hi)], memory.read, memory.write, saved_by_writes=True)
-    assert list(gather.pages[0]) == [Page.CLEAN] * 4
-    assert list(gather.table[:3]) == [1, lo, hi]
-    for page in (0, 2):                                       # DPUs save, then write, pages 0 and 2
-        a, b = max(lo, page * PAGE_BYTES), (page + 1) * PAGE_BYTES
+    assert list(gather.pages[0]) == [Page.CLEAN] * 3
+    assert (gather.table[0], gather.table[SAVE_MIXED]) == (1, 0)
+    assert list(gather.table[SAVE_SPANS:SAVE_SPANS + 2]) == [lo, hi]
+    for dpu, page in enumerate((0, 2)):                       # DPUs 0 and 1 save, then write, pages 0 and 2
+        a, b = lo + page * PAGE_BYTES, min(hi, lo + (page + 1) * PAGE_BYTES)
         gather.pristine[0][a - lo:b - lo] = np.frombuffer(memory.read(a, b - a), np.uint8)
-        gather.pages[0][page] = Page.SAVED
+        gather.pages[0][page] = Page.SAVED | (dpu + 1) << PAGE_OWNER_SHIFT
         memory.write(a, b"\xff" * (b - a))
-    memory.write(0, b"\xee" * 8)                               # (outside the arrays: not theirs)
+    memory.write(0, b"\xee" * 8)                               # (outside the array: not its)
+    memory.write(hi, b"\xdd" * 8)
     gather.restore()
-    assert memory.read(8, len(before) - 8) == before[8:] and memory.read(0, 8) == b"\xee" * 8
-    memory.write(PAGE_BYTES + 8, b"\x01")                     # (as transferred, for `save`)
+    assert memory.read(8, hi - 8) == before[8:hi] and memory.read(0, 8) == b"\xee" * 8
+    assert memory.read(hi, 8) == b"\xdd" * 8
+    memory.write(lo + PAGE_BYTES + 8, b"\x01")                # (as transferred, for `save`)
     gather.save()
-    assert list(gather.pages[0]) == [Page.SAVED] * 4
+    assert list(gather.pages[0]) == [Page.SAVED] * 3
     want = bytearray(before[lo:hi])
-    want[PAGE_BYTES + 8 - lo] = 1
+    want[PAGE_BYTES + 8] = 1
     assert gather.pristine[0].tobytes() == bytes(want)
 
 
@@ -364,7 +368,7 @@ def test_a_launch_saves_the_pages_its_dpus_write_and_puts_them_back_when_one_fai
     them: programs that write every other 4 KiB block leave the others'
     pages unsaved; a DPU that fails leaves the arrays as they were."""
     from edsl.backend import dpu_run
-    from edsl.target.dpu import PAGE_BYTES, Page
+    from edsl.target.dpu import PAGE_BYTES, PAGE_OWNER_SHIFT, PAGE_STATE_MASK, SAVE_MIXED, Page
     made = []
 
     class Recorded(Gather):
@@ -378,15 +382,60 @@ def test_a_launch_saves_the_pages_its_dpus_write_and_puts_them_back_when_one_fai
     got = x.copy()
     _add_one_to_even_blocks[(16,)](got, -1, BLOCK=block, num_dpus=6, num_tasklets=4)
     np.testing.assert_array_equal(got, x + (np.arange(16 * block) // block % 2 == 0))
-    (lo, hi), = made[-1].spans                                # (x, 16-byte aligned: from its first byte)
-    written = {(lo + k * PAGE_BYTES + end) // PAGE_BYTES - lo // PAGE_BYTES
-               for k in range(0, 16, 2) for end in (0, PAGE_BYTES - 1)}
-    assert set(np.flatnonzero(made[-1].pages[0] == Page.SAVED).tolist()) == written
-    assert len(made[-1].pages[0]) > len(written)
+    # Pages run from x's first byte: program k writes page k, on DPU k % 6,
+    # which it keeps; the programs read what they write, so the logs were
+    # checked (`mixed`).
+    pages = made[-1].pages[0]
+    assert list(pages & PAGE_STATE_MASK) == [Page.SAVED, Page.CLEAN] * 8
+    assert list(pages[::2] >> PAGE_OWNER_SHIFT) == [k % 6 + 1 for k in range(0, 16, 2)]
+    assert made[-1].table[SAVE_MIXED] == 1
     got = x.copy()
     with pytest.raises(DpuError, match="outside the launch's arrays"):
         _add_one_to_even_blocks[(16,)](got, 13, BLOCK=block, num_dpus=6, num_tasklets=4)
     np.testing.assert_array_equal(got, x)                     # nothing half-written
+
+
+@triton.jit
+def _copy_blocks(src_ptr, dst_ptr, SKIP: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst_ptr + SKIP + offs, tl.load(src_ptr + offs))
+
+
+@pytest.mark.parametrize("workers", ["1", "3"])
+@pytest.mark.parametrize("skip, mixed", [(0, 0), (8, 1)])
+def test_dpus_that_write_pages_of_their_own_skip_the_check_of_their_logs(monkeypatch, workers, skip, mixed):
+    """Programs on 4 DPUs copy blocks of a page into an array (aligned to 8
+    bytes, not to a page): from its first byte, each DPU writes pages of its
+    own (abi.PAGE_BYTES, from the array's first byte) and reads nothing they
+    write, so the save table shows them apart and their logs are not read.
+    From 32 bytes on, neighbouring DPUs write one page, and the logs are
+    read (and show them apart). Both copy as NumPy does."""
+    from edsl.backend import dpu_run
+    from edsl.dpu import runtime
+    from edsl.target.dpu import PAGE_BYTES, SAVE_MIXED
+    made, taken = [], []
+
+    class Recorded(Gather):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+    original = runtime.Launch.take_logs
+
+    def take_logs(self, lo, hi):
+        taken.append((lo, hi))
+        return original(self, lo, hi)
+    monkeypatch.setattr(dpu_run, "Gather", Recorded)
+    monkeypatch.setattr(runtime.Launch, "take_logs", take_logs)
+    monkeypatch.setenv("EDSL_DPU_WORKERS", workers)
+    block, programs = PAGE_BYTES // 4, 12
+    src = np.arange(programs * block, dtype=np.int32)
+    room = np.zeros((programs + 2) * block, dtype=np.int32)
+    start = (-room.ctypes.data % PAGE_BYTES + 24) // 4         # (8-byte aligned)
+    dst = room[start:start + programs * block + skip]
+    _copy_blocks[(programs,)](src, dst, SKIP=skip, BLOCK=block, num_dpus=4, num_tasklets=2)
+    np.testing.assert_array_equal(dst[skip:], src)
+    assert made[-1].table[SAVE_MIXED] == mixed
+    assert bool(taken) == bool(mixed)
 
 
 def test_dpus_that_keep_apart_need_not_run_one_by_one():
