@@ -352,6 +352,34 @@ def test_pages_saved_by_writes_are_put_back_and_the_others_copied_as_they_are():
     assert gather.pristine[0].tobytes() == bytes(want)
 
 
+@pytest.fixture
+def made_gathers(monkeypatch) -> list:
+    """The `Gather`s the launches make, in order."""
+    from edsl.backend import dpu_run
+    made = []
+
+    class Recorded(Gather):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+    monkeypatch.setattr(dpu_run, "Gather", Recorded)
+    return made
+
+
+@pytest.fixture
+def taken_logs(monkeypatch) -> list:
+    """Per `Launch.take_logs` call, the entries of each DPU's log."""
+    taken = []
+    original = Launch.take_logs
+
+    def counting(self, lo, hi):
+        logs = original(self, lo, hi)
+        taken.append([len(log) for log in logs])
+        return logs
+    monkeypatch.setattr(Launch, "take_logs", counting)
+    return taken
+
+
 @triton.jit
 def _add_one_to_even_blocks(x_ptr, fail_at, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
@@ -363,19 +391,12 @@ def _add_one_to_even_blocks(x_ptr, fail_at, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("workers", ["1", "3"])
-def test_a_launch_saves_the_pages_its_dpus_write_and_puts_them_back_when_one_fails(monkeypatch, workers):
+def test_a_launch_saves_the_pages_its_dpus_write_and_puts_them_back_when_one_fails(monkeypatch, made_gathers,
+                                                                                   workers):
     """The arrays as transferred are kept page by page as the DPUs first write
     them: programs that write every other 4 KiB block leave the others'
     pages unsaved; a DPU that fails leaves the arrays as they were."""
-    from edsl.backend import dpu_run
     from edsl.target.dpu import PAGE_BYTES, PAGE_OWNER_SHIFT, PAGE_STATE_MASK, SAVE_MIXED, Page
-    made = []
-
-    class Recorded(Gather):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            made.append(self)
-    monkeypatch.setattr(dpu_run, "Gather", Recorded)
     monkeypatch.setenv("EDSL_DPU_WORKERS", workers)
     block = PAGE_BYTES // 4
     x = np.arange(16 * block, dtype=np.int32)
@@ -385,10 +406,10 @@ def test_a_launch_saves_the_pages_its_dpus_write_and_puts_them_back_when_one_fai
     # Pages run from x's first byte: program k writes page k, on DPU k % 6,
     # which it keeps; the programs read what they write, so the logs were
     # checked (`mixed`).
-    pages = made[-1].pages[0]
+    pages = made_gathers[-1].pages[0]
     assert list(pages & PAGE_STATE_MASK) == [Page.SAVED, Page.CLEAN] * 8
     assert list(pages[::2] >> PAGE_OWNER_SHIFT) == [k % 6 + 1 for k in range(0, 16, 2)]
-    assert made[-1].table[SAVE_MIXED] == 1
+    assert made_gathers[-1].table[SAVE_MIXED] == 1
     got = x.copy()
     with pytest.raises(DpuError, match="outside the launch's arrays"):
         _add_one_to_even_blocks[(16,)](got, 13, BLOCK=block, num_dpus=6, num_tasklets=4)
@@ -403,29 +424,15 @@ def _copy_blocks(src_ptr, dst_ptr, SKIP: tl.constexpr, BLOCK: tl.constexpr):
 
 @pytest.mark.parametrize("workers", ["1", "3"])
 @pytest.mark.parametrize("skip, mixed", [(0, 0), (8, 1)])
-def test_dpus_that_write_pages_of_their_own_skip_the_check_of_their_logs(monkeypatch, workers, skip, mixed):
+def test_dpus_that_write_pages_of_their_own_skip_the_check_of_their_logs(monkeypatch, made_gathers, taken_logs,
+                                                                         workers, skip, mixed):
     """Programs on 4 DPUs copy blocks of a page into an array (aligned to 8
     bytes, not to a page): from its first byte, each DPU writes pages of its
     own (abi.PAGE_BYTES, from the array's first byte) and reads nothing they
     write, so the save table shows them apart and their logs are not read.
     From 32 bytes on, neighbouring DPUs write one page, and the logs are
     read (and show them apart). Both copy as NumPy does."""
-    from edsl.backend import dpu_run
-    from edsl.dpu import runtime
     from edsl.target.dpu import PAGE_BYTES, SAVE_MIXED
-    made, taken = [], []
-
-    class Recorded(Gather):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            made.append(self)
-    original = runtime.Launch.take_logs
-
-    def take_logs(self, lo, hi):
-        taken.append((lo, hi))
-        return original(self, lo, hi)
-    monkeypatch.setattr(dpu_run, "Gather", Recorded)
-    monkeypatch.setattr(runtime.Launch, "take_logs", take_logs)
     monkeypatch.setenv("EDSL_DPU_WORKERS", workers)
     block, programs = PAGE_BYTES // 4, 12
     src = np.arange(programs * block, dtype=np.int32)
@@ -434,8 +441,8 @@ def test_dpus_that_write_pages_of_their_own_skip_the_check_of_their_logs(monkeyp
     dst = room[start:start + programs * block + skip]
     _copy_blocks[(programs,)](src, dst, SKIP=skip, BLOCK=block, num_dpus=4, num_tasklets=2)
     np.testing.assert_array_equal(dst[skip:], src)
-    assert made[-1].table[SAVE_MIXED] == mixed
-    assert bool(taken) == bool(mixed)
+    assert made_gathers[-1].table[SAVE_MIXED] == mixed
+    assert bool(taken_logs) == bool(mixed)
 
 
 def test_dpus_that_keep_apart_need_not_run_one_by_one():
@@ -455,29 +462,20 @@ def test_dpus_that_keep_apart_need_not_run_one_by_one():
 
 
 @pytest.mark.parametrize("dpus", [1, 3])
-def test_the_tasklets_of_a_dpu_log_a_row_they_share_out_as_one_tasklet_logs_it(monkeypatch, dpus):
+def test_the_tasklets_of_a_dpu_log_a_row_they_share_out_as_one_tasklet_logs_it(monkeypatch, taken_logs, dpus):
     """Each tasklet of an in-place vector add reads and writes its chunk of
     each program's rows: the log of its DPU grows the entry of its kind that
     ends where a chunk starts (not only the last one), so 16 tasklets log as
     many entries as one (and the host checks no more)."""
     import triton_vector_add
-    from edsl.dpu import runtime
-    taken = []
-    original = runtime.Launch.take_logs
-
-    def counting(self, lo, hi):
-        logs = original(self, lo, hi)
-        taken.append([len(log) for log in logs])
-        return logs
-    monkeypatch.setattr(runtime.Launch, "take_logs", counting)
     monkeypatch.setenv("EDSL_DPU_WORKERS", "1")
     x = np.arange(12 * 1024, dtype=np.float32)
     entries, outs = {}, {}
     for tasklets in (1, 16):
-        taken.clear()
+        taken_logs.clear()
         out = x.copy()
         triton_vector_add.add_kernel[(12,)](out, x, out, x.size, BLOCK=1024, num_dpus=dpus, num_tasklets=tasklets)
-        entries[tasklets], outs[tasklets] = list(taken), out
+        entries[tasklets], outs[tasklets] = list(taken_logs), out
     np.testing.assert_array_equal(outs[16], 2 * x)
     np.testing.assert_array_equal(outs[1], outs[16])
     if dpus > 1:
