@@ -53,3 +53,13 @@ def wait_for(flag_ptr, out_ptr, SETTER: tl.constexpr):
         while tl.load(flag_ptr, volatile=True) == 0:  # <wait>
             n += 1
         tl.store(out_ptr + pid, n)
+
+
+@triton.jit
+def take_tickets(counter_ptr, out_ptr, n):
+    """Programs take tickets from one counter until `n` are taken: each
+    atomic changes the counter, so the loop goes on towards its end."""
+    taken = 0
+    while tl.atomic_add(counter_ptr, 1) < n:  # <take>
+        taken += 1
+    tl.store(out_ptr + tl.program_id(0), taken)

@@ -154,7 +154,8 @@ module {
     %has = arith.cmpi ne, %table_i, %c0 : i64
     scf.if %has {
       %table = llvm.inttoptr %table_i : i64 to !llvm.ptr
-      %spans = llvm.load %table : !llvm.ptr -> i64
+      %spans_p = llvm.getelementptr %table[${save_count}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %spans = llvm.load %spans_p : !llvm.ptr -> i64
       // (a page saved by this DPU: SAVED, the DPU's id + 1 above)
       %dpu_p = llvm.getelementptr %ctx[${ctx_dpu_id}] : (!llvm.ptr) -> !llvm.ptr, i64
       %dpu = llvm.load %dpu_p : !llvm.ptr -> i64
@@ -324,7 +325,11 @@ module {
   // the DPU stops, as a deadlocked barrier stops it. One count per DPU:
   // another tasklet's access breaks a run as much as the same tasklet's. A
   // store's kind resets the count (the kernel does so before each outermost
-  // while loop). (The key mixes the four operands.)
+  // while loop). The key mixes the four operands and, for an atomic (watched
+  // after its write), the 8-byte word that holds its element: an atomic that
+  // changes its element each trip (tickets taken from a counter) goes on
+  // towards its loop's end; one that leaves it as it was (a spin on a held
+  // lock) waits.
   func.func @${watch_wait}(%kind: i64, %mram: i64, %n: i64, %site: i64, %ctx: !llvm.ptr) {
     %c0 = arith.constant 0 : i64
     %c1 = arith.constant 1 : i64
@@ -332,15 +337,34 @@ module {
     %null = llvm.mlir.zero : !llvm.ptr
     %has = llvm.icmp "ne" %st, %null : !llvm.ptr
     scf.if %has {
+      %mask = arith.constant ${access_mask} : i64
+      %low = arith.andi %kind, %mask : i64
+      %k_atomic = arith.constant ${access_atomic} : i64
+      %atomic = arith.cmpi eq, %low, %k_atomic : i64
+      %word = scf.if %atomic -> (i64) {
+        %cell = llvm.alloca %c1 x i64 {alignment = 8 : i64} : (i64) -> !llvm.ptr
+        %down = arith.constant -8 : i64
+        %at = arith.andi %mram, %down : i64
+        %at_p = llvm.inttoptr %at : i64 to !llvm.ptr
+        %c8 = arith.constant 8 : i64
+        func.call @${copy_from_mram}(%cell, %at_p, %c8) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+        %w = llvm.load %cell : !llvm.ptr -> i64
+        scf.yield %w : i64
+      } else {
+        scf.yield %c0 : i64
+      }
       %m1 = arith.constant -7046029254386353131 : i64
       %m2 = arith.constant -4658895280553007687 : i64
       %m3 = arith.constant 7109453100751455733 : i64
+      %m4 = arith.constant -3372029247567499371 : i64
       %h1 = arith.muli %mram, %m1 : i64
       %h2 = arith.muli %n, %m2 : i64
       %h3 = arith.muli %kind, %m3 : i64
+      %h4 = arith.muli %word, %m4 : i64
       %h12 = arith.xori %h1, %h2 : i64
       %h123 = arith.xori %h12, %h3 : i64
-      %key = arith.xori %h123, %site : i64
+      %h1234 = arith.xori %h123, %h4 : i64
+      %key = arith.xori %h1234, %site : i64
       %key_p = llvm.getelementptr %st[${dpu_wait_key}] : (!llvm.ptr) -> !llvm.ptr, i64
       %count_p = llvm.getelementptr %st[${dpu_wait_count}] : (!llvm.ptr) -> !llvm.ptr, i64
       %last = llvm.load %key_p : !llvm.ptr -> i64
@@ -348,9 +372,7 @@ module {
       %same = arith.cmpi eq, %key, %last : i64
       %more = arith.addi %count, %c1 : i64
       %count1 = arith.select %same, %more, %c1 : i64
-      %mask = arith.constant ${access_mask} : i64
       %k_write = arith.constant ${access_write} : i64
-      %low = arith.andi %kind, %mask : i64
       %store = arith.cmpi eq, %low, %k_write : i64
       %count2 = arith.select %store, %c0, %count1 : i64
       llvm.store %key, %key_p : i64, !llvm.ptr

@@ -29,8 +29,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..target.dpu import (ACCESS_MASK, LOG_ENTRY, PAGE_BYTES, PAGE_SHIFT, PAGE_STATE_MASK, SAVE_MIXED,
-                          SAVE_ROW, SAVE_SPANS, Access, AtomicOp, Page, atomic_parts)
+from ..target.dpu import (ACCESS_MASK, LOG_ENTRY, PAGE_BYTES, PAGE_SHIFT, PAGE_STATE_MASK, SAVE_COUNT,
+                          SAVE_MIXED, SAVE_ROW, SAVE_SPANS, Access, AtomicOp, Page, atomic_parts)
 
 MIXED = -1                     # a byte one DPU both stored to and updated atomically
 MIXED_ATOMICS = -2             # ... updated with different atomics
@@ -136,7 +136,7 @@ class Gather:
         self.table = None
         if saved_by_writes:
             self.table = np.zeros(SAVE_SPANS + SAVE_ROW * len(self.spans), dtype=np.int64)
-            self.table[0] = len(self.spans)
+            self.table[SAVE_COUNT] = len(self.spans)
             self.table[SAVE_SPANS:] = [v for (lo, hi), pages, copy in zip(self.spans, self.pages, self.pristine)
                                        for v in (lo, hi, pages.ctypes.data, copy.ctypes.data)]
         else:

@@ -263,6 +263,7 @@ CTX_SLOTS = 31
 # (edsl.dpu.sharing). DPUs that each write whole pages need no such check.
 PAGE_SHIFT = 12
 PAGE_BYTES = 1 << PAGE_SHIFT
+SAVE_COUNT = 0                        # how many spans
 SAVE_MIXED = 1
 SAVE_SPANS = 2                        # where the spans' rows start
 SAVE_ROW = 4                          # i64 per span
@@ -404,8 +405,9 @@ OUTSIDE_ARRAYS = ("is outside the launch's arrays: an out-of-bounds pointer, or 
 OUTSIDE_ARRAYS_LOADED = ("is outside the launch's arrays: its pointer was loaded from memory at {where} "
                          f"and is not an MRAM address of theirs ({_REACH})")
 
-# A kernel that makes the same access of the arrays in a `while` loop (a load or
-# an atomic, same bytes, same line) this many times in a row, nothing else between
+# A kernel that makes the same access of the arrays in a `while` loop (a load, or
+# an atomic that leaves its element as it was; same bytes, same line) this many
+# times in a row, nothing else between
 # (a `for` loop ends by itself: its accesses are not watched), waits for
 # a value it can never see (Err.WAIT): another program's on its DPU, which
 # runs after it, or another DPU's, which writes its own MRAM. (On a GPU such

@@ -19,7 +19,7 @@ from edsl.target.dpu import Access, AtomicOp, atomic_kind
 from edsl.dpu.runtime import Launch
 from edsl.dpu.sharing import Gather, SharingError
 from edsl.base.errors import DpuError
-from sharing_kernels import BLOCK, count, flag, scatter, wait_for
+from sharing_kernels import BLOCK, count, flag, scatter, take_tickets, wait_for
 from source_lines import line_of
 
 
@@ -212,6 +212,20 @@ def load_repeatedly(x_ptr, out_ptr, n):
     for _ in range(n):
         total += tl.load(x_ptr)
     tl.store(out_ptr, total)
+
+
+def test_an_atomic_that_changes_its_element_each_trip_is_no_wait():
+    """Tickets taken from one counter in a `while` loop: the same atomic of
+    the same bytes each trip, but each changes the counter, so the loop goes
+    on to its end past WAIT_REPEATS trips. A spin on a lock that no program
+    releases leaves the lock as it is: that one is a wait."""
+    from edsl.target.dpu import WAIT_REPEATS, WAITS_FOREVER
+    counter, out = np.zeros(1, np.int32), np.full(2, -1, np.int32)
+    take_tickets[(2,)](counter, out, WAIT_REPEATS + 3, num_dpus=1)
+    assert list(out) == [WAIT_REPEATS + 3, 0] and counter[0] == WAIT_REPEATS + 5
+    with pytest.raises(DpuError, match=re.escape(f"{WAIT_REPEATS} times in a row: {WAITS_FOREVER}")) as err:
+        locked_add[(1,)](np.ones(1, np.int32), np.ones(1, np.int32), np.zeros(1, np.int32), num_dpus=1)
+    assert err.value.loc.lineno == locked_add.fn.__code__.co_firstlineno + 2
 
 
 def test_a_program_that_waits_for_an_earlier_programs_store_on_its_dpu_goes_on():

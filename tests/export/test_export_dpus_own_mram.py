@@ -17,7 +17,7 @@ from hypothesis import event, given, settings, strategies as st
 import edsl
 from edsl.target import dpu as abi
 from edsl.base.errors import DpuError
-from sharing_kernels import BLOCK, count, flag, scatter, wait_for
+from sharing_kernels import BLOCK, count, flag, scatter, take_tickets, wait_for
 from edsl.export import project
 from export_helpers import build, export_with_data_and_run, masked, needs_cc, output, run
 
@@ -138,6 +138,25 @@ def test_a_program_that_waits_for_another_programs_store_is_the_models_error(tmp
     assert masked(_message(r.stderr)) == masked(_message(str(err.value)))
     name = pathlib.Path(wait_for.fn.__code__.co_filename).name
     assert r.stderr.startswith(f"error: {name}:{err.value.loc.lineno}:"), r.stderr
+
+
+@needs_cc
+def test_an_atomic_that_changes_its_element_each_trip_is_no_wait_in_the_runner(tmp_path):
+    """Tickets taken from one counter past WAIT_REPEATS trips: the runner
+    goes on to the loop's end, as the model does."""
+    folder = tmp_path / "tickets"
+    edsl.export(take_tickets, folder, signature={"counter_ptr": "*i32", "out_ptr": "*i32", "n": "i32"},
+                grid=(2,), num_dpus=1)
+    (folder / "data" / "counter_ptr.bin").write_bytes(np.zeros(1, np.int32).tobytes())
+    (folder / "data" / "out_ptr.bin").write_bytes(np.full(2, -1, np.int32).tobytes())
+    build(folder)
+    n = abi.WAIT_REPEATS + 3
+    r = run(folder, f"n={n}")
+    assert r.returncode == 0, r.stdout + r.stderr
+    counter, out = np.zeros(1, np.int32), np.full(2, -1, np.int32)
+    take_tickets[(2,)](counter, out, n, num_dpus=1)
+    np.testing.assert_array_equal(output(folder, "out_ptr", out), out)
+    np.testing.assert_array_equal(output(folder, "counter_ptr", counter), counter)
 
 
 def test_the_log_codes_in_c_decode_the_abis_kinds():
