@@ -196,8 +196,11 @@ def test_ctrl_c_interrupts_a_launch(tmp_path, which):
     script = tmp_path / "spin.py"
     script.write_text(SPIN)
     env = dict(os.environ, EDSL_CACHE_DIR=str(tmp_path / "cache"), EDSL_DPU_WORKERS="4")
+    # (Ctrl-C as in a terminal, also where this test runs in the background,
+    # whose processes start with SIGINT ignored)
     proc = subprocess.Popen([sys.executable, str(script), which], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert proc.stdout.readline().strip() == "started"
         time.sleep(2)                                   # (the launch starts right after the print)
