@@ -56,10 +56,11 @@ def wait_for(flag_ptr, out_ptr, SETTER: tl.constexpr):
 
 
 @triton.jit
-def take_tickets(counter_ptr, out_ptr, n):
-    """Programs take tickets from one counter until `n` are taken: each
-    atomic changes the counter, so the loop goes on towards its end."""
+def take_tickets(counter_ptr, out_ptr, n, at):
+    """Programs take tickets from one counter (element `at`) until `n` are
+    taken: each atomic changes the counter, so the loop goes on towards its
+    end."""
     taken = 0
-    while tl.atomic_add(counter_ptr, 1) < n:  # <take>
+    while tl.atomic_add(counter_ptr + at, 1) < n:  # <take>
         taken += 1
     tl.store(out_ptr + tl.program_id(0), taken)

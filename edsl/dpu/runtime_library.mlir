@@ -340,7 +340,12 @@ module {
       %mask = arith.constant ${access_mask} : i64
       %low = arith.andi %kind, %mask : i64
       %k_atomic = arith.constant ${access_atomic} : i64
-      %atomic = arith.cmpi eq, %low, %k_atomic : i64
+      %is_atomic = arith.cmpi eq, %low, %k_atomic : i64
+      // (a transfer the DMA refused stopped the DPU: its word is not read)
+      %stopped = func.call @${failed}(%ctx) : (!llvm.ptr) -> i1
+      %true = arith.constant true
+      %going = arith.xori %stopped, %true : i1
+      %atomic = arith.andi %is_atomic, %going : i1
       %word = scf.if %atomic -> (i64) {
         %cell = llvm.alloca %c1 x i64 {alignment = 8 : i64} : (i64) -> !llvm.ptr
         %down = arith.constant -8 : i64

@@ -221,8 +221,12 @@ def test_an_atomic_that_changes_its_element_each_trip_is_no_wait():
     releases leaves the lock as it is: that one is a wait."""
     from edsl.target.dpu import WAIT_REPEATS, WAITS_FOREVER
     counter, out = np.zeros(1, np.int32), np.full(2, -1, np.int32)
-    take_tickets[(2,)](counter, out, WAIT_REPEATS + 3, num_dpus=1)
+    take_tickets[(2,)](counter, out, WAIT_REPEATS + 3, 0, num_dpus=1)
     assert list(out) == [WAIT_REPEATS + 3, 0] and counter[0] == WAIT_REPEATS + 5
+    # (the watch reads no element that its transfer could not reach)
+    with pytest.raises(DpuError, match="is outside the launch's arrays") as err:
+        take_tickets[(1,)](counter, out, 10, 1 << 40, num_dpus=1)
+    assert err.value.loc.lineno == line_of(take_tickets, "# <take>")
     with pytest.raises(DpuError, match=re.escape(f"{WAIT_REPEATS} times in a row: {WAITS_FOREVER}")) as err:
         locked_add[(1,)](np.ones(1, np.int32), np.ones(1, np.int32), np.zeros(1, np.int32), num_dpus=1)
     assert err.value.loc.lineno == locked_add.fn.__code__.co_firstlineno + 2

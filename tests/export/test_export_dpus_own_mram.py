@@ -145,18 +145,23 @@ def test_an_atomic_that_changes_its_element_each_trip_is_no_wait_in_the_runner(t
     """Tickets taken from one counter past WAIT_REPEATS trips: the runner
     goes on to the loop's end, as the model does."""
     folder = tmp_path / "tickets"
-    edsl.export(take_tickets, folder, signature={"counter_ptr": "*i32", "out_ptr": "*i32", "n": "i32"},
+    edsl.export(take_tickets, folder,
+                signature={"counter_ptr": "*i32", "out_ptr": "*i32", "n": "i32", "at": "i64"},
                 grid=(2,), num_dpus=1)
     (folder / "data" / "counter_ptr.bin").write_bytes(np.zeros(1, np.int32).tobytes())
     (folder / "data" / "out_ptr.bin").write_bytes(np.full(2, -1, np.int32).tobytes())
     build(folder)
     n = abi.WAIT_REPEATS + 3
-    r = run(folder, f"n={n}")
+    r = run(folder, f"n={n}", "at=0")
     assert r.returncode == 0, r.stdout + r.stderr
     counter, out = np.zeros(1, np.int32), np.full(2, -1, np.int32)
-    take_tickets[(2,)](counter, out, n, num_dpus=1)
+    take_tickets[(2,)](counter, out, n, 0, num_dpus=1)
     np.testing.assert_array_equal(output(folder, "out_ptr", out), out)
     np.testing.assert_array_equal(output(folder, "counter_ptr", counter), counter)
+    r = run(folder, f"n={n}", f"at={1 << 40}")          # (far outside the arrays: the DMA's error)
+    with pytest.raises(DpuError) as err:
+        take_tickets[(2,)](counter, out, n, 1 << 40, num_dpus=1)
+    assert r.returncode != 0 and masked(_message(r.stderr)) == masked(_message(str(err.value))), r.stderr
 
 
 def test_the_log_codes_in_c_decode_the_abis_kinds():
