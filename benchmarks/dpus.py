@@ -1,10 +1,12 @@
 """DPUs in parallel on the DPU model: the same launch on 1 host thread and on
-all the machine's cores (EDSL_DPU_WORKERS), in one run, as a ratio; the
-results are checked bit-identical.
+all the machine's cores (EDSL_DPU_WORKERS), in one run, as a ratio (the
+launches of the two counts taken in turn); the results are checked
+bit-identical.
 
     python benchmarks/dpus.py [--dpus 64] [--repeat 5]
 """
 import argparse
+import functools
 import os
 import pathlib
 import sys
@@ -16,12 +18,13 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "examples")
 import edsl.backend  # noqa: E402
 import triton_matmul  # noqa: E402
 import triton_softmax  # noqa: E402
-from measure import best  # noqa: E402
+from measure import best_in_turn  # noqa: E402
 
 
-# Unmeasured launches before each thread count is timed: a process's first
-# launches after the compile fault in fresh memory (the pages saved for a
-# restore, the access logs) and ran up to 20 % slower on the device machine.
+# Unmeasured turns (a launch of each thread count) before the timed ones: a
+# process's first launches after the compile fault in fresh memory (the
+# pages saved for a restore, the access logs) and ran up to 20 % slower on
+# the device machine.
 WARM = 4
 
 
@@ -50,10 +53,13 @@ def main() -> None:
     worst = None
     with edsl.backend.activated():
         for name, (out, launch, reference) in launches(a.dpus).items():
-            seen, times = [], {}
-            for workers in (1, cores):
+            def on(workers, launch=launch):
                 os.environ["EDSL_DPU_WORKERS"] = str(workers)
-                times[workers] = best(launch, a.repeat, warm=WARM)
+                launch()
+            times = best_in_turn({w: functools.partial(on, w) for w in (1, cores)}, a.repeat, warm=WARM)
+            seen = []
+            for workers in (1, cores):
+                on(workers)
                 seen.append(out.tobytes())
             assert seen[0] == seen[1], f"{name}: results differ between 1 and {cores} threads"
             assert np.allclose(out, reference(), rtol=1e-3, atol=1e-3), f"{name}: results differ from NumPy"
