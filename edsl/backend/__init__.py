@@ -5,17 +5,20 @@ model of UPMEM DPUs (registered in the `triton.backends` entry-point group).
     edsl.backend.last_report()                           # WRAM, DMA, host<->MRAM bytes
 
 Triton imports this package (and its `compiler` and `driver` modules) at
-`import triton`, so they import nothing heavy at module level.
+`import triton`, so they import nothing heavy at module level. Imported
+first, the package imports Triton before any of its modules: Triton's
+discovery of backends would otherwise import `compiler` or `driver` while
+that very module is half-imported (`import edsl.backend.compiler` failed).
 """
 from __future__ import annotations
+
+import triton  # noqa: F401  (at `import triton`, the half-imported Triton: its discovery runs)
 
 __all__ = ["array", "last_report", "DpuArray", "activate", "activated"]
 
 
 def __getattr__(name):
     if name in ("activate", "activated"):
-        import triton  # noqa: F401  (Triton imports the driver module while it loads: Triton first)
-
         from . import driver
         return getattr(driver, name)
     if name in ("array", "DpuArray"):

@@ -2,6 +2,8 @@
 figures for occupancy, tuple arguments, and options and ops of GPU targets
 that only tune or order."""
 import importlib.util
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -20,6 +22,14 @@ from edsl.backend import triton_internals
 def active():
     """Triton's active driver (the DPU model's in this package: tests/conftest.py)."""
     return triton.runtime.driver.active
+
+
+@pytest.mark.parametrize("module", ["edsl.backend.compiler", "edsl.backend.driver"])
+def test_the_modules_triton_discovers_import_first_in_a_process(module):
+    """Triton's discovery of backends imports these two at `import triton`;
+    imported first, neither may be half-imported when it does."""
+    run = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
 
 
 # ---- the torch device ------------------------------------------------------------------------
