@@ -1,6 +1,7 @@
-"""Kernels whose programs share array elements across DPUs, for the tests of
-what each DPU's own MRAM gives on the model (tests/backend) and in the
-exported project (tests/export)."""
+"""Kernels whose programs share array elements across DPUs, or whose
+tasklets share a scalar, for the tests of what each DPU's own MRAM and its
+tasklets give on the model (tests/backend) and in the exported project
+(tests/export)."""
 import triton
 import triton.language as tl
 
@@ -64,3 +65,36 @@ def take_tickets(counter_ptr, out_ptr, n, at):
     while tl.atomic_add(counter_ptr + at, 1) < n:  # <take>
         taken += 1
     tl.store(out_ptr + tl.program_id(0), taken)
+
+
+@triton.jit
+def group_sums(x_ptr, sums_ptr, lock_ptr, N, GROUPS: tl.constexpr, BLOCK: tl.constexpr):
+    """The partial sums of the backward pass of Triton's layer-norm tutorial:
+    each row added into row `row % GROUPS` of `sums` under that row's lock,
+    the first stored as it is (a count read, then set by an atomic)."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < N
+    lock = lock_ptr + row % GROUPS
+    count_ptr = lock + GROUPS
+    sums = sums_ptr + (row % GROUPS) * N + cols
+    partial = tl.load(x_ptr + row * N + cols, mask=mask, other=0)
+    while tl.atomic_cas(lock, 0, 1) == 1:
+        pass
+    count = tl.load(count_ptr)
+    if count == 0:
+        tl.atomic_xchg(count_ptr, 1)
+    else:
+        partial += tl.load(sums, mask=mask)
+    tl.store(sums, partial, mask=mask)
+    tl.debug_barrier()
+    tl.atomic_xchg(lock, 0)
+
+
+@triton.jit
+def read_then_count(counter_ptr, out_ptr, BLOCK: tl.constexpr):
+    """Each program stores the counter as it read it, then adds 1 to it."""
+    seen = tl.load(counter_ptr)
+    tl.atomic_add(counter_ptr, 1)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.full([BLOCK], 0, tl.int32) + seen)

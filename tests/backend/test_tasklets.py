@@ -19,6 +19,7 @@ from edsl.base.errors import DpuError
 from test_convert import HEAD, SIG, TAIL, VECTOR
 from test_memory import atomic_kernel, column_kernel, copy_kernel
 from test_tile_ops import loop_kernel, reduce_kernel, scan_kernel
+from sharing_kernels import group_sums, read_then_count
 
 COUNTS = [1, 5, 16]
 MANY_COUNTS = [1, 2, 3, 11, 16, 24]
@@ -285,6 +286,46 @@ def test_debug_barrier_orders_stores_and_loads(tasklets):
     assert sum(r.per_tasklet_dma) == r.dma_transfers
     if tasklets > 1:
         assert sum(1 for d in r.per_tasklet_dma if d) == 16     # 256 elements: 16 each
+
+
+def test_a_scalar_every_tasklet_reads_is_read_before_any_tasklet_writes():
+    """A scalar is the program's one value: every tasklet reads the count
+    before tasklet 0's atomic sets it, so all take the same branch (tasklets
+    that read it after took the other one, and the DPU deadlocked)."""
+    rng = np.random.default_rng(3)
+    rows, n, groups = 12, 100, 3
+    x = rng.integers(-50, 50, (rows, n)).astype(np.float32)
+    sums = np.empty((groups, n), np.float32)
+    locks = np.empty(2 * groups, np.int32)
+
+    def launch(t):
+        group_sums[(rows,)](x, sums, locks, n, GROUPS=groups, BLOCK=128, num_tasklets=t)
+    (res, lock_words) = _same_for_all_counts(launch, sums, locks, counts=MANY_COUNTS)
+    np.testing.assert_array_equal(res, x.reshape(rows // groups, groups, n).sum(0))
+    np.testing.assert_array_equal(lock_words, [0] * groups + [1] * groups)
+    # Tasklets that read the counter after tasklet 0's atomic stored its new value.
+    counter, out = np.empty(1, np.int32), np.empty((5, 64), np.int32)
+    (seen, count) = _same_for_all_counts(lambda t: read_then_count[(5,)](counter, out, BLOCK=64, num_tasklets=t),
+                                         out, counter, counts=MANY_COUNTS)
+    np.testing.assert_array_equal(seen, np.repeat(np.arange(5, dtype=np.int32)[:, None], 64, 1))
+    assert count[0] == 5
+
+
+def test_a_store_after_a_scalar_load_waits_for_every_tasklet_to_read_it():
+    """A scalar load, then a store: a barrier between them, at top level; a
+    tile load, then a store, none (each tasklet stores what it read)."""
+    scalar = """    %s = tt.load %x : !tt.ptr<f32> loc(#loc5)
+    %r = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32> loc(#loc5)
+    %ss = tt.splat %s : f32 -> tensor<64xf32> loc(#loc5)
+    %py = tt.splat %y : !tt.ptr<f32> -> tensor<64x!tt.ptr<f32>> loc(#loc5)
+    %ay = tt.addptr %py, %r : tensor<64x!tt.ptr<f32>>, tensor<64xi32> loc(#loc5)
+    tt.store %ay, %ss : tensor<64x!tt.ptr<f32>> loc(#loc5)
+"""
+    for body, top_level in ((scalar, 1), (VECTOR, 0)):
+        module, _ = convert_ttir(HEAD + SIG + body + TAIL, tasklets=16)
+        text = str(module)
+        kernel = text[text.index("func.func @k("):text.index("func.func @__dpu_main")]
+        assert len(re.findall(r"^    llvm.call @edsl_dpu_barrier", kernel, re.M)) == top_level
 
 
 @triton.jit

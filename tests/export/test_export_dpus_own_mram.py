@@ -17,9 +17,9 @@ from hypothesis import event, given, settings, strategies as st
 import edsl
 from edsl.target import dpu as abi
 from edsl.base.errors import DpuError
-from sharing_kernels import BLOCK, count, flag, scatter, take_tickets, wait_for
+from sharing_kernels import BLOCK, count, flag, group_sums, read_then_count, scatter, take_tickets, wait_for
 from edsl.export import project
-from export_helpers import build, export_with_data_and_run, masked, needs_cc, output, run
+from export_helpers import build, export_and_run, export_with_data_and_run, masked, needs_cc, output, run
 
 SHARING_EXIT = 5
 
@@ -162,6 +162,22 @@ def test_an_atomic_that_changes_its_element_each_trip_is_no_wait_in_the_runner(t
     with pytest.raises(DpuError) as err:
         take_tickets[(2,)](counter, out, n, 1 << 40, num_dpus=1)
     assert r.returncode != 0 and masked(_message(r.stderr)) == masked(_message(str(err.value))), r.stderr
+
+
+def test_a_scalar_every_tasklet_reads_is_read_before_any_tasklet_writes_in_the_runner(tmp_path):
+    """16 tasklets read a count before tasklet 0's atomic changes it, in the
+    exported runner as on the model: a lock's count (group sums) and a
+    counter each program stores as it read it."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(-50, 50, (12, 100)).astype(np.float32)
+    export_and_run(tmp_path / "sums", group_sums, (x, np.zeros((3, 100), np.float32), np.zeros(6, np.int32), 100),
+                   {"GROUPS": 3, "BLOCK": 128}, (12,), tasklets=16)
+    sums = output(tmp_path / "sums", "sums_ptr", np.zeros((3, 100), np.float32))
+    np.testing.assert_array_equal(sums, x.reshape(4, 3, 100).sum(0))
+    export_and_run(tmp_path / "count", read_then_count, (np.zeros(1, np.int32), np.zeros((5, 64), np.int32)),
+                   {"BLOCK": 64}, (5,), tasklets=16)
+    seen = output(tmp_path / "count", "out_ptr", np.zeros((5, 64), np.int32))
+    np.testing.assert_array_equal(seen, np.repeat(np.arange(5, dtype=np.int32)[:, None], 64, 1))
 
 
 def test_the_log_codes_in_c_decode_the_abis_kinds():

@@ -18,6 +18,11 @@ tasklet 0 in `single` code ("one"), any tasklet in other divergent code
 ("any"), or all alike at uniform level ("all"). An access that conflicts
 with a recorded one by another tasklet (write/read, read/write, write/write)
 puts a barrier before the innermost op (or divergent code) begun after it.
+In MRAM, where the marks name no element, a store orders the accesses after
+it; a load is ordered with a later store only where every tasklet reads the
+same element (a scalar, "same"): the program's one value, which each tasklet
+must read before any tasklet writes MRAM, or tasklets would branch apart on
+it (a lock's count read, then set by tasklet 0's atomic).
 A cycle starts with no pending access (a barrier before it when needed) and
 ends with a barrier when its first accesses, on its next run, would conflict
 with those pending at its end; the kernel is a cycle too (the next program
@@ -41,6 +46,7 @@ from ..ttir_reader import user_location
 OP, OP_END = "edsl.op", "edsl.op_end"
 DIVERGENT, DIVERGENT_END = "edsl.divergent", "edsl.divergent_end"
 ACCESS, MRAM, MINE, SYNC = "edsl.access", "edsl.mram", "edsl.mine", "edsl.sync"
+SAME = "same"      # an MRAM read of one element by every tasklet (see the module docstring)
 CYCLE, BRANCHES = "edsl.cycle", "edsl.branches"
 
 
@@ -135,8 +141,8 @@ class AccessRecord:
         self._mark(ACCESS, operands + list(ivs[:1]), **attributes)
 
     def note_mram(self, write: bool, who="all") -> None:
-        """The MRAM accesses of the op being lowered (`who`: "all" tasklets, or
-        "one" for tasklet 0)."""
+        """The MRAM accesses of the op being lowered (`who`: "all" tasklets,
+        "one" for tasklet 0, or "same": every tasklet reads the same element)."""
         if self.tasklets > 1:
             self._mark(MRAM, write=ir.BoolAttr.get(write), who=_who_attr(who))
 
@@ -440,7 +446,7 @@ class _Placement:
             return
         for kind, key, who, write in log[1]:
             if kind == "mram":
-                if mram and any(w and not (o == who == "one") for w, o, _ in self._mram):
+                if mram and self._mram_hits(who, write):
                     self.sync()
                     return
             elif self._buffer_hits(key, who, write):
@@ -513,12 +519,18 @@ class _Placement:
         """An op's MRAM accesses. A store orders the loads and stores after it
         (as `tl.debug_barrier` would on a GPU, where a load is not ordered
         with a later store of another lane)."""
-        hits = [s for w, o, s in self._mram if w and not (o == who == "one")]
+        hits = self._mram_hits(who, write)
         if hits:
             self._resolve(max(hits))
         self._seq += 1
         self._mram.append((write, who, self._seq))
         self._log(("mram", None, who, write))
+
+    def _mram_hits(self, who, write: bool) -> list:
+        """The recorded MRAM accesses an access by `who` conflicts with: the
+        stores (but tasklet 0's, for tasklet 0), and for a store the reads of
+        one element by every tasklet."""
+        return [s for w, o, s in self._mram if (w and not (o == who == "one")) or (write and o == SAME)]
 
     def _resolve(self, latest: int) -> None:
         """A barrier after the access numbered `latest` and before the current

@@ -42,6 +42,7 @@ from mlir.dialects import arith, llvm, scf
 from ...target.dpu import DMA as DMA_FN, NOTE, READ, WRITE, Access, AtomicOp, atomic_kind
 
 from .core import Tile, byte_size, in_wram, is_float, is_tensor, lowers, pointee, scalar_type
+from .barriers import SAME
 from .builders import (align_down, as_index, buffer_type, c64, from_stored, i64, in_dma_pieces, index_c,
                        to_stored)
 from .rows import (RowSegment, active_span, bytes_of, closed_form, contiguity, lane_active, needs_rest,
@@ -352,7 +353,7 @@ def lower_load(conv, op):
     ptr_t = op.operands[0].type
     rt = op.results[0].type
     mask, other = _operand(conv, op, 1), _operand(conv, op, 2)
-    conv.buffers.accesses.note_mram(False)
+    conv.buffers.accesses.note_mram(False, "all" if is_tensor(rt) else SAME)
     if not is_tensor(rt):
         t = scalar_type(rt)
         addr = conv.values.get(op.operands[0])
