@@ -518,7 +518,8 @@ class _Placement:
     def note_mram(self, write: bool, who) -> None:
         """An op's MRAM accesses. A store orders the loads and stores after it
         (as `tl.debug_barrier` would on a GPU, where a load is not ordered
-        with a later store of another lane)."""
+        with a later store of another lane); a scalar every tasklet loads
+        orders the stores after it (the program's one value)."""
         hits = self._mram_hits(who, write)
         if hits:
             self._resolve(max(hits))
