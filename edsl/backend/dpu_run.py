@@ -59,7 +59,8 @@ def dpu_workers(program: Program | None = None, key=None) -> int:
     """The host threads a launch's DPUs may run on at once (each with its own
     WRAM): EDSL_DPU_WORKERS, else the machine's cores, or fewer where the
     last launch of `program` with this `key` (the same grid, DPUs, tasklets
-    and array bytes) had less than PARALLEL_GRAIN of DPU work for each."""
+    and array bytes) had less than PARALLEL_GRAIN of DPU work for each, and
+    one where a launch's DPUs on several threads wrote parts of one word."""
     value = os.environ.get("EDSL_DPU_WORKERS", "")
     if value:
         if not value.isdigit() or int(value) < 1:
@@ -71,8 +72,11 @@ def dpu_workers(program: Program | None = None, key=None) -> int:
 
 
 def remember_busy(program: Program, key, seconds: float) -> None:
-    """Keep how long the DPUs of a launch of `program` took (`dpu_workers`)."""
-    _BUSY.setdefault(program, {})[key] = seconds
+    """Keep how long the DPUs of a launch of `program` took (`dpu_workers`);
+    0, DPUs that share words (`run_dpus`), is kept from then on."""
+    kept = _BUSY.setdefault(program, {})
+    if kept.get(key) != 0.0:
+        kept[key] = seconds
 
 
 @dataclass
@@ -218,7 +222,9 @@ def run_dpus(dpus: DpuRunner, job: DpuJob, run: Launch, gather: Gather) -> tuple
     and the DPUs run one by one, each on the arrays as transferred, `gather`
     keeping each one's result; a DPU that fails stops them, the arrays
     restored (no logs are returned). Also returned: the seconds the one pass
-    took on its threads, in all (None: no such pass). Ctrl-C leaves the
+    took on its threads, in all (None: no such pass; 0 where DPUs on several
+    threads wrote parts of one word and ran again, but kept apart
+    otherwise: `dpu_workers` then gives one thread). Ctrl-C leaves the
     arrays as transferred too, unless a tasklet it left running may still
     write them."""
     try:
@@ -247,6 +253,10 @@ def _pass_or_one_by_one(dpus: DpuRunner, job: DpuJob, run: Launch, gather: Gathe
         logs = run.take_logs(ids.start, ids.stop)
         if apart(logs, word=DMA_ALIGN if workers > 1 else 1):
             return logs, busy
+        if workers > 1 and apart(logs, word=1):
+            # (apart but for the words they share, which DPUs on one thread
+            # may write in turn: the next launch runs its pass on one)
+            busy = 0.0
         gather.restore()
         run.clear()
     gather.save()

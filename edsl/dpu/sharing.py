@@ -322,6 +322,11 @@ class _Merge:
             with np.errstate(all="ignore"):
                 self.result[idx] = _combine(k, old, fin, pri).astype(dtype).view(np.uint8).reshape(-1, size)
 
+    # Reads of at most this many bytes within one written span are checked at
+    # once, byte by byte (a DPU's scalar loads: a log row each, when its
+    # elements are not adjacent); longer ones by slices, row by row.
+    SMALL_READ = 64
+
     def check_reads(self, dpu: int, reads: np.ndarray) -> None:
         """A DPU may read only bytes no other DPU wrote."""
         if not len(reads) or not len(self.union):
@@ -329,7 +334,19 @@ class _Merge:
         los, his = reads[:, 1], reads[:, 2]
         k = np.searchsorted(self.ends, los, side="right")
         hit = (k < len(self.union)) & (self.starts[np.minimum(k, len(self.union) - 1)] < his)
-        for row in np.flatnonzero(hit).tolist():
+        rows = np.flatnonzero(hit)
+        j = k[rows]
+        starts = np.maximum(los[rows], self.starts[j])
+        small = (his[rows] <= self.ends[j]) & (his[rows] - starts <= self.SMALL_READ)
+        at, n = rows[small], (his[rows] - starts)[small]          # (n >= 1: each overlaps span j)
+        heads = np.cumsum(n) - n
+        byte = np.repeat(self.offsets[j[small]] + starts[small] - self.starts[j[small]] - heads, n) \
+            + np.arange(int(n.sum()))
+        owner, other = self.owner[byte], self.other[byte]
+        foreign = np.logical_or.reduceat((owner != dpu) | ((other != -1) & (other != dpu)), heads) \
+            if len(at) else np.zeros(0, dtype=bool)
+        # (the rows in order: the first with a foreign byte names it, as a row-by-row check would)
+        for row in np.sort(np.concatenate([rows[~small], at[foreign]])).tolist():
             kind, lo, hi, site = (int(v) for v in reads[row])
             j = int(k[row])
             while j < len(self.union) and self.starts[j] < hi:

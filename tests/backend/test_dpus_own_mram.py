@@ -621,6 +621,26 @@ def test_dpus_on_several_threads_that_store_parts_of_one_word_run_again_one_by_o
         np.testing.assert_array_equal(sums, want)
 
 
+def test_a_launch_whose_dpus_shared_words_on_several_threads_runs_on_one_from_then_on(monkeypatch):
+    """Their pass on several threads ran again one by one, each DPU's writes
+    taken apart (slow where they are many); on one thread the pass is kept."""
+    from edsl.backend import dpu_run
+    seen, taken = [], []
+    run_each, take = Launch.run_each, Gather.take
+    monkeypatch.setattr(Launch, "run_each", lambda run, jobs: (seen.append(len(jobs)), run_each(run, jobs))[1])
+    monkeypatch.setattr(Gather, "take", lambda gather, dpu, log: (taken.append(dpu), take(gather, dpu, log))[1])
+    monkeypatch.setattr(dpu_run.os, "cpu_count", lambda: 4)
+    monkeypatch.delenv("EDSL_DPU_WORKERS", raising=False)
+    monkeypatch.setattr(dpu_run, "_BUSY", weakref.WeakKeyDictionary())
+    monkeypatch.setattr(dpu_run, "PARALLEL_GRAIN", 1e-12)    # (every launch has work for every thread)
+    x = (np.arange(4096 * 8) % 7 + 1).astype(np.int16)
+    for _ in range(3):
+        sums = np.zeros(4096, np.int16)
+        block_sums[(4096,)](x, sums, BLOCK=8, num_dpus=4, num_tasklets=1)
+        np.testing.assert_array_equal(sums, x.reshape(4096, 8).sum(axis=1).astype(np.int16))
+    assert seen == [4] and taken == [0, 1, 2, 3]
+
+
 def test_dpus_of_a_kernel_with_edsl_functions_share_their_wram_globals_on_one_thread(monkeypatch):
     # The EDSL function's WRAM buffers are globals of the program: DPUs
     # running at once would use them together.
@@ -639,6 +659,37 @@ def test_dpus_of_a_kernel_with_edsl_functions_share_their_wram_globals_on_one_th
 _LOG_ROW = st.tuples(st.sampled_from([int(Access.WRITE), int(Access.READ),
                                       atomic_kind(AtomicOp.ADD, False, 4, None)]),
                      st.integers(0, 64), st.integers(0, 12), st.integers(1, 3))
+
+
+@settings(max_examples=200, deadline=None)
+@given(owners=st.lists(st.integers(0, 3), min_size=160, max_size=160),
+       reads=st.lists(st.lists(st.tuples(st.integers(0, 159), st.integers(1, 100)), max_size=6), min_size=4,
+                      max_size=4))
+def test_a_read_of_bytes_another_dpu_wrote_is_found_first_in_log_order(owners, reads):
+    """The results of 4 DPUs, each of which stored the bytes `owners` gives
+    it (every fifth byte none) and read `reads` ([start, start + n) a row),
+    merged: the error names the first DPU, in order, with a read of a byte
+    another DPU wrote, and that read's lowest such byte; no error where there
+    is none (long and short reads alike)."""
+    from edsl.dpu.sharing import uses
+    memory = bytearray(256)
+    gather = Gather([(0, 256)], lambda a, n: bytes(memory[a:a + n]),
+                    lambda a, data: memory.__setitem__(slice(a, a + len(data)), data))
+    owners = [o if b % 5 else -1 for b, o in enumerate(owners)]           # (some bytes nobody wrote)
+    for dpu in range(4):
+        rows = [(int(Access.WRITE), b, b + 1, 1) for b, o in enumerate(owners) if o == dpu]
+        rows += [(int(Access.READ), lo, min(lo + n, 256), 2) for lo, n in reads[dpu]]
+        claims, read_rows = uses(np.array(rows, dtype=np.int64).reshape(-1, 4))
+        gather.add(dpu, claims, [bytes([dpu]) * (hi - lo) for _, lo, hi, _ in claims.tolist()], read_rows)
+    want = next(((dpu, min(b for b in range(lo, min(lo + n, 256)) if b < 160 and owners[b] not in (-1, dpu)))
+                 for dpu in range(4) for lo, n in reads[dpu]
+                 if any(b < 160 and owners[b] not in (-1, dpu) for b in range(lo, min(lo + n, 256)))), None)
+    if want is None:
+        gather.merge()
+        return
+    with pytest.raises(SharingError) as err:
+        gather.merge()
+    assert err.value.why == "read" and (err.value.second.dpu, err.value.address) == want
 
 
 @settings(max_examples=300, deadline=None)
