@@ -39,8 +39,12 @@ MODES = {
     # dpu, and every launch also exported and run against the SDK stand-ins
     # (the pytest plugin conformance/export_each_launch.py)
     "dpu-export": ({"TRITON_DEFAULT_BACKEND": "dpu"}, ("TRITON_INTERPRET",)),
+    # dpu, every launch that sets no num_tasklets on 16 tasklets
+    # (the pytest plugin conformance/tasklets_each_launch.py)
+    "dpu-tasklets": ({"TRITON_DEFAULT_BACKEND": "dpu"}, ("TRITON_INTERPRET",)),
 }
-EXPORT_PLUGIN = Path(__file__).resolve().parent / "conformance" / "export_each_launch.py"
+PLUGINS = {mode: Path(__file__).resolve().parent / "conformance" / f"{name}.py"
+           for mode, name in (("dpu-export", "export_each_launch"), ("dpu-tasklets", "tasklets_each_launch"))}
 PASSING = ("passed", "xpassed")
 # Outcomes, in the order the tables print them.
 OUTCOMES = ("passed", "failed", "error", "timeout", "crashed", "skipped", "xfailed", "xpassed", "missing")
@@ -83,9 +87,11 @@ def environment(mode: str, scratch: Path) -> dict:
     env["TRITON_CACHE_DIR"] = str(scratch / "triton-cache")
     env["EDSL_CACHE_DIR"] = str(scratch / "edsl-cache")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if mode in PLUGINS:
+        plugin = PLUGINS[mode]
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(plugin.parent), env.get("PYTHONPATH")]))
+        env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} -p {plugin.stem}".strip()
     if mode == "dpu-export":
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(EXPORT_PLUGIN.parent), env.get("PYTHONPATH")]))
-        env["PYTEST_ADDOPTS"] = f"{env.get('PYTEST_ADDOPTS', '')} -p {EXPORT_PLUGIN.stem}".strip()
         env["TMPDIR"] = str(scratch)
     return env
 
