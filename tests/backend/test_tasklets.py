@@ -312,8 +312,10 @@ def test_a_scalar_every_tasklet_reads_is_read_before_any_tasklet_writes():
 
 
 def test_a_store_after_a_scalar_load_waits_for_every_tasklet_to_read_it():
-    """A scalar load, then a store: a barrier between them, at top level; a
-    tile load, then a store, none (each tasklet stores what it read)."""
+    """A scalar load, then a store: a barrier between them, at top level,
+    and one after the store (the next program instance's load of the
+    scalar); a tile load, then a store, none (each tasklet stores what it
+    read, and programs are unordered)."""
     scalar = """    %s = tt.load %x : !tt.ptr<f32> loc(#loc5)
     %r = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32> loc(#loc5)
     %ss = tt.splat %s : f32 -> tensor<64xf32> loc(#loc5)
@@ -321,7 +323,7 @@ def test_a_store_after_a_scalar_load_waits_for_every_tasklet_to_read_it():
     %ay = tt.addptr %py, %r : tensor<64x!tt.ptr<f32>>, tensor<64xi32> loc(#loc5)
     tt.store %ay, %ss : tensor<64x!tt.ptr<f32>> loc(#loc5)
 """
-    for body, top_level in ((scalar, 1), (VECTOR, 0)):
+    for body, top_level in ((scalar, 2), (VECTOR, 0)):
         module, _ = convert_ttir(HEAD + SIG + body + TAIL, tasklets=16)
         text = str(module)
         kernel = text[text.index("func.func @k("):text.index("func.func @__dpu_main")]

@@ -22,7 +22,9 @@ In MRAM, where the marks name no element, a store orders the accesses after
 it; a load is ordered with a later store only where every tasklet reads the
 same element (a scalar, "same"): the program's one value, which each tasklet
 must read before any tasklet writes MRAM, or tasklets would branch apart on
-it (a lock's count read, then set by tasklet 0's atomic).
+it (a lock's count read, then set by tasklet 0's atomic). Across program
+instances, which Triton leaves unordered, only the conflicts of such a
+scalar count (a count one program sets and the next reads).
 A cycle starts with no pending access (a barrier before it when needed) and
 ends with a barrier when its first accesses, on its next run, would conflict
 with those pending at its end; the kernel is a cycle too (the next program
@@ -439,14 +441,15 @@ class _Placement:
     def cycle_end(self, log: list, mram: bool = True) -> None:
         """A barrier here if the code's first accesses (up to its first barrier)
         would conflict, on its next run, with accesses pending now. `mram`:
-        count MRAM (not across program instances, which Triton leaves unordered)."""
+        count every MRAM conflict (across program instances only those of a
+        scalar every tasklet reads: `_mram_hits`)."""
         self._cycles.remove(log)
         if self._regions != log[3]:          # a region's accesses are not on record
             self.sync()
             return
         for kind, key, who, write in log[1]:
             if kind == "mram":
-                if mram and self._mram_hits(who, write):
+                if self._mram_hits(who, write, scalars_only=not mram):
                     self.sync()
                     return
             elif self._buffer_hits(key, who, write):
@@ -527,11 +530,14 @@ class _Placement:
         self._mram.append((write, who, self._seq))
         self._log(("mram", None, who, write))
 
-    def _mram_hits(self, who, write: bool) -> list:
+    def _mram_hits(self, who, write: bool, scalars_only: bool = False) -> list:
         """The recorded MRAM accesses an access by `who` conflicts with: the
         stores (but tasklet 0's, for tasklet 0), and for a store the reads of
-        one element by every tasklet."""
-        return [s for w, o, s in self._mram if (w and not (o == who == "one")) or (write and o == SAME)]
+        one element by every tasklet. `scalars_only`: only conflicts with such
+        a read on either side (across program instances, which Triton leaves
+        unordered, but whose scalars must each be one value)."""
+        return [s for w, o, s in self._mram
+                if (w and not (o == who == "one") and (who == SAME or not scalars_only)) or (write and o == SAME)]
 
     def _resolve(self, latest: int) -> None:
         """A barrier after the access numbered `latest` and before the current
