@@ -47,6 +47,10 @@ class DpuOptions:
     num_tasklets: int = 1
     wram_bytes: int = WRAM_BYTES
     dpu_timing: bool = False
+    # The model's way to run a DPU's tasklets: as loops between the kernel's
+    # barriers (convert.fission), or switched at them (False: as an exported
+    # program's tasklets run, each a thread of the DPU; the exporter's).
+    tasklet_loops: bool = True
     # Fields Triton's frontend and launcher read on every backend.
     num_warps: int = 1
     num_ctas: int = 1
@@ -123,8 +127,9 @@ class DpuBackend(BaseBackend):
         n = args.get("num_tasklets", 1)
         if not isinstance(n, int) or not 1 <= n <= MAX_TASKLETS:
             raise ArgumentError(f"num_tasklets must be an integer from 1 to {MAX_TASKLETS}, not {n!r}")
-        if not isinstance(args.get("dpu_timing", False), bool):
-            raise ArgumentError(f"dpu_timing must be True or False, not {args['dpu_timing']!r}")
+        for flag in ("dpu_timing", "tasklet_loops"):
+            if not isinstance(args.get(flag, False), bool):
+                raise ArgumentError(f"{flag} must be True or False, not {args[flag]!r}")
         d = args.get("num_dpus", 1)
         if not isinstance(d, int) or d < 1:
             raise ArgumentError(f"num_dpus must be a positive integer, not {d!r}")
@@ -179,8 +184,10 @@ class DpuBackend(BaseBackend):
     @staticmethod
     def make_mlir(mod, metadata, options, state):
         from .convert import convert_ttir
+        # (counted blocks are each tasklet's: no loops over tasklets)
         module, info = convert_ttir(mod, debug=options.debug, wram_limit=options.wram_bytes,
-                                    tasklets=options.num_tasklets)
+                                    tasklets=options.num_tasklets,
+                                    fission=options.tasklet_loops and not options.dpu_timing)
         metadata["name"] = info.name
         metadata["tasklets"] = info.tasklets
         metadata["regions"] = info.regions

@@ -36,6 +36,7 @@ from . import calls, control, debug, dot, elementwise, memory, reduce, shape, sp
 from .barriers import meet_in_every_instance, place_barriers, unmarked_accesses
 from .converter import Converter
 from .core import KernelInfo, scalar_type
+from .fission import split_tasklets
 from .runtime_text import program_text
 from .waits import watch_waits
 
@@ -63,12 +64,14 @@ def _kernel_funcs(module: ir.Module):
 
 
 def convert_ttir(source, ctx: ir.Context | None = None, *, debug: bool = False,
-                 wram_limit: int | None = None, tasklets: int = 1) -> tuple[ir.Module, KernelInfo]:
+                 wram_limit: int | None = None, tasklets: int = 1,
+                 fission: bool = False) -> tuple[ir.Module, KernelInfo]:
     """Convert a TTIR module (Triton's, as a stage receives it, or its text) to
     an upstream-MLIR module for the DPU model, its tile code shared out among
     `tasklets` tasklets per DPU (`ttir_reader.read_ttir` reads it). A kernel
     whose tiles do not fit in WRAM is converted once more with some kept in
-    MRAM (`spill.plan`)."""
+    MRAM (`spill.plan`). `fission`: the tasklets run as loops between the
+    barriers, for the DPU model (`fission`)."""
     ctx = ctx or new_context()
     src = read_ttir(source, ctx)
     regions = any(op.operation.name == "func.func" and calls.is_edsl_declaration(op.operation)
@@ -78,7 +81,7 @@ def convert_ttir(source, ctx: ir.Context | None = None, *, debug: bool = False,
         kernel, callees = _kernel_funcs(src)
         for fn in [kernel, *callees.values()]:
             control.structure_control_flow(fn)
-        out, info, conv = _convert(kernel, callees, regions, debug, tasklets, None)
+        out, info, conv = _convert(kernel, callees, regions, debug, tasklets, None, fission=fission)
         if info.wram_bytes > limit:
             # Planned on this conversion's buffers and those it did without (a
             # carried tile updated in place needs no copy, kept in MRAM it does:
@@ -86,7 +89,8 @@ def convert_ttir(source, ctx: ir.Context | None = None, *, debug: bool = False,
             # conversion's, which copies every carried tile.
             records = conv.buffers.planning_records(info.wram)
             plan = spill.plan(info.name, records, conv.buffers.dots, limit, tasklets)
-            out, info, _ = _convert(kernel, callees, regions, debug, tasklets, plan, in_place=False)
+            out, info, _ = _convert(kernel, callees, regions, debug, tasklets, plan, in_place=False,
+                                    fission=fission)
         wram.check(info.name, info.wram, limit)
     verify(out)
     return out, info
@@ -120,10 +124,11 @@ def _check_marked(entry, conv, tasklets: int) -> None:
                            "num_tasklets=1 compiles it", user_location(missing[0].location))
 
 
-def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, plan, in_place: bool = True):
+def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, plan, in_place: bool = True,
+             fission: bool = False):
     """One conversion of the kernel function (its tiles kept in MRAM as `plan`
-    says, carried tiles updated in place when `in_place`), calls to `callees`
-    lowered in place."""
+    says, carried tiles updated in place when `in_place`, its tasklets as
+    loops when `fission`), calls to `callees` lowered in place."""
     name = ir.StringAttr(kernel.attributes["sym_name"]).value
     info = KernelInfo(name=name, regions=regions, stored=stored_params(kernel))
     ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
@@ -158,7 +163,9 @@ def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, p
     # declarations `out` already holds are dropped when the support moves in.
     param_types = [str(t) for t in params]
     turns = tasklets > 1 and not meet_in_every_instance(entry)
-    support = ir.Module.parse("module {" + program_text(name, param_types, tasklets, turns)
+    split = (fission and tasklets > 1 and not regions
+             and split_tasklets(entry.owner, len(params) + [a.name for a in ENTRY[KERNEL]].index("ctx"), tasklets) is not None)
+    support = ir.Module.parse("module {" + program_text(name, param_types, tasklets, turns and not split, split)
                               + (spill.support_text() if info.spills else "") + "}")
     table = ir.SymbolTable(out.operation)
     for op in list(support.body.operations):

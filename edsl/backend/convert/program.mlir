@@ -48,6 +48,7 @@
     %tasklets = arith.constant ${tasklets} : i64
     %slots = arith.constant ${ctx_slots} : i64
     %tid64 = arith.extsi %tid : i32 to i64
+    ${runs_main}
     scf.for %d = %first_dpu to %end_dpu step %c1 : i32 {
       %d64 = arith.extsi %d : i32 to i64
       %row = arith.muli %d64, %tasklets : i64
@@ -55,7 +56,9 @@
       %off = arith.muli %k, %slots : i64
       %tctx = llvm.getelementptr %ctx[%off] : (!llvm.ptr, i64) -> !llvm.ptr, i64
       llvm.call @${enter}(%tctx) : (!llvm.ptr) -> ()
-      ${main_call}
+      scf.if %runs {
+        ${main_call}
+      }
       llvm.call @${exit}(%tctx) : (!llvm.ptr) -> ()
     }
     return

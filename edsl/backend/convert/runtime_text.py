@@ -20,9 +20,12 @@ def _call(callee: str, entry: str, args: str, types: str, **values) -> str:
     return (f"func.call @{callee}({args}{names}) : ({types}{', '.join(entry_types(entry))}) -> ()")
 
 
-def program_text(kernel: str, param_types: list[str], tasklets: int = 1, turns: bool = False) -> str:
+def program_text(kernel: str, param_types: list[str], tasklets: int = 1, turns: bool = False,
+                 split: bool = False) -> str:
     """The declarations, `__dpu_main` and `__dpu_launch` around `kernel`
-    (`turns`: its tasklets yield after each program instance)."""
+    (`turns`: its tasklets yield after each program instance; `split`: the
+    kernel runs every tasklet's part itself, `fission`, so only tasklet 0
+    runs it)."""
     params = "".join(f"%a{i}: {t}, " for i, t in enumerate(param_types))
     args = "".join(f"%a{i}, " for i in range(len(param_types)))
     types = "".join(f"{t}, " for t in param_types)
@@ -34,4 +37,6 @@ def program_text(kernel: str, param_types: list[str], tasklets: int = 1, turns: 
                           main=MAIN, launch=LAUNCH, params=params, main_params=entry_params(MAIN),
                           launch_params=entry_params(LAUNCH), tasklets=tasklets, ctx_slots=CTX_SLOTS,
                           kernel_call=_call(kernel, KERNEL, args, types),
-                          main_call=_call(MAIN, MAIN, args, types, first="%d", ctx="%tctx"))
+                          main_call=_call(MAIN, MAIN, args, types, first="%d", ctx="%tctx"),
+                          runs_main="%zero = arith.constant 0 : i32\n    %runs = arith.cmpi eq, %tid, %zero : i32"
+                          if split else "%runs = arith.constant true")

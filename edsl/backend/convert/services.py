@@ -110,9 +110,10 @@ class Tasklets:
         if key not in self._ranges:
             n, c = key
             with self._entry, ir.Location.unknown():
-                lo = arith.muli(self.me, index_c(c))
+                exact = arith.IntegerOverflowFlags.nsw | arith.IntegerOverflowFlags.nuw
+                lo = arith.muli(self.me, index_c(c), overflow_flags=exact)
                 if self.whole(shape):
-                    hi = arith.addi(lo, index_c(c))
+                    hi = arith.addi(lo, index_c(c), overflow_flags=exact)
                 else:
                     lo = arith.minsi(lo, index_c(n))
                     hi = arith.minsi(arith.addi(lo, index_c(c)), index_c(n))

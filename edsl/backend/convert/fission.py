@@ -1,0 +1,400 @@
+"""Barrier fission: a DPU's tasklets as loops, for the DPU model.
+
+The model runs a DPU's tasklets on one host thread, switched at their
+barriers (`edsl.dpu.runtime`): each switch saves one tasklet's place and
+restores the next one's, and a kernel with a reduction meets at a few
+barriers per program instance, so with 16 tasklets most of its time went to
+switches. This pass rewrites the converted kernel so that none is needed:
+the code between two barriers (a *stretch*) runs in a loop over the
+tasklets, `scf.for %t`, each turn with tasklet t's launch context, and the
+barrier is the loop's end. Tasklet 0 then runs the whole kernel for all of
+them (`__dpu_launch` runs no other: `runtime_text`).
+
+It keeps what the switched tasklets do. Barrier placement orders every
+access that two tasklets make of one WRAM or MRAM element, so within a
+stretch the tasklets' order does not change a result; the loop takes them
+in tasklet order, as one tasklet would take their chunks. Each turn runs
+with its tasklet's context, so DMA counts, errors and access logs are its
+own.
+
+- A value one stretch defines and another uses is kept per tasklet in a
+  slot (`memref<T x type>` on the host stack, indexed by the tasklet id the
+  context holds); a constant or a view is computed again where it is used.
+- A loop or `if` that holds a barrier runs once for all tasklets, its body
+  split the same way: its loop-carried values and results go through slots,
+  and its bounds and condition must be the same on every tasklet, as a
+  barrier inside requires. Where they differ, the DPU stops with the error
+  a switched tasklet gets there (`Err.DEADLOCK`).
+- A kernel whose barriers are not all under `scf.for` and `scf.if` (a
+  barrier in a `while` loop) is left as it is: its tasklets are switched.
+
+Only the model runs a kernel so rewritten: the exporter's kernel is not
+(`fission=False`), a DPU's tasklets being hardware threads. Neither is one
+whose blocks are counted for the time estimate (`dpu_timing`): its counts
+are each tasklet's.
+"""
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, llvm, memref, scf
+
+from ...target.dpu import BARRIER, CTX_SLOTS, FAIL, Ctx, Err
+from ...inject.runtime_calls import runtime_call
+from .builders import buffer_type, c64, from_stored, i64, index_c, to_stored
+
+# Ops recomputed where a later stretch uses their result (no effect, no
+# region): cheaper than a slot, and the only way for values no slot holds
+# (memref views).
+_RECOMPUTED = ("arith.", "math.", "index.", "ub.poison", "memref.view", "memref.subview", "memref.cast",
+               "memref.reinterpret_cast", "memref.extract_aligned_pointer_as_index",
+               "memref.extract_strided_metadata", "llvm.mlir.constant", "llvm.mlir.zero", "llvm.mlir.undef",
+               "llvm.mlir.addressof", "llvm.getelementptr", "llvm.inttoptr", "llvm.ptrtoint", "llvm.bitcast")
+# Values computed by at most this many such ops are recomputed, not kept in
+# a slot: a chunk's bounds from the tasklet id stay a form LLVM can fold.
+_RECOMPUTE_MOST = 8
+_COLLECTIVE = ("scf.for", "scf.if")
+
+
+class _Unsplittable(Exception):
+    """The kernel keeps its switched tasklets."""
+
+
+def _is_barrier(op) -> bool:
+    return (op.name == "llvm.call" and "callee" in op.attributes
+            and ir.FlatSymbolRefAttr(op.attributes["callee"]).value == BARRIER)
+
+
+def _recomputed(op) -> bool:
+    return len(op.regions) == 0 and op.name.startswith(_RECOMPUTED)
+
+
+def _slot_type(t: ir.Type) -> bool:
+    return isinstance(t, (ir.IntegerType, ir.IndexType, ir.FloatType))
+
+
+def split_tasklets(fn, ctx_arg: int, tasklets: int):
+    """The kernel function `fn` with its `tasklets` tasklets run as loops
+    between its barriers (its argument `ctx_arg` is the launch context):
+    a new function in `fn`'s place, or None (`fn` kept) where it cannot be."""
+    for b in _barriers(fn):
+        parent = b.parent
+        while parent.name != "func.func":
+            if parent.name not in _COLLECTIVE:
+                return None
+            parent = parent.parent
+    # (rewritten in a module of its own: nothing changes where it cannot be)
+    scratch = ir.Module.create(fn.location)
+    new = fn.operation.clone(ir.InsertionPoint(scratch.body))
+    try:
+        _Split(new, ctx_arg, tasklets).run()
+    except _Unsplittable:
+        return None
+    new.move_before(fn)
+    fn.operation.erase()
+    return new
+
+
+def _barriers(fn) -> list:
+    found: list = []
+
+    def visit(op):
+        if _is_barrier(op.operation):
+            found.append(op.operation)
+        return ir.WalkResult.ADVANCE
+    fn.operation.walk(visit)
+    return found
+
+
+def _inside(op) -> set:
+    """`op` and every op nested in it."""
+    found: set = set()
+
+    def visit(o):
+        found.add(o.operation)
+        return ir.WalkResult.ADVANCE
+    op.operation.walk(visit)
+    return found
+
+
+class _Split:
+    def __init__(self, fn, ctx_arg: int, tasklets: int):
+        self.fn, self.tasklets = fn, tasklets
+        self.entry = fn.regions[0].blocks[0]
+        self.ctx = self.entry.arguments[ctx_arg]
+        self.outside: set = set()           # ops of no stretch: the slots, uniform operands
+        self.loops: dict = {}               # tasklet loop -> (its index, the op new ops go before)
+        self.slots: dict = {}               # value -> its slot
+        self.kept: dict = {}                # slot -> the type of its values
+        self.reached: dict = {}             # (value, loop) -> the value in that loop
+
+    def run(self) -> None:
+        collective = {p for b in _barriers(self.fn) for p in _ancestors(b)}
+        for op in list(collective):
+            collective.discard(op)
+            collective.add(self._without_results(op))
+        blocks = [self.entry] + [b for op in collective for r in op.regions for b in r.blocks]
+        stretches = [s for b in blocks for s in self._stretches(b, collective)]
+        for b in _barriers(self.fn):
+            b.erase()
+        for s in stretches:
+            self._loop(s)
+        for loop in list(self.loops):
+            for op in list(loop.regions[0].blocks[0].operations):
+                for r in op.results:
+                    self._reach_uses(r, loop)
+        for op in collective:
+            for i, v in enumerate(op.operands):
+                if self._loop_of(v) is not None:
+                    with ir.InsertionPoint(op), op.location:
+                        op.operands[i] = self._same_everywhere(v)
+
+    # -- stretches and their loops ---------------------------------------------
+    def _stretches(self, block, collective: set) -> list[list]:
+        """The runs of ops of `block` between its barriers and collective ops."""
+        out, run = [], []
+        for op in list(block.operations)[:-1]:
+            op = op.operation
+            if _is_barrier(op) or op in collective or op in self.outside:
+                if run:
+                    out.append(run)
+                run = []
+            else:
+                run.append(op)
+        return out + ([run] if run else [])
+
+    def _loop(self, stretch: list) -> None:
+        """The ops of `stretch` into a loop over the tasklets, each turn with
+        its tasklet's launch context."""
+        first = stretch[0]
+        with ir.InsertionPoint(first), first.location:
+            loop = scf.ForOp(index_c(0), index_c(self.tasklets), index_c(1))
+            with ir.InsertionPoint(loop.body):
+                t = loop.induction_variable
+                turn = arith.index_cast(i64(), t)
+                offset = arith.muli(turn, c64(CTX_SLOTS))
+                mine = llvm.getelementptr(llvm.PointerType.get(), self.ctx, [offset], [_DYNAMIC], i64(), 0)
+                end = scf.yield_([])
+        for op in stretch:
+            op.move_before(end)
+        inside = _inside(loop)
+        tid = f"array<i32: {int(Ctx.TID)}>"
+        for use in list(self.ctx.uses):
+            user = use.owner.operation
+            if user not in inside or user == mine.owner.operation:
+                continue
+            user.operands[use.operand_number] = mine
+            # (the tasklet id read from the context is the loop's index: a
+            # chunk's bounds LLVM can then fold)
+            if user.name == "llvm.getelementptr" and str(user.attributes["rawConstantIndices"]) == tid:
+                for read in list(user.results[0].uses):
+                    if read.owner.operation.name == "llvm.load":
+                        read.owner.operation.results[0].replace_all_uses_with(turn)
+        self.loops[loop.operation] = (t, stretch[0])
+
+    def _loop_of(self, value):
+        """The tasklet loop whose body defines `value` at its top level, or
+        whose index it is (None: none; the value is every tasklet's)."""
+        owner = value.owner
+        parent = owner.owner if isinstance(owner, ir.Block) else owner.operation.parent
+        parent = parent.operation if parent is not None else None
+        return parent if parent is not None and parent in self.loops else None
+
+    def _home(self, op):
+        """The tasklet loop `op` runs in (None: it runs once)."""
+        op = op.operation
+        while op.name != "func.func":
+            if op in self.loops:
+                return op
+            op = op.parent
+        return None
+
+    # -- collective ops: carried values and results in slots --------------------
+    def _without_results(self, op):
+        """`op` (an scf.for or scf.if holding a barrier) rebuilt without
+        results: each tasklet's carried values and results kept in slots."""
+        op = op.operation
+        results = list(op.results)
+        if not results:
+            return op
+        slots = [self._slot(r.type) for r in results]
+        at = ir.InsertionPoint(op)
+        if op.name == "scf.for":
+            with at, op.location:
+                for slot, init in zip(slots, list(op.operands)[3:]):
+                    self._store(slot, init)
+            new = scf.ForOp(op.operands[0], op.operands[1], op.operands[2], ip=at)
+            old = op.regions[0].blocks[0]
+            self._move_body(old, new.body, slots)
+            old.arguments[0].replace_all_uses_with(new.induction_variable)
+            first = list(new.body.operations)[0]
+            for slot, arg in zip(slots, list(old.arguments)[1:]):
+                with ir.InsertionPoint(first), op.location:
+                    arg.replace_all_uses_with(self._load(slot))
+        else:
+            has_else = len(op.regions[1].blocks) > 0
+            new = scf.IfOp(op.operands[0], [], hasElse=has_else, ip=at)
+            self._move_body(op.regions[0].blocks[0], new.then_block, slots)
+            if has_else:
+                self._move_body(op.regions[1].blocks[0], new.else_block, slots)
+        # (each result read back after the new op)
+        for slot, r in zip(slots, results):
+            with at, op.location:
+                r.replace_all_uses_with(self._load(slot))
+        op.erase()
+        return new.operation
+
+    def _move_body(self, old, body, slots) -> None:
+        """The ops of block `old` into `body`, the values `old` yields stored
+        in `slots`."""
+        term = list(old.operations)[-1].operation
+        if not list(body.operations):
+            with ir.InsertionPoint(body), term.location:
+                scf.yield_([])
+        end = list(body.operations)[-1]
+        for o in list(old.operations)[:-1]:
+            o.operation.move_before(end)
+        with ir.InsertionPoint(end), term.location:
+            for slot, v in zip(slots, list(term.operands)):
+                self._store(slot, v)
+        term.erase()
+
+    # -- values used by another stretch ------------------------------------------
+    def _reach_uses(self, value, loop) -> None:
+        for use in list(value.uses):
+            home = self._home(use.owner)
+            if home is None or home == loop:
+                continue                    # (none: a collective operand, `_same_everywhere`)
+            t, anchor = self.loops[home]
+            with ir.InsertionPoint(anchor), use.owner.location:
+                use.owner.operands[use.operand_number] = self._in_loop(value, home, t)
+
+    def _in_loop(self, value, home, t):
+        """`value`, defined in another tasklet loop, as the current tasklet's in
+        the loop `home` (index `t`): recomputed there, or loaded from its slot."""
+        loop = self._loop_of(value)
+        if loop is None or loop == home:
+            return value
+        if isinstance(value.owner, ir.Block):
+            return t                        # (another loop's index: this one's)
+        key = (value, home)
+        if key not in self.reached:
+            op = value.owner.operation
+            if not _slot_type(value.type) or self._ops_to_recompute(value) <= _RECOMPUTE_MOST:
+                operands = [self._in_loop(v, home, t) for v in op.operands]
+                clone = op.clone()
+                for i, v in enumerate(operands):
+                    clone.operands[i] = v
+                self.reached[key] = clone.results[list(op.results).index(value)]
+            else:
+                self.reached[key] = self._get(self._slot_of(value), t)
+        return self.reached[key]
+
+    def _ops_to_recompute(self, value, seen=None) -> float:
+        """How many ops recomputing `value` in another tasklet loop takes
+        (inf: it cannot be)."""
+        seen = set() if seen is None else seen
+        if self._loop_of(value) is None or isinstance(value.owner, ir.Block) or value in seen:
+            return 0
+        seen.add(value)
+        op = value.owner.operation
+        if not _recomputed(op):
+            return float("inf")
+        return 1 + sum(self._ops_to_recompute(v, seen) for v in op.operands)
+
+    def _slot_of(self, value):
+        """The slot of `value`, stored at the end of the loop that defines it."""
+        if value not in self.slots:
+            if not _slot_type(value.type):
+                raise _Unsplittable(f"a {value.type} value used across a barrier")
+            slot = self.slots[value] = self._slot(value.type)
+            loop = self._loop_of(value)
+            end = list(loop.regions[0].blocks[0].operations)[-1]
+            with ir.InsertionPoint(end), value.owner.location:
+                self._put(slot, value, self.loops[loop][0])
+        return self.slots[value]
+
+    # -- operands of collective ops ------------------------------------------------
+    def _same_everywhere(self, value):
+        """`value` (a bound of a loop, the condition of an if, that holds a
+        barrier) as every tasklet has it: tasklet 0's, the DPU stopped with a
+        deadlock where another tasklet's differs."""
+        op = value.owner.operation
+        if self._tasklet_free(value) or (_recomputed(op) and not _slot_type(value.type)):
+            operands = [self._same_everywhere(v) if self._loop_of(v) is not None else v for v in op.operands]
+            clone = op.clone()
+            for i, v in enumerate(operands):
+                clone.operands[i] = v
+            self.outside.add(clone)
+            return clone.results[list(op.results).index(value)]
+        slot = self._slot_of(value)
+        first = memref.load(slot, [index_c(0)])   # (as kept: compared as kept)
+        i1 = ir.IntegerType.get_signless(1)
+        check = scf.ForOp(index_c(1), index_c(self.tasklets), index_c(1), [arith.constant(i1, 0)])
+        with ir.InsertionPoint(check.body):
+            other = memref.load(slot, [check.induction_variable])
+            differs = arith.cmpi(arith.CmpIPredicate.ne, _bits(other), _bits(first))
+            scf.yield_([arith.ori(check.inner_iter_args[0], differs)])
+        stop = scf.IfOp(check.results[0])
+        with ir.InsertionPoint(stop.then_block):
+            zero = c64(0)
+            runtime_call(self.fn.operation.block, FAIL, [self.ctx, c64(int(Err.DEADLOCK)), zero, zero, zero, zero, zero])
+            scf.yield_([])
+        return from_stored(first, value.type)
+
+    def _tasklet_free(self, value) -> bool:
+        """Whether `value` is computed by recomputed ops from values every
+        tasklet has (the same on all)."""
+        if self._loop_of(value) is None:
+            return True
+        if isinstance(value.owner, ir.Block):
+            return False                    # (a tasklet loop's index)
+        op = value.owner.operation
+        return _recomputed(op) and all(self._tasklet_free(v) for v in op.operands)
+
+    # -- slots -----------------------------------------------------------------------
+    def _slot(self, t: ir.Type) -> ir.Value:
+        """A slot per tasklet for values of type `t` (kept as memory keeps
+        them: `buffer_type`)."""
+        with ir.InsertionPoint.at_block_begin(self.entry), ir.Location.unknown():
+            slot = memref.alloca(ir.MemRefType.get([self.tasklets], buffer_type(t)), [], [])
+        self.outside.add(slot.owner.operation)
+        self.kept[slot] = t
+        return slot
+
+    def _put(self, slot, v, t) -> None:
+        memref.store(to_stored(v, buffer_type(v.type)), slot, [t])
+
+    def _get(self, slot, t) -> ir.Value:
+        return from_stored(memref.load(slot, [t]), self.kept[slot])
+
+    def _tid(self) -> ir.Value:
+        """This tasklet's id, from the launch context (in a tasklet loop, each
+        turn's own)."""
+        slot = llvm.getelementptr(llvm.PointerType.get(), self.ctx, [], [Ctx.TID], i64(), 0)
+        return arith.index_cast(ir.IndexType.get(), llvm.load(i64(), slot))
+
+    def _store(self, slot, v) -> None:
+        self._put(slot, v, self._tid())
+
+    def _load(self, slot) -> ir.Value:
+        return self._get(slot, self._tid())
+
+
+_DYNAMIC = -2147483648      # (llvm.getelementptr: the index is an operand)
+
+
+def _bits(v: ir.Value) -> ir.Value:
+    """`v` as an integer of its width (floats compared bit for bit: a NaN
+    every tasklet has is the same)."""
+    if isinstance(v.type, ir.FloatType):
+        return arith.bitcast(ir.IntegerType.get_signless(ir.FloatType(v.type).width), v)
+    return v
+
+
+def _ancestors(op) -> list:
+    out = []
+    parent = op.parent
+    while parent.name != "func.func":
+        out.append(parent.operation)
+        parent = parent.parent
+    return out
