@@ -175,3 +175,19 @@ def test_a_barrier_in_a_while_loop_keeps_the_tasklets_switched():
   }}"""))
     assert not split
     assert f"llvm.call @{BARRIER}" in text
+
+
+def test_the_results_of_an_if_that_holds_a_barrier_go_through_slots():
+    split, text = _split(_kernel(f"""
+  %go = arith.cmpi slt, %c0, %n : index
+  %r = scf.if %go -> (index) {{
+    llvm.call @{BARRIER}(%s) : (i64) -> ()
+    scf.yield %me : index
+  }} else {{
+    scf.yield %c1 : index
+  }}
+  %q = arith.addi %r, %r : index"""))
+    assert split
+    assert f"llvm.call @{FAIL}" not in text          # (its condition is every tasklet's)
+    assert "memref.alloca() : memref<4xindex>" in text
+    assert "-> (index)" not in text

@@ -232,7 +232,7 @@ class _Split:
                     arg.replace_all_uses_with(self._load(slot))
         else:
             has_else = len(op.regions[1].blocks) > 0
-            new = scf.IfOp(op.operands[0], [], hasElse=has_else, ip=at)
+            new = scf.IfOp(op.operands[0], [], has_else=has_else, ip=at)
             self._move_body(op.regions[0].blocks[0], new.then_block, slots)
             if has_else:
                 self._move_body(op.regions[1].blocks[0], new.else_block, slots)
