@@ -12,10 +12,10 @@ them (`__dpu_launch` runs no other: `runtime_text`).
 
 It keeps what the switched tasklets do. Barrier placement orders every
 access that two tasklets make of one WRAM or MRAM element, so within a
-stretch the tasklets' order does not change a result; the loop takes them
-in tasklet order, as one tasklet would take their chunks. Each turn runs
-with its tasklet's context, so DMA counts, errors and access logs are its
-own.
+stretch the tasklets' order changes no result but the order of atomics on
+one element, which the loop takes in tasklet order, as one tasklet takes
+the lanes. Each turn runs with its tasklet's context, so DMA counts,
+errors and access logs are its own.
 
 - A value one stretch defines and another uses is kept per tasklet in a
   slot (`memref<T x type>` on the host stack, indexed by the tasklet id the
