@@ -191,3 +191,15 @@ def test_the_results_of_an_if_that_holds_a_barrier_go_through_slots():
     assert f"llvm.call @{FAIL}" not in text          # (its condition is every tasklet's)
     assert "memref.alloca() : memref<4xindex>" in text
     assert "-> (index)" not in text
+
+
+def test_a_value_no_slot_holds_and_no_op_recomputes_keeps_the_tasklets_switched():
+    """A pointer loaded before a barrier and used after it: loading it again
+    after the barrier could read what changed, and no slot holds a pointer."""
+    split, text = _split(_kernel(f"""
+  %pp = llvm.getelementptr %ctx[12] : (!llvm.ptr) -> !llvm.ptr, i64
+  %p = llvm.load %pp : !llvm.ptr -> !llvm.ptr
+  llvm.call @{BARRIER}(%s) : (i64) -> ()
+  %v = llvm.load %p : !llvm.ptr -> i64"""))
+    assert not split
+    assert f"llvm.call @{BARRIER}" in text

@@ -279,7 +279,8 @@ class _Split:
         key = (value, home)
         if key not in self.reached:
             op = value.owner.operation
-            if not _slot_type(value.type) or self._ops_to_recompute(value) <= _RECOMPUTE_MOST:
+            cost = self._ops_to_recompute(value)
+            if cost <= _RECOMPUTE_MOST or (cost < float("inf") and not _slot_type(value.type)):
                 operands = [self._in_loop(v, home, t) for v in op.operands]
                 clone = op.clone()
                 for i, v in enumerate(operands):
