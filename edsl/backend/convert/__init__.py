@@ -155,7 +155,7 @@ def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, p
             conv.lower_op(op)
         func.ReturnOp([])
     _check_marked(entry, conv, tasklets)
-    place_barriers(entry, tasklets, out.body, info)
+    place_barriers(entry, tasklets, out.body, info, conv.sites)
     watch_waits(entry)
     conv.finish()
     info.pointer_loads = _pointer_loads(kernel, conv)

@@ -217,12 +217,14 @@ def unmarked_accesses(entry: ir.Block, shared) -> list:
 
 # ---- the pass ---------------------------------------------------------------
 
-def place_barriers(entry: ir.Block, tasklets: int, module_body: ir.Block, info) -> None:
+def place_barriers(entry: ir.Block, tasklets: int, module_body: ir.Block, info, sites=None) -> None:
     """Place the barriers of the kernel whose body is `entry` (declaring the
-    runtime's barrier in `module_body`, counting them in `info.barriers`)."""
+    runtime's barrier in `module_body`, counting them in `info.barriers`),
+    each with the check site (`sites`) of the op it goes before, which a
+    deadlock there names."""
     if tasklets == 1:
         return
-    placement = _Placement(tasklets, module_body, info)
+    placement = _Placement(tasklets, module_body, info, sites)
     terminator = list(entry.operations)[-1]
     log = placement.cycle_begin(entry)
     placement.walk(entry)
@@ -257,8 +259,9 @@ def meet_in_every_instance(entry: ir.Block) -> bool:
 
 
 class _Placement:
-    def __init__(self, tasklets: int, module_body, info):
+    def __init__(self, tasklets: int, module_body, info, sites=None):
         self.tasklets = tasklets
+        self.sites = sites
         self.module_body = module_body     # where the barrier's runtime declaration goes
         self.info = info                   # counts the barrier sites
         self.markers: list = []
@@ -400,7 +403,8 @@ class _Placement:
     def barrier(self, at) -> None:
         """A barrier before op `at`."""
         with ir.InsertionPoint(at), ir.Location.unknown():
-            site = arith.constant(ir.IntegerType.get_signless(64), 0)
+            site = (self.sites.site_of(at.location) if self.sites is not None
+                    else arith.constant(ir.IntegerType.get_signless(64), 0))
             runtime_call(self.module_body, BARRIER, [site])
         self.info.barriers += 1
         block = at.operation.block

@@ -105,15 +105,13 @@ def _barriers(fn) -> list:
     return found
 
 
-def _inside(op) -> set:
-    """`op` and every op nested in it."""
-    found: set = set()
-
-    def visit(o):
-        found.add(o.operation)
-        return ir.WalkResult.ADVANCE
-    op.operation.walk(visit)
-    return found
+def _within(op, ancestor) -> bool:
+    """Whether `op` is nested in `ancestor`."""
+    while op.name != "func.func":
+        op = op.parent.operation
+        if op == ancestor:
+            return True
+    return False
 
 
 class _Split:
@@ -132,6 +130,10 @@ class _Split:
         for op in list(collective):
             collective.discard(op)
             collective.add(self._without_results(op))
+        # (a tasklet whose bound or condition differs stops the DPU as a
+        # deadlock at the first barrier the op holds would: named by its site)
+        # (ops hash by their operands too: kept in a list from here on)
+        sites = [(op, _site(_barriers(op)[0])) for op in collective]
         blocks = [self.entry] + [b for op in collective for r in op.regions for b in r.blocks]
         stretches = [s for b in blocks for s in self._stretches(b, collective)]
         for b in _barriers(self.fn):
@@ -142,11 +144,11 @@ class _Split:
             for op in list(loop.regions[0].blocks[0].operations):
                 for r in op.results:
                     self._reach_uses(r, loop)
-        for op in collective:
+        for op, site in sites:
             for i, v in enumerate(op.operands):
                 if self._loop_of(v) is not None:
                     with ir.InsertionPoint(op), op.location:
-                        op.operands[i] = self._same_everywhere(v)
+                        op.operands[i] = self._same_everywhere(v, site)
 
     # -- stretches and their loops ---------------------------------------------
     def _stretches(self, block, collective: set) -> list[list]:
@@ -176,11 +178,10 @@ class _Split:
                 end = scf.yield_([])
         for op in stretch:
             op.move_before(end)
-        inside = _inside(loop)
         tid = f"array<i32: {int(Ctx.TID)}>"
         for use in list(self.ctx.uses):
             user = use.owner.operation
-            if user not in inside or user == mine.owner.operation:
+            if not _within(user, loop.operation) or user == mine.owner.operation:
                 continue
             user.operands[use.operand_number] = mine
             # (the tasklet id read from the context is the loop's index: a
@@ -315,13 +316,14 @@ class _Split:
         return self.slots[value]
 
     # -- operands of collective ops ------------------------------------------------
-    def _same_everywhere(self, value):
+    def _same_everywhere(self, value, site: int):
         """`value` (a bound of a loop, the condition of an if, that holds a
         barrier) as every tasklet has it: tasklet 0's, the DPU stopped with a
         deadlock where another tasklet's differs."""
         op = value.owner.operation
         if self._tasklet_free(value) or (_recomputed(op) and not _slot_type(value.type)):
-            operands = [self._same_everywhere(v) if self._loop_of(v) is not None else v for v in op.operands]
+            operands = [self._same_everywhere(v, site) if self._loop_of(v) is not None else v
+                        for v in op.operands]
             clone = op.clone()
             for i, v in enumerate(operands):
                 clone.operands[i] = v
@@ -338,7 +340,8 @@ class _Split:
         stop = scf.IfOp(check.results[0])
         with ir.InsertionPoint(stop.then_block):
             zero = c64(0)
-            runtime_call(self.fn.operation.block, FAIL, [self.ctx, c64(int(Err.DEADLOCK)), zero, zero, zero, zero, zero])
+            runtime_call(self.fn.operation.block, FAIL,
+                         [self.ctx, c64(int(Err.DEADLOCK)), c64(site), zero, zero, zero, zero])
             scf.yield_([])
         return from_stored(first, value.type)
 
@@ -390,6 +393,14 @@ def _bits(v: ir.Value) -> ir.Value:
     if isinstance(v.type, ir.FloatType):
         return arith.bitcast(ir.IntegerType.get_signless(ir.FloatType(v.type).width), v)
     return v
+
+
+def _site(barrier) -> int:
+    """The check site a barrier call passes (0: none)."""
+    code = barrier.operands[0].owner
+    if isinstance(code, ir.Block) or code.name != "arith.constant":
+        return 0
+    return ir.IntegerAttr(code.attributes["value"]).value
 
 
 def _ancestors(op) -> list:

@@ -58,7 +58,11 @@ class Sites:
     def site(self) -> ir.Value:
         """An i64 check-site code of the op being lowered (0: unknown), so that
         a run-time error (a DMA out of the arrays) names the kernel's line."""
-        loc = user_location(self.location) if self.location is not None else None
+        return self.site_of(self.location)
+
+    def site_of(self, location) -> ir.Value:
+        """The i64 check-site code of `location` (the user's line it comes from)."""
+        loc = user_location(location) if location is not None else None
         code = 0
         if loc is not None:
             code = loc.site
