@@ -163,8 +163,9 @@ def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, p
     # declarations `out` already holds are dropped when the support moves in.
     param_types = [str(t) for t in params]
     turns = tasklets > 1 and not meet_in_every_instance(entry)
+    ctx_arg = len(params) + [a.name for a in ENTRY[KERNEL]].index("ctx")
     split = (fission and tasklets > 1 and not regions
-             and split_tasklets(entry.owner, len(params) + [a.name for a in ENTRY[KERNEL]].index("ctx"), tasklets) is not None)
+             and split_tasklets(entry.owner, ctx_arg, tasklets) is not None)
     support = ir.Module.parse("module {" + program_text(name, param_types, tasklets, turns and not split, split)
                               + (spill.support_text() if info.spills else "") + "}")
     table = ir.SymbolTable(out.operation)
