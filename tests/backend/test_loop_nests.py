@@ -1,7 +1,7 @@
 """Loop nests shared among tasklets: a tile carried through 1 to 3 nested loops,
 updated by `tl.dot`, a reduction, a scan or elementwise code, re-initialised and
 stored inside the loops and after them, gives the same bits for 1, 2, 3, 11 and
-16 tasklets, and NumPy's values.
+16 tasklets, run as loops or switched at barriers, and NumPy's values.
 
 A barrier missing at the end of an inner loop's body lets one tasklet overwrite
 a shared tile while another still reads it: every 1-tasklet test passes such a
@@ -13,7 +13,9 @@ from hypothesis import given, settings, strategies as st
 
 import edsl.backend
 
-TASKLETS = [1, 2, 3, 11, 16]
+# (tasklets, run as loops between barriers): the model's default, and once
+# switched at the barriers as an exported program's tasklets run
+TASKLETS = [(1, True), (2, True), (3, True), (11, True), (16, True), (3, False)]
 B = 16
 DOT, SUM, SCAN, ELEMENTWISE = range(4)
 
@@ -118,14 +120,14 @@ def _run_nest(depth, op, reset, store_inside, trips, seed):
     x = rng.standard_normal((max(1, t1 * t2 * t3), B, B)).astype(np.float32)
     w = rng.standard_normal(x.shape).astype(np.float32)
     results = []
-    for t in TASKLETS:
+    for t, loops in TASKLETS:
         out = np.zeros((max(1, t1), B, B), np.float32)
         side = np.zeros((max(1, t1 * t2), B, B), np.float32)
         nest_kernel[(1,)](x, w, out, side, t1, t2, t3, DEPTH=depth, OP=op, RESET=reset,
-                          STORE_INSIDE=store_inside, B=B, num_tasklets=t)
+                          STORE_INSIDE=store_inside, B=B, num_tasklets=t, tasklet_loops=loops)
         assert edsl.backend.last_report().tasklets_used == t
         results.append((out, side))
-    for t, (out, side) in zip(TASKLETS[1:], results[1:]):
+    for (t, _), (out, side) in zip(TASKLETS[1:], results[1:]):
         np.testing.assert_array_equal(out.view(np.uint32), results[0][0].view(np.uint32),
                                       err_msg=f"{t} tasklets against 1")
         np.testing.assert_array_equal(side.view(np.uint32), results[0][1].view(np.uint32),
