@@ -12,6 +12,8 @@ markers (`barriers`), the watch of the accesses in `while` loops for waits
 that cannot end (`waits`), then the WRAM layout and its budget check (`wram`); a
 kernel over the budget is converted once more, with its largest tiles kept
 in the DPU's MRAM as planned from the first conversion's buffers (`spill`).
+For the DPU model, a kernel's tasklets then run as loops between its
+barriers (`fission`).
 It adds the DPU support functions and the program-instance loop
 `__dpu_main`, and returns the new module with a `KernelInfo` (WRAM buffers,
 print formats).
