@@ -353,7 +353,14 @@ def test_windows_for_every_tasklet_that_do_not_fit_are_an_error():
     assert "DMA staging buffers (24 tasklets x" in message
     assert "the 1 tile(s) kept in MRAM need" in message and "(24 tasklet(s))" in message
     assert err.value.loc.lineno == line_of(copy_kernel, "tl.store(y_ptr")
+    fits = int(re.search(r"it fits with num_tasklets=(\d+)", message).group(1))
+    assert 1 <= fits < 24
+    copy_kernel[(1,)](x, x, BLOCK=4096, num_tasklets=fits, wram_bytes=4096)  # as it says
+    with pytest.raises(DpuError, match="with num_tasklets="):
+        copy_kernel[(1,)](x, x, BLOCK=4096, num_tasklets=fits + 1, wram_bytes=4096)
     copy_kernel[(1,)](x, x, BLOCK=4096, num_tasklets=1, wram_bytes=4096)     # one tasklet fits
+    with pytest.raises(DpuError, match="does not fit with num_tasklets=1 either"):
+        copy_kernel[(1,)](x, x, BLOCK=4096, num_tasklets=4, wram_bytes=512)
 
 
 def test_arrays_and_scratch_over_the_mram_bank_fail_at_the_launch():

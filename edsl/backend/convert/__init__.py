@@ -83,19 +83,48 @@ def convert_ttir(source, ctx: ir.Context | None = None, *, debug: bool = False,
         kernel, callees = _kernel_funcs(src)
         for fn in [kernel, *callees.values()]:
             control.structure_control_flow(fn)
-        out, info, conv = _convert(kernel, callees, regions, debug, tasklets, None, fission=fission)
-        if info.wram_bytes > limit:
-            # Planned on this conversion's buffers and those it did without (a
-            # carried tile updated in place needs no copy, kept in MRAM it does:
-            # `Buffers.reserve`), the plan's WRAM total bounds the planned
-            # conversion's, which copies every carried tile.
-            records = conv.buffers.planning_records(info.wram)
-            plan = spill.plan(info.name, records, conv.buffers.dots, limit, tasklets)
-            out, info, _ = _convert(kernel, callees, regions, debug, tasklets, plan, in_place=False,
-                                    fission=fission)
-        wram.check(info.name, info.wram, limit)
+
+        def fitted(count: int, split: bool):
+            out, info, conv = _convert(kernel, callees, regions, debug, count, None, fission=split)
+            if info.wram_bytes > limit:
+                # Planned on this conversion's buffers and those it did without (a
+                # carried tile updated in place needs no copy, kept in MRAM it does:
+                # `Buffers.reserve`), the plan's WRAM total bounds the planned
+                # conversion's, which copies every carried tile.
+                records = conv.buffers.planning_records(info.wram)
+                plan = spill.plan(info.name, records, conv.buffers.dots, limit, count)
+                out, info, _ = _convert(kernel, callees, regions, debug, count, plan, in_place=False,
+                                        fission=split)
+            wram.check(info.name, info.wram, limit)
+            return out, info
+        try:
+            out, info = fitted(tasklets, fission)
+        except wram.WramFull as err:
+            raise _fewer_tasklets(err, tasklets, fitted) from None
     verify(out)
     return out, info
+
+
+def _fewer_tasklets(err, tasklets: int, fitted) -> wram.WramFull:
+    """`err` (the kernel's tiles do not fit in WRAM with `tasklets` tasklets),
+    saying how many tasklets they fit with (each tasklet's buffers need
+    WRAM of their own; `fitted(count, False)` converts for `count`)."""
+    if tasklets == 1:
+        return err
+
+    def fits(count: int) -> bool:
+        try:
+            fitted(count, False)
+        except wram.WramFull:
+            return False
+        return True
+    low, high = 0, tasklets           # (fits with `low`, or low == 0; not with `high`)
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (mid, high) if fits(mid) else (low, mid)
+    hint = (f"; it fits with num_tasklets={low}" if low
+            else "; it does not fit with num_tasklets=1 either")
+    return wram.WramFull(err.message + hint, err.loc)
 
 
 def _pointer_loads(kernel, conv) -> list:

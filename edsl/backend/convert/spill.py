@@ -59,7 +59,7 @@ from ...base import templates
 from ...base.errors import DpuError
 from .barriers import chunk
 from .builders import align_up as align_up_value, as_i64, c64, i64, in_dma_pieces, index_c, to_stored
-from .wram import WramBuffer, largest
+from .wram import WramBuffer, WramFull, largest
 
 SWAP = "__dpu_spill_swap"        # (base, state, data, line, segs, unit, seg, total, site, ctx)
 FLUSH = "__dpu_spill_flush"      # (base, state, data, segs, unit, seg, total, site, ctx)
@@ -289,7 +289,7 @@ def plan(name: str, records: list[WramBuffer], dots: list[DotNeed], limit: int, 
     raise _cannot_stream(name, records, spilled, dots, limit, tasklets)
 
 
-def _cannot_stream(name, records, spilled, dots, limit, tasklets) -> DpuError:
+def _cannot_stream(name, records, spilled, dots, limit, tasklets) -> WramFull:
     """Why a kernel does not fit in WRAM even with its tiles kept in MRAM:
     what stays in WRAM, and what the spilled tiles need there at least."""
     def why(r):
@@ -309,7 +309,7 @@ def _cannot_stream(name, records, spilled, dots, limit, tasklets) -> DpuError:
         if any(keys & {d.a, d.b, d.out} for d in dots):
             parts.append("and the tl.dot panels")
     loc = next((r.loc for r in sorted(stays, key=lambda r: -r.nbytes) if r.loc), None)
-    return DpuError(f"kernel '{name}' needs {total} bytes of WRAM, more than the {limit} bytes of a "
+    return WramFull(f"kernel '{name}' needs {total} bytes of WRAM, more than the {limit} bytes of a "
                     f"DPU, and keeping its large tiles in MRAM does not make it fit: " + "; ".join(parts),
                     loc or next((r.loc for r in spilled if r.loc), None))
 

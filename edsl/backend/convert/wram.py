@@ -135,13 +135,18 @@ def wram_limit(limit: int | None) -> int:
     return WRAM_BYTES if limit is None else limit
 
 
+class WramFull(DpuError):
+    """A kernel's tiles do not fit in the DPU's WRAM (with those that may be
+    kept in MRAM kept there)."""
+
+
 def check(name: str, buffers: list[WramBuffer], limit: int | None) -> None:
     """A kernel whose WRAM buffers exceed the DPU's WRAM fails at compile time."""
     limit = wram_limit(limit)
     total = sum(b.nbytes for b in buffers)
     if total <= limit:
         return
-    raise DpuError(f"kernel '{name}' needs {total} bytes of WRAM, more than the "
+    raise WramFull(f"kernel '{name}' needs {total} bytes of WRAM, more than the "
                    f"{limit} bytes of a DPU; largest buffers: {largest(buffers)}",
                    next((b.loc for b in sorted(buffers, key=lambda b: -b.nbytes)[:3] if b.loc), None))
 
