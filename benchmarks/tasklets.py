@@ -4,10 +4,10 @@ and on one DPU.
 
     python benchmarks/tasklets.py
 
-A DPU's tasklets run on one host thread, switched at their barriers (and
-after each program instance where they meet at none), so that more
-tasklets cost about what the work costs, not OS thread switches: the goal
-is 16 tasklets within 1.5x of one. Best of 10 launches after a warm-up; the
+A DPU's tasklets run on one host thread as loops between the kernel's
+barriers (barrier fission, edsl/backend/convert/fission.py), so that more
+tasklets cost about what the work costs, not switches between them: the
+goal is 16 tasklets within 1.5x of one. Best of 10 launches after a warm-up; the
 16-tasklet results must equal the one-tasklet results bit for bit. On 64
 DPUs the model also checks what the DPUs touched (their access logs,
 edsl.dpu.sharing); one DPU shows the tasklets alone. On 1 MiB vectors a

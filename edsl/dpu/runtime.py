@@ -15,7 +15,9 @@ tasklet is a user-level context on a stack of its own, switched at its
 barriers by the runtime library's scheduler, so that a barrier costs a
 context switch in the process, not an OS thread switch (where the host has
 no usable ucontext, and for `Launch.run`'s Python work, each tasklet is a
-thread). The calling thread only waits, so Ctrl-C interrupts any launch
+thread). A Triton kernel converted with its tasklets as loops between its
+barriers runs them all on tasklet 0, the others ending at once
+(edsl.backend.convert.fission). The calling thread only waits, so Ctrl-C interrupts any launch
 (barriers and transfers then give up; a tasklet stuck in a loop of its own
 is left behind). Errors recorded by the compiled code (DMA rules, MRAM and
 WRAM bounds, assertions, index checks, deadlocked barriers) are raised as a
