@@ -16,6 +16,7 @@ import triton_matmul
 import triton_softmax
 from edsl.backend.convert import new_context
 from edsl.backend.convert.fission import split_tasklets
+from edsl.export.project import Param, compile_for_export
 from edsl.target.dpu import BARRIER, FAIL
 from sharing_kernels import group_sums, read_then_count
 from test_tile_ops import loop_kernel, scan_kernel
@@ -103,7 +104,6 @@ def test_the_model_splits_a_kernel_at_its_barriers_and_the_exporter_does_not():
     # (each names the line of the op it goes before, for a deadlock there)
     assert all(site != "0" for site in re.findall(rf"llvm.call @{BARRIER}\(%c(-?\d+)_i64", switched))
     assert mlir(dpu_timing=True).count(f"llvm.call @{BARRIER}(") >= 2     # (counts are each tasklet's)
-    from edsl.export.project import Param, compile_for_export
     params = [Param(n, n, t) for n, t in [("out_ptr", "*fp32"), ("in_ptr", "*fp32"), ("n_cols", "i32"),
                                           ("row_stride", "i32")]]
     _, text = compile_for_export(triton_softmax.softmax_kernel, params, {"BLOCK": 256}, 1, 16)
