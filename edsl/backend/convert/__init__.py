@@ -30,7 +30,7 @@ from mlir import ir
 from mlir.dialects import func
 
 from ...target.dpu import ENTRY, KERNEL, entry_types
-from ...base.errors import CompileError
+from ...base.errors import CompileError, EdslError
 from ...lowering.pipeline import location_of, verify
 from ..stores import ACCESSES, pointer_load, stored_params
 from ..ttir_reader import read_ttir, user_location
@@ -115,7 +115,7 @@ def _fewer_tasklets(err, tasklets: int, fitted) -> wram.WramFull:
     def fits(count: int) -> bool:
         try:
             fitted(count, False)
-        except wram.WramFull:
+        except EdslError:                 # (over WRAM, or not compiling with `count` for another reason)
             return False
         return True
     low, high = 0, tasklets           # (fits with `low`, or low == 0; not with `high`)
