@@ -4,9 +4,9 @@ addresses, and a transfer cut into pieces that one DMA may move."""
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, scf
+from mlir.dialects import arith, llvm, scf
 
-from ...target.dpu import DMA_ALIGN, DMA_MAX_BYTES
+from ...target.dpu import DMA_ALIGN, DMA_MAX_BYTES, Ctx
 
 
 def i64() -> ir.Type:
@@ -21,6 +21,12 @@ def c64(v: int) -> ir.Value:
 def index_c(v: int) -> ir.Value:
     """An index constant."""
     return arith.constant(ir.IndexType.get(), v)
+
+
+def tasklet_id(ctx: ir.Value) -> ir.Value:
+    """The tasklet id (an index) that the launch context `ctx` holds."""
+    slot = llvm.getelementptr(llvm.PointerType.get(), ctx, [], [Ctx.TID], i64(), 0)
+    return arith.index_cast(ir.IndexType.get(), llvm.load(i64(), slot))
 
 
 def cast_int(v: ir.Value, t: ir.Type, signed: bool = True) -> ir.Value:

@@ -40,7 +40,7 @@ from mlir.dialects import arith, llvm, memref, scf
 
 from ...target.dpu import BARRIER, CTX_SLOTS, FAIL, Ctx, Err
 from ...inject.runtime_calls import runtime_call
-from .builders import buffer_type, c64, from_stored, i64, index_c, to_stored
+from .builders import buffer_type, c64, from_stored, i64, index_c, tasklet_id, to_stored
 
 # Ops recomputed where a later stretch uses their result (no effect, no
 # region): cheaper than a slot, and the only way for values no slot holds
@@ -119,7 +119,7 @@ class _Split:
         self.fn, self.tasklets = fn, tasklets
         self.entry = fn.regions[0].blocks[0]
         self.ctx = self.entry.arguments[ctx_arg]
-        self.outside: set = set()           # ops of no stretch: the slots, uniform operands
+        self.outside: set = set()           # ops of no stretch: the slots
         self.loops: dict = {}               # tasklet loop -> (its index, the op new ops go before)
         self.slots: dict = {}               # value -> its slot
         self.kept: dict = {}                # slot -> the type of its values
@@ -282,11 +282,7 @@ class _Split:
             op = value.owner.operation
             cost = self._ops_to_recompute(value)
             if cost <= _RECOMPUTE_MOST or (cost < float("inf") and not _slot_type(value.type)):
-                operands = [self._in_loop(v, home, t) for v in op.operands]
-                clone = op.clone()
-                for i, v in enumerate(operands):
-                    clone.operands[i] = v
-                self.reached[key] = clone.results[list(op.results).index(value)]
+                self.reached[key] = _recompute(value, [self._in_loop(v, home, t) for v in op.operands])
             else:
                 self.reached[key] = self._get(self._slot_of(value), t)
         return self.reached[key]
@@ -322,13 +318,8 @@ class _Split:
         deadlock where another tasklet's differs."""
         op = value.owner.operation
         if self._tasklet_free(value) or (_recomputed(op) and not _slot_type(value.type)):
-            operands = [self._same_everywhere(v, site) if self._loop_of(v) is not None else v
-                        for v in op.operands]
-            clone = op.clone()
-            for i, v in enumerate(operands):
-                clone.operands[i] = v
-            self.outside.add(clone)
-            return clone.results[list(op.results).index(value)]
+            return _recompute(value, [self._same_everywhere(v, site) if self._loop_of(v) is not None else v
+                                      for v in op.operands])
         slot = self._slot_of(value)
         first = memref.load(slot, [index_c(0)])   # (as kept: compared as kept)
         i1 = ir.IntegerType.get_signless(1)
@@ -371,20 +362,24 @@ class _Split:
     def _get(self, slot, t) -> ir.Value:
         return from_stored(memref.load(slot, [t]), self.kept[slot])
 
-    def _tid(self) -> ir.Value:
-        """This tasklet's id, from the launch context (in a tasklet loop, each
-        turn's own)."""
-        slot = llvm.getelementptr(llvm.PointerType.get(), self.ctx, [], [Ctx.TID], i64(), 0)
-        return arith.index_cast(ir.IndexType.get(), llvm.load(i64(), slot))
-
+    # (the tasklet id from the launch context: in a tasklet loop, each turn's own)
     def _store(self, slot, v) -> None:
-        self._put(slot, v, self._tid())
+        self._put(slot, v, tasklet_id(self.ctx))
 
     def _load(self, slot) -> ir.Value:
-        return self._get(slot, self._tid())
+        return self._get(slot, tasklet_id(self.ctx))
 
 
 _DYNAMIC = -2147483648      # (llvm.getelementptr: the index is an operand)
+
+
+def _recompute(value, operands) -> ir.Value:
+    """`value` computed again here, by a copy of its op on `operands`."""
+    op = value.owner.operation
+    clone = op.clone()
+    for i, v in enumerate(operands):
+        clone.operands[i] = v
+    return clone.results[list(op.results).index(value)]
 
 
 def _bits(v: ir.Value) -> ir.Value:

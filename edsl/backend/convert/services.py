@@ -18,13 +18,13 @@ from contextlib import contextmanager
 from math import prod
 
 from mlir import ir
-from mlir.dialects import arith, func, llvm, memref, scf
+from mlir.dialects import arith, func, memref, scf
 
 from ...base.errors import CompileError
-from ...target.dpu import Ctx, align_up
+from ...target.dpu import align_up
 from ..ttir_reader import user_location
 from .barriers import AccessRecord, chunk, owner
-from .builders import buffer_type, c64, i64, index_c
+from .builders import buffer_type, c64, i64, index_c, tasklet_id
 from .core import (UNROLL, KernelInfo, Tile, UnrollStep, byte_size, in_wram, load_elem, store_elem,
                    unrolled_at)
 from .spill import DotNeed, SpillBuffer, SpillPlan, SpillSpace
@@ -93,8 +93,7 @@ class Tasklets:
         if count > 1:
             # `me()`, asked once per DPU by `__dpu_main`.
             with entry, ir.Location.unknown():
-                slot = llvm.getelementptr(llvm.PointerType.get(), ctx_arg, [], [Ctx.TID], i64(), 0)
-                self.me = arith.index_cast(ir.IndexType.get(), llvm.load(i64(), slot))
+                self.me = tasklet_id(ctx_arg)
 
     def chunk(self, shape) -> int:
         return chunk(shape, self.count)
