@@ -34,6 +34,29 @@ def running_max(x_ptr, out_ptr, rows, BLOCK: tl.constexpr):
         tl.store(out_ptr + (pid * rows + r) * BLOCK + offs, row - best)
 
 
+@triton.jit
+def carried_through_loops(x_ptr, out_ptr, rows, cols, BLOCK: tl.constexpr):
+    """A scalar carried through two loops in turn and through a loop nest,
+    each loop meeting at a barrier every trip: the second loop starts from
+    the first one's result, the inner loop from the outer one's value."""
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    base = pid * (2 + cols) * rows * BLOCK
+    s = tl.full((), 0.0, tl.float32)
+    for r in range(rows):
+        s += tl.sum(tl.load(x_ptr + base + r * BLOCK + offs))
+    for r in range(rows):
+        row = tl.load(x_ptr + base + (rows + r) * BLOCK + offs)
+        s = tl.maximum(s, tl.max(row))
+        tl.store(out_ptr + base + (rows + r) * BLOCK + offs, row - s)
+    for r in range(rows):
+        for c in range(cols):
+            at = base + (2 * rows + r * cols + c) * BLOCK
+            row = tl.load(x_ptr + at + offs)
+            s += tl.sum(row)
+            tl.store(out_ptr + at + offs, row * s)
+
+
 def _launches(rng):
     """name -> (launch(tasklets, tasklet_loops), the arrays it writes)."""
     m = rng.standard_normal((6, 256)).astype(np.float32)
@@ -47,6 +70,8 @@ def _launches(rng):
     shifted = np.empty_like(rows)
     lx = rng.standard_normal((5, 8)).astype(np.float32)
     lout, lcount = np.empty(8, np.float32), np.empty(1, np.int32)
+    cx = rng.standard_normal((2, (2 + 3) * 2, 64)).astype(np.float32)
+    cout = np.empty_like(cx)
     sx = rng.standard_normal(64).astype(np.float32)
     scans = [np.empty(64, np.float32) for _ in range(3)]
     return {
@@ -62,6 +87,8 @@ def _launches(rng):
             rows, shifted, 4, BLOCK=64, num_tasklets=t, tasklet_loops=f), [shifted]),
         "carried tiles": (lambda t, f: loop_kernel[(1,)](
             lx, lout, lcount, 5, C=8, num_tasklets=t, tasklet_loops=f), [lout, lcount]),
+        "carried through loops": (lambda t, f: carried_through_loops[(2,)](
+            cx, cout, 2, 3, BLOCK=64, num_tasklets=t, tasklet_loops=f), [cout]),
         "scans": (lambda t, f: scan_kernel[(1,)](
             sx, *scans, 64, BLOCK=64, num_tasklets=t, tasklet_loops=f), scans),
     }
@@ -209,3 +236,22 @@ def test_a_value_no_slot_holds_and_no_op_recomputes_keeps_the_tasklets_switched(
   %v = llvm.load %p : !llvm.ptr -> i64"""))
     assert not split
     assert f"llvm.call @{BARRIER}" in text
+
+
+def test_loops_that_hold_barriers_may_carry_values_from_one_to_the_next():
+    """Rebuilding a loop without results changes the operands of the loop
+    that starts from its result, or of the inner loop that starts from the
+    outer one's value: both are still split."""
+    def loop(iv, init, inner=""):
+        return f"""
+  %{iv}r = scf.for %{iv} = %c0 to %n step %c1 iter_args(%{iv}acc = {init}) -> (f32) {{
+    {inner}%{iv}a = arith.addf %{iv}acc, %{iv}acc : f32
+    llvm.call @{BARRIER}(%s) : (i64) -> ()
+    scf.yield %{iv}a : f32
+  }}"""
+    in_turn = "  %z = arith.constant 0.0 : f32" + loop("i", "%z") + loop("j", "%ir")
+    nested = "  %z = arith.constant 0.0 : f32" + loop("i", "%z", loop("j", "%iacc").replace("\n", "\n  ") + "\n    ")
+    for body in (in_turn, nested):
+        split, text = _split(_kernel(body + "\n  %q = arith.addf %z, %z : f32"))
+        assert split
+        assert f"llvm.call @{BARRIER}" not in text and "iter_args" not in text

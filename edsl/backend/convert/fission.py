@@ -126,13 +126,15 @@ class _Split:
         self.reached: dict = {}             # (value, loop) -> the value in that loop
 
     def run(self) -> None:
-        collective = {p for b in _barriers(self.fn) for p in _ancestors(b)}
-        for op in list(collective):
-            collective.discard(op)
-            collective.add(self._without_results(op))
+        # (in lists, not sets: an op's hash follows its operands, and
+        # rebuilding one op changes those of the ops that use its results)
+        collective = []
+        for p in (p for b in _barriers(self.fn) for p in _ancestors(b)):
+            if p not in collective:
+                collective.append(p)
+        collective = [self._without_results(op) for op in collective]
         # (a tasklet whose bound or condition differs stops the DPU as a
         # deadlock at the first barrier the op holds would: named by its site)
-        # (ops hash by their operands too: kept in a list from here on)
         sites = [(op, _site(_barriers(op)[0])) for op in collective]
         blocks = [self.entry] + [b for op in collective for r in op.regions for b in r.blocks]
         stretches = [s for b in blocks for s in self._stretches(b, collective)]
@@ -151,7 +153,7 @@ class _Split:
                         op.operands[i] = self._same_everywhere(v, site)
 
     # -- stretches and their loops ---------------------------------------------
-    def _stretches(self, block, collective: set) -> list[list]:
+    def _stretches(self, block, collective: list) -> list[list]:
         """The runs of ops of `block` between its barriers and collective ops."""
         out, run = [], []
         for op in list(block.operations)[:-1]:
