@@ -193,11 +193,12 @@ def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, p
     # The support text declares the kernel so that it verifies on its own;
     # declarations `out` already holds are dropped when the support moves in.
     param_types = [str(t) for t in params]
-    turns = tasklets > 1 and not meet_in_every_instance(entry)
     ctx_arg = len(params) + [a.name for a in ENTRY[KERNEL]].index("ctx")
     split = (fission and tasklets > 1 and not regions
              and split_tasklets(entry.owner, ctx_arg, tasklets) is not None)
-    support = ir.Module.parse("module {" + program_text(name, param_types, tasklets, turns and not split, split)
+    # (a kernel left unsplit is left as it was)
+    turns = tasklets > 1 and not split and not meet_in_every_instance(entry)
+    support = ir.Module.parse("module {" + program_text(name, param_types, tasklets, turns, split)
                               + (spill.support_text() if info.spills else "") + "}")
     table = ir.SymbolTable(out.operation)
     for op in list(support.body.operations):

@@ -128,17 +128,18 @@ class _Split:
     def run(self) -> None:
         # (in lists, not sets: an op's hash follows its operands, and
         # rebuilding one op changes those of the ops that use its results)
+        barriers = _barriers(self.fn)
         collective = []
-        for p in (p for b in _barriers(self.fn) for p in _ancestors(b)):
+        for p in (p for b in barriers for p in _ancestors(b)):
             if p not in collective:
                 collective.append(p)
         collective = [self._without_results(op) for op in collective]
         # (a tasklet whose bound or condition differs stops the DPU as a
         # deadlock at the first barrier the op holds would: named by its site)
-        sites = [(op, _site(_barriers(op)[0])) for op in collective]
+        sites = [(op, _site(next(b for b in barriers if _within(b, op)))) for op in collective]
         blocks = [self.entry] + [b for op in collective for r in op.regions for b in r.blocks]
         stretches = [s for b in blocks for s in self._stretches(b, collective)]
-        for b in _barriers(self.fn):
+        for b in barriers:
             b.erase()
         for s in stretches:
             self._loop(s)
