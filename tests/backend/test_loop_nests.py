@@ -1,7 +1,8 @@
 """Loop nests shared among tasklets: a tile carried through 1 to 3 nested loops,
 updated by `tl.dot`, a reduction, a scan or elementwise code, re-initialised and
-stored inside the loops and after them, gives the same bits for 1, 2, 3, 11 and
-16 tasklets, run as loops or switched at barriers, and NumPy's values.
+stored inside the loops and after them, with or without a scalar carried beside
+it (through the nest, then through a loop after it), gives the same bits for 1,
+2, 3, 11 and 16 tasklets, run as loops or switched at barriers, and NumPy's values.
 
 A barrier missing at the end of an inner loop's body lets one tasklet overwrite
 a shared tile while another still reads it: every 1-tasklet test passes such a
@@ -38,52 +39,71 @@ def _step(acc, x_ptr, w_ptr, t, OP: tl.constexpr, B: tl.constexpr):
 
 
 @triton.jit
-def _nest_below(acc, x_ptr, w_ptr, side_ptr, i, T2, T3, DEPTH: tl.constexpr, OP: tl.constexpr,
-                STORE_INSIDE: tl.constexpr, B: tl.constexpr):
-    """The loops inside the outer loop's trip `i`."""
-    r = tl.arange(0, B)
-    if DEPTH == 1:
-        acc = _step(acc, x_ptr, w_ptr, i, OP, B)
-    else:
-        for j in range(T2):
-            if DEPTH == 2:
-                acc = _step(acc, x_ptr, w_ptr, i * T2 + j, OP, B)
-            else:
-                for k in range(T3):
-                    acc = _step(acc, x_ptr, w_ptr, (i * T2 + j) * T3 + k, OP, B)
-            if STORE_INSIDE:
-                tl.store(side_ptr + (i * T2 + j) * B * B + r[:, None] * B + r[None, :], acc)
-    return acc
+def _carry(acc, s, SCALAR: tl.constexpr):
+    """The scalar carried beside the tile: each step's largest element folded
+    in (a reduction, so the loops it crosses meet at barriers), its smallest
+    too where the scalar is large (an `if` that meets at a barrier), fed back."""
+    if SCALAR:
+        s = s * 0.5 + tl.max(acc)
+        if s > 1.0:
+            s = s + tl.min(acc) * 0.25
+        acc = acc - s * 0.125
+    return acc, s
 
 
 @triton.jit
-def nest_kernel(x_ptr, w_ptr, out_ptr, side_ptr, T1, T2, T3, DEPTH: tl.constexpr,
-                OP: tl.constexpr, RESET: tl.constexpr, STORE_INSIDE: tl.constexpr,
-                B: tl.constexpr):
+def _nest_below(acc, s, x_ptr, w_ptr, side_ptr, i, T2, T3, DEPTH: tl.constexpr, OP: tl.constexpr,
+                STORE_INSIDE: tl.constexpr, SCALAR: tl.constexpr, B: tl.constexpr):
+    """The loops inside the outer loop's trip `i`."""
     r = tl.arange(0, B)
+    if DEPTH == 1:
+        acc, s = _carry(_step(acc, x_ptr, w_ptr, i, OP, B), s, SCALAR)
+    else:
+        for j in range(T2):
+            if DEPTH == 2:
+                acc, s = _carry(_step(acc, x_ptr, w_ptr, i * T2 + j, OP, B), s, SCALAR)
+            else:
+                for k in range(T3):
+                    acc, s = _carry(_step(acc, x_ptr, w_ptr, (i * T2 + j) * T3 + k, OP, B), s, SCALAR)
+            if STORE_INSIDE:
+                tl.store(side_ptr + (i * T2 + j) * B * B + r[:, None] * B + r[None, :], acc)
+    return acc, s
+
+
+@triton.jit
+def nest_kernel(x_ptr, w_ptr, out_ptr, side_ptr, scalar_ptr, T1, T2, T3, DEPTH: tl.constexpr,
+                OP: tl.constexpr, RESET: tl.constexpr, STORE_INSIDE: tl.constexpr,
+                SCALAR: tl.constexpr, B: tl.constexpr):
+    r = tl.arange(0, B)
+    s = tl.full((), 0.0, tl.float32)
     if RESET:
         # A new tile each outer trip, as persistent kernels do: nothing is
         # written before the outer loop, whose body holds the first barriers.
         for i in range(T1):
             acc = tl.zeros((B, B), dtype=tl.float32)
-            acc = _nest_below(acc, x_ptr, w_ptr, side_ptr, i, T2, T3, DEPTH, OP, STORE_INSIDE, B)
+            acc, s = _nest_below(acc, s, x_ptr, w_ptr, side_ptr, i, T2, T3, DEPTH, OP, STORE_INSIDE, SCALAR, B)
             tl.store(out_ptr + i * B * B + r[:, None] * B + r[None, :], acc)
     else:
         acc = tl.zeros((B, B), dtype=tl.float32)
         for i in range(T1):
-            acc = _nest_below(acc, x_ptr, w_ptr, side_ptr, i, T2, T3, DEPTH, OP, STORE_INSIDE, B)
+            acc, s = _nest_below(acc, s, x_ptr, w_ptr, side_ptr, i, T2, T3, DEPTH, OP, STORE_INSIDE, SCALAR, B)
         tl.store(out_ptr + r[:, None] * B + r[None, :], acc)
+    if SCALAR:
+        # A loop that starts from the nest's result.
+        for i in range(T1):
+            s += tl.sum(tl.load(x_ptr + i * B * B + r[:, None] * B + r[None, :]))
+        tl.store(scalar_ptr, s)
 
 
-def _reference(x, w, trips, depth, op, reset, store_inside):
+def _reference(x, w, trips, depth, op, reset, store_inside, scalar):
     """The nest in NumPy (float64 for sums; the kernel's float32 results compared
     within a tolerance)."""
     t1, t2, t3 = trips
-    acc = np.zeros((B, B))
+    acc, s = np.zeros((B, B)), 0.0
     out = np.zeros((max(1, t1), B, B))
     side = np.zeros((max(1, t1 * t2), B, B))
 
-    def step(acc, t):
+    def update(acc, t):
         a = x[t].astype(np.float64)
         if op == DOT:
             return acc + a @ w[t]
@@ -92,6 +112,16 @@ def _reference(x, w, trips, depth, op, reset, store_inside):
         if op == SCAN:
             return np.cumsum(a + acc * 0.5, axis=0)
         return acc * 0.5 + a.T
+
+    def step(acc, t):
+        nonlocal s
+        acc = update(acc, t)
+        if scalar:
+            s = s * 0.5 + acc.max()
+            if s > 1.0:
+                s = s + acc.min() * 0.25
+            acc = acc - s * 0.125
+        return acc
 
     for i in range(t1):
         if reset:
@@ -111,10 +141,11 @@ def _reference(x, w, trips, depth, op, reset, store_inside):
             out[i] = acc
     if not reset:
         out[0] = acc
-    return out, side
+    s += sum(x[i].astype(np.float64).sum() for i in range(t1))
+    return out, side, np.array([s if scalar else 0.0])
 
 
-def _run_nest(depth, op, reset, store_inside, trips, seed):
+def _run_nest(depth, op, reset, store_inside, scalar, trips, seed):
     rng = np.random.default_rng(seed)
     t1, t2, t3 = trips
     x = rng.standard_normal((max(1, t1 * t2 * t3), B, B)).astype(np.float32)
@@ -123,33 +154,31 @@ def _run_nest(depth, op, reset, store_inside, trips, seed):
     for t, loops in TASKLETS:
         out = np.zeros((max(1, t1), B, B), np.float32)
         side = np.zeros((max(1, t1 * t2), B, B), np.float32)
-        nest_kernel[(1,)](x, w, out, side, t1, t2, t3, DEPTH=depth, OP=op, RESET=reset,
-                          STORE_INSIDE=store_inside, B=B, num_tasklets=t, tasklet_loops=loops)
+        carried = np.zeros(1, np.float32)
+        nest_kernel[(1,)](x, w, out, side, carried, t1, t2, t3, DEPTH=depth, OP=op, RESET=reset,
+                          STORE_INSIDE=store_inside, SCALAR=scalar, B=B, num_tasklets=t, tasklet_loops=loops)
         assert edsl.backend.last_report().tasklets_used == t
-        results.append((out, side))
-    for (t, _), (out, side) in zip(TASKLETS[1:], results[1:]):
-        np.testing.assert_array_equal(out.view(np.uint32), results[0][0].view(np.uint32),
-                                      err_msg=f"{t} tasklets against 1")
-        np.testing.assert_array_equal(side.view(np.uint32), results[0][1].view(np.uint32),
-                                      err_msg=f"{t} tasklets against 1")
-    ref_out, ref_side = _reference(x, w.astype(np.float64), trips, depth, op, reset, store_inside)
-    out, side = results[0]
-    np.testing.assert_allclose(out, ref_out, rtol=1e-4, atol=1e-3)
-    np.testing.assert_allclose(side, ref_side, rtol=1e-4, atol=1e-3)
+        results.append((out, side, carried))
+    for (t, _), got in zip(TASKLETS[1:], results[1:]):
+        for a, b in zip(got, results[0]):
+            np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32), err_msg=f"{t} tasklets against 1")
+    reference = _reference(x, w.astype(np.float64), trips, depth, op, reset, store_inside, scalar)
+    for got, want in zip(results[0], reference):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
 
 
 @settings(max_examples=20, deadline=None)
 @given(depth=st.integers(1, 3), op=st.sampled_from([DOT, SUM, SCAN, ELEMENTWISE]),
-       store_inside=st.booleans(),
+       store_inside=st.booleans(), scalar=st.booleans(),
        trips=st.tuples(st.sampled_from([0, 1, 2, 3, 3]), st.integers(1, 3), st.integers(1, 2)),
        seed=st.integers(0, 2**16))
-def test_loop_nests_give_the_same_bits_for_any_tasklet_count(depth, op, store_inside, trips, seed):
+def test_loop_nests_give_the_same_bits_for_any_tasklet_count(depth, op, store_inside, scalar, trips, seed):
     for reset in (False, True):
-        _run_nest(depth, op, reset, store_inside, trips, seed)
+        _run_nest(depth, op, reset, store_inside, scalar, trips, seed)
 
 
 def test_a_dot_k_loop_nested_in_a_loop():
     """for r: acc = zeros; for k: acc += dot(a, b); store: the barrier at the end of
     the K loop's body was missing when the loop was nested (wrong rows from the
     second outer trip on, with 2 tasklets or more)."""
-    _run_nest(2, DOT, True, False, (3, 4, 1), seed=0)
+    _run_nest(2, DOT, True, False, False, (3, 4, 1), seed=0)
