@@ -255,3 +255,16 @@ def test_loops_that_hold_barriers_may_carry_values_from_one_to_the_next():
         split, text = _split(_kernel(body + "\n  %q = arith.addf %z, %z : f32"))
         assert split
         assert f"llvm.call @{BARRIER}" not in text and "iter_args" not in text
+
+
+def test_a_bound_computed_through_a_deep_chain_of_shared_values_splits_at_once():
+    """Each op of the bound's chain uses the one before twice: the chain is
+    walked once, not once per path through it (2^40 paths)."""
+    chain = ["  %v0 = arith.constant 1 : index"]
+    chain += [f"  %v{i} = arith.muli %v{i - 1}, %v{i - 1} : index" for i in range(1, 41)]
+    split, text = _split(_kernel("\n".join(chain) + f"""
+  scf.for %i = %c0 to %v40 step %c1 {{
+    llvm.call @{BARRIER}(%s) : (i64) -> ()
+  }}"""))
+    assert split
+    assert f"llvm.call @{FAIL}" not in text          # (every tasklet has the bound)

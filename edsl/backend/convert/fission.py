@@ -124,6 +124,7 @@ class _Split:
         self.slots: dict = {}               # value -> its slot
         self.kept: dict = {}                # slot -> the type of its values
         self.reached: dict = {}             # (value, loop) -> the value in that loop
+        self.free: dict = {}                # value -> whether every tasklet has it (`_tasklet_free`)
 
     def run(self) -> None:
         # (in lists, not sets: an op's hash follows its operands, and
@@ -315,14 +316,21 @@ class _Split:
         return self.slots[value]
 
     # -- operands of collective ops ------------------------------------------------
-    def _same_everywhere(self, value, site: int):
+    def _same_everywhere(self, value, site: int, made=None):
         """`value` (a bound of a loop, the condition of an if, that holds a
         barrier) as every tasklet has it: tasklet 0's, the DPU stopped with a
-        deadlock where another tasklet's differs."""
+        deadlock where another tasklet's differs. (`made`: the values made
+        so far for this operand, each made once.)"""
+        made = {} if made is None else made
+        if value not in made:
+            made[value] = self._make_same(value, site, made)
+        return made[value]
+
+    def _make_same(self, value, site: int, made: dict):
         op = value.owner.operation
         if self._tasklet_free(value) or (_recomputed(op) and not _slot_type(value.type)):
-            return _recompute(value, [self._same_everywhere(v, site) if self._loop_of(v) is not None else v
-                                      for v in op.operands])
+            return _recompute(value, [self._same_everywhere(v, site, made) if self._loop_of(v) is not None
+                                      else v for v in op.operands])
         slot = self._slot_of(value)
         first = memref.load(slot, [index_c(0)])   # (as kept: compared as kept)
         i1 = ir.IntegerType.get_signless(1)
@@ -342,12 +350,15 @@ class _Split:
     def _tasklet_free(self, value) -> bool:
         """Whether `value` is computed by recomputed ops from values every
         tasklet has (the same on all)."""
-        if self._loop_of(value) is None:
-            return True
-        if isinstance(value.owner, ir.Block):
-            return False                    # (a tasklet loop's index)
-        op = value.owner.operation
-        return _recomputed(op) and all(self._tasklet_free(v) for v in op.operands)
+        if value not in self.free:
+            if self._loop_of(value) is None:
+                self.free[value] = True
+            elif isinstance(value.owner, ir.Block):
+                self.free[value] = False            # (a tasklet loop's index)
+            else:
+                op = value.owner.operation
+                self.free[value] = _recomputed(op) and all(self._tasklet_free(v) for v in op.operands)
+        return self.free[value]
 
     # -- slots -----------------------------------------------------------------------
     def _slot(self, t: ir.Type) -> ir.Value:
