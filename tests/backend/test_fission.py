@@ -57,6 +57,22 @@ def carried_through_loops(x_ptr, out_ptr, rows, cols, BLOCK: tl.constexpr):
             tl.store(out_ptr + at + offs, row * s)
 
 
+@triton.jit
+def rows_until_large(x_ptr, out_ptr, count_ptr, rows, BLOCK: tl.constexpr):
+    """A while loop that meets at a barrier every trip: rows shifted by their
+    running maximum, until it passes 2.5 (its condition every tasklet's)."""
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    r = 0
+    best = tl.full((), -1e30, tl.float32)
+    while (r < rows) & (best < 2.5):
+        row = tl.load(x_ptr + (pid * rows + r) * BLOCK + offs)
+        best = tl.maximum(best, tl.max(row))
+        tl.store(out_ptr + (pid * rows + r) * BLOCK + offs, row - best)
+        r += 1
+    tl.store(count_ptr + pid, r)
+
+
 def _launches(rng):
     """name -> (launch(tasklets, tasklet_loops), the arrays it writes)."""
     m = rng.standard_normal((6, 256)).astype(np.float32)
@@ -72,6 +88,8 @@ def _launches(rng):
     lout, lcount = np.empty(8, np.float32), np.empty(1, np.int32)
     cx = rng.standard_normal((2, (2 + 3) * 2, 64)).astype(np.float32)
     cout = np.empty_like(cx)
+    wx = rng.standard_normal((3 * 6, 64)).astype(np.float32)
+    wout, wcount = np.empty_like(wx), np.empty(3, np.int32)
     sx = rng.standard_normal(64).astype(np.float32)
     scans = [np.empty(64, np.float32) for _ in range(3)]
     return {
@@ -89,6 +107,8 @@ def _launches(rng):
             lx, lout, lcount, 5, C=8, num_tasklets=t, tasklet_loops=f), [lout, lcount]),
         "carried through loops": (lambda t, f: carried_through_loops[(2,)](
             cx, cout, 2, 3, BLOCK=64, num_tasklets=t, tasklet_loops=f), [cout]),
+        "while": (lambda t, f: rows_until_large[(3,)](
+            wx, wout, wcount, 6, BLOCK=64, num_tasklets=t, tasklet_loops=f), [wout, wcount]),
         "scans": (lambda t, f: scan_kernel[(1,)](
             sx, *scans, 64, BLOCK=64, num_tasklets=t, tasklet_loops=f), scans),
     }
@@ -197,7 +217,7 @@ def test_a_loop_of_uniform_bounds_needs_no_check_and_its_carried_values_go_throu
     assert "iter_args" not in text
 
 
-def test_a_barrier_in_a_while_loop_keeps_the_tasklets_switched():
+def test_a_while_loop_whose_condition_a_tasklet_computes_is_checked_to_be_the_same_on_all():
     split, text = _split(_kernel(f"""
   scf.while : () -> () {{
     llvm.call @{BARRIER}(%s) : (i64) -> ()
@@ -206,8 +226,35 @@ def test_a_barrier_in_a_while_loop_keeps_the_tasklets_switched():
   }} do {{
     scf.yield
   }}"""))
-    assert not split
-    assert f"llvm.call @{BARRIER}" in text
+    assert split
+    assert f"llvm.call @{BARRIER}" not in text
+    fail = [line for line in text.splitlines() if f"llvm.call @{FAIL}" in line]
+    assert len(fail) == 1 and "%c7_i64" in fail[0]      # (the barrier's site)
+
+
+def test_the_values_a_while_loop_carries_and_forwards_go_through_slots():
+    split, text = _split(_kernel(f"""
+  %z = arith.constant 0.0 : f32
+  %r = scf.while (%acc = %z) : (f32) -> f32 {{
+    %f = arith.index_cast %me : index to i64
+    %g = arith.sitofp %f : i64 to f32
+    %a = arith.addf %acc, %g : f32
+    llvm.call @{BARRIER}(%s) : (i64) -> ()
+    %lim = arith.constant 100.0 : f32
+    %go = arith.cmpf olt, %acc, %lim : f32
+    scf.condition(%go) %a : f32
+  }} do {{
+  ^bb0(%b: f32):
+    %h = arith.mulf %b, %b : f32
+    llvm.call @{BARRIER}(%s) : (i64) -> ()
+    scf.yield %h : f32
+  }}
+  %q = arith.addf %r, %r : f32"""))
+    assert split
+    assert f"llvm.call @{BARRIER}" not in text
+    assert "scf.while : () -> ()" in text
+    assert text.count("memref.alloca() : memref<4xf32>") >= 2    # (carried, forwarded, ...)
+    assert f"llvm.call @{FAIL}" in text        # (%acc is each tasklet's: its condition checked)
 
 
 def test_the_results_of_an_if_that_holds_a_barrier_go_through_slots():

@@ -20,13 +20,13 @@ errors and access logs are its own.
 - A value one stretch defines and another uses is kept per tasklet in a
   slot (`memref<T x type>` on the host stack, indexed by the tasklet id the
   context holds); a constant or a view is computed again where it is used.
-- A loop or `if` that holds a barrier runs once for all tasklets, its body
-  split the same way: its loop-carried values and results go through slots,
-  and its bounds and condition must be the same on every tasklet, as a
-  barrier inside requires. Where they differ, the DPU stops with the error
+- A loop (`for`, `while`) or `if` that holds a barrier runs once for all
+  tasklets, its body split the same way: its loop-carried values and
+  results go through slots, and its bounds and condition must be the same
+  on every tasklet, as a barrier inside requires. Where they differ, the DPU stops with the error
   a switched tasklet gets there (`Err.DEADLOCK`).
-- A kernel whose barriers are not all under `scf.for` and `scf.if` (a
-  barrier in a `while` loop) is left as it is: its tasklets are switched.
+- A kernel with a barrier under any other op (`scf.index_switch`) is left
+  as it is: its tasklets are switched.
 
 Only the model runs a kernel so rewritten: the exporter's kernel is not
 (`fission=False`), a DPU's tasklets being hardware threads. Neither is one
@@ -52,7 +52,7 @@ _RECOMPUTED = ("arith.", "math.", "index.", "ub.poison", "memref.view", "memref.
 # Values computed by at most this many such ops are recomputed, not kept in
 # a slot: a chunk's bounds from the tasklet id stay a form LLVM can fold.
 _RECOMPUTE_MOST = 8
-_COLLECTIVE = ("scf.for", "scf.if")
+_COLLECTIVE = ("scf.for", "scf.if", "scf.while")
 
 
 class _Unsplittable(Exception):
@@ -137,7 +137,7 @@ class _Split:
         collective = [self._without_results(op) for op in collective]
         # (a tasklet whose bound or condition differs stops the DPU as a
         # deadlock at the first barrier the op holds would: named by its site)
-        sites = [(op, _site(next(b for b in barriers if _within(b, op)))) for op in collective]
+        sites = [(_deciding(op), _site(next(b for b in barriers if _within(b, op)))) for op in collective]
         blocks = [self.entry] + [b for op in collective for r in op.regions for b in r.blocks]
         stretches = [s for b in blocks for s in self._stretches(b, collective)]
         for b in barriers:
@@ -215,15 +215,18 @@ class _Split:
 
     # -- collective ops: carried values and results in slots --------------------
     def _without_results(self, op):
-        """`op` (an scf.for or scf.if holding a barrier) rebuilt without
-        results: each tasklet's carried values and results kept in slots."""
+        """`op` (an scf.for, scf.if or scf.while holding a barrier) rebuilt
+        without results: each tasklet's carried values and results kept in
+        slots."""
         op = op.operation
         results = list(op.results)
-        if not results:
+        if not results and not list(op.operands) if op.name == "scf.while" else not results:
             return op
         slots = [self._slot(r.type) for r in results]
         at = ir.InsertionPoint(op)
-        if op.name == "scf.for":
+        if op.name == "scf.while":
+            new = self._while_without_values(op, slots)
+        elif op.name == "scf.for":
             with at, op.location:
                 for slot, init in zip(slots, list(op.operands)[3:]):
                     self._store(slot, init)
@@ -248,10 +251,34 @@ class _Split:
         op.erase()
         return new.operation
 
+    def _while_without_values(self, op, forwarded):
+        """An scf.while rebuilt without arguments or results: the values it
+        carries into each `before` in slots, and those its condition
+        forwards (to `after` and out) in `forwarded`."""
+        old_before, old_after = op.regions[0].blocks[0], op.regions[1].blocks[0]
+        carried = [self._slot(a.type) for a in old_before.arguments]
+        with ir.InsertionPoint(op), op.location:
+            for slot, init in zip(carried, list(op.operands)):
+                self._store(slot, init)
+            new = scf.WhileOp([], [])
+        before, after = new.before.blocks.append(), new.after.blocks.append()
+        condition = list(old_before.operations)[-1].operation
+        with ir.InsertionPoint(before), condition.location:
+            scf.ConditionOp(condition.operands[0], [])
+        self._move_body(old_before, before, forwarded)
+        self._move_body(old_after, after, carried)
+        for block, old, slots in ((before, old_before, carried), (after, old_after, forwarded)):
+            first = list(block.operations)[0]
+            for slot, arg in zip(slots, old.arguments):
+                with ir.InsertionPoint(first), op.location:
+                    arg.replace_all_uses_with(self._load(slot))
+        return new
+
     def _move_body(self, old, body, slots) -> None:
-        """The ops of block `old` into `body`, the values `old` yields stored
-        in `slots`."""
+        """The ops of block `old` into `body`, the values `old` yields (or its
+        condition forwards) stored in `slots`."""
         term = list(old.operations)[-1].operation
+        values = list(term.operands)[1:] if term.name == "scf.condition" else list(term.operands)
         if not list(body.operations):
             with ir.InsertionPoint(body), term.location:
                 scf.yield_([])
@@ -259,7 +286,7 @@ class _Split:
         for o in list(old.operations)[:-1]:
             o.operation.move_before(end)
         with ir.InsertionPoint(end), term.location:
-            for slot, v in zip(slots, list(term.operands)):
+            for slot, v in zip(slots, values):
                 self._store(slot, v)
         term.erase()
 
@@ -410,6 +437,14 @@ def _site(barrier) -> int:
     if isinstance(code, ir.Block) or code.name != "arith.constant":
         return 0
     return ir.IntegerAttr(code.attributes["value"]).value
+
+
+def _deciding(op):
+    """The op whose operands decide how a collective op runs: the op itself
+    (a loop's bounds, an if's condition), or a while loop's condition."""
+    if op.name == "scf.while":
+        return list(op.regions[0].blocks[0].operations)[-1].operation
+    return op
 
 
 def _ancestors(op) -> list:
