@@ -23,8 +23,8 @@ errors and access logs are its own.
 - A loop (`for`, `while`) or `if` that holds a barrier runs once for all
   tasklets, its body split the same way: its loop-carried values and
   results go through slots, and its bounds and condition must be the same
-  on every tasklet, as a barrier inside requires. Where they differ, the DPU stops with the error
-  a switched tasklet gets there (`Err.DEADLOCK`).
+  on every tasklet, as a barrier inside requires. Where they differ, the
+  DPU stops with the error a switched tasklet gets there (`Err.DEADLOCK`).
 - A kernel with a barrier under any other op (`scf.index_switch`) is left
   as it is: its tasklets are switched.
 
@@ -220,8 +220,8 @@ class _Split:
         slots."""
         op = op.operation
         results = list(op.results)
-        if not results and not list(op.operands) if op.name == "scf.while" else not results:
-            return op
+        if not results and not (op.name == "scf.while" and list(op.operands)):
+            return op                       # (nothing carried, nothing out)
         slots = [self._slot(r.type) for r in results]
         at = ir.InsertionPoint(op)
         if op.name == "scf.while":
@@ -344,8 +344,8 @@ class _Split:
 
     # -- operands of collective ops ------------------------------------------------
     def _same_everywhere(self, value, site: int, made=None):
-        """`value` (a bound of a loop, the condition of an if, that holds a
-        barrier) as every tasklet has it: tasklet 0's, the DPU stopped with a
+        """`value` (a bound of a loop, the condition of an if or a while loop,
+        that holds a barrier) as every tasklet has it: tasklet 0's, the DPU stopped with a
         deadlock where another tasklet's differs. (`made`: the values made
         so far for this operand, each made once.)"""
         made = {} if made is None else made
