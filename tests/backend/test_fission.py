@@ -257,6 +257,27 @@ def test_the_values_a_while_loop_carries_and_forwards_go_through_slots():
     assert f"llvm.call @{FAIL}" in text        # (%acc is each tasklet's: its condition checked)
 
 
+def test_an_index_switch_that_holds_a_barrier_is_checked_and_its_results_go_through_slots():
+    """As structuring a kernel's early returns makes (`lift-cf-to-scf`)."""
+    split, text = _split(_kernel(f"""
+  %r = scf.index_switch %me -> index
+  case 0 {{
+    llvm.call @{BARRIER}(%s) : (i64) -> ()
+    scf.yield %me : index
+  }}
+  default {{
+    llvm.call @{BARRIER}(%s) : (i64) -> ()
+    scf.yield %c1 : index
+  }}
+  %q = arith.addi %r, %r : index"""))
+    assert split
+    assert f"llvm.call @{BARRIER}" not in text
+    assert "scf.index_switch" in text and "-> index" not in text
+    assert "memref.alloca() : memref<4xindex>" in text
+    fail = [line for line in text.splitlines() if f"llvm.call @{FAIL}" in line]
+    assert len(fail) == 1 and "%c7_i64" in fail[0]      # (%me is each tasklet's)
+
+
 def test_the_results_of_an_if_that_holds_a_barrier_go_through_slots():
     split, text = _split(_kernel(f"""
   %go = arith.cmpi slt, %c0, %n : index

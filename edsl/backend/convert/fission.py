@@ -20,13 +20,13 @@ errors and access logs are its own.
 - A value one stretch defines and another uses is kept per tasklet in a
   slot (`memref<T x type>` on the host stack, indexed by the tasklet id the
   context holds); a constant or a view is computed again where it is used.
-- A loop (`for`, `while`) or `if` that holds a barrier runs once for all
-  tasklets, its body split the same way: its loop-carried values and
+- A loop (`for`, `while`) or branch (`if`, `index_switch`) that holds a
+  barrier runs once for all tasklets, its body split the same way: its loop-carried values and
   results go through slots, and its bounds and condition must be the same
   on every tasklet, as a barrier inside requires. Where they differ, the
   DPU stops with the error a switched tasklet gets there (`Err.DEADLOCK`).
-- A kernel with a barrier under any other op (`scf.index_switch`) is left
-  as it is: its tasklets are switched.
+- A kernel with a barrier under any other op is left as it is: its
+  tasklets are switched.
 
 Only the model runs a kernel so rewritten: the exporter's kernel is not
 (`fission=False`), a DPU's tasklets being hardware threads. Neither is one
@@ -52,7 +52,7 @@ _RECOMPUTED = ("arith.", "math.", "index.", "ub.poison", "memref.view", "memref.
 # Values computed by at most this many such ops are recomputed, not kept in
 # a slot: a chunk's bounds from the tasklet id stay a form LLVM can fold.
 _RECOMPUTE_MOST = 8
-_COLLECTIVE = ("scf.for", "scf.if", "scf.while")
+_COLLECTIVE = ("scf.for", "scf.if", "scf.while", "scf.index_switch")
 
 
 class _Unsplittable(Exception):
@@ -215,8 +215,8 @@ class _Split:
 
     # -- collective ops: carried values and results in slots --------------------
     def _without_results(self, op):
-        """`op` (an scf.for, scf.if or scf.while holding a barrier) rebuilt
-        without results: each tasklet's carried values and results kept in
+        """`op` (a collective op: one that holds a barrier) rebuilt without
+        results: each tasklet's carried values and results kept in
         slots."""
         op = op.operation
         results = list(op.results)
@@ -226,6 +226,12 @@ class _Split:
         at = ir.InsertionPoint(op)
         if op.name == "scf.while":
             new = self._while_without_values(op, slots)
+        elif op.name == "scf.index_switch":
+            new = ir.Operation.create(op.name, results=[], operands=list(op.operands),
+                                      attributes={"cases": op.attributes["cases"]},
+                                      regions=len(op.regions), loc=op.location, ip=at)
+            for old, region in zip(op.regions, new.regions):
+                self._move_body(old.blocks[0], region.blocks.append(), slots)
         elif op.name == "scf.for":
             with at, op.location:
                 for slot, init in zip(slots, list(op.operands)[3:]):
@@ -345,7 +351,7 @@ class _Split:
     # -- operands of collective ops ------------------------------------------------
     def _same_everywhere(self, value, site: int, made=None):
         """`value` (a bound of a loop, the condition of an if or a while loop,
-        that holds a barrier) as every tasklet has it: tasklet 0's, the DPU stopped with a
+        the case of an index_switch, that holds a barrier) as every tasklet has it: tasklet 0's, the DPU stopped with a
         deadlock where another tasklet's differs. (`made`: the values made
         so far for this operand, each made once.)"""
         made = {} if made is None else made
