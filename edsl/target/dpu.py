@@ -261,7 +261,10 @@ CTX_SLOTS = 31
 # have kept apart: a DPU wrote a page that another DPU saved, or read bytes
 # a DPU may write (a logged read); the host then reads their logs
 # (edsl.dpu.sharing). DPUs that each write whole pages need no such check.
-PAGE_SHIFT = 12
+# A page is the host's cache line: DPUs that write rows of tiles of 64 bytes
+# or more keep apart on it (a matmul's blocks of 16 f32 or more); below it,
+# DPUs on different host threads would contend for the line anyway.
+PAGE_SHIFT = 6
 PAGE_BYTES = 1 << PAGE_SHIFT
 SAVE_COUNT = 0                        # how many spans
 SAVE_MIXED = 1

@@ -412,7 +412,7 @@ def _add_one_to_even_blocks(x_ptr, fail_at, BLOCK: tl.constexpr):
 def test_a_launch_saves_the_pages_its_dpus_write_and_puts_them_back_when_one_fails(monkeypatch, made_gathers,
                                                                                    workers):
     """The arrays as transferred are kept page by page as the DPUs first write
-    them: programs that write every other 4 KiB block leave the others'
+    them: programs that write every other page leave the others'
     pages unsaved; a DPU that fails leaves the arrays as they were."""
     from edsl.target.dpu import PAGE_BYTES, PAGE_OWNER_SHIFT, PAGE_STATE_MASK, SAVE_MIXED, Page
     monkeypatch.setenv("EDSL_DPU_WORKERS", workers)
@@ -461,6 +461,32 @@ def test_dpus_that_write_pages_of_their_own_skip_the_check_of_their_logs(monkeyp
     np.testing.assert_array_equal(dst[skip:], src)
     assert made_gathers[-1].table[SAVE_MIXED] == mixed
     assert bool(taken_logs) == bool(mixed)
+
+
+@triton.jit
+def _fill_blocks(c_ptr, N, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    value = (rm[:, None] * N + rn[None, :]).to(tl.float32)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], value, mask=(rm[:, None] < N) & (rn[None, :] < N))
+
+
+@pytest.mark.parametrize("workers", ["1", "3"])
+def test_dpus_that_write_blocks_of_a_matrix_skip_the_check_of_their_logs(monkeypatch, made_gathers, taken_logs,
+                                                                           workers):
+    """Programs each store an 8 x 16 f32 block of a 64 x 64 matrix, as a
+    matmul stores its result: each row of a block is 64 bytes, a page
+    (abi.PAGE_BYTES) of its own, so DPUs whose blocks share rows of the
+    matrix keep apart on the save table, and their logs are not read."""
+    from edsl.target.dpu import PAGE_BYTES, SAVE_MIXED
+    assert PAGE_BYTES <= 16 * 4
+    monkeypatch.setenv("EDSL_DPU_WORKERS", workers)
+    n = 64
+    c = np.zeros((n, n), dtype=np.float32)
+    _fill_blocks[(n // 8, n // 16)](c, n, BM=8, BN=16, num_dpus=4, num_tasklets=4)
+    np.testing.assert_array_equal(c, np.arange(n * n, dtype=np.float32).reshape(n, n))
+    assert made_gathers[-1].table[SAVE_MIXED] == 0
+    assert not taken_logs
 
 
 def test_dpus_that_keep_apart_need_not_run_one_by_one():
