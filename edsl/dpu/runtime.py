@@ -42,9 +42,9 @@ import numpy as np
 from ..base import cache
 from ..base.errors import DpuError, LoweringError, SourceLoc
 from . import jit, support
-from ..target.dpu import (CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, LOG_ENDS, LOG_ENTRY, MAX_TASKLETS, MESSAGES,
-                          OUTSIDE_ARRAYS, OUTSIDE_ARRAYS_LOADED, READ, WAIT_REPEATS, WAITS_FOREVER, Ctx, Dpu, Err,
-                          align_up, dma_violation)
+from ..target.dpu import (CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, HOST_CACHE_LINE, LOG_ENDS, LOG_ENTRY, MAX_TASKLETS,
+                          MESSAGES, OUTSIDE_ARRAYS, OUTSIDE_ARRAYS_LOADED, READ, WAIT_REPEATS, WAITS_FOREVER, Ctx, Dpu,
+                          Err, align_up, dma_violation)
 from .timing import TimingEstimate
 
 if TYPE_CHECKING:
@@ -251,7 +251,7 @@ def _ctx_key() -> int:
 # What DPUs running at once on several host threads write (their shared
 # states, contexts, logs' tables, counters) starts on cache lines of its
 # own: a line two threads write in turn moves between their cores at each write.
-CACHE_LINE = 64
+CACHE_LINE = HOST_CACHE_LINE
 
 
 def _cache_aligned_zeros(shape: tuple[int, ...]) -> np.ndarray:

@@ -264,8 +264,9 @@ CTX_SLOTS = 31
 # A page is the host's cache line: DPUs that write rows of tiles of 64 bytes
 # or more keep apart on it (a matmul's blocks of 16 f32 or more); below it,
 # DPUs on different host threads would contend for the line anyway.
-PAGE_SHIFT = 6
-PAGE_BYTES = 1 << PAGE_SHIFT
+HOST_CACHE_LINE = 64                  # bytes (the model's hosts: x86-64, aarch64)
+PAGE_BYTES = HOST_CACHE_LINE
+PAGE_SHIFT = PAGE_BYTES.bit_length() - 1
 SAVE_COUNT = 0                        # how many spans
 SAVE_MIXED = 1
 SAVE_SPANS = 2                        # where the spans' rows start

@@ -21,9 +21,9 @@ errors and access logs are its own.
   slot (`memref<T x type>` on the host stack, indexed by the tasklet id the
   context holds); a constant or a view is computed again where it is used.
 - A loop (`for`, `while`) or branch (`if`, `index_switch`) that holds a
-  barrier runs once for all tasklets, its body split the same way: its loop-carried values and
-  results go through slots, and its bounds and condition must be the same
-  on every tasklet, as a barrier inside requires. Where they differ, the
+  barrier runs once for all tasklets, its body split the same way: its
+  loop-carried values and results go through slots, and its bounds and
+  condition must be the same on every tasklet, as a barrier inside requires. Where they differ, the
   DPU stops with the error a switched tasklet gets there (`Err.DEADLOCK`).
 - A kernel with a barrier under any other op is left as it is: its
   tasklets are switched.
@@ -351,8 +351,9 @@ class _Split:
     # -- operands of collective ops ------------------------------------------------
     def _same_everywhere(self, value, site: int, made=None):
         """`value` (a bound of a loop, the condition of an if or a while loop,
-        the case of an index_switch, that holds a barrier) as every tasklet has it: tasklet 0's, the DPU stopped with a
-        deadlock where another tasklet's differs. (`made`: the values made
+        the case of an index_switch, that holds a barrier) as every tasklet
+        has it: tasklet 0's, the DPU stopped with a deadlock where another
+        tasklet's differs. (`made`: the values made
         so far for this operand, each made once.)"""
         made = {} if made is None else made
         if value not in made:
