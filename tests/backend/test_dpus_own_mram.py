@@ -528,8 +528,11 @@ def test_the_tasklets_of_a_dpu_log_a_row_they_share_out_as_one_tasklet_logs_it(m
         assert entries[16] == entries[1] == []          # (one DPU shares with none: no log)
 
 
-@pytest.mark.parametrize("tasklets", [1, 4])
-def test_dpus_on_several_host_threads_give_the_same_bits(monkeypatch, tasklets):
+@pytest.mark.parametrize("tasklets, loops", [(1, True), (4, True), (4, False)])
+def test_dpus_on_several_host_threads_give_the_same_bits(monkeypatch, tasklets, loops):
+    """Tasklets as loops or switched at barriers: every DPU runs once (the
+    atomic adds count each program once) and the bits are those of one
+    thread."""
     import triton_softmax
     rng = np.random.default_rng(1)
     x = (rng.standard_normal((48, 300)) * 3).astype(np.float32)
@@ -538,12 +541,14 @@ def test_dpus_on_several_host_threads_give_the_same_bits(monkeypatch, tasklets):
     for workers in ("1", "2", "5"):
         monkeypatch.setenv("EDSL_DPU_WORKERS", workers)
         out = np.zeros_like(x)
-        triton_softmax.softmax_kernel[(48,)](out, x, 300, 300, BLOCK=512, num_dpus=7, num_tasklets=tasklets)
+        triton_softmax.softmax_kernel[(48,)](out, x, 300, 300, BLOCK=512, num_dpus=7, num_tasklets=tasklets,
+                                             tasklet_loops=loops)
         added = np.zeros(5, np.int32)
-        scatter[(8,)](ints, idx, added, MODE="add", BLOCK=BLOCK, num_dpus=8, num_tasklets=tasklets)
+        scatter[(8,)](ints, idx, added, MODE="add", BLOCK=BLOCK, num_dpus=8, num_tasklets=tasklets,
+                      tasklet_loops=loops)
         flags = np.zeros(8, np.int32)
         with pytest.raises(DpuError) as err:
-            flag[(4,)](flags, num_dpus=4, num_tasklets=tasklets)
+            flag[(4,)](flags, num_dpus=4, num_tasklets=tasklets, tasklet_loops=loops)
         results.append((out.tobytes(), added.tobytes(), str(err.value)))
     assert results[0] == results[1] == results[2]
     np.testing.assert_array_equal(np.frombuffer(results[0][1], np.int32), np.bincount(idx, ints, 5).astype(np.int32))
