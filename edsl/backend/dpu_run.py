@@ -300,13 +300,17 @@ def run_apart(program: Program, job: DpuJob, run: Launch, image) -> SharingError
     `image`: the MRAM image (kept alive while the tasklets run). The seconds
     the DPUs took are kept under `job.busy_key` (`dpu_workers`)."""
     gather = Gather(job.spans, *mram_io(job), saved_by_writes=job.pages_saved_by_writes)
-    logs, busy = run_dpus(DpuRunner(program, job, run, image), job, run, gather)
-    if busy is not None and job.busy_key is not None:
-        remember_busy(program, job.busy_key, busy)
-    if logs is not None:
+    try:
+        logs, busy = run_dpus(DpuRunner(program, job, run, image), job, run, gather)
+        if busy is not None and job.busy_key is not None:
+            remember_busy(program, job.busy_key, busy)
+        if logs is not None:
+            if run.ctx[..., Ctx.ERROR].any():
+                gather.restore()                 # (nothing half-written)
+            return None
         if run.ctx[..., Ctx.ERROR].any():
-            gather.restore()                 # (nothing half-written)
-        return None
-    if run.ctx[..., Ctx.ERROR].any():
-        return None
-    return merge(gather)
+            return None
+        return merge(gather)
+    finally:
+        if not run.abandoned():              # (a tasklet Ctrl-C left running may still save pages)
+            gather.release()

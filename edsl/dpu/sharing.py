@@ -24,6 +24,7 @@ Within one DPU (its programs and tasklets) everything is legal.
 from __future__ import annotations
 
 import bisect
+import threading
 from dataclasses import dataclass
 from typing import Callable
 
@@ -106,6 +107,41 @@ def _combine(kind: int, result: np.ndarray, final: np.ndarray, pristine: np.ndar
     return result ^ final ^ pristine
 
 
+class _Spare:
+    """The page states and saved copies of earlier launches' arrays, kept for
+    the next launch of the same sizes (`Gather.release`). Fresh ones have
+    their memory faulted in page by page as the DPUs first write them, on
+    the DPUs' host threads: a softmax launch of 24 MiB on 16 threads took 15
+    ms instead of 5 right after a launch on one thread (docs/benchmarks.md).
+    The oldest are dropped past `KEPT_BYTES`."""
+    KEPT_BYTES = 256 << 20
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._kept: list[np.ndarray] = []
+
+    def take(self, n: int, dtype, zeroed: bool) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        with self._lock:
+            for i, a in enumerate(self._kept):
+                if a.size == n and a.dtype == dtype:
+                    del self._kept[i]
+                    if zeroed:
+                        a.fill(0)
+                    return a
+        return np.zeros(n, dtype) if zeroed else np.empty(n, dtype)
+
+    def give_back(self, arrays: list[np.ndarray]) -> None:
+        with self._lock:
+            self._kept.extend(a for a in arrays if a.nbytes <= self.KEPT_BYTES)
+            total = sum(a.nbytes for a in self._kept)
+            while total > self.KEPT_BYTES:
+                total -= self._kept.pop(0).nbytes
+
+
+_SPARE = _Spare()
+
+
 class Gather:
     """The arrays of one launch (MRAM spans [lo, hi)) over DPUs run in turn;
     `read(address, n) -> bytes` and `write(address, data)` reach the MRAM the
@@ -131,8 +167,8 @@ class Gather:
                 self.spans.append((lo, hi))
         self._starts = [lo for lo, _ in self.spans]
         self.read, self.write = read, write
-        self.pages = [np.zeros((hi - lo - 1 >> PAGE_SHIFT) + 1, dtype=np.int64) for lo, hi in self.spans]
-        self.pristine = [np.empty(hi - lo, dtype=np.uint8) for lo, hi in self.spans]
+        self.pages = [_SPARE.take((hi - lo - 1 >> PAGE_SHIFT) + 1, np.int64, zeroed=True) for lo, hi in self.spans]
+        self.pristine = [_SPARE.take(hi - lo, np.uint8, zeroed=False) for lo, hi in self.spans]
         self.table = None
         if saved_by_writes:
             self.table = np.zeros(SAVE_SPANS + SAVE_ROW * len(self.spans), dtype=np.int64)
@@ -192,6 +228,12 @@ class Gather:
         (edsl.backend.ranks)."""
         self.claims.append((dpu, claims, finals))
         self.reads.append((dpu, reads))
+
+    def release(self) -> None:
+        """Give the page states and saved copies to the next launch (nothing
+        may still write them, nor this Gather be used again)."""
+        _SPARE.give_back(self.pages + self.pristine)
+        self.pages = self.pristine = []
 
     def restore(self) -> None:
         """Put every array back as transferred (the pages saved: no DPU wrote the others)."""

@@ -372,14 +372,21 @@ def test_pages_saved_by_writes_are_put_back_and_the_others_copied_as_they_are():
 
 @pytest.fixture
 def made_gathers(monkeypatch) -> list:
-    """The `Gather`s the launches make, in order."""
+    """The `Gather`s the launches make, in order; each keeps the addresses of
+    its page states and saved copies (`buffers`) and, once released, a copy
+    of its page states (`released_pages`)."""
     from edsl.backend import dpu_run
     made = []
 
     class Recorded(Gather):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
+            self.buffers = [a.ctypes.data for a in self.pages + self.pristine]
             made.append(self)
+
+        def release(self):
+            self.released_pages = [p.copy() for p in self.pages]
+            super().release()
     monkeypatch.setattr(dpu_run, "Gather", Recorded)
     return made
 
@@ -424,7 +431,7 @@ def test_a_launch_saves_the_pages_its_dpus_write_and_puts_them_back_when_one_fai
     # Pages run from x's first byte: program k writes page k, on DPU k % 6,
     # which it keeps; the programs read what they write, so the logs were
     # checked (`mixed`).
-    pages = made_gathers[-1].pages[0]
+    pages = made_gathers[-1].released_pages[0]
     assert list(pages & PAGE_STATE_MASK) == [Page.SAVED, Page.CLEAN] * 8
     assert list(pages[::2] >> PAGE_OWNER_SHIFT) == [k % 6 + 1 for k in range(0, 16, 2)]
     assert made_gathers[-1].table[SAVE_MIXED] == 1
@@ -432,6 +439,31 @@ def test_a_launch_saves_the_pages_its_dpus_write_and_puts_them_back_when_one_fai
     with pytest.raises(DpuError, match="outside the launch's arrays"):
         _add_one_to_even_blocks[(16,)](got, 13, BLOCK=block, num_dpus=6, num_tasklets=4)
     np.testing.assert_array_equal(got, x)                     # nothing half-written
+    # (the second launch saved into the first one's buffers, its page states cleared)
+    assert made_gathers[-1].buffers == made_gathers[-2].buffers
+    got = x.copy()
+    _add_one_to_even_blocks[(16,)](got, -1, BLOCK=block, num_dpus=6, num_tasklets=4)
+    np.testing.assert_array_equal(got, x + (np.arange(16 * block) // block % 2 == 0))
+    assert list(made_gathers[-1].released_pages[0] & PAGE_STATE_MASK) == [Page.SAVED, Page.CLEAN] * 8
+
+
+def test_spare_buffers_are_matched_by_size_and_type_cleared_where_asked_and_capped(monkeypatch):
+    from edsl.dpu import sharing
+    spare = sharing._Spare()
+    monkeypatch.setattr(sharing._Spare, "KEPT_BYTES", 1000)
+    a = spare.take(100, np.int64, zeroed=True)
+    a[:] = 7
+    spare.give_back([a])
+    assert spare.take(100, np.int32, zeroed=True).ctypes.data != a.ctypes.data     # (another type)
+    b = spare.take(100, np.int64, zeroed=True)
+    assert b.ctypes.data == a.ctypes.data and not b.any()
+    b[:] = 5
+    spare.give_back([b, np.ones(200, np.uint8), np.ones(2000, np.uint8)])          # (the largest is over the cap)
+    assert spare.take(800, np.uint8, zeroed=False) is not None and len(spare._kept) == 2
+    c = spare.take(100, np.int64, zeroed=False)
+    assert c.ctypes.data == a.ctypes.data and (c == 5).all()                       # (kept as it was)
+    spare.give_back([c, np.zeros(100, np.uint8)])                                   # 200 + 800 + 100: the oldest goes
+    assert [x.nbytes for x in spare._kept] == [800, 100]
 
 
 @triton.jit
