@@ -1,3 +1,6 @@
 """What every layer uses and that is no compiler step: the errors with their
 source locations (`errors`), the on-disk cache of compiled code (`cache`),
-the checked template filler of the exported and runtime files (`templates`)."""
+the checked template filler of the exported and runtime files (`templates`),
+and the Python modules the `mlir` bindings find for the dialects edsl's
+contexts hold unregistered (`dialects`)."""
+from . import dialects  # noqa: F401  (on the bindings' search path from the first import of edsl)

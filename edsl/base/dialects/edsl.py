@@ -1,0 +1,1 @@
+"""edsl's own `edsl` ops (markers, placeholders): no op classes (see the package)."""

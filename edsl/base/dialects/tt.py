@@ -1,0 +1,1 @@
+"""Triton's `tt` dialect: no op classes (see the package)."""
