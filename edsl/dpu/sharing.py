@@ -109,11 +109,11 @@ def _combine(kind: int, result: np.ndarray, final: np.ndarray, pristine: np.ndar
 
 class _Spare:
     """The page states and saved copies of earlier launches' arrays, kept for
-    the next launch of the same sizes (`Gather.release`). Fresh ones have
-    their memory faulted in page by page as the DPUs first write them, on
-    the DPUs' host threads: a softmax launch of 24 MiB on 16 threads took 15
-    ms instead of 5 right after a launch on one thread (docs/benchmarks.md).
-    The oldest are dropped past `KEPT_BYTES`."""
+    the next launch of the same sizes (`Gather.release`) rather than
+    allocated and faulted in afresh: on one machine a softmax launch of 24
+    MiB on 16 threads right after a launch on one thread took 15 ms with
+    fresh ones and 5 ms with kept ones (others showed no difference:
+    docs/benchmarks.md). The oldest are dropped past `KEPT_BYTES`."""
     KEPT_BYTES = 256 << 20
 
     def __init__(self):
