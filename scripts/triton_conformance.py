@@ -2,7 +2,7 @@
 """Conformance of the `dpu` backend with Triton's own language tests.
 
 Runs Triton's test_core.py (kept outside the project: pass its folder) under
-pytest in a subprocess, one worker, `--device cpu`, either on the `dpu`
+pytest in a subprocess (or `--workers` at once), `--device cpu`, either on the `dpu`
 backend (TRITON_DEFAULT_BACKEND=dpu) or on Triton's interpreter
 (TRITON_INTERPRET=1), and prints pass/fail/skip counts by test function.
 
@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -139,13 +140,19 @@ def error_key(message: str) -> str:
 
 
 class CaseResults:
-    """Outcome, error and duration of each case, from report-log lines."""
+    """Outcome, error and duration of each case, from report-log lines (of
+    one pytest process or of several at once: hence the lock)."""
 
     def __init__(self):
         self.cases: dict[str, dict] = {}
         self.phases: dict[str, set] = collections.defaultdict(set)
+        self.lock = threading.Lock()
 
     def add_report(self, rep: dict) -> None:
+        with self.lock:
+            self._add_report(rep)
+
+    def _add_report(self, rep: dict) -> None:
         nodeid, when, outcome = rep["nodeid"], rep["when"], rep["outcome"]
         self.phases[nodeid].add(when)
         case = self.cases.setdefault(nodeid, {"outcome": "passed", "duration": 0.0})
@@ -174,17 +181,61 @@ class CaseResults:
         return "teardown" in self.phases.get(nodeid, ())
 
     def mark(self, nodeid: str, outcome: str, message: str) -> None:
-        self.cases[nodeid] = {"outcome": outcome, "duration": self.cases.get(nodeid, {}).get("duration", 0.0),
-                              "message": message, "error": message}
+        """Ends a case that pytest did not finish."""
+        with self.lock:
+            self.cases[nodeid] = {"outcome": outcome, "duration": self.cases.get(nodeid, {}).get("duration", 0.0),
+                                  "message": message, "error": message}
+            self.phases[nodeid].add("teardown")
+
+    def snapshot(self) -> dict[str, dict]:
+        with self.lock:
+            return {nodeid: dict(case) for nodeid, case in self.cases.items()}
 
 
 def run_cases(tests: Path, mode: str, ids: list[str], timeout: float, stall_s: float | None, scratch: Path,
-              progress: bool = False, checkpoint=None) -> CaseResults:
+              progress: bool = False, checkpoint=None, workers: int = 1) -> CaseResults:
     """Runs the cases, starting pytest again after a crash, or after `stall_s`
     seconds without a report (a case stuck where pytest-timeout's signal does
     not reach, in compiled code): the process is then killed. `checkpoint(results)`
-    is called about once a minute."""
+    is called about once a minute. With `workers` > 1 the cases are dealt out
+    in turn to that many pytest processes at once, each with its own caches."""
     results = CaseResults()
+    shards = [ids[k::workers] for k in range(workers) if ids[k::workers]]
+    if len(shards) <= 1:
+        _run_shard(tests, mode, ids, timeout, stall_s, scratch, results, ids, progress, checkpoint)
+        return results
+    failures, stop = [], threading.Event()
+
+    def run(k, shard):
+        folder = scratch / f"worker-{k}"
+        folder.mkdir()
+        try:
+            _run_shard(tests, mode, shard, timeout, stall_s, folder, results, ids, progress,
+                       checkpoint if k == 0 else None, stop)
+        except BaseException as e:  # sys.exit in a thread: raised again below
+            failures.append(e)
+            stop.set()
+
+    threads = [threading.Thread(target=run, args=(k, shard)) for k, shard in enumerate(shards)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        # Ctrl-C or SIGTERM reach this thread only: the others stop their pytest.
+        stop.set()
+        for thread in threads:
+            thread.join()
+    if failures:
+        raise failures[0]
+    return results
+
+
+def _run_shard(tests, mode, ids, timeout, stall_s, scratch, results, all_ids, progress, checkpoint,
+               stop: threading.Event | None = None) -> None:
+    """One pytest process at a time over `ids`, in `scratch`; outcomes go to
+    `results`. Ends early, its process killed, once `stop` is set."""
     base, folder = pytest_base(tests, timeout)
     base = base[:3] + base[4:]  # the cases are given by id, not the whole target
     env = environment(mode, scratch)
@@ -200,13 +251,15 @@ def run_cases(tests: Path, mode: str, ids: list[str], timeout: float, stall_s: f
             proc = subprocess.Popen(cmd, cwd=folder, env=env, stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True)
             try:
-                stalled = _watch(proc, log, results, ids, stall_s, checkpoint, progress)
+                stalled = _watch(proc, log, results, all_ids, stall_s, checkpoint, progress, stop)
             finally:
                 # Stopped (Ctrl-C, SIGTERM) or done: pytest runs in its own
                 # session, so it must not outlive this run.
                 if proc.poll() is None:
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
+        if stop is not None and stop.is_set():
+            return
         if progress:
             print(file=sys.stderr)
         unfinished = [i for i in remaining if not results.finished(i)]
@@ -223,14 +276,12 @@ def run_cases(tests: Path, mode: str, ids: list[str], timeout: float, stall_s: f
             code = proc.returncode
             why = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
             results.mark(culprit, "crashed", f"pytest process died ({why})")
-        results.phases[culprit].add("teardown")
         remaining = unfinished[1:]
-    return results
 
 
-def _watch(proc, log, results, ids, stall_s, checkpoint, progress) -> bool:
-    """Follow one pytest process's report log until it ends, or until
-    `stall_s` pass without a report (then kill it); True if it stalled."""
+def _watch(proc, log, results, ids, stall_s, checkpoint, progress, stop=None) -> bool:
+    """Follow one pytest process's report log until it ends, until `stall_s`
+    pass without a report (then kill it), or until `stop` is set; True if it stalled."""
     offset, last_change, saved = 0, time.monotonic(), time.monotonic()
     while True:
         try:
@@ -247,7 +298,7 @@ def _watch(proc, log, results, ids, stall_s, checkpoint, progress) -> bool:
             if progress:
                 done = sum(results.finished(i) for i in ids)
                 print(f"\r{done}/{len(ids)} cases", end="", file=sys.stderr, flush=True)
-        if proc.returncode is not None:
+        if proc.returncode is not None or (stop is not None and stop.is_set()):
             return stalled
         if stalled:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -362,11 +413,11 @@ def cmd_run(args) -> int:
             import triton
             Path(args.out).write_text(json.dumps(
                 {"mode": args.mode, "tests": str(tests), "triton": triton.__version__, "complete": complete,
-                 "seconds": round(time.monotonic() - started), "cases": results.cases}, indent=0))
+                 "seconds": round(time.monotonic() - started), "cases": results.snapshot()}, indent=0))
 
         stall_s = args.stall_s if args.stall_s is not None else (2 * args.timeout + 60 if args.timeout else None)
         results = run_cases(tests, args.mode, ids, args.timeout, stall_s, scratch, sys.stderr.isatty(),
-                            save if args.out else None)
+                            save if args.out else None, args.workers)
         elapsed = time.monotonic() - started
     cases = results.cases
     for nodeid in missing:
@@ -515,6 +566,8 @@ def main(argv=None) -> int:
     run.add_argument("--timeout", type=float, default=60, help="seconds per case (pytest-timeout)")
     run.add_argument("--stall-s", type=float, default=None,
                      help="kill pytest after this long without a report (default: 2 timeouts + 60 s)")
+    run.add_argument("--workers", type=int, default=1,
+                     help="pytest processes at once, the cases dealt out in turn (default: 1)")
     run.add_argument("--out", help="write the outcome of every case to this JSON file (also once a minute)")
     run.add_argument("--spread", action="store_true",
                      help="run round-robin over test functions, so that a run stopped early samples all of them")

@@ -88,6 +88,17 @@ def test_outcomes_of_every_case(results):
     assert cases["test_core.py::test_crash"]["error"] == "pytest process died (signal SIGSEGV)"
 
 
+def test_cases_dealt_to_two_workers_end_as_with_one(folder, results, tmp_path):
+    ids, cases = results
+    shared = conformance.run_cases(folder, "dpu", ids, timeout=1, stall_s=4, scratch=tmp_path, workers=2).cases
+    assert {i: c["outcome"] for i, c in shared.items()} == {i: c["outcome"] for i, c in cases.items()}
+    assert shared["test_core.py::test_crash"]["error"] == "pytest process died (signal SIGSEGV)"
+    # Each worker ran its own pytest over every other case, with its own caches.
+    dealt = [(tmp_path / f"worker-{k}" / "cases-1.txt").read_text().split() for k in (0, 1)]
+    assert dealt == [ids[0::2], ids[1::2]]
+    assert all((tmp_path / f"worker-{k}" / "report-1.jsonl").exists() for k in (0, 1))
+
+
 def test_expected_file_judges_the_run(results, tmp_path, capsys):
     ids, cases = results
     expected = tmp_path / "expected.txt"
