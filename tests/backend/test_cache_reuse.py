@@ -21,7 +21,7 @@ SCRIPT = textwrap.dedent('''
 def _run(tmp_path, cache):
     script = tmp_path / "run.py"
     script.write_text(SCRIPT)
-    env = dict(os.environ, TRITON_CACHE_DIR=str(cache), EDSL_CACHE_DIR=str(tmp_path / "edsl"))
+    env = dict(os.environ, TRITON_CACHE_DIR=str(cache), EDSL_CACHE_DIR=str(tmp_path / "edsl-cache"))
     done = subprocess.run([sys.executable, str(script), str(EXAMPLES / "triton_vector_add.py")],
                           capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -30,8 +30,10 @@ def _torch():
 
 def _child_env(tmp_path) -> dict:
     """A child process's environment: its own caches, and Triton's default
-    driver, the GPU's (whatever TRITON_DEFAULT_BACKEND the caller has set)."""
-    env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "triton"), EDSL_CACHE_DIR=str(tmp_path / "edsl"))
+    driver, the GPU's (whatever TRITON_DEFAULT_BACKEND the caller has set).
+    (No folder named `edsl` beside a script the child runs: Python would
+    take it for the package.)"""
+    env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "triton"), EDSL_CACHE_DIR=str(tmp_path / "edsl-cache"))
     env.pop("TRITON_DEFAULT_BACKEND", None)
     return env
 
