@@ -299,7 +299,10 @@ class DpuDriver(DriverBase):
         return GPUTarget("dpu", "upmem", 1)
 
     def get_current_device(self):
-        return 0
+        # torch's id of the device the arrays are on (`torch.cpu.current_device()`):
+        # Triton keys a kernel's compiled variants by this id, and code written
+        # for Triton looks them up by torch's (`kernel.device_caches[...]`).
+        return "cpu"
 
     def set_current_device(self, device):
         pass

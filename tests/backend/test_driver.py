@@ -45,6 +45,27 @@ def test_the_active_torch_device_is_the_cpu():
     assert torch.equal(out, x)
 
 
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed here")
+def test_compiled_variants_are_kept_under_torchs_id_of_the_device():
+    """Code written for Triton finds a kernel's compiled variants under the
+    id torch gives the device its tensors are on (Triton's own tests clear
+    them so, to see the compile hook called)."""
+    import torch
+    assert active().get_current_device() == torch.cpu.current_device()
+    x = torch.arange(8, dtype=torch.float32)
+    copy_kernel[(1,)](x, torch.empty_like(x), BLOCK=8)
+    cache = copy_kernel.device_caches[torch.cpu.current_device()][0]
+    assert cache
+    cache.clear()
+    called = []
+    triton.knobs.runtime.jit_cache_hook = lambda *args, **kwargs: called.append(kwargs["compile"]["device"])
+    try:
+        copy_kernel[(1,)](x, torch.empty_like(x), BLOCK=8)          # (compiled again: the hook is called)
+    finally:
+        triton.knobs.runtime.jit_cache_hook = None
+    assert called == [torch.cpu.current_device()]
+
+
 # ---- figures for occupancy -------------------------------------------------------------------
 
 @triton.jit
