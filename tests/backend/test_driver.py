@@ -57,12 +57,12 @@ def test_compiled_variants_are_kept_under_torchs_id_of_the_device():
     cache = copy_kernel.device_caches[torch.cpu.current_device()][0]
     assert cache
     cache.clear()
-    called = []
+    called, hook = [], triton.knobs.runtime.jit_cache_hook
     triton.knobs.runtime.jit_cache_hook = lambda *args, **kwargs: called.append(kwargs["compile"]["device"])
     try:
         copy_kernel[(1,)](x, torch.empty_like(x), BLOCK=8)          # (compiled again: the hook is called)
     finally:
-        triton.knobs.runtime.jit_cache_hook = None
+        triton.knobs.runtime.jit_cache_hook = hook
     assert called == [torch.cpu.current_device()]
 
 
