@@ -140,9 +140,9 @@ module {
   // once, so that the host can put back what a launch wrote. (Copied here,
   // only the pages written are, by the DPUs' own threads, while the DPUs
   // run.) The save table (Ctx.SAVE, 0: none; abi.PAGE_BYTES) holds [spans,
-  // mixed, then lo, hi, states, copy per span]; page k of a span is its
-  // bytes from lo + k * PAGE_BYTES. A DPU has nothing to save: the exporter
-  // prints no call.
+  // mixed, epoch, then lo, hi, states, copy per span]; page k of a span is
+  // its bytes from lo + k * PAGE_BYTES. A DPU has nothing to save: the
+  // exporter prints no call.
   func.func @${save_pages}(%mram: i64, %n: i64, %ctx: !llvm.ptr) {
     %c0 = arith.constant 0 : i64
     %c1 = arith.constant 1 : i64
@@ -156,14 +156,19 @@ module {
       %table = llvm.inttoptr %table_i : i64 to !llvm.ptr
       %spans_p = llvm.getelementptr %table[${save_count}] : (!llvm.ptr) -> !llvm.ptr, i64
       %spans = llvm.load %spans_p : !llvm.ptr -> i64
-      // (a page saved by this DPU: SAVED, the DPU's id + 1 above)
+      // (a page saved by this DPU: SAVED, the DPU's id + 1 above, the epoch above that)
+      %epoch_p = llvm.getelementptr %table[${save_epoch}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %epoch = llvm.load %epoch_p : !llvm.ptr -> i64
+      %epoch_shift = arith.constant ${page_epoch_shift} : i64
+      %epoch_bits = arith.shli %epoch, %epoch_shift : i64
       %dpu_p = llvm.getelementptr %ctx[${ctx_dpu_id}] : (!llvm.ptr) -> !llvm.ptr, i64
       %dpu = llvm.load %dpu_p : !llvm.ptr -> i64
       %owner = arith.addi %dpu, %c1 : i64
       %owner_shift = arith.constant ${page_owner_shift} : i64
       %owner_bits = arith.shli %owner, %owner_shift : i64
       %saved = arith.constant ${page_saved} : i64
-      %mine = arith.ori %owner_bits, %saved : i64
+      %owned = arith.ori %owner_bits, %saved : i64
+      %mine = arith.ori %owned, %epoch_bits : i64
       %end = arith.addi %mram, %n : i64
       scf.for %s = %c0 to %spans step %c1 : i64 {
         %at0 = arith.muli %s, %row : i64
@@ -188,8 +193,8 @@ module {
           %to0 = arith.shrui %last, %shift : i64
           %to = arith.addi %to0, %c1 : i64
           scf.for %k = %from to %to step %c1 : i64 {
-            func.call @__dpu_save_page(%states, %copy, %lo, %hi, %k, %mine, %table)
-                : (!llvm.ptr, i64, i64, i64, i64, i64, !llvm.ptr) -> ()
+            func.call @__dpu_save_page(%states, %copy, %lo, %hi, %k, %mine, %epoch, %table)
+                : (!llvm.ptr, i64, i64, i64, i64, i64, i64, !llvm.ptr) -> ()
           }
         }
       }
@@ -198,24 +203,34 @@ module {
   }
 
   // Page k of the span [lo, hi): saved into `copy` (the span's bytes from lo)
-  // by the writer that claims it, the page then `mine` (SAVED and its DPU);
-  // any other writer waits until it is (a copy of at most a page, made
-  // without a switch), and sets the save table's `mixed` if it is another
-  // DPU's.
+  // by the writer that claims it (its state of an earlier epoch than
+  // `epoch`: CLEAN), the page then `mine` (SAVED, its DPU, the epoch); any
+  // other writer waits until it is (a copy of at most a page, made without a
+  // switch), and sets the save table's `mixed` if it is another DPU's.
   func.func private @__dpu_save_page(%states: !llvm.ptr, %copy: i64, %lo: i64, %hi: i64, %k: i64,
-                                     %mine: i64, %table: !llvm.ptr) {
-    %clean = arith.constant ${page_clean} : i64
+                                     %mine: i64, %epoch: i64, %table: !llvm.ptr) {
     %saving = arith.constant ${page_saving} : i64
     %saved = arith.constant ${page_saved} : i64
     %state_mask = arith.constant ${page_state_mask} : i64
     %shift = arith.constant ${page_shift} : i64
     %page = arith.constant ${page_bytes} : i64
+    %epoch_shift = arith.constant ${page_epoch_shift} : i64
     %p = llvm.getelementptr %states[%k] : (!llvm.ptr, i64) -> !llvm.ptr, i64
     %state = llvm.load %p atomic acquire {alignment = 8 : i64} : !llvm.ptr -> i64
     %not_mine = arith.cmpi ne, %state, %mine : i64
     scf.if %not_mine {
-      %pair = llvm.cmpxchg %p, %clean, %saving acq_rel acquire : !llvm.ptr, i64
-      %won = llvm.extractvalue %pair[1] : !llvm.struct<(i64, i1)>
+      %state_epoch = arith.shrui %state, %epoch_shift : i64
+      %clean = arith.cmpi ne, %state_epoch, %epoch : i64
+      %won = scf.if %clean -> (i1) {
+        %epoch_bits = arith.shli %epoch, %epoch_shift : i64
+        %claimed = arith.ori %epoch_bits, %saving : i64
+        %pair = llvm.cmpxchg %p, %state, %claimed acq_rel acquire : !llvm.ptr, i64
+        %got = llvm.extractvalue %pair[1] : !llvm.struct<(i64, i1)>
+        scf.yield %got : i1
+      } else {
+        %no = arith.constant false
+        scf.yield %no : i1
+      }
       scf.if %won {
         %offset = arith.shli %k, %shift : i64
         %start = arith.addi %lo, %offset : i64

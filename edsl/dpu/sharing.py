@@ -30,8 +30,9 @@ from typing import Callable
 
 import numpy as np
 
-from ..target.dpu import (ACCESS_MASK, LOG_ENTRY, PAGE_BYTES, PAGE_SHIFT, PAGE_STATE_MASK, SAVE_COUNT,
-                          SAVE_MIXED, SAVE_ROW, SAVE_SPANS, Access, AtomicOp, Page, atomic_parts)
+from ..target.dpu import (ACCESS_MASK, LOG_ENTRY, PAGE_BYTES, PAGE_EPOCH_SHIFT, PAGE_OWNER_SHIFT, PAGE_SHIFT,
+                          PAGE_STATE_MASK, SAVE_COUNT, SAVE_EPOCH, SAVE_MIXED, SAVE_ROW, SAVE_SPANS, Access, AtomicOp,
+                          Page, atomic_parts)
 
 MIXED = -1                     # a byte one DPU both stored to and updated atomically
 MIXED_ATOMICS = -2             # ... updated with different atomics
@@ -120,16 +121,15 @@ class _Spare:
         self._lock = threading.Lock()
         self._kept: list[np.ndarray] = []
 
-    def take(self, n: int, dtype, zeroed: bool) -> np.ndarray:
+    def take(self, n: int, dtype, new: Callable) -> np.ndarray:
+        """A kept array of `n` of `dtype`, as its last user left it; else `new(n, dtype)`."""
         dtype = np.dtype(dtype)
         with self._lock:
             for i, a in enumerate(self._kept):
                 if a.size == n and a.dtype == dtype:
                     del self._kept[i]
-                    if zeroed:
-                        a.fill(0)
                     return a
-        return np.zeros(n, dtype) if zeroed else np.empty(n, dtype)
+        return new(n, dtype)
 
     def give_back(self, arrays: list[np.ndarray]) -> None:
         with self._lock:
@@ -167,12 +167,23 @@ class Gather:
                 self.spans.append((lo, hi))
         self._starts = [lo for lo, _ in self.spans]
         self.read, self.write = read, write
-        self.pages = [_SPARE.take((hi - lo - 1 >> PAGE_SHIFT) + 1, np.int64, zeroed=True) for lo, hi in self.spans]
-        self.pristine = [_SPARE.take(hi - lo, np.uint8, zeroed=False) for lo, hi in self.spans]
+        # Each span's page states, then the epoch they were last used in: this
+        # launch's is the next one (abi.SAVE_EPOCH), so that none is zeroed.
+        self._states = [_SPARE.take((hi - lo - 1 >> PAGE_SHIFT) + 2, np.int64, np.zeros) for lo, hi in self.spans]
+        self.epoch = max((int(s[-1]) for s in self._states), default=0) + 1
+        if self.epoch >= 1 << 31:
+            for states in self._states:
+                states.fill(0)
+            self.epoch = 1
+        for states in self._states:
+            states[-1] = self.epoch
+        self.pages = [states[:-1] for states in self._states]
+        self.pristine = [_SPARE.take(hi - lo, np.uint8, np.empty) for lo, hi in self.spans]
         self.table = None
         if saved_by_writes:
             self.table = np.zeros(SAVE_SPANS + SAVE_ROW * len(self.spans), dtype=np.int64)
             self.table[SAVE_COUNT] = len(self.spans)
+            self.table[SAVE_EPOCH] = self.epoch
             self.table[SAVE_SPANS:] = [v for (lo, hi), pages, copy in zip(self.spans, self.pages, self.pristine)
                                        for v in (lo, hi, pages.ctypes.data, copy.ctypes.data)]
         else:
@@ -180,11 +191,20 @@ class Gather:
         self.claims: list[tuple[int, np.ndarray, list[bytes]]] = []     # (dpu, log rows, final bytes)
         self.reads: list[tuple[int, np.ndarray]] = []
 
+    def page_states(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The states (`Page`) of span k's pages in this launch, and their
+        owners (the id + 1 of the DPU that saved one, 0: none or the host)."""
+        pages = self.pages[k]
+        now = (pages >> PAGE_EPOCH_SHIFT) == self.epoch
+        owner_bits = PAGE_EPOCH_SHIFT - PAGE_OWNER_SHIFT
+        return (np.where(now, pages & PAGE_STATE_MASK, Page.CLEAN),
+                np.where(now, (pages >> PAGE_OWNER_SHIFT) & ((1 << owner_bits) - 1), 0))
+
     def _page_runs(self, k: int, saved: bool):
         """The byte ranges [a, b) of span k (offsets from its start) that its
         pages in state SAVED (`saved`) or not cover, one per run of pages."""
         lo, hi = self.spans[k]
-        chosen = ((self.pages[k] & PAGE_STATE_MASK) == Page.SAVED) == saved
+        chosen = (self.page_states(k)[0] == Page.SAVED) == saved
         edges = np.flatnonzero(np.diff(np.r_[0, chosen.astype(np.int8), 0]))
         for start, stop in zip(edges[0::2].tolist(), edges[1::2].tolist()):
             yield start * PAGE_BYTES, min(hi - lo, stop * PAGE_BYTES)
@@ -201,7 +221,7 @@ class Gather:
         for k, (lo, _) in enumerate(self.spans):
             for a, b in self._page_runs(k, saved=False):
                 self.pristine[k][a:b] = np.frombuffer(self.read(lo + a, b - a), dtype=np.uint8)
-            self.pages[k][:] = Page.SAVED
+            self.pages[k][:] = self.epoch << PAGE_EPOCH_SHIFT | Page.SAVED
 
     def _pristine(self, lo: int, hi: int) -> bytes | None:
         k = bisect.bisect_right(self._starts, lo) - 1
@@ -232,8 +252,8 @@ class Gather:
     def release(self) -> None:
         """Give the page states and saved copies to the next launch (nothing
         may still write them, nor this Gather be used again)."""
-        _SPARE.give_back(self.pages + self.pristine)
-        self.pages = self.pristine = []
+        _SPARE.give_back(self._states + self.pristine)
+        self._states = self.pages = self.pristine = []
 
     def restore(self) -> None:
         """Put every array back as transferred (the pages saved: no DPU wrote the others)."""

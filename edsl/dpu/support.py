@@ -135,7 +135,8 @@ def _fields(path: Path, **given) -> dict:
               "BOUNDS_FAIL", "STEP_FAIL", "COUNTERS", "DMA", "FAIL", "FAILED", "CTX", "ENTER", "EXIT", "YIELD",
               "COUNT_TRANSFER", "READ", "WRITE", "NOTE", "WATCH_WAIT", "NOTE_ACCESS", "LOG_FULL", "LOG_ENTRY",
               "LOG_ENDS", "CTX_SLOTS", "ACCESS_MASK", "WAIT_REPEATS", "SAVE_PAGES", "PAGE_BYTES", "PAGE_SHIFT",
-              "PAGE_OWNER_SHIFT", "PAGE_STATE_MASK", "SAVE_COUNT", "SAVE_MIXED", "SAVE_SPANS", "SAVE_ROW")}
+              "PAGE_OWNER_SHIFT", "PAGE_STATE_MASK", "PAGE_EPOCH_SHIFT", "SAVE_COUNT", "SAVE_MIXED", "SAVE_EPOCH",
+              "SAVE_SPANS", "SAVE_ROW")}
     known |= {f"ctx_{s.name.lower()}": int(s) for s in abi.Ctx}
     known |= {f"dpu_{s.name.lower()}": int(s) for s in abi.Dpu}
     known |= {f"err_{e.name.lower()}": int(e) for e in abi.Err}

@@ -255,9 +255,12 @@ CTX_SLOTS = 31
 
 # The pages `SAVE_PAGES` saves: PAGE_BYTES each, page k of an array its bytes
 # from lo + k * PAGE_BYTES (kernels block arrays from their first element).
-# A save table holds [spans, mixed, then (lo, hi, states, copy) per span]:
-# MRAM bytes [lo, hi), the address of its pages' i64 states, the host
-# address of its copy. `mixed` (at SAVE_MIXED) is set where the DPUs may not
+# A save table holds [spans, mixed, epoch, then (lo, hi, states, copy) per
+# span]: MRAM bytes [lo, hi), the address of its pages' i64 states, the host
+# address of its copy. A page's state counts only in the table's `epoch`
+# (its bits from PAGE_EPOCH_SHIFT): states left by earlier launches are
+# CLEAN, so the host need not zero them (3 MiB for a softmax launch's
+# output). `mixed` (at SAVE_MIXED) is set where the DPUs may not
 # have kept apart: a DPU wrote a page that another DPU saved, or read bytes
 # a DPU may write (a logged read); the host then reads their logs
 # (edsl.dpu.sharing). DPUs that each write whole pages need no such check.
@@ -269,15 +272,17 @@ PAGE_BYTES = HOST_CACHE_LINE
 PAGE_SHIFT = PAGE_BYTES.bit_length() - 1
 SAVE_COUNT = 0                        # how many spans
 SAVE_MIXED = 1
-SAVE_SPANS = 2                        # where the spans' rows start
+SAVE_EPOCH = 2
+SAVE_SPANS = 3                        # where the spans' rows start
 SAVE_ROW = 4                          # i64 per span
 
 
 class Page(IntEnum):
     """The state of a page of a save table (its low PAGE_OWNER_SHIFT bits):
-    its first writer claims it by CAS (CLEAN -> SAVING), copies it and
-    releases it SAVED, with its DPU's id + 1 in the bits above (0 where the
-    host saved it); other writers wait."""
+    its first writer claims it by CAS (CLEAN, or a state of an earlier epoch
+    -> SAVING), copies it and releases it SAVED, with its DPU's id + 1 in the
+    bits above (0 where the host saved it) and the epoch above those; other
+    writers wait."""
     CLEAN = 0
     SAVING = 1
     SAVED = 2
@@ -285,6 +290,7 @@ class Page(IntEnum):
 
 PAGE_OWNER_SHIFT = 2
 PAGE_STATE_MASK = (1 << PAGE_OWNER_SHIFT) - 1
+PAGE_EPOCH_SHIFT = 32                 # (DPU ids below 2**30; epochs from 1, below 2**31)
 
 
 class Dpu(IntEnum):

@@ -344,19 +344,21 @@ def test_pages_saved_by_writes_are_put_back_and_the_others_copied_as_they_are():
     the runtime library's SAVE_PAGES does): pages run from the array's first
     byte; restoring puts back the saved pages only, the last clipped to the
     array; `save` copies the pages no DPU wrote."""
-    from edsl.target.dpu import PAGE_BYTES, PAGE_OWNER_SHIFT, SAVE_MIXED, SAVE_SPANS, Page
+    from edsl.target.dpu import PAGE_BYTES, PAGE_EPOCH_SHIFT, PAGE_OWNER_SHIFT, SAVE_EPOCH, SAVE_MIXED, SAVE_SPANS, Page
     before = bytes(range(256)) * (4 * PAGE_BYTES // 256)
     memory = _Memory(before)
     lo, hi = PAGE_BYTES // 2, 3 * PAGE_BYTES + 8              # (three pages from lo, the last in part)
     gather = Gather([(lo, hi)], memory.read, memory.write, saved_by_writes=True)
-    assert list(gather.pages[0]) == [Page.CLEAN] * 3
-    assert (gather.table[0], gather.table[SAVE_MIXED]) == (1, 0)
+    assert list(gather.page_states(0)[0]) == [Page.CLEAN] * 3
+    assert (gather.table[0], gather.table[SAVE_MIXED], gather.table[SAVE_EPOCH]) == (1, 0, gather.epoch)
     assert list(gather.table[SAVE_SPANS:SAVE_SPANS + 2]) == [lo, hi]
+    gather.pages[0][1] = (gather.epoch - 1) << PAGE_EPOCH_SHIFT | Page.SAVED   # (an earlier launch's: clean)
     for dpu, page in enumerate((0, 2)):                       # DPUs 0 and 1 save, then write, pages 0 and 2
         a, b = lo + page * PAGE_BYTES, min(hi, lo + (page + 1) * PAGE_BYTES)
         gather.pristine[0][a - lo:b - lo] = np.frombuffer(memory.read(a, b - a), np.uint8)
-        gather.pages[0][page] = Page.SAVED | (dpu + 1) << PAGE_OWNER_SHIFT
+        gather.pages[0][page] = gather.epoch << PAGE_EPOCH_SHIFT | (dpu + 1) << PAGE_OWNER_SHIFT | Page.SAVED
         memory.write(a, b"\xff" * (b - a))
+    assert [list(x) for x in gather.page_states(0)] == [[Page.SAVED, Page.CLEAN, Page.SAVED], [1, 0, 2]]
     memory.write(0, b"\xee" * 8)                               # (outside the array: not its)
     memory.write(hi, b"\xdd" * 8)
     gather.restore()
@@ -364,7 +366,7 @@ def test_pages_saved_by_writes_are_put_back_and_the_others_copied_as_they_are():
     assert memory.read(hi, 8) == b"\xdd" * 8
     memory.write(lo + PAGE_BYTES + 8, b"\x01")                # (as transferred, for `save`)
     gather.save()
-    assert list(gather.pages[0]) == [Page.SAVED] * 3
+    assert [list(x) for x in gather.page_states(0)] == [[Page.SAVED] * 3, [0] * 3]     # (by the host)
     want = bytearray(before[lo:hi])
     want[PAGE_BYTES + 8] = 1
     assert gather.pristine[0].tobytes() == bytes(want)
@@ -373,8 +375,8 @@ def test_pages_saved_by_writes_are_put_back_and_the_others_copied_as_they_are():
 @pytest.fixture
 def made_gathers(monkeypatch) -> list:
     """The `Gather`s the launches make, in order; each keeps the addresses of
-    its page states and saved copies (`buffers`) and, once released, a copy
-    of its page states (`released_pages`)."""
+    its page states and saved copies (`buffers`) and, once released, its
+    page states and their owners (`released_pages`: per span, `page_states`)."""
     from edsl.backend import dpu_run
     made = []
 
@@ -385,7 +387,7 @@ def made_gathers(monkeypatch) -> list:
             made.append(self)
 
         def release(self):
-            self.released_pages = [p.copy() for p in self.pages]
+            self.released_pages = [self.page_states(k) for k in range(len(self.pages))]
             super().release()
     monkeypatch.setattr(dpu_run, "Gather", Recorded)
     return made
@@ -406,10 +408,10 @@ def taken_logs(monkeypatch) -> list:
 
 
 @triton.jit
-def _add_one_to_even_blocks(x_ptr, fail_at, BLOCK: tl.constexpr):
+def _add_one_to_even_blocks(x_ptr, fail_at, BLOCK: tl.constexpr, ODD: tl.constexpr = 0):
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
-    if pid % 2 == 0:
+    if pid % 2 == ODD:
         tl.store(x_ptr + offs, tl.load(x_ptr + offs) + 1)
     if pid == fail_at:
         tl.store(x_ptr + offs + (1 << 26), 0)                  # (far outside the array: an error)
@@ -421,47 +423,51 @@ def test_a_launch_saves_the_pages_its_dpus_write_and_puts_them_back_when_one_fai
     """The arrays as transferred are kept page by page as the DPUs first write
     them: programs that write every other page leave the others'
     pages unsaved; a DPU that fails leaves the arrays as they were."""
-    from edsl.target.dpu import PAGE_BYTES, PAGE_OWNER_SHIFT, PAGE_STATE_MASK, SAVE_MIXED, Page
+    from edsl.target.dpu import PAGE_BYTES, SAVE_MIXED, Page
     monkeypatch.setenv("EDSL_DPU_WORKERS", workers)
     block = PAGE_BYTES // 4
     x = np.arange(16 * block, dtype=np.int32)
+    even = np.arange(16 * block) // block % 2 == 0
     got = x.copy()
     _add_one_to_even_blocks[(16,)](got, -1, BLOCK=block, num_dpus=6, num_tasklets=4)
-    np.testing.assert_array_equal(got, x + (np.arange(16 * block) // block % 2 == 0))
+    np.testing.assert_array_equal(got, x + even)
     # Pages run from x's first byte: program k writes page k, on DPU k % 6,
     # which it keeps; the programs read what they write, so the logs were
     # checked (`mixed`).
-    pages = made_gathers[-1].released_pages[0]
-    assert list(pages & PAGE_STATE_MASK) == [Page.SAVED, Page.CLEAN] * 8
-    assert list(pages[::2] >> PAGE_OWNER_SHIFT) == [k % 6 + 1 for k in range(0, 16, 2)]
+    states, owners = made_gathers[-1].released_pages[0]
+    assert list(states) == [Page.SAVED, Page.CLEAN] * 8
+    assert list(owners[::2]) == [k % 6 + 1 for k in range(0, 16, 2)]
     assert made_gathers[-1].table[SAVE_MIXED] == 1
-    got = x.copy()
+    after = got.copy()
     with pytest.raises(DpuError, match="outside the launch's arrays"):
-        _add_one_to_even_blocks[(16,)](got, 13, BLOCK=block, num_dpus=6, num_tasklets=4)
-    np.testing.assert_array_equal(got, x)                     # nothing half-written
-    # (the second launch saved into the first one's buffers, its page states cleared)
+        _add_one_to_even_blocks[(16,)](got, 13, BLOCK=block, num_dpus=6, num_tasklets=4, ODD=1)
+    # Nothing half-written; the pages the first launch saved are clean in this
+    # one (saved into the same buffers, in a later epoch), so none of them is
+    # put back as it was before the first.
+    np.testing.assert_array_equal(got, after)
     assert made_gathers[-1].buffers == made_gathers[-2].buffers
-    got = x.copy()
-    _add_one_to_even_blocks[(16,)](got, -1, BLOCK=block, num_dpus=6, num_tasklets=4)
-    np.testing.assert_array_equal(got, x + (np.arange(16 * block) // block % 2 == 0))
-    assert list(made_gathers[-1].released_pages[0] & PAGE_STATE_MASK) == [Page.SAVED, Page.CLEAN] * 8
+    assert made_gathers[-1].epoch == made_gathers[-2].epoch + 1
+    _add_one_to_even_blocks[(16,)](got, -1, BLOCK=block, num_dpus=6, num_tasklets=4, ODD=1)
+    np.testing.assert_array_equal(got, x + 1)
+    assert list(made_gathers[-1].released_pages[0][0]) == [Page.CLEAN, Page.SAVED] * 8
 
 
-def test_spare_buffers_are_matched_by_size_and_type_cleared_where_asked_and_capped(monkeypatch):
+def test_spare_buffers_are_matched_by_size_and_type_kept_as_left_and_capped(monkeypatch):
     from edsl.dpu import sharing
     spare = sharing._Spare()
     monkeypatch.setattr(sharing._Spare, "KEPT_BYTES", 1000)
-    a = spare.take(100, np.int64, zeroed=True)
+    a = spare.take(100, np.int64, np.zeros)
+    assert not a.any()
     a[:] = 7
     spare.give_back([a])
-    assert spare.take(100, np.int32, zeroed=True).ctypes.data != a.ctypes.data     # (another type)
-    b = spare.take(100, np.int64, zeroed=True)
-    assert b.ctypes.data == a.ctypes.data and not b.any()
+    assert spare.take(100, np.int32, np.zeros).ctypes.data != a.ctypes.data     # (another type)
+    b = spare.take(100, np.int64, np.zeros)
+    assert b.ctypes.data == a.ctypes.data and (b == 7).all()                    # (kept as it was)
     b[:] = 5
-    spare.give_back([b, np.ones(200, np.uint8), np.ones(2000, np.uint8)])          # (the largest is over the cap)
-    assert spare.take(800, np.uint8, zeroed=False) is not None and len(spare._kept) == 2
-    c = spare.take(100, np.int64, zeroed=False)
-    assert c.ctypes.data == a.ctypes.data and (c == 5).all()                       # (kept as it was)
+    spare.give_back([b, np.ones(200, np.uint8), np.ones(2000, np.uint8)])       # (the largest is over the cap)
+    assert spare.take(800, np.uint8, np.empty) is not None and len(spare._kept) == 2
+    c = spare.take(100, np.int64, np.empty)
+    assert c.ctypes.data == a.ctypes.data and (c == 5).all()
     spare.give_back([c, np.zeros(100, np.uint8)])                                   # 200 + 800 + 100: the oldest goes
     assert [x.nbytes for x in spare._kept] == [800, 100]
 
