@@ -15,10 +15,11 @@ def best(fn, reps: int, warm: int = 0) -> float:
     return min(times)
 
 
-def best_in_turn(fns: dict, reps: int, warm: int = 0) -> dict:
-    """`best` of each of `fns` (by key), their runs taken in turn: one of each,
-    `reps` times, after `warm` unmeasured turns. A machine whose speed drifts
-    over the run (other loads, its clock) then favours none of them."""
+def best_in_turn(fns: dict, reps: int, warm: int = 0, block: int = 1) -> dict:
+    """`best` of each of `fns` (by key), their runs taken in turn: one of each
+    (`block` runs of each, timed together, their mean), `reps` times, after
+    `warm` unmeasured turns. A machine whose speed drifts over the run
+    (other loads, its clock) then favours none of them."""
     for _ in range(int(warm)):
         for fn in fns.values():
             fn()
@@ -26,6 +27,7 @@ def best_in_turn(fns: dict, reps: int, warm: int = 0) -> dict:
     for _ in range(reps):
         for key, fn in fns.items():
             t0 = time.perf_counter()
-            fn()
-            times[key].append(time.perf_counter() - t0)
+            for _ in range(block):
+                fn()
+            times[key].append((time.perf_counter() - t0) / block)
     return {key: min(t) for key, t in times.items()}
