@@ -204,7 +204,9 @@ class Gather:
         """The byte ranges [a, b) of span k (offsets from its start) that its
         pages in state SAVED (`saved`) or not cover, one per run of pages."""
         lo, hi = self.spans[k]
-        chosen = (self.page_states(k)[0] == Page.SAVED) == saved
+        pages = self.pages[k]
+        # (SAVED in this launch's epoch: no owner array made, as `page_states` makes)
+        chosen = (((pages & PAGE_STATE_MASK) == Page.SAVED) & ((pages >> PAGE_EPOCH_SHIFT) == self.epoch)) == saved
         edges = np.flatnonzero(np.diff(np.r_[0, chosen.astype(np.int8), 0]))
         for start, stop in zip(edges[0::2].tolist(), edges[1::2].tolist()):
             yield start * PAGE_BYTES, min(hi - lo, stop * PAGE_BYTES)
