@@ -28,8 +28,10 @@ module {
   }
 
   // The first error of a tasklet, with what it was doing; the DPU stops.
+  // (Not inlined, as `save_pages` and `__dpu_in_regions`: a call at each of
+  // a kernel's transfers compiles much faster than a copy of the code.)
   func.func @${fail}(%ctx: !llvm.ptr, %code: i64, %site: i64, %mram: i64, %wram: i64,
-                     %n: i64, %dir: i64) {
+                     %n: i64, %dir: i64) attributes {passthrough = ["noinline"]} {
     %c0 = arith.constant 0 : i64
     %c1 = arith.constant 1 : i64
     %e_p = llvm.getelementptr %ctx[${ctx_error}] : (!llvm.ptr) -> !llvm.ptr, i64
@@ -105,32 +107,51 @@ module {
     return
   }
 
-  // memcpy of a transfer's `n` bytes, inline: 64 bytes a step, then 8, then
-  // 1 (a transfer is whole 8-byte words). A DMA is at most 2,048 bytes, where
-  // a call of libc's memcpy costs as much as the copy.
+  // memcpy of a transfer's `n` bytes (whole 8-byte words: the DMA rules
+  // hold before any copy), inline: 64 bytes a step, then the rest by 32, 16
+  // and 8 bytes as its bits say. A DMA is at most 2,048 bytes, where a call
+  // of libc's memcpy costs as much as the copy. One loop only: inlined at
+  // each of a kernel's transfers, loops for the rest gave LLVM's loop
+  // passes many loops to vectorize, most of a kernel's compile time.
   func.func private @__dpu_copy(%dst: !llvm.ptr, %src: !llvm.ptr, %n: i64) {
     %c0 = arith.constant 0 : i64
     %c_64 = arith.constant -64 : i64
-    %c_8 = arith.constant -8 : i64
-    %n64 = arith.andi %n, %c_64 : i64
-    %n8 = arith.andi %n, %c_8 : i64
     %c64 = arith.constant 64 : i64
-    %c8 = arith.constant 8 : i64
-    %c1 = arith.constant 1 : i64
+    %n64 = arith.andi %n, %c_64 : i64
     scf.for %i = %c0 to %n64 step %c64 : i64 {
       %d = llvm.getelementptr %dst[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i8
       %s = llvm.getelementptr %src[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i8
       "llvm.intr.memcpy.inline"(%d, %s) <{len = 64 : i64, isVolatile = false}> : (!llvm.ptr, !llvm.ptr) -> ()
     }
-    scf.for %i = %n64 to %n8 step %c8 : i64 {
-      %d = llvm.getelementptr %dst[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-      %s = llvm.getelementptr %src[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-      "llvm.intr.memcpy.inline"(%d, %s) <{len = 8 : i64, isVolatile = false}> : (!llvm.ptr, !llvm.ptr) -> ()
+    %bit32 = arith.constant 32 : i64
+    %has32 = arith.andi %n, %bit32 : i64
+    %on32 = arith.cmpi ne, %has32, %c0 : i64
+    scf.if %on32 {
+      %above32 = arith.constant -64 : i64
+      %at32 = arith.andi %n, %above32 : i64
+      %d32 = llvm.getelementptr %dst[%at32] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+      %s32 = llvm.getelementptr %src[%at32] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+      "llvm.intr.memcpy.inline"(%d32, %s32) <{len = 32 : i64, isVolatile = false}> : (!llvm.ptr, !llvm.ptr) -> ()
     }
-    scf.for %i = %n8 to %n step %c1 : i64 {
-      %d = llvm.getelementptr %dst[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-      %s = llvm.getelementptr %src[%i] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-      "llvm.intr.memcpy.inline"(%d, %s) <{len = 1 : i64, isVolatile = false}> : (!llvm.ptr, !llvm.ptr) -> ()
+    %bit16 = arith.constant 16 : i64
+    %has16 = arith.andi %n, %bit16 : i64
+    %on16 = arith.cmpi ne, %has16, %c0 : i64
+    scf.if %on16 {
+      %above16 = arith.constant -32 : i64
+      %at16 = arith.andi %n, %above16 : i64
+      %d16 = llvm.getelementptr %dst[%at16] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+      %s16 = llvm.getelementptr %src[%at16] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+      "llvm.intr.memcpy.inline"(%d16, %s16) <{len = 16 : i64, isVolatile = false}> : (!llvm.ptr, !llvm.ptr) -> ()
+    }
+    %bit8 = arith.constant 8 : i64
+    %has8 = arith.andi %n, %bit8 : i64
+    %on8 = arith.cmpi ne, %has8, %c0 : i64
+    scf.if %on8 {
+      %above8 = arith.constant -16 : i64
+      %at8 = arith.andi %n, %above8 : i64
+      %d8 = llvm.getelementptr %dst[%at8] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+      %s8 = llvm.getelementptr %src[%at8] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+      "llvm.intr.memcpy.inline"(%d8, %s8) <{len = 8 : i64, isVolatile = false}> : (!llvm.ptr, !llvm.ptr) -> ()
     }
     return
   }
@@ -143,7 +164,8 @@ module {
   // mixed, epoch, then lo, hi, states, copy per span]; page k of a span is
   // its bytes from lo + k * PAGE_BYTES. A DPU has nothing to save: the
   // exporter prints no call.
-  func.func @${save_pages}(%mram: i64, %n: i64, %ctx: !llvm.ptr) {
+  func.func @${save_pages}(%mram: i64, %n: i64, %ctx: !llvm.ptr)
+      attributes {passthrough = ["noinline"]} {
     %c0 = arith.constant 0 : i64
     %c1 = arith.constant 1 : i64
     %row = arith.constant ${save_row} : i64
@@ -620,6 +642,48 @@ module {
 
 ${dma_rules}
 
+  // Whether MRAM [mram, mram + n) lies inside one of the launch's MRAM
+  // regions (the context's table): the first that holds it ends the search.
+  // Not inlined: a kernel makes many transfers, and its loop inlined at each
+  // made LLVM's loop passes the larger part of a kernel's compile time.
+  func.func private @__dpu_in_regions(%mram: i64, %n: i64, %ctx: !llvm.ptr) -> i1
+      attributes {passthrough = ["noinline"]} {
+    %c0 = arith.constant 0 : i64
+    %c1 = arith.constant 1 : i64
+    %c2 = arith.constant 2 : i64
+    %table_p = llvm.getelementptr %ctx[${ctx_regions}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %table_i = llvm.load %table_p : !llvm.ptr -> i64
+    %table = llvm.inttoptr %table_i : i64 to !llvm.ptr
+    %nreg_p = llvm.getelementptr %ctx[${ctx_nregions}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %nreg = llvm.load %nreg_p : !llvm.ptr -> i64
+    %end = arith.addi %mram, %n : i64
+    %k_end = scf.while (%k = %c0) : (i64) -> i64 {
+      %more = arith.cmpi slt, %k, %nreg : i64
+      %here = scf.if %more -> (i1) {
+        %k2 = arith.muli %k, %c2 : i64
+        %rlo_p = llvm.getelementptr %table[%k2] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+        %rlo = llvm.load %rlo_p : !llvm.ptr -> i64
+        %rhi_p = llvm.getelementptr %rlo_p[1] : (!llvm.ptr) -> !llvm.ptr, i64
+        %rhi = llvm.load %rhi_p : !llvm.ptr -> i64
+        %ge = arith.cmpi uge, %mram, %rlo : i64
+        %le = arith.cmpi ule, %end, %rhi : i64
+        %in = arith.andi %ge, %le : i1
+        scf.yield %in : i1
+      } else {
+        %no = arith.constant false
+        scf.yield %no : i1
+      }
+      %go_on = arith.xori %more, %here : i1      // (more regions, and not in this one)
+      scf.condition(%go_on) %k : i64
+    } do {
+    ^bb0(%k: i64):
+      %k1 = arith.addi %k, %c1 : i64
+      scf.yield %k1 : i64
+    }
+    %inside = arith.cmpi slt, %k_end, %nreg : i64
+    return %inside : i1
+  }
+
   // mram_read (dir ${read}) / mram_write (${write}): the DMA rules and the
   // launch's MRAM regions checked, the transfer counted and made. A broken
   // rule records the tasklet's first error and stops its DPU.
@@ -634,24 +698,7 @@ ${dma_rules}
     scf.if %go {
       %broken = func.call @__dpu_dma_rules(%mram, %wram, %n) : (i64, i64, i64) -> i64
       %rule = arith.cmpi ne, %broken, %c0 : i64
-      %table_p = llvm.getelementptr %ctx[${ctx_regions}] : (!llvm.ptr) -> !llvm.ptr, i64
-      %table_i = llvm.load %table_p : !llvm.ptr -> i64
-      %table = llvm.inttoptr %table_i : i64 to !llvm.ptr
-      %nreg_p = llvm.getelementptr %ctx[${ctx_nregions}] : (!llvm.ptr) -> !llvm.ptr, i64
-      %nreg = llvm.load %nreg_p : !llvm.ptr -> i64
-      %end = arith.addi %mram, %n : i64
-      %inside = scf.for %k = %c0 to %nreg step %c1 iter_args(%in = %false) -> (i1) : i64 {
-        %k2 = arith.muli %k, %c2 : i64
-        %rlo_p = llvm.getelementptr %table[%k2] : (!llvm.ptr, i64) -> !llvm.ptr, i64
-        %rlo = llvm.load %rlo_p : !llvm.ptr -> i64
-        %rhi_p = llvm.getelementptr %rlo_p[1] : (!llvm.ptr) -> !llvm.ptr, i64
-        %rhi = llvm.load %rhi_p : !llvm.ptr -> i64
-        %ge = arith.cmpi uge, %mram, %rlo : i64
-        %le = arith.cmpi ule, %end, %rhi : i64
-        %here = arith.andi %ge, %le : i1
-        %in1 = arith.ori %in, %here : i1
-        scf.yield %in1 : i1
-      }
+      %inside = func.call @__dpu_in_regions(%mram, %n, %ctx) : (i64, i64, !llvm.ptr) -> i1
       %oob = arith.xori %inside, %true : i1
       %c_rule = arith.constant ${err_dma_rule} : i64
       %c_oob = arith.constant ${err_mram_bounds} : i64
