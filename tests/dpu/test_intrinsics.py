@@ -212,8 +212,9 @@ def test_dynamic_dma_within_rules():
 @settings(max_examples=40, deadline=None)
 @given(words=st.integers(1, 256), data=st.data())
 def test_a_transfer_of_any_legal_size_moves_its_bytes_and_no_others(words, data):
-    """The model copies a transfer 64 bytes a step, then 8: every size the DMA
-    rules allow (8 to 2,048 bytes) moves exactly its bytes, both ways."""
+    """The model copies a transfer 64 bytes a step, then 32, 16 and 8 as the
+    size's bits say: every size the DMA rules allow (8 to 2,048 bytes) moves
+    exactly its bytes, both ways."""
     n = 2 * words                                    # (f32 elements: 8-byte words)
     src = data.draw(st.integers(0, 512 - words))     # (within the 1024 elements of x, y and the buffer)
     dst = data.draw(st.integers(0, 512 - words))

@@ -2,6 +2,7 @@
 programs that need a host symbol, object code reused by a new process."""
 import ctypes
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -287,3 +288,27 @@ def test_edsl_dma_counts_in_the_launch_record():
     assert (dst == src).all()
     assert (report.dma_reads, report.dma_writes, report.dma_bytes) == (4, 4, 2048)
     assert report.per_tasklet_dma == [8]
+
+
+def _not_inlined(text: str, names: set[str]) -> dict[str, bool]:
+    """For each function of `text` (MLIR) named in `names`: whether its
+    header marks it `noinline`."""
+    out = {}
+    for name in names:
+        start = re.search(rf"func(\.func)? (private )?@{name}\(", text).start()
+        out[name] = '"noinline"' in text[start:text.index(" {\n", start)]
+    return out
+
+
+def test_transfers_inline_only_what_folds():
+    """A kernel's transfers are inlined, so that one of a known size folds to
+    a few moves; what does not fold at a transfer (its failure, the page
+    saves, the search of the MRAM regions) and a spilled tile's line swap are
+    calls: copied into each of a kernel's transfers and accesses, they took
+    most of its compile time (docs/benchmarks.md)."""
+    from edsl.backend.convert import spill
+    from edsl.target.dpu import DMA, FAIL, NOTE, SAVE_PAGES
+    library = _not_inlined(support.library_text(0), {DMA, NOTE, FAIL, SAVE_PAGES, "__dpu_in_regions"})
+    assert library == {DMA: False, NOTE: False, FAIL: True, SAVE_PAGES: True, "__dpu_in_regions": True}
+    spilled = _not_inlined(spill.support_text(), {spill.SWAP, spill.FLUSH, spill.SPILL_DMA})
+    assert spilled == {spill.SWAP: True, spill.FLUSH: True, spill.SPILL_DMA: False}
