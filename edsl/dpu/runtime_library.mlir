@@ -643,44 +643,33 @@ module {
 ${dma_rules}
 
   // Whether MRAM [mram, mram + n) lies inside one of the launch's MRAM
-  // regions (the context's table): the first that holds it ends the search.
-  // Not inlined: a kernel makes many transfers, and its loop inlined at each
-  // made LLVM's loop passes the larger part of a kernel's compile time.
+  // regions (the context's table). Not inlined: a kernel makes many
+  // transfers, and this loop inlined at each made LLVM's loop passes the
+  // larger part of a kernel's compile time.
   func.func private @__dpu_in_regions(%mram: i64, %n: i64, %ctx: !llvm.ptr) -> i1
       attributes {passthrough = ["noinline"]} {
     %c0 = arith.constant 0 : i64
     %c1 = arith.constant 1 : i64
     %c2 = arith.constant 2 : i64
+    %false = arith.constant false
     %table_p = llvm.getelementptr %ctx[${ctx_regions}] : (!llvm.ptr) -> !llvm.ptr, i64
     %table_i = llvm.load %table_p : !llvm.ptr -> i64
     %table = llvm.inttoptr %table_i : i64 to !llvm.ptr
     %nreg_p = llvm.getelementptr %ctx[${ctx_nregions}] : (!llvm.ptr) -> !llvm.ptr, i64
     %nreg = llvm.load %nreg_p : !llvm.ptr -> i64
     %end = arith.addi %mram, %n : i64
-    %k_end = scf.while (%k = %c0) : (i64) -> i64 {
-      %more = arith.cmpi slt, %k, %nreg : i64
-      %here = scf.if %more -> (i1) {
-        %k2 = arith.muli %k, %c2 : i64
-        %rlo_p = llvm.getelementptr %table[%k2] : (!llvm.ptr, i64) -> !llvm.ptr, i64
-        %rlo = llvm.load %rlo_p : !llvm.ptr -> i64
-        %rhi_p = llvm.getelementptr %rlo_p[1] : (!llvm.ptr) -> !llvm.ptr, i64
-        %rhi = llvm.load %rhi_p : !llvm.ptr -> i64
-        %ge = arith.cmpi uge, %mram, %rlo : i64
-        %le = arith.cmpi ule, %end, %rhi : i64
-        %in = arith.andi %ge, %le : i1
-        scf.yield %in : i1
-      } else {
-        %no = arith.constant false
-        scf.yield %no : i1
-      }
-      %go_on = arith.xori %more, %here : i1      // (more regions, and not in this one)
-      scf.condition(%go_on) %k : i64
-    } do {
-    ^bb0(%k: i64):
-      %k1 = arith.addi %k, %c1 : i64
-      scf.yield %k1 : i64
+    %inside = scf.for %k = %c0 to %nreg step %c1 iter_args(%in = %false) -> (i1) : i64 {
+      %k2 = arith.muli %k, %c2 : i64
+      %rlo_p = llvm.getelementptr %table[%k2] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+      %rlo = llvm.load %rlo_p : !llvm.ptr -> i64
+      %rhi_p = llvm.getelementptr %rlo_p[1] : (!llvm.ptr) -> !llvm.ptr, i64
+      %rhi = llvm.load %rhi_p : !llvm.ptr -> i64
+      %ge = arith.cmpi uge, %mram, %rlo : i64
+      %le = arith.cmpi ule, %end, %rhi : i64
+      %here = arith.andi %ge, %le : i1
+      %in1 = arith.ori %in, %here : i1
+      scf.yield %in1 : i1
     }
-    %inside = arith.cmpi slt, %k_end, %nreg : i64
     return %inside : i1
   }
 
@@ -692,7 +681,6 @@ ${dma_rules}
     %c1 = arith.constant 1 : i64
     %c2 = arith.constant 2 : i64
     %true = arith.constant true
-    %false = arith.constant false
     %stopped = func.call @${failed}(%ctx) : (!llvm.ptr) -> i1
     %go = arith.xori %stopped, %true : i1
     scf.if %go {

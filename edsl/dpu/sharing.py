@@ -191,11 +191,16 @@ class Gather:
         self.claims: list[tuple[int, np.ndarray, list[bytes]]] = []     # (dpu, log rows, final bytes)
         self.reads: list[tuple[int, np.ndarray]] = []
 
+    def _this_launch(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Span k's page states as kept, and which of them are of this launch's
+        epoch (the others count as CLEAN)."""
+        pages = self.pages[k]
+        return pages, (pages >> PAGE_EPOCH_SHIFT) == self.epoch
+
     def page_states(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The states (`Page`) of span k's pages in this launch, and their
         owners (the id + 1 of the DPU that saved one, 0: none or the host)."""
-        pages = self.pages[k]
-        now = (pages >> PAGE_EPOCH_SHIFT) == self.epoch
+        pages, now = self._this_launch(k)
         owner_bits = PAGE_EPOCH_SHIFT - PAGE_OWNER_SHIFT
         return (np.where(now, pages & PAGE_STATE_MASK, Page.CLEAN),
                 np.where(now, (pages >> PAGE_OWNER_SHIFT) & ((1 << owner_bits) - 1), 0))
@@ -204,9 +209,8 @@ class Gather:
         """The byte ranges [a, b) of span k (offsets from its start) that its
         pages in state SAVED (`saved`) or not cover, one per run of pages."""
         lo, hi = self.spans[k]
-        pages = self.pages[k]
-        # (SAVED in this launch's epoch: no owner array made, as `page_states` makes)
-        chosen = (((pages & PAGE_STATE_MASK) == Page.SAVED) & ((pages >> PAGE_EPOCH_SHIFT) == self.epoch)) == saved
+        pages, now = self._this_launch(k)
+        chosen = (((pages & PAGE_STATE_MASK) == Page.SAVED) & now) == saved
         edges = np.flatnonzero(np.diff(np.r_[0, chosen.astype(np.int8), 0]))
         for start, stop in zip(edges[0::2].tolist(), edges[1::2].tolist()):
             yield start * PAGE_BYTES, min(hi - lo, stop * PAGE_BYTES)
