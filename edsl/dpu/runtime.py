@@ -148,7 +148,7 @@ def build(module, entries: list[str], what: str, opt_level: int = 3, mram_shift:
     naming it and the line that needs it."""
     from ..lowering import to_llvm_ir, verify
     from ..lowering.floats import soft_float_storage
-    support.link(module, mram_shift)
+    support.link(module, mram_shift, internal=True)
     for name in entries:
         _add_packed_entry(module, name)
     soft_float_storage(module.operation)

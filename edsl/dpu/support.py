@@ -67,6 +67,8 @@ KEY_BITS = 32 if sys.platform == "linux" else 64
 # row of ROW_SLOTS per tasklet (all i64; addresses as integers).
 RUN_TASKLETS = "edsl_dpu_run_tasklets"       # (block) -> (): run the tasklets to their end
 TASKLET_START = "edsl_dpu_tasklet_start"     # () -> (): where each tasklet's context starts
+# The library's functions the host calls in a loaded program (by address).
+HOST_ENTRIES = frozenset({abi.ENTER, abi.EXIT, RUN_TASKLETS, TASKLET_START})
 SCHED_CURRENT, SCHED_TASKLETS, SCHED_ENTRY, SCHED_START, SCHED_EXIT, SCHED_MAIN = range(6)
 SCHED_HEADER = 8
 ROW_UC, ROW_JB, ROW_STACK, ROW_STACK_BYTES, ROW_ARGS, ROW_CTX, ROW_DONE, ROW_STARTED = range(8)
@@ -186,13 +188,18 @@ def library_text(mram_shift: int = 0) -> str:
         return str(module)
 
 
-def link(module, mram_shift: int = 0) -> None:
+def link(module, mram_shift: int = 0, internal: bool = False) -> None:
     """Define in `module` (LLVM dialect) every runtime symbol it declares or
     may call: the library's functions replace its declarations of them. Its
-    MRAM addresses are the host's plus `mram_shift` (0 or MRAM_SHIFT)."""
+    MRAM addresses are the host's plus `mram_shift` (0 or MRAM_SHIFT).
+    `internal`: the library's functions but those the host calls
+    (`HOST_ENTRIES`) get internal linkage, so that LLVM drops those the
+    program does not use before optimizing them (a third of a small kernel's
+    compile time: docs/benchmarks.md)."""
     from mlir import ir
     library = ir.Module.parse(library_text(mram_shift), module.context)
     table = ir.SymbolTable(module.operation)
+    hidden = ir.Attribute.parse("#llvm.linkage<internal>", module.context)
     for op in list(library.body.operations):
         op = op.operation
         name = ir.StringAttr(op.attributes["sym_name"]).value
@@ -202,8 +209,10 @@ def link(module, mram_shift: int = 0) -> None:
             if defined:
                 continue              # (a program may define `syscall` & co itself: keep it)
             existing.operation.erase()
+        if internal and op.name == "llvm.func" and op.regions[0].blocks and name not in HOST_ENTRIES:
+            op.attributes["linkage"] = hidden
         op.detach_from_parent()
         module.body.append(op)
 
 
-__all__ = ["CTX_KEY", "MRAM_SHIFT", "library_text", "link"]
+__all__ = ["CTX_KEY", "HOST_ENTRIES", "MRAM_SHIFT", "library_text", "link"]

@@ -228,6 +228,20 @@ def test_a_symbol_the_host_libraries_lack_is_an_error_naming_it_and_the_line():
     assert (err.value.loc.filename, err.value.loc.lineno) == ("user.py", 7)
 
 
+def test_a_program_keeps_of_the_library_what_it_uses_and_what_the_host_calls():
+    """The runtime library's functions are internal to a program, but for
+    those the host calls (`support.HOST_ENTRIES`): a program that never
+    meets a barrier has no barrier code (LLVM dropped it, unused, before
+    optimizing it)."""
+    from edsl.target.dpu import BARRIER
+    with ir.Context():
+        module = ir.Module.parse("llvm.func @f() {\n  llvm.return\n}")
+        program = runtime.Program(runtime.build(module, ["f"], "f()"), "f")
+    assert all(program.address(name) for name in support.HOST_ENTRIES)
+    with pytest.raises(LoweringError, match=BARRIER):
+        program.address(BARRIER)
+
+
 @edsl.dialect
 def doubled(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"]):
     for i in range(y.shape[0]):
