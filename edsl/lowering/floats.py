@@ -23,6 +23,8 @@ definitions in `edsl.target.dtypes`.
 """
 from __future__ import annotations
 
+import re
+
 from mlir import ir
 from mlir.dialects import arith, math
 
@@ -252,8 +254,17 @@ def _is_soft_cast(op: ir.Operation) -> bool:
         is_soft(op.operands[0].type) or is_soft(op.results[0].type))
 
 
+def has_soft_floats(module_op: ir.Operation) -> bool:
+    """Whether a soft float appears anywhere in `module_op`: a search of its
+    text, so that the passes below skip a module without one (a walk of
+    every op costs a large kernel about 75 ms a pass in Python)."""
+    return _SOFT_NAME.search(str(module_op)) is not None
+
+
 def soft_floats(module_op: ir.Operation, _pass=None) -> None:
     """Pass `edsl-soft-floats` (see the module docstring)."""
+    if not has_soft_floats(module_op):
+        return
     for op in collect(module_op, _computes_on_soft):
         if op.name in ("arith.sitofp", "arith.uitofp"):
             _replace(op, lambda op=op: convert_int(op.operands[0], op.results[0].type,
@@ -277,9 +288,12 @@ def _storage_type(t: ir.Type) -> ir.Type | None:
     return None if new == text else ir.Type.parse(new)
 
 
-_SOFT_NAME = __import__("re").compile(
-    r"\b(" + "|".join(sorted((s.mlir for s in dtypes.SCALARS if s.is_float and s.mlir not in dtypes.NATIVE_FLOATS),
-                             key=len, reverse=True)) + r")\b")
+# A soft float's name in a type or a module's text: alone (`f16`, `: bf16`,
+# `(f16,`) or the element of a shape (`4xf16`, `?xbf16`, `[4]xf16`).
+_SOFT_NAME = re.compile(
+    r"(?:(?<!\w)|(?<=[\d?\]]x))("
+    + "|".join(sorted((s.mlir for s in dtypes.SCALARS if s.is_float and s.mlir not in dtypes.NATIVE_FLOATS),
+                      key=len, reverse=True)) + r")(?!\w)")
 _TYPE_ATTRS = ("function_type", "elem_type", "global_type", "var_callee_type")
 
 
@@ -290,8 +304,9 @@ def soft_float_storage(module_op: ir.Operation) -> None:
     (x86 code generation widens a bare `bfloat` to f32 and back through
     `__truncsfbf2`). Run on host programs only: the `.llvm` of a function keeps
     its types, for the kernels it is injected into and for other targets."""
-    with module_op.context:
-        _to_storage(module_op)
+    if has_soft_floats(module_op):
+        with module_op.context:
+            _to_storage(module_op)
 
 
 def _to_storage(module_op: ir.Operation) -> None:

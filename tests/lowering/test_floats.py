@@ -356,3 +356,25 @@ def test_host_programs_store_soft_floats_as_integers():
         llir = to_llvm_ir(module)
     assert "bf16" not in out and "f16" not in out and "bfloat" not in llir and "half" not in llir
     assert "llvm.mlir.constant(16320 : i16)" in out            # 1.5 in bf16 is 0x3FC0
+
+
+@pytest.mark.parametrize("text, soft", [
+    ("func.func @f(%x: f16) { return }", True),
+    ("func.func @f(%x: memref<4xbf16>) { return }", True),
+    ("func.func @f(%x: memref<?x8xf8E4M3FN>) { return }", True),
+    ("func.func @f(%x: vector<[4]xf8E5M2>) { return }", True),
+    ("llvm.func @f(%x: !llvm.struct<(i32, f16)>) { llvm.return }", True),
+    ("llvm.func @f() -> !llvm.array<4 x bf16> {\n"
+     "  %c = llvm.mlir.undef : !llvm.array<4 x bf16>\n  llvm.return %c : !llvm.array<4 x bf16>\n}", True),
+    ("func.func @f() -> f32 {\n  %c = arith.constant 1.0 : f16\n  %e = arith.extf %c : f16 to f32\n"
+     "  return %e : f32\n}", True),
+    ("func.func @f16x(%x: memref<4xf32>, %y: i16, %z: vector<4xf64>) { return }", False),
+])
+def test_the_soft_float_passes_find_every_soft_float_in_a_module(text, soft):
+    """The soft-float passes skip a module without soft floats, found by a
+    search of its text: a soft float anywhere (a shape's element, a struct's
+    field, a constant) is seen; f32, f64 and names that contain one are not."""
+    from edsl.lowering.floats import has_soft_floats
+    with ir.Context():
+        module = ir.Module.parse(text)
+        assert has_soft_floats(module.operation) == soft
