@@ -3,8 +3,10 @@ the ABI (edsl.target.dpu), linked into each program the DPU model runs.
 
 Written once, in MLIR (`runtime_library.mlir` beside this file, its
 placeholders filled from the ABI), lowered with the project's pipeline and
-appended to programs as LLVM-dialect functions. Nothing in it is a Python callback: a program runs from its first
-to its last instruction without the interpreter.
+appended to programs as LLVM-dialect functions, internal to the model's
+programs but for those the host calls (`HOST_ENTRIES`). Nothing in it is a
+Python callback: a program runs from its first to its last instruction
+without the interpreter.
 
 - `__dpu_dma(mram, wram, nbytes, direction, site, ctx)` is the model of
   `mram_read` (direction 0) / `mram_write` (1): it checks the DMA rules
