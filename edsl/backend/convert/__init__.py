@@ -87,14 +87,10 @@ def convert_ttir(source, ctx: ir.Context | None = None, *, debug: bool = False,
         def fitted(count: int, split: bool):
             out, info, conv = _convert(kernel, callees, regions, debug, count, None, fission=split)
             if info.wram_bytes > limit:
-                # Planned on this conversion's buffers and those it did without (a
-                # carried tile updated in place needs no copy, kept in MRAM it does:
-                # `Buffers.reserve`), the plan's WRAM total bounds the planned
-                # conversion's, which copies every carried tile.
-                records = conv.buffers.planning_records(info.wram)
-                plan = spill.plan(info.name, records, conv.buffers.dots, limit, count)
-                out, info, _ = _convert(kernel, callees, regions, debug, count, plan, in_place=False,
-                                        fission=split)
+                # (the planned conversion asks for the same buffers: the plan's
+                # WRAM total bounds its)
+                plan = spill.plan(info.name, info.wram, conv.buffers.dots, limit, count, conv.buffers.in_place)
+                out, info, _ = _convert(kernel, callees, regions, debug, count, plan, fission=split)
             wram.check(info.name, info.wram, limit)
             return out, info
         try:
@@ -155,11 +151,10 @@ def _check_marked(entry, conv, tasklets: int) -> None:
                            "num_tasklets=1 compiles it", user_location(missing[0].location))
 
 
-def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, plan, in_place: bool = True,
-             fission: bool = False):
+def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, plan, fission: bool = False):
     """One conversion of the kernel function (its tiles kept in MRAM as `plan`
-    says, carried tiles updated in place when `in_place`, its tasklets as
-    loops when `fission`), calls to `callees` lowered in place."""
+    says, its tasklets as loops when `fission`), calls to `callees` lowered
+    in place."""
     name = ir.StringAttr(kernel.attributes["sym_name"]).value
     info = KernelInfo(name=name, regions=regions, stored=stored_params(kernel))
     ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
@@ -176,7 +171,6 @@ def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, p
                      tasklets=tasklets, module_body=out.body, plan=plan)
     body = kernel.regions[0].blocks[0]
     conv.callees = callees
-    conv.in_place = in_place
     for fn in [kernel, *callees.values()]:
         conv.values.count_uses(fn)
     for arg, new in zip(body.arguments, args):

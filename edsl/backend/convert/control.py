@@ -58,7 +58,7 @@ def _own_elements(events, buf) -> bool:
     only at the element that the next store into it writes."""
     pending = []
     for b, ivs, write in events:
-        if not (isinstance(b, ir.Value) and b == buf):
+        if not (b is buf or in_wram(b) and in_wram(buf) and b == buf):
             continue
         if write:
             if any(r != ivs for r in pending):
@@ -72,11 +72,12 @@ def _own_elements(events, buf) -> bool:
 _ELEMENT_USES = frozenset({"memref.load", "memref.store", "memref.reinterpret_cast", "edsl.access"})
 
 
-def _fill_in_place(conv, y, buf) -> bool:
+def _fill_in_place(conv, y, buf, known: bool | None) -> bool:
     """Fill carried buffer `buf` with the lazy tile `y` directly, when each
     element of `y` reads `buf` at most at that element (an elementwise update,
-    as `acc += x`); else leave nothing emitted and return False."""
-    if y.buf is not None or not in_wram(buf):
+    as `acc += x`); else leave nothing emitted and return False. `known`:
+    whether it may, where an earlier conversion found out (None: find out)."""
+    if known is False or y.buf is not None:
         return False
     ip = ir.InsertionPoint.current
     if ip.ref_operation is not None:
@@ -85,8 +86,8 @@ def _fill_in_place(conv, y, buf) -> bool:
     first = len(list(block.operations))
     events = []
     with recording(events):
-        conv.buffers.fill(buf, y)
-    if _own_elements(events, buf) and not any(
+        conv.buffers.fill(buf, y, in_place=True)
+    if known or _own_elements(events, buf) and not any(
             op.name not in _ELEMENT_USES and any(v == buf for v in op.operands) for op in _new_ops(block, first)):
         return True
     for op in reversed(list(block.operations)[first:]):
@@ -97,9 +98,7 @@ def _fill_in_place(conv, y, buf) -> bool:
 def copy_into_carries(conv, yielded, carries, op):
     """Write the yielded tiles into the loop's carried buffers, safely."""
     tiles = [(y, buf) for y, buf in zip(yielded, carries) if buf is not None]
-    if conv.in_place and len(tiles) == 1 and _fill_in_place(conv, *tiles[0]):
-        y = tiles[0][0]          # (kept in MRAM, it would need the copy below)
-        conv.buffers.reserve(y.shape, y.elem, "loop-carried tensor (next value)", op)
+    if len(tiles) == 1 and conv.buffers.update_in_place(lambda known: _fill_in_place(conv, *tiles[0], known)):
         return
     staged = []
     for y, buf in zip(yielded, carries):

@@ -27,7 +27,6 @@ class Converter:
         info.tasklets = tasklets
         self.callees: dict = {}            # name -> a function the kernel calls (lowered in place)
         self.calling: list = []            # the callees being lowered, outermost first
-        self.in_place = True               # may update a carried tile in place (control.copy_into_carries)
         here = user_location(entry.owner.location)     # (the new function has the kernel's location)
         self.sites = Sites(info, here.filename if here is not None else None, module_body)
         # What every op may use (buffers, addresses, ranges) goes before this

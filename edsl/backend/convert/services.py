@@ -207,7 +207,7 @@ class Buffers:
         self._tile_keys = 0                # tile buffers asked for so far (their plan keys)
         self.wram_only = 0                 # lowering an EDSL region call: its tiles stay in WRAM
         self.dots: list[DotNeed] = []      # the tl.dot ops lowered, for a spill plan
-        self.reserved: list = []           # (place, record) of tile buffers a copying conversion asks for
+        self.in_place: list[bool] = []     # whether each loop's carried tile was updated in place
 
     @contextmanager
     def at_entry(self):
@@ -246,14 +246,15 @@ class Buffers:
             return self.spill.buffer(record.key, shape, buffer_type(elem), record.es, what, record.loc)
         return self.wram.place(buffer_type(elem), record)
 
-    def reserve(self, shape, elem: ir.Type, what: str, op=None) -> None:
-        """The tile buffer a conversion that copies every carried tile asks for
-        here, which this one does without (a carried tile updated in place): its
-        key is taken and its record kept, so that a spill plan made from this
-        conversion names the tiles as the planned conversion, which copies, asks
-        for them (`convert_ttir`)."""
-        record = self._tile_record(shape, elem, what, op)
-        self.reserved.append((len(self.wram.buffers) + len(self.reserved), record))
+    def update_in_place(self, attempt) -> bool:
+        """Whether a loop's carried tile is updated in place, as `attempt(known)`
+        does it: it finds out (`known` None) or, in a conversion planned from an
+        earlier one, repeats that one's answer, so that both ask for the same
+        tile buffers (a plan names them by number)."""
+        plan = self.spill.plan
+        known = plan.in_place[len(self.in_place)] if plan is not None else None
+        self.in_place.append(attempt(known))
+        return self.in_place[-1]
 
     def _tile_record(self, shape, elem: ir.Type, what: str, op) -> WramBuffer:
         """The record of the next tile buffer asked for (its plan key taken)."""
@@ -262,14 +263,6 @@ class Buffers:
         es = byte_size(elem)
         return WramBuffer(align_up(es * prod(shape)), what, user_location(op.location) if op is not None else None,
                           key, not self.wram_only, 0, tuple(shape), es)
-
-    def planning_records(self, laid_out: list[WramBuffer]) -> list[WramBuffer]:
-        """The buffers `laid_out` with the reserved ones where they were asked
-        for: what the planned conversion asks for, were every tile in WRAM."""
-        out = list(laid_out)                  # (the shared buffers first, in the order asked for)
-        for at, record in self.reserved:
-            out.insert(at, record)
-        return out
 
     def dot_panels(self, need: DotNeed):
         """Record a tl.dot for spill plans; its `spill.Panels` when the plan
@@ -318,11 +311,13 @@ class Buffers:
         # (closed forms along the rows stay true of the buffer's values)
         return Tile(t.shape, t.elem, buf=buf, row=t.row, lanes=t.lanes, accesses=self.accesses)
 
-    def fill(self, buf, t: Tile) -> None:
+    def fill(self, buf, t: Tile, in_place: bool = False) -> None:
         """Store every element of `t` into `buf` (the window lines it reads
-        end with the fill: it may run inside a loop of the op lowered)."""
+        end with the fill: it may run inside a loop of the op lowered).
+        `in_place`: `t` reads `buf`, each element at the one it writes (a
+        tile kept in MRAM is then updated through its window, not streamed)."""
         with self.spill.scope():
-            if isinstance(buf, SpillBuffer):
+            if isinstance(buf, SpillBuffer) and not in_place:
                 buf.fill(t)
                 return
 

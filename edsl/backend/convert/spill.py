@@ -10,9 +10,9 @@ reads its tile operands in WRAM), until the rest fits together with what
 the spilled tiles need in WRAM: a window per tile and tasklet, and the
 panels of each `tl.dot` with a spilled operand or result. The conversion is
 then run once more with that plan (`SpillPlan`: tile buffers named by their
-request number; the first conversion also names the copies of carried tiles
-it updated in place, which the planned one makes: `Buffers.reserve`). The
-plan's WRAM total bounds the planned conversion's, so one plan is enough.
+request number). It repeats the first conversion's choices of the carried
+tiles updated in place, so that it asks for the same buffers; the plan's
+WRAM total bounds its, so one plan is enough.
 What cannot fit that way is a compile error saying what stays in WRAM.
 
 Where. The scratch is per DPU, in its MRAM after the launch's arrays (the
@@ -29,7 +29,9 @@ two tasklets write (see `geometry`).
 Access.
 - Writes that produce a whole tile (a load's result, a materialized tile,
   a `tl.dot` result) stream it: each line is computed in the tile's WRAM
-  window and written to MRAM by one transfer (`SpillBuffer.stream`).
+  window and written to MRAM by one transfer (`SpillBuffer.stream`); not
+  so a carried tile updated in place (`acc += x`), which reads what it
+  writes.
 - Any other element access goes through the window as a one-line cache
   (`SpillBuffer.load` / `store`): a miss writes the window's line back if
   it was changed and reads the needed one (`__dpu_spill_swap`). A line is
@@ -156,6 +158,7 @@ class SpillPlan:
     tiles: frozenset     # keys of the tile buffers kept in MRAM
     line_cap: int        # bytes of a line (window) at most
     dots: tuple          # per tl.dot in lowering order: its `Panels`, or None
+    in_place: tuple      # per loop with one carried tile: whether it is updated in place
 
 
 @dataclass(frozen=True)
@@ -238,9 +241,11 @@ def scratch_bytes(record: WramBuffer) -> int:
     return align_up(record.es * record.shape[-1]) * prod(record.shape[:-1])
 
 
-def plan(name: str, records: list[WramBuffer], dots: list[DotNeed], limit: int, tasklets: int) -> SpillPlan:
+def plan(name: str, records: list[WramBuffer], dots: list[DotNeed], limit: int, tasklets: int,
+         in_place: list[bool]) -> SpillPlan:
     """The tiles to keep in MRAM, given the WRAM buffers of a conversion with
-    every tile in WRAM and its `tl.dot`s. The WRAM a plan is chosen by bounds
+    every tile in WRAM, its `tl.dot`s and its carried tiles updated in place
+    (`Buffers.update_in_place`). The WRAM a plan is chosen by bounds
     the planned conversion's: the buffers other than tiles stay (a spilled
     tile's staging is a line, no more than its loads staged in WRAM), and
     each spilled tile adds its windows and its tl.dots' panels."""
@@ -274,7 +279,7 @@ def plan(name: str, records: list[WramBuffer], dots: list[DotNeed], limit: int, 
                 choice.append(fit)
             else:
                 if total <= limit and (chosen is None or cost < chosen[0]):
-                    chosen = (cost, SpillPlan(keys, cap, tuple(choice)), list(spilled))
+                    chosen = (cost, SpillPlan(keys, cap, tuple(choice), tuple(in_place)), list(spilled))
         # Once a plan fits, keeping more tiles in MRAM can only pay by the
         # wider tl.dot panels the WRAM they free allows.
         if chosen is not None and not any(c is not None for c in chosen[1].dots):
