@@ -271,6 +271,41 @@ def test_a_tile_updated_in_place_is_updated_in_place_when_kept_in_mram_too(taskl
     np.testing.assert_allclose(small[1::2], x32.var(axis=1), rtol=1e-4)
 
 
+@triton.jit
+def carried_update_kernel(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, STEPS: tl.constexpr):
+    """A carried tile that each step updates elementwise (in place), with the
+    step's rows of `x` loaded beside it."""
+    at = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    acc = tl.zeros([R, C], dtype=tl.int32) + 1
+    for s in range(STEPS):
+        acc = acc * 3 + tl.load(x_ptr + s * R * C + at)
+    tl.store(out_ptr + at, acc)
+
+
+@settings(max_examples=6, deadline=None)
+@example(rows=64, cols=256, steps=2, tasklets=16, seed=1)
+@example(rows=64, cols=256, steps=3, tasklets=1, seed=2)
+@given(rows=st.sampled_from([16, 32, 64]), cols=st.sampled_from([128, 256]), steps=st.integers(1, 3),
+       tasklets=TASKLETS, seed=st.integers(0, 2**16))
+def test_a_carried_tile_kept_in_mram_is_updated_in_place(rows, cols, steps, tasklets, seed):
+    """int32 (exact, wrapping): results equal NumPy's and, bit for bit, those
+    with WRAM enough for every tile; over WRAM the carried tile is kept in
+    MRAM without a copy of its next value."""
+    x = np.random.default_rng(seed).integers(-1000, 1000, (steps, rows, cols)).astype(np.int32)
+    spilled, whole = np.zeros((rows, cols), np.int32), np.zeros((rows, cols), np.int32)
+    carried_update_kernel[(1,)](x, spilled, R=rows, C=cols, STEPS=steps, num_tasklets=tasklets)
+    tiles = edsl.backend.last_report().spilled_tiles
+    carried_update_kernel[(1,)](x, whole, R=rows, C=cols, STEPS=steps, num_tasklets=tasklets, wram_bytes=BIG)
+    want = np.ones((rows, cols), np.int32)
+    for s in range(steps):
+        want = want * np.int32(3) + x[s]
+    np.testing.assert_array_equal(spilled, want)
+    np.testing.assert_array_equal(whole, want)
+    if rows * cols * 4 >= 64 * 1024:
+        assert any(t.startswith("loop-carried tensor at") for t in tiles), tiles
+    assert not any(t.startswith("loop-carried tensor (next value)") for t in tiles), tiles
+
+
 @pytest.mark.parametrize("tasklets", [1, 4])
 def test_a_kernel_over_wram_is_converted_twice_and_planned_once(tasklets, monkeypatch):
     """Converted with every tile in WRAM, then once with the plan: the plan,
