@@ -13,6 +13,7 @@ import triton.language as tl
 from hypothesis import given, settings, strategies as st
 
 import edsl.backend
+from edsl.backend.convert.wram import WramFull
 
 # (tasklets, run as loops between barriers): the model's default, and once
 # switched at the barriers as an exported program's tasklets run
@@ -145,23 +146,39 @@ def _reference(x, w, trips, depth, op, reset, store_inside, scalar):
     return out, side, np.array([s if scalar else 0.0])
 
 
-def _run_nest(depth, op, reset, store_inside, scalar, trips, seed):
+def _inputs(trips, seed):
     rng = np.random.default_rng(seed)
     t1, t2, t3 = trips
     x = rng.standard_normal((max(1, t1 * t2 * t3), B, B)).astype(np.float32)
-    w = rng.standard_normal(x.shape).astype(np.float32)
+    return x, rng.standard_normal(x.shape).astype(np.float32)
+
+
+def _launch(x, w, depth, op, reset, store_inside, scalar, trips, **options):
+    """The nest's outputs (as uint32 bits: out, side, the scalar) and its report."""
+    t1, t2, t3 = trips
+    out = np.zeros((max(1, t1), B, B), np.float32)
+    side = np.zeros((max(1, t1 * t2), B, B), np.float32)
+    carried = np.zeros(1, np.float32)
+    nest_kernel[(1,)](x, w, out, side, carried, t1, t2, t3, DEPTH=depth, OP=op, RESET=reset,
+                      STORE_INSIDE=store_inside, SCALAR=scalar, B=B, **options)
+    return (out, side, carried), edsl.backend.last_report()
+
+
+def _same_bits(got, want, what: str) -> None:
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32), err_msg=what)
+
+
+def _run_nest(depth, op, reset, store_inside, scalar, trips, seed):
+    x, w = _inputs(trips, seed)
     results = []
     for t, loops in TASKLETS:
-        out = np.zeros((max(1, t1), B, B), np.float32)
-        side = np.zeros((max(1, t1 * t2), B, B), np.float32)
-        carried = np.zeros(1, np.float32)
-        nest_kernel[(1,)](x, w, out, side, carried, t1, t2, t3, DEPTH=depth, OP=op, RESET=reset,
-                          STORE_INSIDE=store_inside, SCALAR=scalar, B=B, num_tasklets=t, tasklet_loops=loops)
-        assert edsl.backend.last_report().tasklets_used == t
-        results.append((out, side, carried))
+        got, report = _launch(x, w, depth, op, reset, store_inside, scalar, trips, num_tasklets=t,
+                              tasklet_loops=loops)
+        assert report.tasklets_used == t
+        results.append(got)
     for (t, _), got in zip(TASKLETS[1:], results[1:]):
-        for a, b in zip(got, results[0]):
-            np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32), err_msg=f"{t} tasklets against 1")
+        _same_bits(got, results[0], f"{t} tasklets against 1")
     reference = _reference(x, w.astype(np.float64), trips, depth, op, reset, store_inside, scalar)
     for got, want in zip(results[0], reference):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
@@ -175,6 +192,32 @@ def _run_nest(depth, op, reset, store_inside, scalar, trips, seed):
 def test_loop_nests_give_the_same_bits_for_any_tasklet_count(depth, op, store_inside, scalar, trips, seed):
     for reset in (False, True):
         _run_nest(depth, op, reset, store_inside, scalar, trips, seed)
+
+
+@settings(max_examples=6, deadline=None)
+@given(depth=st.integers(1, 3), op=st.sampled_from([DOT, SUM, SCAN, ELEMENTWISE]),
+       store_inside=st.booleans(), scalar=st.booleans(),
+       trips=st.tuples(st.sampled_from([1, 2, 3]), st.integers(1, 2), st.integers(1, 2)),
+       share=st.floats(0.4, 0.9), seed=st.integers(0, 2**16))
+def test_loop_nests_over_wram_give_the_bits_of_the_nests_in_wram(depth, op, store_inside, scalar, trips,
+                                                                  share, seed):
+    """The nests with a WRAM budget of `share` of what they need: tiles kept in
+    MRAM (carried ones updated in place through their windows, `tl.dot` by
+    panels), the same bits as in WRAM, for 1, 3 and 16 tasklets (one tasklet's
+    budget may leave 16 tasklets' windows no room: a clear error then)."""
+    x, w = _inputs(trips, seed)
+    for reset in (False, True):
+        for t in (1, 3, 16):
+            args = (x, w, depth, op, reset, store_inside, scalar, trips)
+            want, report = _launch(*args, num_tasklets=t, wram_bytes=1 << 20)
+            budget = int(report.wram_bytes * share)
+            try:
+                got, report = _launch(*args, num_tasklets=t, wram_bytes=budget)
+            except WramFull:
+                assert t > 1, "one tasklet's nest does not fit with its tiles in MRAM"
+                continue
+            assert report.spilled_tiles and report.wram_bytes <= budget
+            _same_bits(got, want, f"{t} tasklets, {budget} bytes of WRAM, against all in WRAM")
 
 
 def test_a_dot_k_loop_nested_in_a_loop():
