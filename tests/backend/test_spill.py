@@ -24,7 +24,7 @@ from test_convert import HEAD, SIG, TAIL, VECTOR
 from test_convert_steps import _kernel_text, corpus_kernel
 from region_kernels import region_kernel
 from source_lines import line_of
-from tile_kernels import tile_kernel
+from tile_kernels import carried_update_kernel, mean_and_variance_kernel, tile_kernel
 from test_tile_ops import dot_kernel
 
 BIG = 1 << 20           # a WRAM budget no tile here reaches: the unspilled path
@@ -232,27 +232,6 @@ def test_loop_carried_accumulator_in_mram(tasklets, dpus, seed):
     np.testing.assert_allclose(spilled, a @ b, rtol=1e-4, atol=1e-4)
 
 
-@triton.jit
-def mean_and_variance_kernel(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
-    """Two loops over a row, each with a carried tile updated elementwise
-    (updated in place when they fit in WRAM), as a layer norm's forward pass
-    has: the row's mean, then its variance."""
-    row = tl.program_id(0)
-    total = tl.zeros([BLOCK], dtype=tl.float32)
-    for off in range(0, N, BLOCK):
-        cols = off + tl.arange(0, BLOCK)
-        total += tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
-    mean = tl.sum(total, axis=0) / N
-    sq = tl.zeros([BLOCK], dtype=tl.float32)
-    for off in range(0, N, BLOCK):
-        cols = off + tl.arange(0, BLOCK)
-        x = tl.load(x_ptr + row * N + cols, mask=cols < N, other=0.0).to(tl.float32)
-        d = tl.where(cols < N, x - mean, 0.0)
-        sq += d * d
-    tl.store(out_ptr + 2 * row, mean)
-    tl.store(out_ptr + 2 * row + 1, tl.sum(sq, axis=0) / N)
-
-
 @pytest.mark.parametrize("tasklets", [1, 4])
 def test_a_tile_updated_in_place_is_updated_in_place_when_kept_in_mram_too(tasklets):
     """Over WRAM, the carried tiles are kept in MRAM and still updated in
@@ -269,18 +248,6 @@ def test_a_tile_updated_in_place_is_updated_in_place_when_kept_in_mram_too(taskl
     mean = x32.mean(axis=1)
     np.testing.assert_allclose(small[0::2], mean, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(small[1::2], x32.var(axis=1), rtol=1e-4)
-
-
-@triton.jit
-def carried_update_kernel(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, STEPS: tl.constexpr):
-    """A carried tile that each step updates elementwise (in place), with the
-    step's rows of `x` loaded beside it (STEPS > 1: Triton folds a loop of
-    one trip, and with it the carried tile)."""
-    at = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
-    acc = tl.zeros([R, C], dtype=tl.int32) + 1
-    for s in range(STEPS):
-        acc = acc * 3 + tl.load(x_ptr + s * R * C + at)
-    tl.store(out_ptr + at, acc)
 
 
 @settings(max_examples=6, deadline=None)

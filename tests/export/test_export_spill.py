@@ -20,7 +20,7 @@ from edsl.target import dpu as abi
 from edsl.export import export
 
 from export_helpers import build, export_and_run, needs_cc, output, run, run_on_model
-from tile_kernels import tile_kernel
+from tile_kernels import carried_update_kernel, mean_and_variance_kernel, tile_kernel
 
 pytestmark = needs_cc
 
@@ -92,6 +92,42 @@ def test_loop_carried_accumulator_in_mram(tmp_path, dpus, tasklets):
 def double_block(out: Input["memref<?xf32, MRAM>"], x: Input["memref<?xf32, MRAM>"], count: Input["i32"]):
     for i in range(edsl.tasklet_id(), count, edsl.num_tasklets()):
         out[i] = x[i] * 2.0
+
+
+@pytest.mark.parametrize("tasklets", [1, 4, 16])
+def test_carried_tiles_in_mram_updated_in_place(tmp_path, tasklets):
+    """fp16 rows summed into carried f32 tiles updated in place (`acc += x`),
+    kept in MRAM: the exported program keeps the tiles the model keeps with
+    its WRAM budget, updates them in place too, and gives the model's bits."""
+    x = np.random.default_rng(tasklets).standard_normal((3, 8192)).astype(np.float16)
+    args, consts, grid = [x, np.zeros(6, np.float32), 8192], {"BLOCK": 8192}, (3,)
+    folder = tmp_path / "project"
+    manifest = _export_run(folder, mean_and_variance_kernel, args, consts, grid, tasklets=tasklets)
+    model, report = _model(mean_and_variance_kernel, args, consts, grid, tasklets=tasklets,
+                           wram_bytes=manifest["wram_bytes"]["kernel_budget"])
+    assert manifest["spilled_tiles"] == report.spilled_tiles
+    assert any(t.startswith("loop-carried tensor at") for t in report.spilled_tiles)
+    assert not any(t.startswith("loop-carried tensor (next value)") for t in report.spilled_tiles)
+    np.testing.assert_array_equal(output(folder, "out_ptr", args[1]), model[1])
+
+
+@pytest.mark.parametrize("tasklets", [1, 11])
+def test_an_int_tile_updated_in_place_in_mram(tmp_path, tasklets):
+    """int32 (exact): the exported program, the model and NumPy agree."""
+    x = np.random.default_rng(tasklets).integers(-1000, 1000, (3, 64, 256)).astype(np.int32)
+    args, consts = [x, np.zeros((64, 256), np.int32)], {"R": 64, "C": 256, "STEPS": 3}
+    folder = tmp_path / "project"
+    manifest = _export_run(folder, carried_update_kernel, args, consts, (1,), tasklets=tasklets)
+    model, report = _model(carried_update_kernel, args, consts, (1,), tasklets=tasklets,
+                           wram_bytes=manifest["wram_bytes"]["kernel_budget"])
+    assert manifest["spilled_tiles"] == report.spilled_tiles
+    assert any(t.startswith("loop-carried tensor at") for t in report.spilled_tiles)
+    want = np.ones((64, 256), np.int32)
+    for step in x:
+        want = want * np.int32(3) + step
+    got = output(folder, "out_ptr", args[1])
+    np.testing.assert_array_equal(got, model[1])
+    np.testing.assert_array_equal(got, want)
 
 
 @triton.jit
