@@ -35,7 +35,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")      # (before NumPy loads it
 
 import numpy as np  # noqa: E402
 
-from measure import best_in_turn  # noqa: E402
+from measure import best, best_in_turn  # noqa: E402
 
 ROUNDS = {"compute": 200, "memory": 10}
 LAUNCHES = {"softmax": 20, "matmul": 4}          # launches each process runs, timed, by their name's start
@@ -129,7 +129,7 @@ def burst(seconds: float, workers: Workers, pieces: int = 64) -> tuple[float, fl
     thread and on `workers`, in turn (as benchmarks/dpus.py)."""
     def matmul_seconds(n: int) -> float:
         a = np.ones((n, n))
-        return min(_timed(lambda: a @ a) for _ in range(5))
+        return best(lambda: a @ a, 5)
     n = 64
     while pieces * matmul_seconds(2 * n) < seconds:
         n *= 2
@@ -144,12 +144,6 @@ def burst(seconds: float, workers: Workers, pieces: int = 64) -> tuple[float, fl
     jobs = [lambda k=k: run(pieces * k // w, pieces * (k + 1) // w) for k in range(w)]
     times = best_in_turn({1: lambda: run(0, pieces), w: lambda: workers.run(jobs)}, 5, warm=4, block=5)
     return times[1], times[w]
-
-
-def _timed(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
 
 
 def main():

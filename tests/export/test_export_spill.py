@@ -34,6 +34,17 @@ def _model(kernel, args, constants, grid, dpus=1, tasklets=1, **kw):
     return run_on_model(kernel, args, constants, grid, dpus, tasklets, **kw), edsl.backend.last_report()
 
 
+def _export_and_model(folder, kernel, args, constants, grid, tasklets):
+    """Export and run `kernel`, and run it on the model with the WRAM the
+    exported program leaves the kernel (`kernel_budget`): both keep the same
+    tiles in MRAM. The manifest, the model's arrays and its report."""
+    manifest = _export_run(folder, kernel, args, constants, grid, tasklets=tasklets)
+    model, report = _model(kernel, args, constants, grid, tasklets=tasklets,
+                           wram_bytes=manifest["wram_bytes"]["kernel_budget"])
+    assert manifest["spilled_tiles"] == report.spilled_tiles
+    return manifest, model, report
+
+
 @settings(max_examples=6, deadline=None)
 @example(rows=128, cols=256, tasklets=7, seed=1)          # the load and the scan result in MRAM
 @example(rows=64, cols=256, tasklets=20, seed=0)          # fits the model's WRAM, not with the program's
@@ -50,12 +61,9 @@ def test_tiles_in_mram_export_and_give_the_models_results(tmp_path_factory, rows
     args = [x, np.zeros_like(x), np.zeros(rows, np.int32), np.zeros(cols, np.int32), np.zeros_like(x)]
     consts = {"R": rows, "C": cols}
     folder = tmp_path_factory.mktemp("tiles") / "project"
-    manifest = _export_run(folder, tile_kernel, args, consts, (1,), tasklets=tasklets)
-    budget = manifest["wram_bytes"]["kernel_budget"]
+    manifest, model, report = _export_and_model(folder, tile_kernel, args, consts, (1,), tasklets)
     assert manifest["wram_bytes"]["total"] <= abi.WRAM_BYTES
-    model, report = _model(tile_kernel, args, consts, (1,), tasklets=tasklets, wram_bytes=budget)
     assert manifest["scratch_bytes"] == report.spill_bytes
-    assert manifest["spilled_tiles"] == report.spilled_tiles
     whole, _ = _model(tile_kernel, args, consts, (1,), tasklets=tasklets)
     if rows * cols * 4 > abi.WRAM_BYTES:
         assert report.spill_bytes > 0
@@ -102,10 +110,7 @@ def test_carried_tiles_in_mram_updated_in_place(tmp_path, tasklets):
     x = np.random.default_rng(tasklets).standard_normal((3, 8192)).astype(np.float16)
     args, consts, grid = [x, np.zeros(6, np.float32), 8192], {"BLOCK": 8192}, (3,)
     folder = tmp_path / "project"
-    manifest = _export_run(folder, mean_and_variance_kernel, args, consts, grid, tasklets=tasklets)
-    model, report = _model(mean_and_variance_kernel, args, consts, grid, tasklets=tasklets,
-                           wram_bytes=manifest["wram_bytes"]["kernel_budget"])
-    assert manifest["spilled_tiles"] == report.spilled_tiles
+    _, model, report = _export_and_model(folder, mean_and_variance_kernel, args, consts, grid, tasklets)
     assert any(t.startswith("loop-carried tensor at") for t in report.spilled_tiles)
     assert not any(t.startswith("loop-carried tensor (next value)") for t in report.spilled_tiles)
     np.testing.assert_array_equal(output(folder, "out_ptr", args[1]), model[1])
@@ -117,10 +122,7 @@ def test_an_int_tile_updated_in_place_in_mram(tmp_path, tasklets):
     x = np.random.default_rng(tasklets).integers(-1000, 1000, (3, 64, 256)).astype(np.int32)
     args, consts = [x, np.zeros((64, 256), np.int32)], {"R": 64, "C": 256, "STEPS": 3}
     folder = tmp_path / "project"
-    manifest = _export_run(folder, carried_update_kernel, args, consts, (1,), tasklets=tasklets)
-    model, report = _model(carried_update_kernel, args, consts, (1,), tasklets=tasklets,
-                           wram_bytes=manifest["wram_bytes"]["kernel_budget"])
-    assert manifest["spilled_tiles"] == report.spilled_tiles
+    _, model, report = _export_and_model(folder, carried_update_kernel, args, consts, (1,), tasklets)
     assert any(t.startswith("loop-carried tensor at") for t in report.spilled_tiles)
     want = np.ones((64, 256), np.int32)
     for step in x:
