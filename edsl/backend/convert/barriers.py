@@ -3,7 +3,7 @@ converted kernel.
 
 The conversion states what the pass needs as marker ops in the code it
 emits (`AccessRecord`): each WRAM buffer element access (`edsl.access`, with
-the buffer, or the number of a tile kept in MRAM, and the first index), each
+the buffer and the first index), each
 op's MRAM accesses (`edsl.mram`), the start and end of each lowered op
 (`edsl.op`: a place where a barrier can go), code that some tasklets skip
 (`edsl.divergent`, with its owner), loop indices running over the owner's
@@ -89,7 +89,6 @@ class AccessRecord:
 
     def __init__(self, tasklets: int):
         self.tasklets = tasklets
-        self._tiles: dict = {}            # id of a tile kept in MRAM -> its number
 
     def _mark(self, name: str, operands=(), **attributes) -> None:
         ir.Operation.create(name, operands=list(operands), attributes=attributes)
@@ -125,22 +124,16 @@ class AccessRecord:
         if self.tasklets > 1:
             self._mark(MINE, [iv])
 
-    def note_buffer(self, buf, ivs, write: bool, who=None) -> None:
-        """An element access of tile buffer `buf` (a WRAM view, or a tile kept
-        in MRAM) at indices `ivs` (`who`: its owner, when not the code's)."""
+    def note_buffer(self, buf: ir.Value, ivs, write: bool, who=None) -> None:
+        """An element access of tile buffer `buf` (a WRAM view, or the stand-in
+        view of a tile kept in MRAM) at indices `ivs` (`who`: its owner, when
+        not the code's)."""
         if self.tasklets == 1:
             return
         attributes = {"write": ir.BoolAttr.get(write)}
         if who is not None:
             attributes["who"] = _who_attr(who)
-        operands = []
-        if isinstance(buf, ir.Value):
-            operands.append(buf)
-        else:
-            number = self._tiles.setdefault(id(buf), len(self._tiles))
-            attributes["tile"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), number)
-            attributes["shape"] = ir.DenseI64ArrayAttr.get(list(ir.MemRefType(buf.type).shape))
-        self._mark(ACCESS, operands + list(ivs[:1]), **attributes)
+        self._mark(ACCESS, [buf] + list(ivs[:1]), **attributes)
 
     def note_mram(self, write: bool, who="all") -> None:
         """The MRAM accesses of the op being lowered (`who`: "all" tasklets,
@@ -199,7 +192,7 @@ def unmarked_accesses(entry: ir.Block, shared) -> list:
                 scopes.append((set(), []))
             elif name == OP_END:
                 close()
-            elif name == ACCESS and "tile" not in attrs:
+            elif name == ACCESS:
                 scopes[-1][0].add((_root(op.operation.operands[0], shared), ir.BoolAttr(attrs["write"]).value))
             elif name in ("memref.load", "memref.store"):
                 write = name == "memref.store"
@@ -332,15 +325,11 @@ class _Placement:
         self._mine.append(marker.operands[0])
 
     def _access(self, marker) -> None:
-        operands = list(marker.operands)
+        buf, *first = marker.operands
         attrs = marker.attributes
-        if "tile" in attrs:
-            key, shape = ("tile", ir.IntegerAttr(attrs["tile"]).value), tuple(ir.DenseI64ArrayAttr(attrs["shape"]))
-        else:
-            buf = operands.pop(0)
-            key, shape = buf, tuple(ir.MemRefType(buf.type).shape)
-        who = _who(attrs["who"]) if "who" in attrs else self._owner_of_access(shape, operands[:1])
-        self.note_buffer(key, who, ir.BoolAttr(attrs["write"]).value)
+        who = (_who(attrs["who"]) if "who" in attrs
+               else self._owner_of_access(tuple(ir.MemRefType(buf.type).shape), first[:1]))
+        self.note_buffer(buf, who, ir.BoolAttr(attrs["write"]).value)
 
     def _mram_marker(self, marker) -> None:
         self.note_mram(ir.BoolAttr(marker.attributes["write"]).value, _who(marker.attributes["who"]))

@@ -18,7 +18,7 @@ from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
 from ...target.dpu import FAIL, FAILED, Err
-from .core import Tile, in_wram, is_tensor, lowers, pointee, recording, scalar_type
+from .core import Tile, is_tensor, lowers, pointee, recording, scalar_type
 from .builders import cast_int, index_c
 
 
@@ -58,7 +58,7 @@ def _own_elements(events, buf) -> bool:
     only at the element that the next store into it writes."""
     pending = []
     for b, ivs, write in events:
-        if not (b is buf or in_wram(b) and in_wram(buf) and b == buf):
+        if b != buf:
             continue
         if write:
             if any(r != ivs for r in pending):

@@ -39,7 +39,7 @@ class Converter:
         self.values = Values(self.buffers)
 
     def finish(self) -> None:
-        """The step after the walk: lay WRAM out."""
+        """The step after barrier placement: lay WRAM out."""
         self.buffers.finish(self.info)
 
     def lower_block(self, block: ir.Block) -> None:

@@ -45,7 +45,7 @@ from ...target import dtypes
 from ..ttir_reader import split_top
 from .barriers import AccessRecord
 from .builders import from_stored, to_stored
-from .spill import SpillBuffer, SpillRecord
+from .spill import SpillRecord
 from .wram import WramBuffer
 
 # Elements a step of an unrolled tile loop handles (`services.Tasklets.unrolled_loop`).
@@ -190,20 +190,17 @@ def and_valid(*preds):
     return out
 
 
-def in_wram(buf) -> bool:
-    """Whether a tile buffer is a WRAM view (not a tile kept in MRAM)."""
-    return isinstance(buf, ir.Value)
-
-
 class _Emitting(threading.local):
     """What element accesses consult while a conversion emits them, one per
     thread (Triton may compile kernels on several threads at once): the
     unrolled loops (`services.Tasklets.unrolled_loop`: an index value of one of their
-    elements -> its step's `UnrollStep` and offset in the step) and, when a list,
-    where `recording` keeps each element access (buffer, indices, write?)."""
+    elements -> its step's `UnrollStep` and offset in the step), the tiles
+    kept in MRAM (`spill.SpillSpace`, set by `spilled_tiles`) and, when a
+    list, where `recording` keeps each element access (buffer, indices, write?)."""
 
     def __init__(self):
         self.unrolled: dict = {}
+        self.spill = None
         self.record: list | None = None
 
 
@@ -218,6 +215,18 @@ def recording(events: list):
         yield
     finally:
         _EMITTING.record = saved
+
+
+@contextmanager
+def spilled_tiles(space):
+    """Element accesses of the tiles `space` (a `spill.SpillSpace`) keeps in
+    MRAM are made meanwhile: each is a load or store of the tile's stand-in
+    view, in its scope (`SpillSpace.touch`), rewritten after the walk."""
+    saved, _EMITTING.spill = _EMITTING.spill, space
+    try:
+        yield
+    finally:
+        _EMITTING.spill = saved
 
 
 @contextmanager
@@ -295,27 +304,32 @@ def _access(buf, ivs):
     return buf, ivs
 
 
+def _element(buf, ivs, write: bool, who):
+    """(memref, indices) of an element access of tile buffer `buf` at `ivs`:
+    a spilled tile's stand-in view at `ivs` itself (the access in the scope
+    that flushes its window), else `_access`'s."""
+    if _EMITTING.record is not None:
+        _EMITTING.record.append((buf, list(ivs), write))
+    spilled = _EMITTING.spill.of(buf) if _EMITTING.spill is not None else None
+    if spilled is not None:
+        assert who is None
+        _EMITTING.spill.touch(spilled, write)
+        return buf, list(ivs)
+    return _access(buf, list(ivs))
+
+
 def load_elem(accesses: AccessRecord, buf, ivs, elem: ir.Type, who=None) -> ir.Value:
     """Element `ivs` of buffer `buf` (the read recorded in `accesses`; `who`:
     the tasklet owning the element, when not the code's, for a WRAM view)."""
-    if _EMITTING.record is not None:
-        _EMITTING.record.append((buf, list(ivs), False))
-    if isinstance(buf, SpillBuffer):
-        assert who is None
-        return from_stored(buf.load(ivs), elem)
+    at = _element(buf, ivs, False, who)
     accesses.note_buffer(buf, list(ivs), False, who)
-    return from_stored(memref.load(*_access(buf, list(ivs))), elem)
+    return from_stored(memref.load(*at), elem)
 
 
 def store_elem(accesses: AccessRecord, v: ir.Value, buf, ivs, who=None) -> None:
-    if _EMITTING.record is not None:
-        _EMITTING.record.append((buf, list(ivs), True))
-    if isinstance(buf, SpillBuffer):
-        assert who is None
-        buf.store(to_stored(v, buf.stored), ivs)
-        return
+    at = _element(buf, ivs, True, who)
     accesses.note_buffer(buf, list(ivs), True, who)
-    memref.store(to_stored(v, ir.MemRefType(buf.type).element_type), *_access(buf, list(ivs)))
+    memref.store(to_stored(v, ir.MemRefType(buf.type).element_type), *at)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from ...target.dpu import align_up
 from ..ttir_reader import user_location
 from .core import Tile, byte_size, is_float, lowers
 from .elementwise import convert_float
-from .spill import DotNeed, SpillBuffer, unflatten
+from .spill import DotNeed, unflatten
 from .builders import align_up as align_up_value, as_i64, c64, from_stored, index_c, to_stored
 
 
@@ -124,19 +124,20 @@ class _BlockedDot:
         self.kb, self.nb, self.rb = panels.kb, panels.nb, panels.rb
         self.m_dim, self.n_dim = c.shape[-2:]
         self.k_dim = a.shape[-1]
-        self.a_mram, self.b_mram, self.o_mram = (isinstance(x, SpillBuffer) for x in (a.buf, b.buf, out))
+        # (the tiles kept in MRAM; None: in WRAM)
+        self.a_mram, self.b_mram, self.o_mram = (conv.buffers.spill.of(x) for x in (a.buf, b.buf, out))
         self.es_a, self.es_b, self.es_sum, self.es_acc = (byte_size(t) for t in (a.elem, b.elem, sum_t, c.elem))
         wram, loc = conv.buffers.wram, user_location(op.location)
         # WRAM: B's panel (shared), and each tasklet's rows.
         self.panel_w = align_up(self.nb * self.es_b) // self.es_b
-        self.panel = (wram.buffer((self.kb, self.panel_w), b.buf.stored, self.kb * self.panel_w * self.es_b,
+        self.panel = (wram.buffer((self.kb, self.panel_w), self.b_mram.stored, self.kb * self.panel_w * self.es_b,
                                   "tl.dot panel of B", loc) if self.b_mram else None)
         self.acc_w = align_up(self.nb * self.es_sum) // self.es_sum
         sizes = [("acc", (self.rb, self.acc_w), self.es_sum, sum_t)]
         if self.a_mram:
-            sizes.append(("a", (align_up(self.kb * self.es_a) // self.es_a,), self.es_a, a.buf.stored))
+            sizes.append(("a", (align_up(self.kb * self.es_a) // self.es_a,), self.es_a, self.a_mram.stored))
         if self.o_mram and sum_t != self.acc_t:
-            sizes.append(("out", (align_up(self.nb * self.es_acc) // self.es_acc,), self.es_acc, out.stored))
+            sizes.append(("out", (align_up(self.nb * self.es_acc) // self.es_acc,), self.es_acc, self.o_mram.stored))
         block = wram.private(sum(prod(n) * es for _, n, es, _ in sizes), "tl.dot rows", loc)
         self.views, at = {}, 0
         for name, n, es, t in sizes:
@@ -171,7 +172,7 @@ class _BlockedDot:
             with ir.InsertionPoint(guard.then_block):
                 k = arith.addi(k0, kk)
                 dst = conv.buffers.row_address(panel, [kk], self.es_b, True)
-                b.buf.read_row(bivs + [k], n0, self.bytes_of(nw, self.es_b), dst)
+                self.b_mram.read_row(bivs + [k], n0, self.bytes_of(nw, self.es_b), dst)
                 scf.yield_([])
         conv.tasklets.par_nest((self.kb,), row, (self.kb, self.panel_w))
 
@@ -184,7 +185,7 @@ class _BlockedDot:
         """Accumulator row r += A[i, k0:k0+rows] @ B's panel."""
         conv, a, b = self.conv, self.a, self.b
         if self.a_mram:
-            a.buf.read_row(bivs + [i], k0, self.bytes_of(rows, self.es_a), self.row_addrs["a"])
+            self.a_mram.read_row(bivs + [i], k0, self.bytes_of(rows, self.es_a), self.row_addrs["a"])
 
         def kstep(kk):
             k = arith.addi(k0, kk)
@@ -210,9 +211,10 @@ class _BlockedDot:
         src = arith.addi(self.row_addrs["acc"],
                          arith.muli(as_i64(r), c64(self.acc_w * self.es_sum)))
         if self.sum_t != self.acc_t:
-            self.lanes(nw, lambda jj: memref.store(to_stored(result(jj), out.stored), self.views["out"], [jj]))
+            self.lanes(nw, lambda jj: memref.store(to_stored(result(jj), self.o_mram.stored), self.views["out"],
+                                                   [jj]))
             src = self.row_addrs["out"]
-        out.write_row(bivs + [i], n0, self.bytes_of(nw, self.es_acc), src)
+        self.o_mram.write_row(bivs + [i], n0, self.bytes_of(nw, self.es_acc), src)
 
     # -- the loops ----------------------------------------------------------------------
     def columns(self, bivs):

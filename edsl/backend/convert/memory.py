@@ -41,13 +41,12 @@ from mlir.dialects import arith, llvm, scf
 
 from ...target.dpu import DMA as DMA_FN, NOTE, READ, WRITE, Access, AtomicOp, atomic_kind
 
-from .core import Tile, byte_size, in_wram, is_float, is_tensor, lowers, pointee, scalar_type
+from .core import Tile, byte_size, is_float, is_tensor, lowers, pointee, scalar_type
 from .barriers import SAME
 from .builders import (align_down, as_index, buffer_type, c64, from_stored, i64, in_dma_pieces, index_c,
                        to_stored)
 from .rows import (RowSegment, active_span, bytes_of, closed_form, contiguity, lane_active, needs_rest,
                    seg_chunk, segments, span, split, true)
-from .spill import SpillBuffer
 
 
 def mem_read(addr: ir.Value, t: ir.Type) -> ir.Value:
@@ -265,7 +264,8 @@ def _store_row(conv, seg: RowSegment, value, mode: str):
         clean = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, p0, a0),
                            arith.cmpi(arith.CmpIPredicate.eq, arith.andi(nb, c64(7)), c64(0)))
         some = arith.cmpi(arith.CmpIPredicate.sgt, n, c64(0))
-        whole = in_wram(value.buf) and ir.MemRefType(value.buf.type).element_type == _store_t(t)
+        whole = (value.buf is not None and conv.buffers.spill.of(value.buf) is None
+                 and ir.MemRefType(value.buf.type).element_type == _store_t(t))
 
         def write_clean():
             if whole:
@@ -369,9 +369,10 @@ def lower_load(conv, op):
     es = byte_size(pointee(ir.RankedTensorType(ptr_t).element_type))
     shape = ptrs.shape
     out = conv.buffers.alloca(shape, t, "tt.load result", op)
-    if isinstance(out, SpillBuffer):
-        stg = conv.buffers.staging(out.geo.lanes * es + 16)
-        out.stream(lambda rivs, j0, j1, target, mine: _load_row(
+    spilled = conv.buffers.spill.of(out)
+    if spilled is not None:
+        stg = conv.buffers.staging(spilled.geo.lanes * es + 16)
+        spilled.stream(lambda rivs, j0, j1, target, mine: _load_row(
             conv, RowSegment(ptrs, mask, rivs, j0, j1, t, es, mine, stg), other, target))
     else:
         rows = BufferRows(conv, out, es)

@@ -25,9 +25,9 @@ from ...target.dpu import align_up
 from ..ttir_reader import user_location
 from .barriers import AccessRecord, chunk, owner
 from .builders import buffer_type, c64, i64, index_c, tasklet_id
-from .core import (UNROLL, KernelInfo, Tile, UnrollStep, byte_size, in_wram, load_elem, store_elem,
+from .core import (UNROLL, KernelInfo, Tile, UnrollStep, byte_size, load_elem, store_elem,
                    unrolled_at)
-from .spill import DotNeed, SpillBuffer, SpillPlan, SpillSpace
+from .spill import DotNeed, SpillPlan, SpillSpace
 from .wram import WramBuffer, WramLayout
 
 
@@ -243,7 +243,7 @@ class Buffers:
         `finish`), or a tile kept in MRAM when the spill plan says so."""
         record = self._tile_record(shape, elem, what, op)
         if self.spill.spills(record.key) and not self.wram_only:
-            return self.spill.buffer(record.key, shape, buffer_type(elem), record.es, what, record.loc)
+            return self.spill.buffer(record.key, shape, buffer_type(elem), record.es, what, record.loc).view
         return self.wram.place(buffer_type(elem), record)
 
     def update_in_place(self, attempt) -> bool:
@@ -276,8 +276,9 @@ class Buffers:
 
     def tile_key(self, buf) -> int | None:
         """The plan key of a tile buffer (None: not one a plan can name)."""
-        if isinstance(buf, SpillBuffer):
-            return buf.key
+        spilled = self.spill.of(buf)
+        if spilled is not None:
+            return spilled.key
         record = self.wram.by_view.get(buf)
         return record.key if record is not None else None
 
@@ -286,7 +287,8 @@ class Buffers:
         return self.wram.staging(nbytes)
 
     def finish(self, info: KernelInfo) -> None:
-        """The step after the walk: lay WRAM out."""
+        """The step after barrier placement: lay WRAM out."""
+        self.spill.erase_views()
         info.wram = self.wram.layout()
         info.spills = self.spill.records
         info.scratch_bytes = self.spill.bytes
@@ -294,11 +296,12 @@ class Buffers:
     def materialize(self, t: Tile, what: str, op=None) -> Tile:
         """`t` as a buffer (a no-op when it already is one; in WRAM for an
         EDSL region)."""
-        if t.buf is not None and in_wram(t.buf) and self.wram_only:
+        in_wram = t.buf is not None and self.spill.of(t.buf) is None
+        if in_wram and self.wram_only:
             record = self.wram.by_view.get(t.buf)
             if record is not None:         # (kept in MRAM, it would need a WRAM copy anyway)
                 record.spillable = False
-        if t.buf is not None and (in_wram(t.buf) or not self.wram_only):
+        if in_wram or t.buf is not None and not self.wram_only:
             return t
         if t.buf is not None:          # a spilled tile's WRAM copy (not a tile a plan names)
             buf = self.wram.buffer(t.shape, buffer_type(t.elem), byte_size(t.elem) * prod(t.shape), what,
@@ -317,8 +320,9 @@ class Buffers:
         `in_place`: `t` reads `buf`, each element at the one it writes (a
         tile kept in MRAM is then updated through its window, not streamed)."""
         with self.spill.scope():
-            if isinstance(buf, SpillBuffer) and not in_place:
-                buf.fill(t)
+            spilled = self.spill.of(buf)
+            if spilled is not None and not in_place:
+                spilled.fill(t)
                 return
 
             def body(ivs):
@@ -357,7 +361,7 @@ class Values:
         if isinstance(new, Tile) and new.buf is None and new.cost > self.RECOMPUTE_LIMIT \
                 and self.uses.get(value, 0) > 1:
             new = self.buffers.materialize(new, f"result of {op.name}" if op else "intermediate", op)
-        if isinstance(new, Tile) and new.buf is not None and in_wram(new.buf):
+        if isinstance(new, Tile) and new.buf is not None:
             record = self.buffers.wram.by_view.get(new.buf)
             if record is not None:                 # (how much it is used: the spill order)
                 record.uses += self.uses.get(value, 0)

@@ -59,7 +59,7 @@ from ...target.dpu import (COUNT_TRANSFER, DMA, DMA_MAX_BYTES, DMA_MIN_BYTES, MR
                         READ, WRITE, Ctx, align_up)
 from ...base import templates
 from ...base.errors import DpuError
-from .barriers import chunk
+from .barriers import ACCESS as ACCESS_MARKER, chunk
 from .builders import align_up as align_up_value, as_i64, c64, i64, in_dma_pieces, index_c, to_stored
 from .wram import WramBuffer, WramFull, largest
 
@@ -368,8 +368,11 @@ class LineTarget:
 
 class SpillBuffer:
     """A tile buffer kept in the DPU's MRAM scratch (see the module
-    docstring). `type` is its MRAM memref type: the access record and the
-    row code read the tile's shape from it."""
+    docstring). The conversion names it by `view`, a stand-in of the tile's
+    WRAM form that takes no WRAM: its element loads and stores are rewritten
+    to go through the window (`SpillSpace.rewrite_accesses`), its accesses
+    are stated on it for barrier placement, and it is erased after. `type`
+    is its MRAM memref type: the row code reads the tile's shape from it."""
 
     def __init__(self, space: SpillSpace, key: int, shape, stored: ir.Type, es: int, offset: int,
                  geo: Geometry, what: str, loc):
@@ -380,6 +383,7 @@ class SpillBuffer:
         block = space.wram.private(STATE_BYTES + geo.seg, f"window of the {what} kept in MRAM", loc)
         self.state = space.wram.view(block, 0, [2], i64())
         self.data = space.wram.view(block, STATE_BYTES, [geo.seg // es], stored)
+        self.view = space.wram.view(space.wram.wram, 0, shape, stored)
         with space.at_entry():
             self.base = arith.addi(space.scratch(), c64(offset))
             self.state_addr = _addr(self.state)
@@ -419,8 +423,7 @@ class SpillBuffer:
         slot = arith.addi(arith.muli(arith.remui(r, index_c(g.rows)), index_c(g.pitch // g.es)), j)
         return line, slot
 
-    def _ensure(self, line) -> None:
-        space = self.space
+    def _ensure(self, line, site: ir.Value) -> None:
         want = arith.addi(as_i64(line), c64(1))
         tag = memref.load(self.state, [index_c(0)])
         miss = arith.cmpi(arith.CmpIPredicate.ne, tag, want)
@@ -428,23 +431,19 @@ class SpillBuffer:
         with ir.InsertionPoint(op.then_block):
             func.CallOp([], ir.FlatSymbolRefAttr.get(SWAP),
                         [self.base, self.state_addr, self.data_addr, as_i64(line), *self._geometry_args(),
-                         space.sites.site(), space.ctx_arg])
+                         site, self.space.ctx_arg])
             scf.yield_([])
 
-    def load(self, ivs) -> ir.Value:
-        """Element `ivs` as stored (`core.load_elem` converts it)."""
-        self.space.touch(self, False)
-        self.space.accesses.note_buffer(self, list(ivs), False)
+    def load(self, ivs, site: ir.Value) -> ir.Value:
+        """Element `ivs` as stored, through the window."""
         line, slot = self._locate(list(ivs))
-        self._ensure(line)
+        self._ensure(line, site)
         return memref.load(self.data, [slot])
 
-    def store(self, v: ir.Value, ivs) -> None:
-        """Store `v`, of the stored type, at element `ivs`."""
-        self.space.touch(self, True)
-        self.space.accesses.note_buffer(self, list(ivs), True)
+    def store(self, v: ir.Value, ivs, site: ir.Value) -> None:
+        """Store `v`, of the stored type, at element `ivs`, through the window."""
         line, slot = self._locate(list(ivs))
-        self._ensure(line)
+        self._ensure(line, site)
         memref.store(v, self.data, [slot])
         memref.store(c64(1), self.state, [index_c(1)])
 
@@ -487,13 +486,13 @@ class SpillBuffer:
             if tasklets.count > 1:
                 lo, hi = tasklets.my_range(shape)
                 with accesses.divergent(tasklets.owner(shape)):
-                    accesses.note_buffer(self, [], True, who=tasklets.owner(shape))
+                    accesses.note_buffer(self.view, [], True, who=tasklets.owner(shape))
                     row_segments([], lo, hi, True)
             else:
                 row_segments([], index_c(0), index_c(n), False)
         elif g.rows == 1:
             def row(rivs):
-                accesses.note_buffer(self, rivs, True)
+                accesses.note_buffer(self.view, rivs, True)
                 row_segments(rivs, index_c(0), index_c(n), False)
             tasklets.par_nest(shape[:-1], row, shape)
         else:
@@ -501,7 +500,7 @@ class SpillBuffer:
 
             def group(outer):
                 if outer:
-                    accesses.note_buffer(self, outer, True)
+                    accesses.note_buffer(self.view, outer, True)
                 loop = scf.ForOp(index_c(0), index_c(prod(inner) // g.rows), index_c(1))
                 with ir.InsertionPoint(loop.body):
                     q = loop.induction_variable
@@ -540,11 +539,11 @@ class SpillBuffer:
         """DMA `nbytes` (a multiple of 8) of the row from element rivs + [j0] to
         WRAM address `wram`, in transfers of at most 2048 bytes (the read
         stated for barrier placement)."""
-        self.space.accesses.note_buffer(self, list(rivs) + [j0], False)
+        self.space.accesses.note_buffer(self.view, list(rivs) + [j0], False)
         self.space.dma_span(self.row_mram(rivs, j0), wram, nbytes, READ)
 
     def write_row(self, rivs, j0, nbytes: ir.Value, wram: ir.Value) -> None:
-        self.space.accesses.note_buffer(self, list(rivs) + [j0], True)
+        self.space.accesses.note_buffer(self.view, list(rivs) + [j0], True)
         self.space.dma_span(self.row_mram(rivs, j0), wram, nbytes, WRITE)
 
 
@@ -572,6 +571,7 @@ class SpillSpace:
         self.tasklets, self.accesses, self.sites = tasklets, tasklets.accesses, sites
         self.ctx_arg, self.wram, self.at_entry = ctx_arg, wram, at_entry
         self.records: list[SpillRecord] = []
+        self.by_view: dict = {}           # a spilled tile's stand-in view -> its SpillBuffer
         self.bytes = 0
         self._scratch: ir.Value | None = None
         self._scopes: list[dict] = []
@@ -593,7 +593,42 @@ class SpillSpace:
         buf = SpillBuffer(self, key, shape, stored, es, self.bytes, geo, what, loc)
         self.bytes += geo.total
         self.records.append(SpillRecord(what, loc, geo.total, geo.seg))
+        self.by_view[buf.view] = buf
         return buf
+
+    def of(self, buf) -> SpillBuffer | None:
+        """The tile kept in MRAM that tile buffer `buf` stands for (None: a WRAM view)."""
+        return self.by_view.get(buf) if isinstance(buf, ir.Value) else None
+
+    def rewrite_accesses(self) -> None:
+        """Rewrite every element load and store of a spilled tile's stand-in
+        view to go through its window (the lines the conversion's scopes
+        flush); its other uses are the access markers."""
+        for buf in self.by_view.values():
+            for use in list(buf.view.uses):
+                op = getattr(use.owner, "operation", use.owner)
+                if op.name == ACCESS_MARKER:
+                    continue
+                assert op.name in ("memref.load", "memref.store") and use.operand_number == (
+                    op.name == "memref.store"), f"the {buf.what} kept in MRAM used by {op.name}"
+                with ir.InsertionPoint(op), op.location:
+                    site = self.sites.site_of(op.location)
+                    if op.name == "memref.load":
+                        op.results[0].replace_all_uses_with(buf.load(list(op.operands[1:]), site))
+                    else:
+                        buf.store(op.operands[0], list(op.operands[2:]), site)
+                op.erase()
+
+    def erase_views(self) -> None:
+        """Erase the stand-in views (after barrier placement, which read the
+        access markers on them)."""
+        for view in self.by_view:
+            assert not list(view.uses), "a spilled tile's stand-in view still used"
+            op = view.owner.operation
+            offset = op.operands[1].owner.operation
+            op.erase()
+            if not list(offset.results[0].uses):
+                offset.erase()
 
     # -- scopes ------------------------------------------------------------------------------
     @contextmanager
