@@ -85,12 +85,7 @@ def convert_ttir(source, ctx: ir.Context | None = None, *, debug: bool = False,
             control.structure_control_flow(fn)
 
         def fitted(count: int, split: bool):
-            out, info, conv = _convert(kernel, callees, regions, debug, count, None, fission=split)
-            if info.wram_bytes > limit:
-                # (the planned conversion asks for the same buffers: the plan's
-                # WRAM total bounds its)
-                plan = spill.plan(info.name, info.wram, conv.buffers.dots, limit, count, conv.buffers.in_place)
-                out, info, _ = _convert(kernel, callees, regions, debug, count, plan, fission=split)
+            out, info = _convert(kernel, callees, regions, debug, count, limit, fission=split)
             wram.check(info.name, info.wram, limit)
             return out, info
         try:
@@ -151,10 +146,11 @@ def _check_marked(entry, conv, tasklets: int) -> None:
                            "num_tasklets=1 compiles it", user_location(missing[0].location))
 
 
-def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, plan, fission: bool = False):
-    """One conversion of the kernel function (its tiles kept in MRAM as `plan`
-    says, its tasklets as loops when `fission`), calls to `callees` lowered
-    in place."""
+def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, limit: int,
+             fission: bool = False):
+    """The conversion of the kernel function (tiles kept in MRAM where its
+    buffers exceed `limit` bytes of WRAM, its tasklets as loops when
+    `fission`), calls to `callees` lowered in place."""
     name = ir.StringAttr(kernel.attributes["sym_name"]).value
     info = KernelInfo(name=name, regions=regions, stored=stored_params(kernel))
     ftype = ir.FunctionType(ir.TypeAttr(kernel.attributes["function_type"]).value)
@@ -168,7 +164,7 @@ def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, p
     named = {a.name: v for a, v in zip(ENTRY[KERNEL], args[len(params):])}
     conv = Converter(info, entry, named["ctx"], [named[f"pid_{d}"] for d in "xyz"],
                      [named[f"grid_{d}"] for d in "xyz"], debug, wram=named["wram"],
-                     tasklets=tasklets, module_body=out.body, plan=plan)
+                     tasklets=tasklets, module_body=out.body)
     body = kernel.regions[0].blocks[0]
     conv.callees = callees
     for fn in [kernel, *callees.values()]:
@@ -179,7 +175,7 @@ def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, p
         for op in list(body.operations)[:-1]:
             conv.lower_op(op)
         func.ReturnOp([])
-    conv.buffers.spill.rewrite_accesses()
+        conv.buffers.plan_memory(name, limit)
     _check_marked(entry, conv, tasklets)
     place_barriers(entry, tasklets, out.body, info, conv.sites)
     watch_waits(entry)
@@ -201,4 +197,4 @@ def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, p
         if sym is not None and sym in table:
             continue
         out.body.append(op)
-    return out, info, conv
+    return out, info

@@ -18,8 +18,10 @@ from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
 from ...target.dpu import FAIL, FAILED, Err
+from .barriers import ACCESS
 from .core import Tile, is_tensor, lowers, pointee, recording, scalar_type
 from .builders import cast_int, index_c
+from .spill import FLUSH_MARK
 
 
 def _tile_type(t):
@@ -69,15 +71,14 @@ def _own_elements(events, buf) -> bool:
     return not pending
 
 
-_ELEMENT_USES = frozenset({"memref.load", "memref.store", "memref.reinterpret_cast", "edsl.access"})
+_ELEMENT_USES = frozenset({"memref.load", "memref.store", "memref.reinterpret_cast", ACCESS, FLUSH_MARK})
 
 
-def _fill_in_place(conv, y, buf, known: bool | None) -> bool:
+def _fill_in_place(conv, y, buf) -> bool:
     """Fill carried buffer `buf` with the lazy tile `y` directly, when each
     element of `y` reads `buf` at most at that element (an elementwise update,
-    as `acc += x`); else leave nothing emitted and return False. `known`:
-    whether it may, where an earlier conversion found out (None: find out)."""
-    if known is False or y.buf is not None:
+    as `acc += x`); else leave nothing emitted and return False."""
+    if y.buf is not None:
         return False
     ip = ir.InsertionPoint.current
     if ip.ref_operation is not None:
@@ -87,7 +88,7 @@ def _fill_in_place(conv, y, buf, known: bool | None) -> bool:
     events = []
     with recording(events):
         conv.buffers.fill(buf, y, in_place=True)
-    if known or _own_elements(events, buf) and not any(
+    if _own_elements(events, buf) and not any(
             op.name not in _ELEMENT_USES and any(v == buf for v in op.operands) for op in _new_ops(block, first)):
         return True
     for op in reversed(list(block.operations)[first:]):
@@ -98,7 +99,7 @@ def _fill_in_place(conv, y, buf, known: bool | None) -> bool:
 def copy_into_carries(conv, yielded, carries, op):
     """Write the yielded tiles into the loop's carried buffers, safely."""
     tiles = [(y, buf) for y, buf in zip(yielded, carries) if buf is not None]
-    if len(tiles) == 1 and conv.buffers.update_in_place(lambda known: _fill_in_place(conv, *tiles[0], known)):
+    if len(tiles) == 1 and _fill_in_place(conv, *tiles[0]):
         return
     staged = []
     for y, buf in zip(yielded, carries):

@@ -11,7 +11,6 @@ from ..ttir_reader import user_location
 from .barriers import AccessRecord
 from .core import LOWERINGS, KernelInfo
 from .services import Buffers, Sites, Tasklets, Values
-from .spill import SpillPlan
 
 
 class Converter:
@@ -21,7 +20,7 @@ class Converter:
 
     def __init__(self, info: KernelInfo, entry: ir.Block, ctx_arg: ir.Value,
                  program_ids: list[ir.Value], num_programs: list[ir.Value], debug: bool,
-                 wram: ir.Value, tasklets: int = 1, module_body=None, plan: SpillPlan | None = None):
+                 wram: ir.Value, tasklets: int = 1, module_body=None):
         self.info, self.debug = info, debug
         self.ctx_arg, self.program_ids, self.num_programs = ctx_arg, program_ids, num_programs
         info.tasklets = tasklets
@@ -35,7 +34,7 @@ class Converter:
             anchor = arith.constant(ir.IndexType.get(), 0).owner
         at_entry = ir.InsertionPoint(anchor)
         self.tasklets = Tasklets(tasklets, at_entry, ctx_arg, AccessRecord(tasklets))
-        self.buffers = Buffers(wram, at_entry, self.tasklets, self.sites, ctx_arg, plan)
+        self.buffers = Buffers(wram, at_entry, self.tasklets, self.sites, ctx_arg)
         self.values = Values(self.buffers)
 
     def finish(self) -> None:

@@ -219,9 +219,8 @@ def recording(events: list):
 
 @contextmanager
 def spilled_tiles(space):
-    """Element accesses of the tiles `space` (a `spill.SpillSpace`) keeps in
-    MRAM are made meanwhile: each is a load or store of the tile's stand-in
-    view, in its scope (`SpillSpace.touch`), rewritten after the walk."""
+    """Element accesses are stated to `space` (a `spill.SpillSpace`: the
+    scopes of the tiles it may keep in MRAM) meanwhile."""
     saved, _EMITTING.spill = _EMITTING.spill, space
     try:
         yield
@@ -304,30 +303,27 @@ def _access(buf, ivs):
     return buf, ivs
 
 
-def _element(buf, ivs, write: bool, who):
-    """(memref, indices) of an element access of tile buffer `buf` at `ivs`:
-    a spilled tile's stand-in view at `ivs` itself (the access in the scope
-    that flushes its window), else `_access`'s."""
+def _element(buf, ivs, write: bool):
+    """(memref, indices) of an element access of buffer `buf` at `ivs`
+    (`_access`'s), the access stated to the scope of the tiles that may be
+    kept in MRAM and to `recording`."""
     if _EMITTING.record is not None:
         _EMITTING.record.append((buf, list(ivs), write))
-    spilled = _EMITTING.spill.of(buf) if _EMITTING.spill is not None else None
-    if spilled is not None:
-        assert who is None
-        _EMITTING.spill.touch(spilled, write)
-        return buf, list(ivs)
+    if _EMITTING.spill is not None:
+        _EMITTING.spill.touch(buf, write)
     return _access(buf, list(ivs))
 
 
 def load_elem(accesses: AccessRecord, buf, ivs, elem: ir.Type, who=None) -> ir.Value:
     """Element `ivs` of buffer `buf` (the read recorded in `accesses`; `who`:
-    the tasklet owning the element, when not the code's, for a WRAM view)."""
-    at = _element(buf, ivs, False, who)
+    the tasklet owning the element, when not the code's)."""
+    at = _element(buf, ivs, False)
     accesses.note_buffer(buf, list(ivs), False, who)
     return from_stored(memref.load(*at), elem)
 
 
 def store_elem(accesses: AccessRecord, v: ir.Value, buf, ivs, who=None) -> None:
-    at = _element(buf, ivs, True, who)
+    at = _element(buf, ivs, True)
     accesses.note_buffer(buf, list(ivs), True, who)
     memref.store(to_stored(v, ir.MemRefType(buf.type).element_type), *at)
 

@@ -50,13 +50,9 @@ def lower_dot(conv, op, operands=None):
     out = conv.buffers.alloca(shape, acc_t, "tl.dot result", op)
     mul_t, sum_t = _dot_types(a.elem, b.elem, acc_t)
     key = conv.buffers.tile_key
-    panels = conv.buffers.dot_panels(DotNeed(key(a.buf), key(b.buf), key(out),
-                                             shape[-2], shape[-1], k_dim, byte_size(a.elem), byte_size(b.elem),
-                                             byte_size(sum_t), byte_size(acc_t), sum_t != acc_t))
-    if panels is not None:
-        _blocked_dot(conv, op, a, b, c, out, mul_t, sum_t, panels)
-        conv.values.set(op.results[0], Tile(shape, acc_t, buf=out, accesses=conv.buffers.accesses))
-        return
+    number = conv.buffers.note_dot(DotNeed(key(a.buf), key(b.buf), key(out), shape[-2], shape[-1], k_dim,
+                                           byte_size(a.elem), byte_size(b.elem), byte_size(sum_t),
+                                           byte_size(acc_t), sum_t != acc_t))
 
     def body(ivs):
         batch, i, j = ivs[:-2], ivs[-2], ivs[-1]
@@ -67,7 +63,15 @@ def lower_dot(conv, op, operands=None):
             y = _widen(b.at(batch + [k, j]), mul_t)
             scf.yield_([_fma(loop.inner_iter_args[0], x, y)])
         conv.buffers.store(_widen(loop.results[0], acc_t), out, ivs)
-    conv.tasklets.par_nest(shape, body)
+
+    def emit():
+        # (blocked when the plan keeps an operand or the result in MRAM)
+        panels = conv.buffers.spill.panels(number)
+        if panels is not None:
+            _blocked_dot(conv, op, a, b, c, out, mul_t, sum_t, panels)
+        else:
+            conv.tasklets.par_nest(shape, body)
+    conv.buffers.spill.unit([a.buf, b.buf, out], emit)
     conv.values.set(op.results[0], Tile(shape, acc_t, buf=out, accesses=conv.buffers.accesses))
 
 

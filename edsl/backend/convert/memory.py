@@ -369,14 +369,17 @@ def lower_load(conv, op):
     es = byte_size(pointee(ir.RankedTensorType(ptr_t).element_type))
     shape = ptrs.shape
     out = conv.buffers.alloca(shape, t, "tt.load result", op)
-    spilled = conv.buffers.spill.of(out)
-    if spilled is not None:
-        stg = conv.buffers.staging(spilled.geo.lanes * es + 16)
-        spilled.stream(lambda rivs, j0, j1, target, mine: _load_row(
-            conv, RowSegment(ptrs, mask, rivs, j0, j1, t, es, mine, stg), other, target))
-    else:
-        rows = BufferRows(conv, out, es)
-        segments(conv, shape, lambda seg: _load_row(conv, seg, other, rows), ptrs, mask, t, es)
+
+    def emit():
+        spilled = conv.buffers.spill.of(out)
+        if spilled is not None:
+            stg = conv.buffers.staging(spilled.geo.lanes * es + 16)
+            spilled.stream(lambda rivs, j0, j1, target, mine: _load_row(
+                conv, RowSegment(ptrs, mask, rivs, j0, j1, t, es, mine, stg), other, target))
+        else:
+            rows = BufferRows(conv, out, es)
+            segments(conv, shape, lambda seg: _load_row(conv, seg, other, rows), ptrs, mask, t, es)
+    conv.buffers.spill.unit([out], emit)
     conv.values.set(op.results[0], Tile(shape, t, buf=out, accesses=conv.buffers.accesses))
 
 
@@ -396,9 +399,15 @@ def lower_store(conv, op):
                 _if(mask, lambda: element_write(conv, addr, value, stg))
         return
     ptrs = conv.values.tile(op.operands[0])
-    t = value.elem
     es = byte_size(pointee(ir.RankedTensorType(ptr_t).element_type))
-    shape = ptrs.shape
+    # (a tile kept in MRAM is stored through staging: its rows are not in WRAM)
+    conv.buffers.spill.unit([value.buf] if value.buf is not None else [],
+                            lambda: _store_rows(conv, ptrs, mask, value, es))
+
+
+def _store_rows(conv, ptrs, mask, value, es: int) -> None:
+    """The stores of tile `value`'s rows through the pointers `ptrs`."""
+    t, shape = value.elem, ptrs.shape
     seg = seg_chunk(conv, shape, es)
 
     def rows(mode):

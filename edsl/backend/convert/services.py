@@ -27,7 +27,7 @@ from .barriers import AccessRecord, chunk, owner
 from .builders import buffer_type, c64, i64, index_c, tasklet_id
 from .core import (UNROLL, KernelInfo, Tile, UnrollStep, byte_size, load_elem, store_elem,
                    unrolled_at)
-from .spill import DotNeed, SpillPlan, SpillSpace
+from .spill import DotNeed, SpillSpace, plan as spill_plan
 from .wram import WramBuffer, WramLayout
 
 
@@ -192,22 +192,22 @@ class Tasklets:
 
 
 class Buffers:
-    """The kernel's tile buffers and their element accesses. A buffer is a
-    view of the DPU's WRAM (`wram`, laid out by `finish`) or a tile kept in
-    MRAM when the spill plan says so (`spill`); `load`/`store` reach either
-    and state the access for barrier placement."""
+    """The kernel's tile buffers and their element accesses. Every buffer is
+    a view of the DPU's WRAM during the walk; `plan_memory`, the step after
+    it, keeps some tiles in MRAM when they do not all fit (`spill`) and
+    `finish` lays WRAM out. `load`/`store` state each access for barrier
+    placement."""
 
     def __init__(self, wram: ir.Value, entry: ir.InsertionPoint, tasklets: Tasklets, sites: Sites,
-                 ctx_arg: ir.Value, plan: SpillPlan | None):
+                 ctx_arg: ir.Value):
         self._entry = entry
         self.tasklets = tasklets
         self.accesses = tasklets.accesses
         self.wram = WramLayout(wram, entry, tasklets.count, tasklets.me)
-        self.spill = SpillSpace(plan, tasklets, sites, ctx_arg, self.wram, self.at_entry)
-        self._tile_keys = 0                # tile buffers asked for so far (their plan keys)
+        self.spill = SpillSpace(tasklets, sites, ctx_arg, self.wram, self.at_entry)
+        self.tile_count = 0                # tile buffers asked for so far (their keys)
         self.wram_only = 0                 # lowering an EDSL region call: its tiles stay in WRAM
         self.dots: list[DotNeed] = []      # the tl.dot ops lowered, for a spill plan
-        self.in_place: list[bool] = []     # whether each loop's carried tile was updated in place
 
     @contextmanager
     def at_entry(self):
@@ -239,40 +239,31 @@ class Buffers:
         return addr if off is None else arith.addi(addr, off)
 
     def alloca(self, shape, elem: ir.Type, what: str, op=None):
-        """A buffer for a `shape` x `elem` tile: a WRAM view (laid out by
-        `finish`), or a tile kept in MRAM when the spill plan says so."""
-        record = self._tile_record(shape, elem, what, op)
-        if self.spill.spills(record.key) and not self.wram_only:
-            return self.spill.buffer(record.key, shape, buffer_type(elem), record.es, what, record.loc).view
-        return self.wram.place(buffer_type(elem), record)
-
-    def update_in_place(self, attempt) -> bool:
-        """Whether a loop's carried tile is updated in place, as `attempt(known)`
-        does it: it finds out (`known` None) or, in a conversion planned from an
-        earlier one, repeats that one's answer, so that both ask for the same
-        tile buffers (a plan names them by number)."""
-        plan = self.spill.plan
-        known = plan.in_place[len(self.in_place)] if plan is not None else None
-        self.in_place.append(attempt(known))
-        return self.in_place[-1]
-
-    def _tile_record(self, shape, elem: ir.Type, what: str, op) -> WramBuffer:
-        """The record of the next tile buffer asked for (its plan key taken)."""
-        key = self._tile_keys
-        self._tile_keys += 1
+        """A WRAM view for a `shape` x `elem` tile (laid out by `finish`; one
+        the plan may keep in MRAM)."""
+        key = self.tile_count
+        self.tile_count += 1
         es = byte_size(elem)
-        return WramBuffer(align_up(es * prod(shape)), what, user_location(op.location) if op is not None else None,
-                          key, not self.wram_only, 0, tuple(shape), es)
+        return self.wram.place(buffer_type(elem), WramBuffer(
+            align_up(es * prod(shape)), what, user_location(op.location) if op is not None else None,
+            key, not self.wram_only, 0, tuple(shape), es))
 
-    def dot_panels(self, need: DotNeed):
-        """Record a tl.dot for spill plans; its `spill.Panels` when the plan
-        keeps an operand or its result in MRAM (None: it runs unblocked)."""
-        number = len(self.dots)
+    def note_dot(self, need: DotNeed) -> int:
+        """Record a tl.dot for the plan; its number (`SpillSpace.panels`)."""
         self.dots.append(need)
-        panels = self.spill.plan.dots[number] if self.spill.plan is not None else None
-        assert panels is not None or not any(self.spill.spills(k) for k in (need.a, need.b, need.out)
-                                             if k is not None), "a spilled tl.dot without panels"
-        return panels
+        return len(self.dots) - 1
+
+    def plan_memory(self, name: str, limit: int) -> None:
+        """The step after the walk: when the buffers exceed `limit` bytes of
+        WRAM, keep the tiles `spill.plan` picks in MRAM and rewrite their code
+        (the placeholders on the other tiles erased either way)."""
+        records = self.wram.records()
+        tiles = {r.key: (view, r) for view, r in self.wram.by_view.items() if r.key is not None}
+        plan = (spill_plan(name, records, self.dots, limit, self.tasklets.count)
+                if sum(r.nbytes for r in records) > limit else None)
+        if plan is not None:
+            self.wram.drop([tiles[k][0] for k in plan.tiles])
+        self.spill.apply(plan, tiles)
 
     def tile_key(self, buf) -> int | None:
         """The plan key of a tile buffer (None: not one a plan can name)."""
@@ -296,18 +287,12 @@ class Buffers:
     def materialize(self, t: Tile, what: str, op=None) -> Tile:
         """`t` as a buffer (a no-op when it already is one; in WRAM for an
         EDSL region)."""
-        in_wram = t.buf is not None and self.spill.of(t.buf) is None
-        if in_wram and self.wram_only:
+        if t.buf is not None:
             record = self.wram.by_view.get(t.buf)
-            if record is not None:         # (kept in MRAM, it would need a WRAM copy anyway)
+            if record is not None and self.wram_only:   # (kept in MRAM, it would need a WRAM copy)
                 record.spillable = False
-        if in_wram or t.buf is not None and not self.wram_only:
             return t
-        if t.buf is not None:          # a spilled tile's WRAM copy (not a tile a plan names)
-            buf = self.wram.buffer(t.shape, buffer_type(t.elem), byte_size(t.elem) * prod(t.shape), what,
-                                   user_location(op.location) if op is not None else None)
-        else:
-            buf = self.alloca(t.shape, t.elem, what, op)
+        buf = self.alloca(t.shape, t.elem, what, op)
         self.fill(buf, t)
         if self.wram_only:             # (an EDSL region's operand: complete before it runs)
             self.accesses.sync()
@@ -319,7 +304,7 @@ class Buffers:
         end with the fill: it may run inside a loop of the op lowered).
         `in_place`: `t` reads `buf`, each element at the one it writes (a
         tile kept in MRAM is then updated through its window, not streamed)."""
-        with self.spill.scope():
+        def emit():
             spilled = self.spill.of(buf)
             if spilled is not None and not in_place:
                 spilled.fill(t)
@@ -328,6 +313,11 @@ class Buffers:
             def body(ivs):
                 store_elem(self.accesses, t.at(ivs), buf, ivs)
             self.tasklets.par_nest(t.shape, body, unroll=True)
+        if in_place:
+            with self.spill.scope():
+                emit()
+        else:
+            self.spill.unit([buf], emit)
 
 
 class Values:

@@ -66,6 +66,8 @@ from .wram import WramBuffer, WramFull, largest
 SWAP = "__dpu_spill_swap"        # (base, state, data, line, segs, unit, seg, total, site, ctx)
 FLUSH = "__dpu_spill_flush"      # (base, state, data, segs, unit, seg, total, site, ctx)
 SPILL_DMA = "__dpu_spill_dma"    # (mram, wram, nbytes, direction, site, ctx): a counted transfer
+# Placeholders on a tile's WRAM view (`SpillSpace`).
+FLUSH_MARK, UNIT, UNIT_END = "edsl.spill_flush", "edsl.spill_unit", "edsl.spill_unit_end"
 # Line sizes tried, largest first: the legal DMA sizes that are powers of two.
 LINE_CAPS = tuple(DMA_MAX_BYTES >> i for i in range(DMA_MAX_BYTES.bit_length())
                   if DMA_MAX_BYTES >> i >= DMA_MIN_BYTES)
@@ -158,7 +160,6 @@ class SpillPlan:
     tiles: frozenset     # keys of the tile buffers kept in MRAM
     line_cap: int        # bytes of a line (window) at most
     dots: tuple          # per tl.dot in lowering order: its `Panels`, or None
-    in_place: tuple      # per loop with one carried tile: whether it is updated in place
 
 
 @dataclass(frozen=True)
@@ -241,14 +242,13 @@ def scratch_bytes(record: WramBuffer) -> int:
     return align_up(record.es * record.shape[-1]) * prod(record.shape[:-1])
 
 
-def plan(name: str, records: list[WramBuffer], dots: list[DotNeed], limit: int, tasklets: int,
-         in_place: list[bool]) -> SpillPlan:
-    """The tiles to keep in MRAM, given the WRAM buffers of a conversion with
-    every tile in WRAM, its `tl.dot`s and its carried tiles updated in place
-    (`Buffers.update_in_place`). The WRAM a plan is chosen by bounds
-    the planned conversion's: the buffers other than tiles stay (a spilled
-    tile's staging is a line, no more than its loads staged in WRAM), and
-    each spilled tile adds its windows and its tl.dots' panels."""
+def plan(name: str, records: list[WramBuffer], dots: list[DotNeed], limit: int, tasklets: int) -> SpillPlan:
+    """The tiles to keep in MRAM, given the WRAM buffers of the converted
+    kernel with every tile in WRAM and its `tl.dot`s. The WRAM a plan is
+    chosen by bounds the kernel's once rewritten: the buffers other than
+    tiles stay (a spilled tile's staging is a line, no more than its loads
+    staged in WRAM), and each spilled tile adds its windows and its tl.dots'
+    panels."""
     tiles = [r for r in records if r.key is not None]
     other = sum(r.nbytes for r in records if r.key is None)
     # Spilling a tile no larger than its windows frees nothing.
@@ -279,7 +279,7 @@ def plan(name: str, records: list[WramBuffer], dots: list[DotNeed], limit: int, 
                 choice.append(fit)
             else:
                 if total <= limit and (chosen is None or cost < chosen[0]):
-                    chosen = (cost, SpillPlan(keys, cap, tuple(choice), tuple(in_place)), list(spilled))
+                    chosen = (cost, SpillPlan(keys, cap, tuple(choice)), list(spilled))
         # Once a plan fits, keeping more tiles in MRAM can only pay by the
         # wider tl.dot panels the WRAM they free allows.
         if chosen is not None and not any(c is not None for c in chosen[1].dots):
@@ -368,22 +368,24 @@ class LineTarget:
 
 class SpillBuffer:
     """A tile buffer kept in the DPU's MRAM scratch (see the module
-    docstring). The conversion names it by `view`, a stand-in of the tile's
-    WRAM form that takes no WRAM: its element loads and stores are rewritten
-    to go through the window (`SpillSpace.rewrite_accesses`), its accesses
-    are stated on it for barrier placement, and it is erased after. `type`
-    is its MRAM memref type: the row code reads the tile's shape from it."""
+    docstring). `view` is the WRAM view the walk gave the tile, now a
+    stand-in that takes no WRAM: its element loads and stores are rewritten
+    to go through the window (`SpillSpace.apply`), its accesses stay stated
+    on it for barrier placement, and it is erased after. `type` is its MRAM
+    memref type: the row code reads the tile's shape from it."""
 
-    def __init__(self, space: SpillSpace, key: int, shape, stored: ir.Type, es: int, offset: int,
+    def __init__(self, space: SpillSpace, key: int, view: ir.Value, es: int, offset: int,
                  geo: Geometry, what: str, loc):
-        self.space, self.key, self.shape, self.stored, self.es = space, key, tuple(shape), stored, es
+        mt = ir.MemRefType(view.type)
+        self.space, self.key, self.view, self.es = space, key, view, es
+        self.shape, self.stored = tuple(mt.shape), mt.element_type
+        shape, stored = self.shape, self.stored
         self.offset, self.geo, self.what, self.loc = offset, geo, what, loc
         self.type = ir.MemRefType.get(list(shape), stored,
                                       memory_space=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), MRAM_ADDRSPACE))
         block = space.wram.private(STATE_BYTES + geo.seg, f"window of the {what} kept in MRAM", loc)
         self.state = space.wram.view(block, 0, [2], i64())
         self.data = space.wram.view(block, STATE_BYTES, [geo.seg // es], stored)
-        self.view = space.wram.view(space.wram.wram, 0, shape, stored)
         with space.at_entry():
             self.base = arith.addi(space.scratch(), c64(offset))
             self.state_addr = _addr(self.state)
@@ -447,13 +449,12 @@ class SpillBuffer:
         memref.store(v, self.data, [slot])
         memref.store(c64(1), self.state, [index_c(1)])
 
-    def flush(self, changed: bool) -> None:
+    def flush(self, changed: bool, site: ir.Value) -> None:
         """End of a scope: write the window's line back if `changed`, forget it."""
-        space = self.space
         if changed:
             func.CallOp([], ir.FlatSymbolRefAttr.get(FLUSH),
-                        [self.base, self.state_addr, self.data_addr, *self._geometry_args(), space.sites.site(),
-                         space.ctx_arg])
+                        [self.base, self.state_addr, self.data_addr, *self._geometry_args(), site,
+                         self.space.ctx_arg])
         else:
             memref.store(c64(0), self.state, [index_c(0)])
 
@@ -560,25 +561,45 @@ def unflatten(flat: ir.Value, shape) -> list:
 
 
 class SpillSpace:
-    """The spilled tiles of one kernel's conversion, their scratch, and the
-    scopes that bound their windows' lines."""
+    """The tiles of one kernel's conversion that may be kept in MRAM: the
+    scopes that bound their windows' lines and the units whose code differs
+    when a tile they write or read is kept in MRAM, stated during the walk on
+    the tiles' WRAM views; then the plan's rewrite of those kept in MRAM
+    (`apply`) and their scratch.
 
-    def __init__(self, plan: SpillPlan | None, tasklets, sites, ctx_arg: ir.Value, wram, at_entry):
-        self.plan = plan
+    Placeholders on a tile's view: `edsl.spill_flush` (the end of a scope
+    that touched it; `changed`: it wrote the tile) and `edsl.spill_unit` /
+    `edsl.spill_unit_end` around a unit's code (`number`: its emitter). For a
+    tile kept in MRAM, the rewrite emits each unit again in place and turns
+    the flushes and element accesses into window code; for the others it
+    erases the placeholders."""
+
+    def __init__(self, tasklets, sites, ctx_arg: ir.Value, wram, at_entry):
+        self.plan: SpillPlan | None = None
         # The conversion's services it works through (`services`): the tasklets
         # (their chunks, the access record), the error sites, the DPU's WRAM
         # layout and the kernel's entry block.
         self.tasklets, self.accesses, self.sites = tasklets, tasklets.accesses, sites
         self.ctx_arg, self.wram, self.at_entry = ctx_arg, wram, at_entry
         self.records: list[SpillRecord] = []
-        self.by_view: dict = {}           # a spilled tile's stand-in view -> its SpillBuffer
+        self.by_view: dict = {}           # a spilled tile's view -> its SpillBuffer
         self.bytes = 0
         self._scratch: ir.Value | None = None
-        self._scopes: list[dict] = []
-        self._streaming: set = set()
+        self._scopes: list[dict] = []     # open scopes: tile view -> written?
+        self._streaming: set = set()      # views of the tiles being streamed
+        self._units: list = []            # (emit, ir.Location, Sites.location) by number
+        self._applied = False
 
     def spills(self, key: int) -> bool:
         return self.plan is not None and key in self.plan.tiles
+
+    def of(self, buf) -> SpillBuffer | None:
+        """The tile kept in MRAM that tile buffer `buf` is the view of (None: in WRAM)."""
+        return self.by_view.get(buf) if isinstance(buf, ir.Value) else None
+
+    def panels(self, number: int) -> Panels | None:
+        """The panels of the `number`-th tl.dot (None: it runs unblocked)."""
+        return self.plan.dots[number] if self.plan is not None else None
 
     def scratch(self) -> ir.Value:
         """The MRAM address (i64) of the DPU's scratch, read at the kernel's entry."""
@@ -588,49 +609,14 @@ class SpillSpace:
                 self._scratch = llvm.load(i64(), slot)
         return self._scratch
 
-    def buffer(self, key: int, shape, stored: ir.Type, es: int, what: str, loc) -> SpillBuffer:
-        geo = geometry(shape, es, self.plan.line_cap, self.tasklets.count)
-        buf = SpillBuffer(self, key, shape, stored, es, self.bytes, geo, what, loc)
-        self.bytes += geo.total
-        self.records.append(SpillRecord(what, loc, geo.total, geo.seg))
-        self.by_view[buf.view] = buf
-        return buf
+    def _tile(self, view) -> bool:
+        """Whether `view` is a tile buffer's (one a plan can keep in MRAM)."""
+        if view in self.by_view:
+            return True
+        record = self.wram.by_view.get(view) if isinstance(view, ir.Value) else None
+        return record is not None and record.key is not None
 
-    def of(self, buf) -> SpillBuffer | None:
-        """The tile kept in MRAM that tile buffer `buf` stands for (None: a WRAM view)."""
-        return self.by_view.get(buf) if isinstance(buf, ir.Value) else None
-
-    def rewrite_accesses(self) -> None:
-        """Rewrite every element load and store of a spilled tile's stand-in
-        view to go through its window (the lines the conversion's scopes
-        flush); its other uses are the access markers."""
-        for buf in self.by_view.values():
-            for use in list(buf.view.uses):
-                op = getattr(use.owner, "operation", use.owner)
-                if op.name == ACCESS_MARKER:
-                    continue
-                assert op.name in ("memref.load", "memref.store") and use.operand_number == (
-                    op.name == "memref.store"), f"the {buf.what} kept in MRAM used by {op.name}"
-                with ir.InsertionPoint(op), op.location:
-                    site = self.sites.site_of(op.location)
-                    if op.name == "memref.load":
-                        op.results[0].replace_all_uses_with(buf.load(list(op.operands[1:]), site))
-                    else:
-                        buf.store(op.operands[0], list(op.operands[2:]), site)
-                op.erase()
-
-    def erase_views(self) -> None:
-        """Erase the stand-in views (after barrier placement, which read the
-        access markers on them)."""
-        for view in self.by_view:
-            assert not list(view.uses), "a spilled tile's stand-in view still used"
-            op = view.owner.operation
-            offset = op.operands[1].owner.operation
-            op.erase()
-            if not list(offset.results[0].uses):
-                offset.erase()
-
-    # -- scopes ------------------------------------------------------------------------------
+    # -- scopes and units, during the walk -------------------------------------------------
     @contextmanager
     def scope(self):
         """Code whose window lines end with it (an op, a fill)."""
@@ -639,21 +625,136 @@ class SpillSpace:
             yield
         finally:
             used = self._scopes.pop()
-        for buf, changed in used.items():
-            buf.flush(changed)
+        for view, changed in used.items():
+            ir.Operation.create(FLUSH_MARK, operands=[view], attributes={"changed": ir.BoolAttr.get(changed)})
 
-    def touch(self, buf: SpillBuffer, write: bool) -> None:
-        assert self._scopes, "a spilled tile accessed outside any op"
-        assert buf not in self._streaming, f"the {buf.what} read while it is being written"
+    def touch(self, view: ir.Value, write: bool) -> None:
+        """An element access of buffer `view` in the current scope."""
+        if not self._tile(view):
+            return
+        assert self._scopes, "a tile accessed outside any op"
+        assert view not in self._streaming, "a tile kept in MRAM read while it is being written"
         top = self._scopes[-1]
-        top[buf] = top.get(buf, False) or write
+        top[view] = top.get(view, False) or write
+
+    def unit(self, views, emit) -> None:
+        """Emit `emit()`, code whose form depends on whether the tiles of
+        `views` are kept in MRAM (it asks `of`), in a scope of its own; the
+        rewrite emits it again where one of them is."""
+        views = [v for v in views if self._tile(v)]
+        if not views or self._applied:
+            with self.scope():
+                emit()
+            return
+        number = ir.IntegerAttr.get(i64(), len(self._units))
+        self._units.append((emit, ir.Location.current, self.sites.location))
+        ir.Operation.create(UNIT, operands=views, attributes={"number": number})
+        with self.scope():
+            emit()
+        ir.Operation.create(UNIT_END, operands=views[:1], attributes={"number": number})
 
     def begin_stream(self, buf: SpillBuffer) -> None:
-        assert not any(buf in s for s in self._scopes), f"the {buf.what} streamed while its window is in use"
-        self._streaming.add(buf)
+        assert not any(buf.view in s for s in self._scopes), f"the {buf.what} streamed while its window is in use"
+        self._streaming.add(buf.view)
 
     def end_stream(self, buf: SpillBuffer) -> None:
-        self._streaming.discard(buf)
+        self._streaming.discard(buf.view)
+
+    # -- the rewrite after the plan --------------------------------------------------------
+    def apply(self, plan: SpillPlan | None, tiles: dict) -> None:
+        """Keep the tiles `plan` names in MRAM (`tiles`: key -> (view, record),
+        the tile buffers, no longer in the WRAM layout), then rewrite: their
+        units emitted again, their flushes and element accesses through their
+        windows; the placeholders on the tiles left in WRAM erased."""
+        self.plan, self._applied = plan, True
+        for key in sorted(plan.tiles if plan is not None else ()):
+            view, record = tiles[key]
+            geo = geometry(record.shape, record.es, plan.line_cap, self.tasklets.count)
+            self.by_view[view] = SpillBuffer(self, key, view, record.es, self.bytes, geo, record.what, record.loc)
+            self.bytes += geo.total
+            self.records.append(SpillRecord(record.what, record.loc, geo.total, geo.seg))
+        while (unit := self._next_unit()) is not None:
+            self._emit_again(*unit)
+        for buf in self.by_view.values():
+            for use in list(buf.view.uses):
+                self._rewrite(buf, _operation(use.owner))
+        for view, _ in tiles.values():
+            if view not in self.by_view:
+                for use in list(view.uses):
+                    op = _operation(use.owner)
+                    if op.name in (FLUSH_MARK, UNIT, UNIT_END):
+                        op.erase()
+
+    def _next_unit(self):
+        """(begin, end) markers of the first unit left that names a spilled tile."""
+        begins = [_operation(u.owner) for buf in self.by_view.values() for u in buf.view.uses
+                  if _operation(u.owner).name == UNIT]
+        if not begins:
+            return None
+        begin = min(begins, key=_number)
+        end = next(_operation(u.owner) for u in begin.operands[0].uses
+                   if _operation(u.owner).name == UNIT_END and _number(_operation(u.owner)) == _number(begin))
+        return begin, end
+
+    def _emit_again(self, begin, end) -> None:
+        """Emit a unit's code again, between its markers, with the plan known."""
+        emit, location, site_location = self._units[_number(begin)]
+        ops = list(begin.block.operations)
+        first = next(i for i, op in enumerate(ops) if op.operation == begin)
+        last = next(i for i, op in enumerate(ops) if op.operation == end)
+        for op in reversed(ops[first + 1:last]):
+            op.operation.erase()
+        saved, self.sites.location = self.sites.location, site_location
+        try:
+            with ir.InsertionPoint(end), location, self.scope():
+                emit()
+        finally:
+            self.sites.location = saved
+        begin.erase()
+        end.erase()
+
+    def _rewrite(self, buf: SpillBuffer, op) -> None:
+        """`op`, a use of spilled tile `buf`'s view, through its window."""
+        if op.name == ACCESS_MARKER:
+            return
+        with ir.InsertionPoint(op), op.location:
+            site = self.sites.site_of(op.location)
+            if op.name == FLUSH_MARK:
+                buf.flush(ir.BoolAttr(op.attributes["changed"]).value, site)
+            elif op.name == "memref.reinterpret_cast":        # an unrolled step's window (`core.UnrollStep`)
+                for use in list(op.results[0].uses):
+                    self._rewrite_at(buf, _operation(use.owner), op.operands[1])
+            else:
+                self._rewrite_at(buf, op, None)
+        op.erase()
+
+    def _rewrite_at(self, buf: SpillBuffer, op, offset) -> None:
+        """Element load or store `op` of `buf`'s view, or at flat `offset` plus
+        its index of a window of it, through the window."""
+        store = op.name == "memref.store"
+        assert op.name in ("memref.load", "memref.store"), f"the {buf.what} kept in MRAM used by {op.name}"
+        with ir.InsertionPoint(op), op.location:
+            ivs = list(op.operands[2 if store else 1:])
+            if offset is not None:
+                ivs = unflatten(arith.addi(offset, ivs[0]), buf.shape)
+            site = self.sites.site_of(op.location)
+            if store:
+                buf.store(op.operands[0], ivs, site)
+            else:
+                op.results[0].replace_all_uses_with(buf.load(ivs, site))
+        if offset is not None:
+            op.erase()
+
+    def erase_views(self) -> None:
+        """Erase the spilled tiles' views (after barrier placement, which read
+        the access markers on them)."""
+        for view in self.by_view:
+            assert not list(view.uses), "a spilled tile's view still used"
+            op = view.owner.operation
+            offset = op.operands[1].owner.operation
+            op.erase()
+            if not list(offset.results[0].uses):
+                offset.erase()
 
     # -- transfers ---------------------------------------------------------------------------
     def dma(self, mram, wram, nbytes, direction: int) -> None:
@@ -663,6 +764,14 @@ class SpillSpace:
     def dma_span(self, mram, wram, nbytes, direction: int) -> None:
         """Move `nbytes` (a multiple of 8) in transfers of at most 2048 bytes."""
         in_dma_pieces(mram, wram, nbytes, lambda m, w, size: self.dma(m, w, size, direction))
+
+
+def _operation(op) -> ir.Operation:
+    return getattr(op, "operation", op)
+
+
+def _number(marker) -> int:
+    return ir.IntegerAttr(marker.attributes["number"]).value
 
 
 def support_text() -> str:

@@ -103,31 +103,39 @@ class WramLayout:
                 self._staging = addr
         return self._staging
 
+    def drop(self, views) -> None:
+        """Take the buffers of `views` out of the layout (tiles kept in MRAM)."""
+        gone = [self.by_view.pop(v) for v in views]
+        self.buffers = [(r, c) for r, c in self.buffers if not any(r is g for g in gone)]
+
+    def records(self) -> list[WramBuffer]:
+        """The buffers as `layout` lays them out, staging last."""
+        out = [record for record, _ in self.buffers]
+        for record, _, each in self.private_buffers:
+            out.append(WramBuffer(record.nbytes, record.what + (f" ({self.tasklets} tasklets x {each} bytes)"
+                                                                if self.tasklets > 1 else ""), record.loc))
+        if self._staging is not None:
+            nbytes = align_up(self.staging_bytes)
+            out.append(WramBuffer(nbytes * self.tasklets, "DMA staging buffer" + (
+                f"s ({self.tasklets} tasklets x {nbytes} bytes)" if self._staging_size is not None else ""), None))
+        return out
+
     def layout(self) -> list[WramBuffer]:
         """Give every buffer its offset; the buffers, staging last."""
-        offset, out = 0, []
+        offset = 0
         index = ir.IndexType.get()
         for record, constant in self.buffers:
             constant.attributes["value"] = ir.IntegerAttr.get(index, offset)
             offset += record.nbytes
-            out.append(record)
-        for record, constant, each in self.private_buffers:
+        for record, constant, _ in self.private_buffers:
             constant.attributes["value"] = ir.IntegerAttr.get(index, offset)
             offset += record.nbytes
-            if self.tasklets > 1:
-                record.what += f" ({self.tasklets} tasklets x {each} bytes)"
-            out.append(record)
-        if self._staging is None:
-            return out
-        i64 = ir.IntegerType.get_signless(64)
-        nbytes = align_up(self.staging_bytes)
-        self._staging_off.attributes["value"] = ir.IntegerAttr.get(i64, offset)
-        what = "DMA staging buffer"
-        if self._staging_size is not None:
-            self._staging_size.attributes["value"] = ir.IntegerAttr.get(i64, nbytes)
-            what += f"s ({self.tasklets} tasklets x {nbytes} bytes)"
-        out.append(WramBuffer(nbytes * self.tasklets, what, None))
-        return out
+        if self._staging is not None:
+            i64 = ir.IntegerType.get_signless(64)
+            self._staging_off.attributes["value"] = ir.IntegerAttr.get(i64, offset)
+            if self._staging_size is not None:
+                self._staging_size.attributes["value"] = ir.IntegerAttr.get(i64, align_up(self.staging_bytes))
+        return self.records()
 
 
 def wram_limit(limit: int | None) -> int:
