@@ -7,11 +7,12 @@ structuring its control flow (`control.structure_control_flow`, upstream
 lowering pattern per op, through the conversion's `services`; one family per
 module: `elementwise`, `shape`, `memory`, `reduce`, `dot`, `control`, `calls`,
 `debug`; the accesses of a kernel shared among tasklets stated as markers),
-then barrier placement, a pass over the converted kernel that reads the
-markers (`barriers`), the watch of the accesses in `while` loops for waits
-that cannot end (`waits`), then the WRAM layout and its budget check (`wram`); a
-kernel over the budget is converted once more, with its largest tiles kept
-in the DPU's MRAM as planned from the first conversion's buffers (`spill`).
+then the memory plan: where the buffers exceed the DPU's WRAM, the tiles to
+keep in its MRAM, picked from the buffers the walk asked for, and the rewrite
+of their code (`spill`); barrier placement, a pass over the converted kernel
+that reads the markers (`barriers`), the watch of the accesses in `while`
+loops for waits that cannot end (`waits`), then the WRAM layout and its
+budget check (`wram`). Each op is lowered once.
 For the DPU model, a kernel's tasklets then run as loops between its
 barriers (`fission`).
 It adds the DPU support functions and the program-instance loop
@@ -71,9 +72,9 @@ def convert_ttir(source, ctx: ir.Context | None = None, *, debug: bool = False,
     """Convert a TTIR module (Triton's, as a stage receives it, or its text) to
     an upstream-MLIR module for the DPU model, its tile code shared out among
     `tasklets` tasklets per DPU (`ttir_reader.read_ttir` reads it). A kernel
-    whose tiles do not fit in WRAM is converted once more with some kept in
-    MRAM (`spill.plan`). `fission`: the tasklets run as loops between the
-    barriers, for the DPU model (`fission`)."""
+    whose tiles do not fit in WRAM keeps some in MRAM (`spill.plan`).
+    `fission`: the tasklets run as loops between the barriers, for the DPU
+    model (`fission`)."""
     ctx = ctx or new_context()
     src = read_ttir(source, ctx)
     regions = any(op.operation.name == "func.func" and calls.is_edsl_declaration(op.operation)

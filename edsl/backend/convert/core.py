@@ -10,11 +10,11 @@ elementwise chains (offsets, masks, pointer arithmetic, `x + y`) stay lazy
 and are fused into the loop of the op that consumes them; tile ops that need
 random access (reductions, scans, `dot`, loop-carried values) read
 materialized buffers. A TTIR scalar stays an SSA value; a `!tt.ptr<T>`
-becomes an `i64` MRAM address. A buffer is a WRAM view, or a tile kept in
-the DPU's MRAM when the WRAM cannot hold every tile (`spill`: the
-conversion is then run again with the plan of which tile buffers spill);
-`load_elem` / `store_elem` reach either, and each op's window lines of
-spilled tiles end with the op (`SpillSpace.scope`).
+becomes an `i64` MRAM address. A buffer is a WRAM view; when the WRAM
+cannot hold every tile, the memory plan after the walk keeps some in the
+DPU's MRAM and rewrites their accesses (`spill`): `load_elem` / `store_elem`
+state each access to the op's scope (`SpillSpace.scope`), where the window
+lines of a tile kept in MRAM end.
 
 Tasklets. A kernel compiled for T > 1 tasklets is run by every tasklet of a
 DPU, as a DPU program is; `me()` (the runtime's `edsl_dpu_me`) selects each

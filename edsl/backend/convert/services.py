@@ -205,7 +205,7 @@ class Buffers:
         self.accesses = tasklets.accesses
         self.wram = WramLayout(wram, entry, tasklets.count, tasklets.me)
         self.spill = SpillSpace(tasklets, sites, ctx_arg, self.wram, self.at_entry)
-        self.tile_count = 0                # tile buffers asked for so far (their keys)
+        self._tile_count = 0               # tile buffers asked for so far (their keys)
         self.wram_only = 0                 # lowering an EDSL region call: its tiles stay in WRAM
         self.dots: list[DotNeed] = []      # the tl.dot ops lowered, for a spill plan
 
@@ -241,8 +241,8 @@ class Buffers:
     def alloca(self, shape, elem: ir.Type, what: str, op=None):
         """A WRAM view for a `shape` x `elem` tile (laid out by `finish`; one
         the plan may keep in MRAM)."""
-        key = self.tile_count
-        self.tile_count += 1
+        key = self._tile_count
+        self._tile_count += 1
         es = byte_size(elem)
         return self.wram.place(buffer_type(elem), WramBuffer(
             align_up(es * prod(shape)), what, user_location(op.location) if op is not None else None,
@@ -267,9 +267,6 @@ class Buffers:
 
     def tile_key(self, buf) -> int | None:
         """The plan key of a tile buffer (None: not one a plan can name)."""
-        spilled = self.spill.of(buf)
-        if spilled is not None:
-            return spilled.key
         record = self.wram.by_view.get(buf)
         return record.key if record is not None else None
 
@@ -304,18 +301,20 @@ class Buffers:
         end with the fill: it may run inside a loop of the op lowered).
         `in_place`: `t` reads `buf`, each element at the one it writes (a
         tile kept in MRAM is then updated through its window, not streamed)."""
-        def emit():
-            spilled = self.spill.of(buf)
-            if spilled is not None and not in_place:
-                spilled.fill(t)
-                return
-
+        def nest():
             def body(ivs):
                 store_elem(self.accesses, t.at(ivs), buf, ivs)
             self.tasklets.par_nest(t.shape, body, unroll=True)
+
+        def emit():
+            spilled = self.spill.of(buf)
+            if spilled is not None:
+                spilled.fill(t)
+            else:
+                nest()
         if in_place:
             with self.spill.scope():
-                emit()
+                nest()
         else:
             self.spill.unit([buf], emit)
 

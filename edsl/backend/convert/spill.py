@@ -2,18 +2,25 @@
 DPU's MRAM scratch and is streamed through WRAM by DMA, as DPU programs keep
 big data in MRAM.
 
-Which tiles (`plan`). The conversion first keeps every tile in WRAM. When
-its buffers exceed the DPU's WRAM, `plan` picks tile buffers to keep in MRAM
-instead, the largest first (then those whose values are used least), never
-the DMA staging buffers or an EDSL region's operands (an EDSL function
-reads its tile operands in WRAM), until the rest fits together with what
-the spilled tiles need in WRAM: a window per tile and tasklet, and the
-panels of each `tl.dot` with a spilled operand or result. The conversion is
-then run once more with that plan (`SpillPlan`: tile buffers named by their
-request number). It repeats the first conversion's choices of the carried
-tiles updated in place, so that it asks for the same buffers; the plan's
-WRAM total bounds its, so one plan is enough.
-What cannot fit that way is a compile error saying what stays in WRAM.
+Which tiles (`plan`). The walk keeps every tile in WRAM. When its buffers
+exceed the DPU's WRAM, `plan` picks tile buffers to keep in MRAM instead,
+the largest first (then those whose values are used least), never the DMA
+staging buffers or an EDSL region's operands (an EDSL function reads its
+tile operands in WRAM), until the rest fits together with what the spilled
+tiles need in WRAM: a window per tile and tasklet, and the panels of each
+`tl.dot` with a spilled operand or result (`SpillPlan`: tile buffers named
+by their request number). The plan's WRAM total bounds the rewritten
+kernel's, so one plan is enough. What cannot fit that way is a compile
+error saying what stays in WRAM.
+
+How (`SpillSpace`). The walk states, on each tile's WRAM view, what the
+rewrite needs: the end of each scope that touched the tile, and the
+*units*, code whose form depends on where a tile is (a load's result, a
+fill, a store of its rows, a `tl.dot`), each with its emitter. After the
+plan, each unit that names a spilled tile is emitted again in place, in
+its MRAM form; the remaining element loads and stores of a spilled tile
+(also those through an unrolled step's window) and its scope ends become
+window code (below).
 
 Where. The scratch is per DPU, in its MRAM after the launch's arrays (the
 model places it in the launch's MRAM image: `edsl.backend.model`); the
@@ -41,7 +48,7 @@ Access.
   barriers placed from the access record (it records spilled tiles as buffers)
   come after the write-backs.
 - `tl.dot` reads rows of its spilled operands into its panels by DMA
-  (reduce.py).
+  (dot.py).
 Every spill transfer goes through the one DMA routine and is also counted
 in the context's SPILL_* slots, which the launch report shows.
 """
@@ -590,9 +597,6 @@ class SpillSpace:
         self._units: list = []            # (emit, ir.Location, Sites.location) by number
         self._applied = False
 
-    def spills(self, key: int) -> bool:
-        return self.plan is not None and key in self.plan.tiles
-
     def of(self, buf) -> SpillBuffer | None:
         """The tile kept in MRAM that tile buffer `buf` is the view of (None: in WRAM)."""
         return self.by_view.get(buf) if isinstance(buf, ir.Value) else None
@@ -702,7 +706,8 @@ class SpillSpace:
         ops = list(begin.block.operations)
         first = next(i for i, op in enumerate(ops) if op.operation == begin)
         last = next(i for i, op in enumerate(ops) if op.operation == end)
-        for op in reversed(ops[first + 1:last]):
+        for op in reversed(ops[first + 1:last]):      # (users first: nothing after `end` uses them)
+            assert not any(list(r.uses) for r in op.operation.results), "a unit's value used after it"
             op.operation.erase()
         saved, self.sites.location = self.sites.location, site_location
         try:
@@ -718,9 +723,8 @@ class SpillSpace:
         if op.name == ACCESS_MARKER:
             return
         with ir.InsertionPoint(op), op.location:
-            site = self.sites.site_of(op.location)
             if op.name == FLUSH_MARK:
-                buf.flush(ir.BoolAttr(op.attributes["changed"]).value, site)
+                buf.flush(ir.BoolAttr(op.attributes["changed"]).value, self.sites.site_of(op.location))
             elif op.name == "memref.reinterpret_cast":        # an unrolled step's window (`core.UnrollStep`)
                 for use in list(op.results[0].uses):
                     self._rewrite_at(buf, _operation(use.owner), op.operands[1])

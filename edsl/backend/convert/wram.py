@@ -12,7 +12,8 @@ for), sizes the staging buffers for the largest transfer seen, and records
 the budget that `check` compares with the DPU's WRAM.
 
 A tile buffer carries its request number (`key`): the spill plan
-(`spill.plan`) names the tiles a second conversion keeps in MRAM by it.
+(`spill.plan`) names the tiles it keeps in MRAM by it, and they leave the
+layout (`drop`).
 """
 from __future__ import annotations
 
