@@ -211,6 +211,24 @@ def test_batched_dot_with_k_split_over_panels(tasklets):
     np.testing.assert_allclose(part, a @ b, rtol=1e-3, atol=1e-3)
 
 
+@triton.jit
+def square_kernel(z_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)[:, None] * N + tl.arange(0, N)[None, :]
+    z = tl.load(z_ptr + offs)
+    tl.store(z_ptr + offs, tl.dot(z, z))
+
+
+@pytest.mark.parametrize("tasklets", [1, 5])
+@pytest.mark.parametrize("n, budget", [(16, BIG), (64, BIG), (64, 24 * 1024)])
+def test_a_dot_of_a_tile_with_itself(n, budget, tasklets):
+    """One tile both operands of a tl.dot, in WRAM or kept in MRAM."""
+    z = np.random.default_rng(n).integers(-8, 8, (n, n)).astype(np.float32)
+    got = z.copy()
+    square_kernel[(1,)](got, N=n, num_tasklets=tasklets, wram_bytes=budget)
+    assert bool(edsl.backend.last_report().spilled_tiles) == (budget != BIG)
+    np.testing.assert_array_equal(got, z @ z)
+
+
 @settings(max_examples=6, deadline=None)
 @given(tasklets=TASKLETS, dpus=st.sampled_from([1, 2, 3]), seed=st.integers(0, 2**16))
 def test_loop_carried_accumulator_in_mram(tasklets, dpus, seed):

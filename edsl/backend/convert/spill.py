@@ -645,7 +645,7 @@ class SpillSpace:
         """Emit `emit()`, code whose form depends on whether the tiles of
         `views` are kept in MRAM (it asks `of`), in a scope of its own; the
         rewrite emits it again where one of them is."""
-        views = [v for v in views if self._tile(v)]
+        views = list(dict.fromkeys(v for v in views if self._tile(v)))     # (tl.dot(a, a): a once)
         if not views or self._applied:
             with self.scope():
                 emit()
