@@ -2,9 +2,9 @@
 converted kernel.
 
 The conversion states what the pass needs as marker ops in the code it
-emits (`AccessRecord`): each WRAM buffer element access (`edsl.access`, with
-the buffer and the first index), each
-op's MRAM accesses (`edsl.mram`), the start and end of each lowered op
+emits (`AccessRecord`): each buffer element access (`edsl.access`, with the
+buffer and the first index), each op's MRAM accesses (`edsl.mram`), the
+start and end of each lowered op
 (`edsl.op`: a place where a barrier can go), code that some tasklets skip
 (`edsl.divergent`, with its owner), loop indices running over the owner's
 chunk (`edsl.mine`) and the barriers the conversion itself needs
@@ -125,9 +125,9 @@ class AccessRecord:
             self._mark(MINE, [iv])
 
     def note_buffer(self, buf: ir.Value, ivs, write: bool, who=None) -> None:
-        """An element access of tile buffer `buf` (a WRAM view, or the stand-in
-        view of a tile kept in MRAM) at indices `ivs` (`who`: its owner, when
-        not the code's)."""
+        """An element access of tile buffer `buf` (its WRAM view, also for a
+        tile kept in MRAM) at indices `ivs` (`who`: its owner, when not the
+        code's)."""
         if self.tasklets == 1:
             return
         attributes = {"write": ir.BoolAttr.get(write)}
