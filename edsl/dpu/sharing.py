@@ -396,7 +396,9 @@ class _Merge:
     SMALL_READ = 64
 
     def check_reads(self, dpu: int, reads: np.ndarray) -> None:
-        """A DPU may read only bytes no other DPU wrote."""
+        """A DPU may read only bytes no other DPU wrote (the error names the
+        lowest such byte it read: the log's order of its reads depends on how
+        its entries merged)."""
         if not len(reads) or not len(self.union):
             return
         los, his = reads[:, 1], reads[:, 2]
@@ -413,7 +415,7 @@ class _Merge:
         owner, other = self.owner[byte], self.other[byte]
         foreign = np.logical_or.reduceat((owner != dpu) | ((other != -1) & (other != dpu)), heads) \
             if len(at) else np.zeros(0, dtype=bool)
-        # (the rows in order: the first with a foreign byte names it, as a row-by-row check would)
+        found = None                                   # (byte, kind, site) of the lowest foreign byte
         for row in np.sort(np.concatenate([rows[~small], at[foreign]])).tolist():
             kind, lo, hi, site = (int(v) for v in reads[row])
             j = int(k[row])
@@ -423,9 +425,14 @@ class _Merge:
                 foreign = (self.owner[a:b] != dpu) | ((self.other[a:b] != -1) & (self.other[a:b] != dpu))
                 if foreign.any():
                     p = int(a + np.argmax(foreign))
-                    writer = self._use(p, second=self.owner[p] == dpu)
-                    raise SharingError(self.address(p), writer, Use(dpu, kind, site), "read")
+                    if found is None or p < found[0]:
+                        found = (p, kind, site)
+                    break
                 j += 1
+        if found is not None:
+            p, kind, site = found
+            writer = self._use(p, second=self.owner[p] == dpu)
+            raise SharingError(self.address(p), writer, Use(dpu, kind, site), "read")
 
 
 def uses(log: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

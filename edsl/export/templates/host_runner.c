@@ -559,9 +559,10 @@ static int merge_array(const struct array *a, size_t padded, uint32_t dpus, cons
         upto = claims[c].hi;
     }
   }
-  /* Reads, once every DPU's writes are in: only of bytes no other DPU wrote. */
+  /* Reads, once every DPU's writes are in: only of bytes no other DPU wrote
+   * (the lowest such byte a DPU read is named, as the model names it). */
   for (uint32_t d = 0; d < dpus && !failed && !refused; d++)
-    for (size_t r = 0; r < logs[d].n && !refused; r++) {
+    for (size_t r = 0; r < logs[d].n; r++) {
       const int64_t *e = logs[d].rows + r * EDSL_LOG_ENTRY;
       int64_t lo = e[1] > lo_a ? e[1] : lo_a, hi = e[2] < hi_a ? e[2] : hi_a;
       if ((e[0] & EDSL_ACCESS_MASK) != EDSL_ACCESS_READ)
@@ -571,7 +572,7 @@ static int merge_array(const struct array *a, size_t padded, uint32_t dpus, cons
           continue;
         struct use writer = owner[b] == (int32_t)d ? (struct use){other[b], kind[b], other_site[b]}
                                                    : (struct use){owner[b], kind[b], site[b]};
-        uint64_t key[4] = {1, d, r, (uint64_t)(lo_a + b)};
+        uint64_t key[4] = {1, d, (uint64_t)(lo_a + b), r};
         refuse(s, key, SHARED_READ, a, (uint64_t)(lo_a + b), writer, (struct use){d, e[0], e[3]});
         refused = 1;
         break;
