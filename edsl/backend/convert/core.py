@@ -195,7 +195,7 @@ class _Emitting(threading.local):
     thread (Triton may compile kernels on several threads at once): the
     unrolled loops (`services.Tasklets.unrolled_loop`: an index value of one of their
     elements -> its step's `UnrollStep` and offset in the step), the tiles
-    kept in MRAM (`spill.SpillSpace`, set by `spilled_tiles`) and, when a
+    kept in MRAM (`spill.SpillSpace`, set by `tile_scopes`) and, when a
     list, where `recording` keeps each element access (buffer, indices, write?)."""
 
     def __init__(self):
@@ -218,7 +218,7 @@ def recording(events: list):
 
 
 @contextmanager
-def spilled_tiles(space):
+def tile_scopes(space):
     """Element accesses are stated to `space` (a `spill.SpillSpace`: the
     scopes of the tiles it may keep in MRAM) meanwhile."""
     saved, _EMITTING.spill = _EMITTING.spill, space

@@ -401,8 +401,7 @@ def lower_store(conv, op):
     ptrs = conv.values.tile(op.operands[0])
     es = byte_size(pointee(ir.RankedTensorType(ptr_t).element_type))
     # (a tile kept in MRAM is stored through staging: its rows are not in WRAM)
-    conv.buffers.spill.unit([value.buf] if value.buf is not None else [],
-                            lambda: _store_rows(conv, ptrs, mask, value, es))
+    conv.buffers.spill.unit([value.buf], lambda: _store_rows(conv, ptrs, mask, value, es))
 
 
 def _store_rows(conv, ptrs, mask, value, es: int) -> None:

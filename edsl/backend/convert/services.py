@@ -286,7 +286,7 @@ class Buffers:
         EDSL region)."""
         if t.buf is not None:
             record = self.wram.by_view.get(t.buf)
-            if record is not None and self.wram_only:   # (kept in MRAM, it would need a WRAM copy)
+            if record is not None and self.wram_only:   # (an EDSL region reads it in WRAM)
                 record.spillable = False
             return t
         buf = self.alloca(t.shape, t.elem, what, op)
