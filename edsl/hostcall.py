@@ -103,7 +103,10 @@ def _scalar(spec: ArgSpec, v, loc):
     if s.is_float:
         if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, (bool, np.bool_)):
             raise _fail(spec, f"expected a number, got {type(v).__name__}", loc)
-        return dtypes.value_bits(s, float(v))
+        try:
+            return dtypes.value_bits(s, float(v))
+        except OverflowError:
+            raise _fail(spec, f"{float(v)!r} is beyond the range of {kind}", loc) from None
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
         raise _fail(spec, f"expected an integer, got {type(v).__name__}", loc)
     if not -(1 << (s.width - 1)) <= int(v) < (1 << (s.width - 1)):

@@ -114,6 +114,8 @@ def _scalar(ty: str, value, name: str):
         raise ArgumentError(f"argument '{name}' of type {ty} is not supported by the DPU backend")
     try:
         return dtypes.value_bits(s, value)
+    except OverflowError:
+        raise ArgumentError(dtypes.beyond_range(name, ty, repr(value))) from None
     except (TypeError, ValueError):
         raise ArgumentError(f"argument '{name}' must be a number for type {ty}, "
                             f"not {type(value).__name__}") from None

@@ -551,11 +551,17 @@ def host_runner(kernel: str, params: list[Param], outputs: list[str], meta: dict
     parse = []
     for p in scalars:
         kind = TYPES[p.type][2]
-        conv = {"float": "strtod(value, &end)", "uint": "strtoull(value, &end, 0)",
-                "bool": "strtoull(value, &end, 0)", "int": "strtoll(value, &end, 0)",
-                "half": f"edsl_half_bits(strtod(value, &end), {int(p.type == 'bf16')})"}[kind]
+        if kind == "half":              # the bits by dtypes.float_bits' rule; a value beyond fp16 refused
+            set_value = (f"if (!edsl_scalar_half_bits(strtod(value, &end), {int(p.type == 'bf16')}, "
+                         f"&args.{p.cname})) {{\n"
+                         f'        fprintf(stderr, "{dtypes.beyond_range(p.name, p.type, "%s")}\\n", value);\n'
+                         f"        return 2;\n      }}")
+        else:
+            conv = {"float": "strtod(value, &end)", "uint": "strtoull(value, &end, 0)",
+                    "bool": "strtoull(value, &end, 0)", "int": "strtoll(value, &end, 0)"}[kind]
+            set_value = f"args.{p.cname} = ({TYPES[p.type][0]}){conv};"
         parse.append(f'    }} else if (strcmp(key, "{p.name}") == 0) {{\n'
-                     f"      args.{p.cname} = ({TYPES[p.type][0]}){conv};\n"
+                     f"      {set_value}\n"
                      f"      have_{p.cname} = 1;")
     missing = "\n".join(
         f'  if (!have_{p.cname}) {{\n    fprintf(stderr, "missing a value for scalar argument '

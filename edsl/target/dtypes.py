@@ -164,10 +164,85 @@ def triton_dtype_name(s: Scalar) -> str:
 
 def value_bits(s: Scalar, value):
     """A Python number as the ctypes value a program reads for scalar `s`;
-    formats ctypes lacks (f16, bf16, fp8) as their bits, rounded to nearest even."""
-    import numpy as np
+    formats ctypes lacks (f16, bf16, fp8) as their bits (`float_bits`)."""
     if s.ctype is not None:
         return s.ctype(value.item() if hasattr(value, "item") else value)
-    bits = np.array([value], dtype=np.float64).astype(numpy_dtype(s))
     word = {1: ctypes.c_uint8, 2: ctypes.c_uint16}[s.nbytes]
-    return word(int(bits.view(f"u{s.nbytes}")[0]))
+    return word(float_bits(s, float(value)))
+
+
+def float_bits(s: Scalar, x: float) -> int:
+    """The bits of Python float `x` as a value of the 16- or 8-bit float type
+    `s`: the one rule by which the DPU model, the exported runner
+    (`edsl_scalar_half_bits` in kernel_args.h) and, on GPUs, Triton's own
+    launcher (its `extractFP16`/`extractBF16`) make a scalar argument:
+
+      f16    `x` rounded once to nearest even (CPython's PyFloat_Pack2, which
+             Triton's launcher calls); a finite `x` that rounds beyond 65504
+             raises OverflowError, as the launcher does;
+      bf16   `x` rounded to f32 (nearest even, infinity beyond it), then the
+             f32's high half: truncated, not rounded a second time;
+      8-bit  `x` rounded once to nearest even; beyond the format infinity, or
+             NaN where it has none (saturated where it has neither), as the
+             lowering's conversions encode (Triton passes no 8-bit scalars).
+
+    Written here rather than taken from ml_dtypes, whose conversions from
+    float64 changed between releases (0.6 rounds bf16 through f32, 0.7 once)."""
+    import struct
+    if s.mlir == "f16":
+        return struct.unpack("<H", struct.pack("<e", x))[0]
+    if s.mlir == "bf16":
+        import numpy as np
+        with np.errstate(over="ignore"):
+            f32 = np.array(x, np.float64).astype(np.float32)
+        return int(f32.view(np.uint32)) >> 16
+    if s.float_format is None or s.float_format.kind == "e8m0" or s.nbytes != 1:
+        raise TypeError(f"{s.mlir} has no conversion from a Python float")
+    return _nearest_even(s.float_format, x)
+
+
+def beyond_range(name: str, triton_type: str, value: str) -> str:
+    """The words that refuse scalar argument `name` = `value` when
+    `float_bits` overflows, in the DPU model and the exported runner alike."""
+    return f"argument '{name}' = {value} is beyond the range of {triton_type} (Triton's launcher refuses it too)"
+
+
+def _nearest_even(fmt: FloatFormat, x: float) -> int:
+    """`x` rounded once to nearest even in `fmt` (not e8m0), as the encoding
+    of edsl.lowering.floats does in integer code."""
+    import math
+    n, md = fmt.bits, fmt.mantissa
+    top = (1 << (n - 1)) - 1                            # every magnitude bit set
+    inf_enc = None
+    if fmt.kind == "ieee":
+        inf_enc = ((1 << fmt.exponent) - 1) << md
+        max_enc, nan_enc = inf_enc - 1, inf_enc | (1 << max(md - 1, 0))
+    elif fmt.kind == "fn":
+        max_enc, nan_enc = top - 1, top
+    elif fmt.kind == "fnuz":
+        max_enc, nan_enc = top, 1 << (n - 1)
+    else:                                               # "finite"
+        max_enc, nan_enc = top, 0
+    over = inf_enc if inf_enc is not None else max_enc if fmt.kind == "finite" else nan_enc
+    sign = int(math.copysign(1.0, x) < 0)
+    if math.isnan(x):
+        return nan_enc if fmt.kind == "fnuz" else sign << (n - 1) | nan_enc
+    if math.isinf(x):
+        mag = over
+    elif x == 0:
+        mag = 0
+    else:
+        m, e = math.frexp(abs(x))                       # |x| = sig * 2**(e - 53), exactly
+        sig = int(m * (1 << 53))
+        qmin = 1 - fmt.bias - md                        # the subnormals' quantum 2**qmin
+        q = max(e - 1 - md, qmin)                       # the result's quantum
+        drop = q - (e - 53)                             # > 0: formats of at most 16 bits
+        kept, rest, half = sig >> drop, sig & ((1 << drop) - 1), 1 << (drop - 1)
+        kept += rest > half or (rest == half and kept & 1)
+        # Exponent field and significand in one sum: rounding up carries into it.
+        mag = ((q - qmin) << md) + kept
+        if mag > max_enc:
+            mag = over
+    if fmt.kind == "fnuz" and mag in (0, nan_enc):      # no negative zero; NaN is the sign bit alone
+        return mag
+    return sign << (n - 1) | mag

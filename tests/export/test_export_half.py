@@ -242,6 +242,21 @@ def scale_kernel(x_ptr, out_ptr, a_ptr, a, n, BLOCK: tl.constexpr):
     tl.store(a_ptr, a)
 
 
+# The same with the scalar's type annotated: a Python float for `a` then
+# becomes a 16-bit scalar, as on Triton's GPU launcher.
+@triton.jit
+def scale_fp16_kernel(x_ptr, out_ptr, a_ptr, a: tl.float16, n, BLOCK: tl.constexpr):
+    scale_kernel(x_ptr, out_ptr, a_ptr, a, n, BLOCK)
+
+
+@triton.jit
+def scale_bf16_kernel(x_ptr, out_ptr, a_ptr, a: tl.bfloat16, n, BLOCK: tl.constexpr):
+    scale_kernel(x_ptr, out_ptr, a_ptr, a, n, BLOCK)
+
+
+SCALE = {"fp16": scale_fp16_kernel, "bf16": scale_bf16_kernel}
+
+
 @pytest.fixture(scope="module", params=["fp16", "bf16"])
 def scale_project(request, tmp_path_factory):
     name = request.param
@@ -259,9 +274,11 @@ def scale_project(request, tmp_path_factory):
 
 
 @settings(max_examples=200, deadline=None)
-@example(value=1 + 2 ** -11 + 2 ** -40)     # above a tie of fp16, which bf16 ...
-@example(value=1 + 2 ** -8 + 2 ** -40)      # ... rounds through f32 as the model does (a tie there)
-@example(value=65520.0)                     # fp16 overflows to infinity
+@example(value=1 + 2 ** -11 + 2 ** -40)     # above a tie of fp16: up
+@example(value=1 + 2 ** -8 + 2 ** -40)      # bf16: a tie once rounded to f32, then truncated
+@example(value=1 + 3 * 2 ** -9)             # bf16: truncated, where rounding would go up
+@example(value=65504.0)                     # fp16's largest finite value
+@example(value=65520.0)                     # fp16: rounds beyond its range, refused
 @example(value=2.0 ** -25)                  # half of fp16's smallest subnormal: to even, zero
 @example(value=3 * 2.0 ** -26)              # ... above it: the smallest subnormal
 @example(value=-0.0)
@@ -270,18 +287,26 @@ def scale_project(request, tmp_path_factory):
 @given(value=st.floats(allow_nan=False) | st.floats(-70000, 70000) | st.floats(-1e-4, 1e-4))
 def test_half_scalar_from_the_command_line_is_rounded_as_the_model_rounds(scale_project, tmp_path_factory,
                                                                           value):
-    """`a=value` on the runner's command line: the scalar's bits are the
-    model's for that Python float, and so is the kernel's result."""
+    """`a=value` on the runner's command line: the scalar's bits are those of
+    `dtypes.float_bits` (Triton's launcher's rule), and so is the kernel's
+    result; a value beyond fp16 is refused by both in the same words."""
     name, folder, x = scale_project
     dt = HALF[name]
     out = tmp_path_factory.mktemp("out")
     r = run(folder, f"a={value!r}", f"out={out}", "check=0")
+    model = [x.copy(), np.zeros_like(x), np.zeros(1, dt)]
+    try:
+        bits = dtypes.float_bits(dtypes.by_triton(name), value)
+    except OverflowError:
+        assert name == "fp16" and abs(value) >= 65520
+        assert r.returncode == 2 and dtypes.beyond_range("a", name, repr(value)) in r.stderr, r.stderr
+        with pytest.raises(ArgumentError, match=re.escape(dtypes.beyond_range("a", name, repr(value)))):
+            SCALE[name][(1,)](*model, value, 100, BLOCK=128)
+        return
     assert r.returncode == 0, r.stdout + r.stderr
     got_a = np.frombuffer((out / "a_ptr.bin").read_bytes(), np.uint16)
-    model = [x.copy(), np.zeros_like(x), np.zeros(1, dt)]
-    with np.errstate(over="ignore"):                  # (values beyond the format: infinity)
-        assert int(got_a[0]) == dtypes.value_bits(dtypes.by_triton(name), value).value
-        scale_kernel[(1,)](*model, dt.type(value), 100, BLOCK=128)     # (a 16-bit scalar, as exported)
+    assert int(got_a[0]) == bits
+    SCALE[name][(1,)](*model, value, 100, BLOCK=128)      # a Python float, as Triton's launcher takes it
     _same_bits(np.frombuffer((out / "out_ptr.bin").read_bytes(), dt), model[1])
     _same_bits(np.frombuffer((out / "a_ptr.bin").read_bytes(), dt), model[2])
 

@@ -296,3 +296,28 @@ def test_shuffle_xor_sums_each_warp(warps, seed):
     warp_sums_kernel[(1,)](x, k, T=threads, num_warps=warps)
     torch.testing.assert_close(x, want_x, rtol=1e-5, atol=1e-5)
     assert torch.equal(k, want_k)
+
+
+@triton.jit
+def store_fp16_kernel(o_ptr, a: tl.float16):
+    tl.store(o_ptr, a)
+
+
+@triton.jit
+def store_bf16_kernel(o_ptr, a: tl.bfloat16):
+    tl.store(o_ptr, a)
+
+
+@pytest.mark.parametrize("name", ["fp16", "bf16"])
+@FEW
+@given(value=st.sampled_from([1 + 2 ** -8 + 2 ** -40, 1 + 3 * 2 ** -9, 1 + 2 ** -11 + 2 ** -40, 2.0 ** -25,
+                              -0.0, float("inf")]) | st.floats(-60000, 60000))
+def test_triton_launcher_makes_16_bit_scalars_by_the_models_rule(name, value):
+    """A Python float for an fp16/bf16 scalar: the GPU launcher's bits are
+    `dtypes.float_bits`', the rule of the DPU model and the exported runner."""
+    from edsl.target import dtypes
+    torch = _torch()
+    dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[name]
+    o = torch.zeros(1, dtype=dt, device="cuda")
+    {"fp16": store_fp16_kernel, "bf16": store_bf16_kernel}[name][(1,)](o, value)
+    assert int(o.view(torch.int16).item()) & 0xFFFF == dtypes.float_bits(dtypes.by_triton(name), value)

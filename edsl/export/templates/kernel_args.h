@@ -42,12 +42,11 @@ ${fields}
 _Static_assert(sizeof(edsl_args_t) == ${size}, "edsl_args_t must have the same layout on host and DPU");
 
 #if ${half_scalars} || defined(EDSL_HOST_RUNNER)
-/* A scalar argument of type fp16 (`bf16` zero) or bf16 is its bits: the
- * host runner's `name=value` rounded as the DPU model rounds a Python number
- * (edsl.dtypes.value_bits), and the host runner's merge of 16-bit float
- * atomics rounds its results (exact in double) so: to nearest even, fp16 from the double, bf16 from
- * the double rounded to float first (as ml_dtypes does); a NaN becomes the
- * quiet NaN of its sign. Integer code: no 16-bit float type needed. */
+/* The host runner's merge of 16-bit float atomics rounds its results (exact
+ * in double) to fp16 (`bf16` zero) or bf16 bits as NumPy's arithmetic does: to
+ * nearest even, fp16 from the double, bf16 from the double rounded to float
+ * first (ml_dtypes computes bf16 in float); a NaN becomes the quiet NaN of its
+ * sign. Integer code: no 16-bit float type needed. */
 static inline uint16_t edsl_half_bits(double x, int bf16) {
   const int man = bf16 ? 7 : 10, bias = bf16 ? 127 : 15, top = bf16 ? 0xff : 0x1f;
   union { double d; uint64_t u; } v;
@@ -72,6 +71,21 @@ static inline uint16_t edsl_half_bits(double x, int bf16) {
   if (enc >= (uint64_t)top << man)
     enc = (uint64_t)top << man;                    /* overflow: infinity */
   return (uint16_t)(sign | enc);
+}
+
+/* A 16-bit float scalar's `name=value` on the runner's command line, by the
+ * one rule of edsl.target.dtypes.float_bits (Triton's launcher's): fp16 the
+ * double rounded once to nearest even, a finite value beyond fp16 refused
+ * (returns 0); bf16 the double rounded to float, then the float's high half. */
+static inline int edsl_scalar_half_bits(double x, int bf16, uint16_t *bits) {
+  if (bf16) {
+    union { float f; uint32_t u; } v;
+    v.f = (float)x;
+    *bits = (uint16_t)(v.u >> 16);
+    return 1;
+  }
+  *bits = edsl_half_bits(x, 0);
+  return x != x || x - x != 0 || (*bits & 0x7fff) != 0x7c00;   /* NaN, infinity, or finite */
 }
 #endif
 #endif
