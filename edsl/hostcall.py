@@ -69,6 +69,9 @@ def _memref_fields(spec: ArgSpec, a, loc) -> list:
             raise _fail(spec, f"dimension {axis} must be {want}, got {got} (shape {a.shape})", loc)
     if spec.inout and not a.flags.writeable:
         raise _fail(spec, "an InOut array must be writeable", loc)
+    if spec.memory_space == abi.MRAM_ADDRSPACE and not a.flags.writeable:
+        raise _fail(spec, "a memref in MRAM is a pointer, written through even as Input (as in C): "
+                    "pass a writeable array", loc)
     item = a.itemsize
     if spec.strides is None:
         if not a.flags.c_contiguous and a.size > 1:

@@ -74,6 +74,16 @@ class ModuleState:
         return n
 
 
+# Ops whose result views their first operand's memory.
+_VIEW_OPS = frozenset({"memref.cast", "memref.subview", "memref.reinterpret_cast", "memref.expand_shape",
+                       "memref.collapse_shape", "memref.view", "memref.memory_space_cast", "memref.transpose",
+                       "memref.assume_alignment"})
+# Ops that write memory, with the operand that is written.
+_WRITTEN_OPERAND = {"memref.store": 1, "memref.atomic_rmw": 1, "memref.generic_atomic_rmw": 0,
+                    "memref.copy": 1, "vector.store": 1, "vector.maskedstore": 0, "vector.transfer_write": 1,
+                    "vector.scatter": 0, "vector.compressstore": 0}
+
+
 class _LoopCtx:
     def __init__(self, broke: Slot | None, continued: Slot | None):
         self.broke, self.continued = broke, continued
@@ -149,7 +159,7 @@ class CodeGenerator(ast.NodeVisitor):
         self.symbol = symbol
         self.private = private
         self.env: dict[str, object] = {}
-        self.readonly: set = set()
+        self.inputs: dict[int, str] = {}     # entry-block argument number -> name of a never-written Input
         self.loops: list = []
         self.observed: dict | None = None
         self.dry_slots: list | None = None
@@ -180,13 +190,13 @@ class CodeGenerator(ast.NodeVisitor):
             with ir.InsertionPoint(self.state.module.body):
                 fn = func.FuncOp(self.symbol, ftype, visibility="private" if self.private else None)
             self.entry = fn.add_entry_block()
-            for p, arg in zip(info.params, self.entry.arguments):
+            for k, (p, arg) in enumerate(zip(info.params, self.entry.arguments)):
                 self.env[p.name] = arg
                 # Input tiles are values; a memref in the memory that pointers
                 # point to (MRAM, global memory) is written through, as in C.
                 if not p.param.is_inout and S.is_memref(arg.type) and \
                         abi.memory_space(arg.type) != self.target.pointer_space:
-                    self.readonly.add(p.name)
+                    self.inputs[k] = p.name
             body = fdef.body
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                     and isinstance(body[0].value.value, str):
@@ -199,6 +209,7 @@ class CodeGenerator(ast.NodeVisitor):
         end = SourceLoc(info.filename, fdef.end_lineno or fdef.lineno, 0)
         with ir.Location.file(end.filename, end.lineno, 1), ir.InsertionPoint(self.entry):
             func.ReturnOp([a for p, a in zip(info.params, self.entry.arguments) if p.param.is_inout])
+        self._check_inputs_unwritten(fn)
         return fn
 
     def _check_return(self, node: ast.Return) -> None:
@@ -246,6 +257,40 @@ class CodeGenerator(ast.NodeVisitor):
     def generic_visit(self, node):
         what = type(node).__name__
         raise CompileError(f"unsupported Python syntax in an edsl function: {what}", self.current_loc())
+
+    # --- Input parameters are never written ------------------------------------------
+
+    def input_written(self, memref_value) -> str | None:
+        """The name of the Input parameter that `memref_value` is (or views), or None."""
+        v = memref_value
+        while isinstance(v.owner, ir.OpView) and v.owner.operation.name in _VIEW_OPS:
+            v = v.owner.operands[0]
+        if isinstance(v, ir.BlockArgument) and v.owner == self.entry:
+            return self.inputs.get(v.arg_number)
+        return None
+
+    def check_writable(self, memref_value, writer: str, loc: SourceLoc | None = None) -> None:
+        """A CompileError at `loc` (the current line) if `writer` would write an Input parameter."""
+        name = self.input_written(memref_value)
+        if name is not None:
+            raise CompileError(f"{name} is Input; {writer} writes it (declare it InOut)", loc or self.current_loc())
+
+    def _check_inputs_unwritten(self, fn: func.FuncOp) -> None:
+        """Every memory write of the function's body, subscripts and
+        builder-style ops alike, checked against the Input parameters (calls
+        and DMAs are checked where they are made)."""
+        writes = []
+
+        def visit(op):
+            if op.name in _WRITTEN_OPERAND:
+                writes.append(op)
+            return ir.WalkResult.ADVANCE
+        fn.operation.walk(visit)
+        for op in writes:
+            loc = op.location
+            at = SourceLoc(loc.filename, loc.start_line, loc.start_col - 1) if loc.is_a_file() else None
+            what = "this assignment" if op.name == "memref.store" else op.name
+            self.check_writable(op.operands[_WRITTEN_OPERAND[op.name]], what, at)
 
     # --- services for intrinsics ------------------------------------------------------
 
@@ -341,8 +386,6 @@ class CodeGenerator(ast.NodeVisitor):
                     f"a {intrinsics.type_name(value)}")
             cur.store(value)
             return
-        if name in self.readonly:
-            self.readonly.discard(name)
         self.env[name] = value
 
     def _new_slot(self, t: ir.Type) -> Slot:
@@ -400,11 +443,11 @@ class CodeGenerator(ast.NodeVisitor):
 
     def _dry_run(self, emit, names) -> dict:
         """Compile `emit()` into a scratch region to see what it assigns to `names`."""
-        saved = (dict(self.env), set(self.readonly), self.observed, self.dry_slots,
+        saved = (dict(self.env), self.observed, self.dry_slots,
                  dict(self.state.sites), self.state.wram_bytes, len(self.state.wram_buffers), set(self.unset))
         self.observed = {n: [] for n in names}
-        if saved[2] is not None:  # nested dry run: the outer one watches its names too
-            for n in saved[2]:
+        if saved[1] is not None:  # nested dry run: the outer one watches its names too
+            for n in saved[1]:
                 self.observed.setdefault(n, [])
         self.dry_slots = []
         scratch = ir.Operation.create("edsl.scratch", regions=1)
@@ -415,11 +458,11 @@ class CodeGenerator(ast.NodeVisitor):
             seen = self.observed
         finally:
             created = self.dry_slots
-            self.env, self.readonly, self.observed, self.dry_slots = saved[0], saved[1], saved[2], saved[3]
-            self.unset = saved[7]
-            self.state.sites = saved[4]
-            self.state.wram_bytes = saved[5]
-            del self.state.wram_buffers[saved[6]:]
+            self.env, self.observed, self.dry_slots = saved[0], saved[1], saved[2]
+            self.unset = saved[6]
+            self.state.sites = saved[3]
+            self.state.wram_bytes = saved[4]
+            del self.state.wram_buffers[saved[5]:]
             scratch.erase()
             for kind, what in reversed(created):
                 if kind == "slot":
@@ -555,10 +598,6 @@ class CodeGenerator(ast.NodeVisitor):
             raise CompileError(f"cannot assign to {type(target).__name__}", self.loc(target))
 
     def _memref_store(self, base, idx, value, target) -> None:
-        name = target.value.id if isinstance(target.value, ast.Name) else None
-        if name in self.readonly:
-            raise CompileError(f"cannot assign to an element of Input parameter {name!r} (use InOut)",
-                               self.loc(target))
         elem = ir.MemRefType(base.type).element_type
         value = S.val(value)
         if isinstance(value, ir.Value) and not S.is_scalar(value.type):
@@ -1028,6 +1067,8 @@ class CodeGenerator(ast.NodeVisitor):
                     raise TypeMismatchError(
                         f"argument {p.name!r} of {info.name}() is a memref, not a {intrinsics.type_name(a)}")
                 operands.append(S.convert(a, t))
+            if p.param.is_inout and isinstance(a, ir.Value) and S.is_memref(a.type):
+                self.check_writable(a, f"{info.name}({p.name}: InOut)", self.loc(node))
         results = [p.mlir_type for p in info.params if p.param.is_inout]
         func.CallOp(results, ir.FlatSymbolRefAttr.get(symbol), operands)
         return None

@@ -328,6 +328,7 @@ def _dma_intrinsic(intrinsic, symbol: str, verb: str) -> None:
     def lower(gen, src, dst, nbytes, src_offset=0, dst_offset=0):
         src = _dma_operand(src, spaces[0], "source")
         dst = _dma_operand(dst, spaces[1], "destination")
+        gen.check_writable(dst, intrinsic.__name__)
         if reads:
             _dma(gen, symbol, src, dst, nbytes, src_offset, dst_offset)
         else:

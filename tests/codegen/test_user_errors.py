@@ -93,7 +93,96 @@ def test_store_into_an_input_tile():
         x[0] = 1.0  # input-store
     with pytest.raises(edsl.CompileError) as err:
         f.mlir
-    check(err, edsl.CompileError, "cannot assign to an element of Input parameter 'x'", "input-store")
+    check(err, edsl.CompileError, "x is Input; this assignment writes it", "input-store")
+
+
+@edsl.dialect
+def clear(buf: InOut["memref<?xf32>"]):
+    for i in range(buf.shape[0]):
+        buf[i] = 0.0
+
+
+@edsl.dialect
+def forwards(x: Input["memref<?xf32>"]):
+    clear(x)  # input-to-helper-inner
+
+
+def test_an_input_is_not_written_through_a_helper():
+    """`Input` is never written, however it is reached: an Input passed on to
+    a helper's InOut parameter is refused at the call, in the caller's body
+    and in a helper's body alike, on every target."""
+    @edsl.dialect
+    def f(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"]):
+        clear(x)  # input-to-helper
+    for target in ("upmem-dpu", "nvptx64"):
+        with pytest.raises(edsl.CompileError) as err:
+            f.compile(target=target) if hasattr(f, "compile") else f.for_target(target).mlir
+        check(err, edsl.CompileError, "x is Input; clear(buf: InOut) writes it", "input-to-helper")
+
+    @edsl.dialect
+    def g(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"]):
+        forwards(x)
+    with pytest.raises(edsl.CompileError) as err:
+        g.mlir
+    check(err, edsl.CompileError, "x is Input; clear(buf: InOut) writes it", "input-to-helper-inner")
+
+
+def test_an_input_is_not_written_through_an_alias_or_a_view():
+    @edsl.dialect
+    def f(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"]):
+        alias = x
+        alias[0] = 1.0  # input-alias
+    with pytest.raises(edsl.CompileError) as err:
+        f.mlir
+    check(err, edsl.CompileError, "x is Input; this assignment writes it", "input-alias")
+
+
+def test_an_input_is_not_written_by_builder_style_ops():
+    from mlir.dialects import memref
+    from mlir import ir
+
+    @edsl.dialect
+    def f(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"]):
+        zero = arith.constant(ir.IndexType.get(), 0)
+        one = arith.constant(ir.F32Type.get(), 1.0)
+        memref.atomic_rmw(arith.AtomicRMWKind.addf, one, x, [zero])  # input-atomic
+    with pytest.raises(edsl.CompileError) as err:
+        f.mlir
+    check(err, edsl.CompileError, "x is Input; memref.atomic_rmw writes it", "input-atomic")
+
+    @edsl.dialect
+    def g(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"]):
+        memref.copy(y, x)  # input-copy
+    with pytest.raises(edsl.CompileError) as err:
+        g.mlir
+    check(err, edsl.CompileError, "x is Input; memref.copy writes it", "input-copy")
+
+
+def test_a_dma_into_an_input_tile_is_refused():
+    @edsl.dialect
+    def f(y: InOut["memref<8xf32>"], x: Input["memref<8xf32>"], src: Input["memref<?xf32, MRAM>"]):
+        edsl.mram_read(src, x, 32)  # input-dma
+    with pytest.raises(edsl.CompileError) as err:
+        f.mlir
+    check(err, edsl.CompileError, "x is Input; mram_read writes it", "input-dma")
+
+
+def test_what_writes_no_input_still_compiles():
+    """An InOut passed to a helper's InOut, an Input to a helper's Input, and
+    an Input pointer into MRAM (written through, as a C pointer is)."""
+    @edsl.dialect
+    def reads(x: Input["memref<?xf32>"], y: InOut["memref<?xf32>"]):
+        y[0] = x[0]
+
+    @edsl.dialect
+    def f(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"], p: Input["memref<?xf32, MRAM>"]):
+        clear(y)
+        reads(x, y)
+        p[0] = 2.0
+    y, x, p = np.ones(3, np.float32), np.arange(3, dtype=np.float32) + 5, np.zeros(2, np.float32)
+    x.flags.writeable = False          # a read-only array for an Input: never written
+    f(y, x, p)
+    assert y.tolist() == [5.0, 0.0, 0.0] and p.tolist() == [2.0, 0.0]
 
 
 def test_variable_changing_from_scalar_to_memref_in_a_loop():
@@ -185,6 +274,17 @@ def test_readonly_inout_array():
     with pytest.raises(edsl.ArgumentError) as err:
         saxpy(y, np.zeros(4, np.float32), 1.0)  # readonly
     check(err, edsl.ArgumentError, "an InOut array must be writeable", "readonly")
+
+
+def test_readonly_array_for_an_input_pointer_into_mram():
+    @edsl.dialect
+    def f(p: Input["memref<?xf32, MRAM>"]):
+        p[0] = 1.0
+    p = np.frombuffer(bytes(16), np.float32)       # immutable memory
+    with pytest.raises(edsl.ArgumentError) as err:
+        f(p)  # readonly-mram
+    check(err, edsl.ArgumentError, "written through even as Input", "readonly-mram")
+    assert bytes(p.tobytes()) == bytes(16)
 
 
 def test_scalar_out_of_range():
