@@ -16,13 +16,14 @@ import types
 from dataclasses import dataclass, field
 from importlib import metadata
 
+import numpy as np
 from mlir import ir
 
 from . import codegen
 from .base import cache
 from .codegen import language
 from .codegen.signature import function_info
-from .dpu import runtime
+from .dpu import races, runtime
 from .target.dpu import MAX_TASKLETS, MRAM_ADDRSPACE
 from .dpu.runtime import LaunchReport, Program
 from .dpu.timing import launch_estimate
@@ -44,7 +45,7 @@ class Compiled:
     sites: dict  # run-time check site code -> SourceLoc
     wram_bytes: int
     module: ir.Module | None = None  # LLVM-dialect module, parsed on demand
-    programs: dict = field(default_factory=dict)  # timing (bool) -> Program
+    programs: dict = field(default_factory=dict)  # (timing, race check) -> Program
     where: tuple = ("the function", None)  # (what, SourceLoc) for errors
     _llir: str | None = None
 
@@ -247,26 +248,30 @@ class EdslFunction:
 
     # --- execution -----------------------------------------------------------------------
 
-    def program(self, timing: bool = False) -> Program:
+    def program(self, timing: bool = False, race_check: bool = False) -> Program:
         """The function as a program of the DPU model (compiled once per machine);
-        with `timing`, with executed-block counters (edsl.lowering.counting)."""
+        with `timing`, with executed-block counters (edsl.lowering.counting);
+        with `race_check`, with the check of races between tasklets (edsl.dpu.races)."""
         c = self.compile(DPU)
-        if timing not in c.programs:
+        if (timing, race_check) not in c.programs:
             with codegen.LOCK, codegen.context():
                 require_llvm_dialect(c.module, f"{self.__name__}()", self._def_loc())
                 module = ir.Module.parse(c.llvm)       # the program adds the runtime to its copy
                 table = run_counting(module) if timing else None
-                obj = runtime.build(module, [self.__name__], f"{self.__name__}()")
-            c.programs[timing] = Program(obj, self.__name__, c.sites, table)
-        return c.programs[timing]
+                obj = runtime.build(module, [self.__name__], f"{self.__name__}()", races=race_check)
+            c.programs[timing, race_check] = Program(obj, self.__name__, c.sites, table)
+        return c.programs[timing, race_check]
 
     def __call__(self, *args):
         self.run(*args)
 
-    def run(self, *args, tasklets: int = 1, timing: bool = False) -> LaunchReport:
+    def run(self, *args, tasklets: int = 1, timing: bool = False, race_check: bool | None = None) -> LaunchReport:
         """Run on the host DPU model with `tasklets` tasklets; InOut arrays are
         updated in place. Returns (and keeps in `last_stats`) what the launch did;
-        with `timing`, also its estimated time on UPMEM hardware (`.timing`)."""
+        with `timing`, also its estimated time on UPMEM hardware (`.timing`).
+        `race_check`: two tasklets touching the same bytes with no barrier
+        between them, one writing, is a DpuError (default: the environment
+        variable EDSL_RACE_CHECK)."""
         loc = _caller_loc()
         specs = self.params_for(DPU)
         if len(args) != len(specs):
@@ -278,21 +283,29 @@ class EdslFunction:
         if not isinstance(timing, bool):
             raise ArgumentError(f"timing must be True or False, not {timing!r}", loc)
         packed, keep = pack_arguments(specs, args, loc)
-        program = self.program(timing)
+        check_races = races.requested(race_check) and tasklets > 1
+        program = self.program(timing, check_races)
         entry = program.entry(self.__name__)
         # The function's memrefs are checked against their own ends; the MRAM
         # it may reach is the whole address space.
         table = program.counters
         launch = runtime.Launch(1, tasklets, [0, 2 ** 63 - 1], counters=table.counters if table else 0)
+        if check_races:
+            launch.keep_race_logs()
 
         def tasklet(tid: int) -> None:
             ctx = launch.address(0, tid)
             program.enter(ctx)
             entry(packed)
             program.exit(ctx)
-        launch.run(tasklet)
+        try:
+            launch.run(tasklet)
+            launch.raise_error(f"{self.__name__}()", program.sites)
+            if check_races:
+                self._raise_race(launch, program, specs, args)
+        finally:
+            launch.free_race_logs()
         del keep
-        launch.raise_error(f"{self.__name__}()", program.sites)
         report = LaunchReport(self.__name__, num_tasklets=tasklets, tasklets_used=tasklets,
                               wram_bytes=self.compile(DPU).wram_bytes, **launch.totals(),
                               per_dpu_programs=[1], per_tasklet_dma=launch.per_tasklet_dma())
@@ -303,6 +316,21 @@ class EdslFunction:
                                             sum(a.nbytes for s, a in mram if s.inout))
         self.last_stats = report
         return report
+
+
+    def _raise_race(self, launch, program: Program, specs, args) -> None:
+        race = races.first_race(launch.take_race_logs(0))
+        if race is None:
+            return
+        arrays = [(s.name, a) for s, a in zip(specs, args) if isinstance(a, np.ndarray) and a.flags.c_contiguous]
+
+        def name(address: int, mram: bool) -> str | None:
+            for pname, a in arrays:
+                if a.ctypes.data <= address < a.ctypes.data + a.nbytes:
+                    return f"element {(address - a.ctypes.data) // a.itemsize} of {pname!r}"
+            return None
+        text, loc = races.message(race, f"{self.__name__}()", program.sites, name)
+        raise DpuError(text, loc)
 
 
 def _caller_loc() -> SourceLoc:

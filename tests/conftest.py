@@ -2,6 +2,8 @@
 
 * The on-disk compile cache goes to a temporary directory of the test session,
   never to the user's home directory.
+* Every launch checks races between a DPU's tasklets in EDSL code
+  (EDSL_RACE_CHECK=1, edsl.dpu.races) unless a test says otherwise.
 * Hypothesis runs without a deadline (the first example of a test pays for a
   JIT compilation) and with few examples, so that the suite stays fast on a
   small machine. `HYPOTHESIS_PROFILE=thorough` runs 300 examples of each
@@ -22,6 +24,7 @@ from hypothesis import HealthCheck, settings
 # moves the cache under pytest's own temporary directory for the session.
 _IMPORT_CACHE = tempfile.TemporaryDirectory(prefix="edsl-test-cache-")
 os.environ["EDSL_CACHE_DIR"] = _IMPORT_CACHE.name
+os.environ.setdefault("EDSL_RACE_CHECK", "1")
 
 _COMMON = dict(
     deadline=None,

@@ -29,8 +29,8 @@ from typing import Any, Dict, Optional, Tuple
 
 from triton.backends.compiler import BaseBackend, GPUTarget, Language
 
-from ..target.dpu import MAX_TASKLETS, WRAM_BYTES
-from ..base.errors import ArgumentError
+from ..target.dpu import MAX_DPUS, MAX_TASKLETS, WRAM_BYTES
+from ..base.errors import ArgumentError, caller_location
 from . import triton_internals
 
 TARGET = GPUTarget("dpu", "upmem", 1)
@@ -51,6 +51,12 @@ class DpuOptions:
     # barriers (convert.fission), or switched at them (False: as an exported
     # program's tasklets run, each a thread of the DPU; the exporter's).
     tasklet_loops: bool = True
+    # The model checks races between the tasklets of a DPU in the EDSL
+    # functions a kernel calls (edsl.dpu.races; default: EDSL_RACE_CHECK).
+    race_check: bool = False
+    # The DPUs of the machine modelled: `num_dpus` may not exceed it (the
+    # largest UPMEM system unless the user models a larger one).
+    machine_dpus: int = MAX_DPUS
     # Fields Triton's frontend and launcher read on every backend.
     num_warps: int = 1
     num_ctas: int = 1
@@ -126,13 +132,24 @@ class DpuBackend(BaseBackend):
             raise AssertionError(f"num_warps must be a power of 2, not {w!r}")
         n = args.get("num_tasklets", 1)
         if not isinstance(n, int) or not 1 <= n <= MAX_TASKLETS:
-            raise ArgumentError(f"num_tasklets must be an integer from 1 to {MAX_TASKLETS}, not {n!r}")
-        for flag in ("dpu_timing", "tasklet_loops"):
+            raise ArgumentError(f"num_tasklets must be an integer from 1 to {MAX_TASKLETS} (a DPU's hardware "
+                                f"threads), not {n!r}", caller_location())
+        if args.get("race_check") is None:
+            from ..dpu.races import requested
+            args["race_check"] = requested(None)
+        for flag in ("dpu_timing", "tasklet_loops", "race_check"):
             if not isinstance(args.get(flag, False), bool):
-                raise ArgumentError(f"{flag} must be True or False, not {args[flag]!r}")
+                raise ArgumentError(f"{flag} must be True or False, not {args[flag]!r}", caller_location())
+        machine = args.get("machine_dpus", MAX_DPUS)
+        if not isinstance(machine, int) or machine < 1:
+            raise ArgumentError(f"machine_dpus must be a positive integer, not {machine!r}", caller_location())
         d = args.get("num_dpus", 1)
         if not isinstance(d, int) or d < 1:
-            raise ArgumentError(f"num_dpus must be a positive integer, not {d!r}")
+            raise ArgumentError(f"num_dpus must be a positive integer, not {d!r}", caller_location())
+        if d > machine:
+            largest = (f"the largest UPMEM system has {MAX_DPUS:,}; machine_dpus=N models a larger "
+                       "machine" if machine == MAX_DPUS else f"machine_dpus={machine} says the machine has no more")
+            raise ArgumentError(f"num_dpus={d} is more DPUs than the machine has: {largest}", caller_location())
         args["sanitize_overflow"] = False
         return DpuOptions(**args)
 
@@ -234,8 +251,11 @@ class DpuBackend(BaseBackend):
         table = counter_table(state["module"])
         # (EDSL functions may reach MRAM without a transfer: their launches keep host addresses)
         metadata["mram_shift"] = 0 if metadata["regions"] else MRAM_SHIFT
-        obj = build(state["module"], [LAUNCH], f"kernel '{metadata['name']}'", mram_shift=metadata["mram_shift"])
-        header = {key: metadata[key] for key in ("name", "wram_bytes", "asserts", "tasklets", "regions",
+        # (races between tasklets are checked in EDSL functions' code)
+        metadata["race_check"] = options.race_check and bool(metadata["regions"])
+        obj = build(state["module"], [LAUNCH], f"kernel '{metadata['name']}'", mram_shift=metadata["mram_shift"],
+                    races=metadata["race_check"])
+        header = {key: metadata[key] for key in ("name", "wram_bytes", "asserts", "tasklets", "regions", "race_check",
                                                   "prints", "waits", "sites", "pointer_loads", "stored",
                                                   "scratch_bytes", "spills", "mram_shift")}
         header["counters"] = table.to_json() if table is not None else None

@@ -101,11 +101,14 @@ class DpuJob:
     # (sharing.Gather): not so where EDSL functions store to MRAM directly.
     pages_saved_by_writes: bool = False
     busy_key: tuple | None = None      # the key its DPU seconds are kept under (`dpu_workers`)
+    race_check: bool = False           # its tasklets log their EDSL accesses (edsl.dpu.races)
 
     def contexts(self, first: int = 0, dpus: int | None = None) -> Launch:
         """The contexts of the job's DPUs first .. first + dpus - 1 (all by default)."""
         run = Launch(self.dpus if dpus is None else dpus, self.tasklets, self.table, self.counters, first)
         run.ctx[..., Ctx.SCRATCH] = self.scratch
+        if self.race_check:
+            run.keep_race_logs()
         return run
 
 

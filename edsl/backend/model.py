@@ -48,6 +48,7 @@ import numpy as np
 
 from ..target import dtypes
 from ..target.dpu import DMA_ALIGN, MRAM_BYTES, SHARING_ADVICE, align_up
+from ..dpu import races
 from ..dpu.runtime import Launch, LaunchReport, Program
 from ..dpu.sharing import SharingError
 from ..dpu.timing import clock_hz, estimate, launch_estimate
@@ -279,6 +280,16 @@ def _sharing_error(err: SharingError, kernel: str, mram: Mram, memories: list[Me
     return DpuError(f"kernel '{kernel}': {what}. {SHARING_ADVICE}", sites.get(second.site))
 
 
+def _race_error(race: races.Race, what: str, mram: Mram, memories: list[Memory], sites) -> DpuError:
+    """A DpuError naming the two tasklets that race, the element and both lines."""
+    def name(address: int, in_mram: bool) -> str | None:
+        host = mram.host_address(address) if in_mram else None
+        return next((f"element {(host - m.ptr) // m.item} of array '{m.name}'" for m in memories
+                     if host is not None and m.lo <= host < m.hi), None)
+    text, loc = races.message(race, what, sites, name)
+    return DpuError(text, loc)
+
+
 def check_grid(grid) -> tuple[int, int, int]:
     """The grid as three ints, refused where Triton refuses it on GPUs."""
     dims = tuple(int(g) for g in grid)
@@ -310,7 +321,10 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
             report.timing = estimate([], (), clock_hz())
     else:
         job = _job(program, meta, grid, num_dpus, dpus_used, values, memories, mram)
-        run, shared = _run(program, job, mram)
+        run, shared, race = _run(program, job, mram)
+        if race is not None:
+            what = f"kernel '{meta['name']}'" + (f" on DPU {race[0]}" if dpus_used > 1 else "")
+            raise _race_error(race[1], what, mram, list(memories.values()), program.sites)
         _raise_errors(program, meta, run, shared, mram, memories)
         _fill_report(report, program, meta, run, mram, memories)
     _LAST[0] = report
@@ -361,7 +375,8 @@ def _job(program: Program, meta: dict, grid, num_dpus: int, dpus_used: int, valu
                   threads=threads, once=bool(meta.get("prints")),
                   counters=program.counters.counters if program.counters is not None else 0,
                   mram_shift=mram.shift, busy_key=busy_key,
-                  pages_saved_by_writes=not meta.get("regions", False))
+                  pages_saved_by_writes=not meta.get("regions", False),
+                  race_check=bool(meta.get("race_check")))
 
 
 def _run(program: Program, job: DpuJob, mram: Mram) -> tuple[Launch, SharingError | None]:
@@ -369,7 +384,7 @@ def _run(program: Program, job: DpuJob, mram: Mram) -> tuple[Launch, SharingErro
     (edsl.backend.ranks): their contexts, and why their results do not merge
     (None: the arrays hold the results, or were left as they were on an error)."""
     run = job.contexts()
-    shared = None
+    shared = race = None
     mram.copy_in()
     try:
         if job.dpus == 1:
@@ -378,10 +393,14 @@ def _run(program: Program, job: DpuJob, mram: Mram) -> tuple[Launch, SharingErro
             shared = ranks.run_ranks(program, job, run)
         else:
             shared = run_apart(program, job, run, mram)
+        if job.race_check:
+            race = next(((d, r) for d in range(job.dpus)
+                         if (r := races.first_race(run.take_race_logs(d))) is not None), None)
     finally:
         run.free_logs()
+        run.free_race_logs()
         mram.copy_out()
-    return run, shared
+    return run, shared, race
 
 
 def _raise_errors(program: Program, meta: dict, run: Launch, shared: SharingError | None, mram: Mram,

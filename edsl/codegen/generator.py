@@ -74,6 +74,19 @@ class ModuleState:
         return n
 
 
+# Python's syntax as its users name it, for errors (the rest by their `ast` names).
+_SYNTAX_NAMES = {
+    "JoinedStr": "an f-string", "FormattedValue": "an f-string", "Lambda": "a lambda",
+    "ListComp": "a list comprehension", "SetComp": "a set comprehension", "DictComp": "a dict comprehension",
+    "GeneratorExp": "a generator expression", "Dict": "a dict display", "Set": "a set display",
+    "Try": "try", "TryStar": "try", "With": "with", "AsyncWith": "async with", "Raise": "raise",
+    "ClassDef": "a class definition", "FunctionDef": "a nested function definition",
+    "AsyncFunctionDef": "a nested function definition", "Yield": "yield", "YieldFrom": "yield from",
+    "Await": "await", "Global": "global", "Nonlocal": "nonlocal", "Delete": "del", "Import": "import",
+    "ImportFrom": "import", "Match": "match", "NamedExpr": "an assignment expression (:=)",
+    "Starred": "a starred expression", "Slice": "a slice",
+}
+
 # Ops whose result views their first operand's memory.
 _VIEW_OPS = frozenset({"memref.cast", "memref.subview", "memref.reinterpret_cast", "memref.expand_shape",
                        "memref.collapse_shape", "memref.view", "memref.memory_space_cast", "memref.transpose",
@@ -255,7 +268,7 @@ class CodeGenerator(ast.NodeVisitor):
         return super().visit(node)
 
     def generic_visit(self, node):
-        what = type(node).__name__
+        what = _SYNTAX_NAMES.get(type(node).__name__, type(node).__name__)
         raise CompileError(f"unsupported Python syntax in an edsl function: {what}", self.current_loc())
 
     # --- Input parameters are never written ------------------------------------------
@@ -606,7 +619,7 @@ class CodeGenerator(ast.NodeVisitor):
 
         def store():
             memref.store(value, base, idx)
-            self._note_mram(base, idx, abi.Access.WRITE)
+            self._note_access(base, idx, abi.Access.WRITE)
         if self.state.bounds_check:
             op = scf.IfOp(self._in_bounds(base, idx))
             with ir.InsertionPoint(op.then_block):
@@ -617,17 +630,18 @@ class CodeGenerator(ast.NodeVisitor):
 
     def _load(self, base, idx):
         def load():
-            self._note_mram(base, idx, abi.Access.READ)
+            self._note_access(base, idx, abi.Access.READ)
             return memref.load(base, idx)
         if not self.state.bounds_check:
             return load()
         elem = ir.MemRefType(base.type).element_type
         return S.if_value(self._in_bounds(base, idx), load, lambda: S.constant(0, elem))
 
-    def _note_mram(self, base, idx, kind: int) -> None:
-        """Log an element access of an MRAM memref on a DPU (abi.NOTE_ACCESS:
-        what DPUs share is checked across them)."""
-        if self.target is not DPU or not abi.is_mram(base.type):
+    def _note_access(self, base, idx, kind: int) -> None:
+        """Log an element access of a memref on a DPU: every one for the check
+        of races between tasklets (abi.RACE_NOTE), an MRAM one also for the
+        checks across DPUs (abi.NOTE_ACCESS)."""
+        if self.target is not DPU:
             return
         i64, index = S.int_type(64), ir.IndexType.get()
         meta = memref.ExtractStridedMetadataOp(base)
@@ -636,8 +650,12 @@ class CodeGenerator(ast.NodeVisitor):
             offset = arith.addi(offset, arith.muli(S.convert(i, index), stride))
         esize = S.bits(ir.MemRefType(base.type).element_type) // 8
         start = arith.addi(memref.extract_aligned_pointer_as_index(base), arith.muli(offset, S.convert(esize, index)))
-        self.runtime_call(abi.NOTE_ACCESS, [S.constant(int(kind), i64), S.convert(start, i64),
-                                            S.constant(esize, i64), S.constant(self.site(), i64)], [])
+        operands = [S.convert(start, i64), S.constant(esize, i64), S.constant(self.site(), i64)]
+        mram = abi.is_mram(base.type)
+        if mram:
+            self.runtime_call(abi.NOTE_ACCESS, [S.constant(int(kind), i64), *operands], [])
+        self.runtime_call(abi.RACE_NOTE, [S.constant(int(kind) | (abi.RACE_MRAM if mram else 0), i64),
+                                          *operands], [])
 
     def _in_bounds(self, base, idx) -> ir.Value:
         """All indices within the sizes; if not, a run-time error at this line
@@ -1028,6 +1046,10 @@ class CodeGenerator(ast.NodeVisitor):
                 kwargs[kw.arg] = self.visit(kw.value)
         if fn is builtins.range:
             raise CompileError("range() is only supported as the iterable of a for loop", self.loc(node))
+        if fn is builtins.print:
+            raise CompileError("print() in an edsl function would run once, when it compiles, not when it "
+                               "runs: return the values through an InOut memref, or print them with "
+                               "tl.device_print in the calling Triton kernel", self.loc(node))
         handler = intrinsics.lookup(fn)
         if handler is not None:
             args = [S.val(a) for a in args]

@@ -43,8 +43,8 @@ from ..base import cache
 from ..base.errors import DpuError, LoweringError, SourceLoc
 from . import jit, support
 from ..target.dpu import (CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, HOST_CACHE_LINE, LOG_ENDS, LOG_ENTRY, MAX_TASKLETS,
-                          MESSAGES, OUTSIDE_ARRAYS, OUTSIDE_ARRAYS_LOADED, READ, WAIT_REPEATS, WAITS_FOREVER, Ctx, Dpu,
-                          Err, align_up, dma_violation)
+                          MESSAGES, OUTSIDE_ARRAYS, OUTSIDE_ARRAYS_LOADED, RACE_ENTRY, RACE_LOG_SLOTS, READ,
+                          WAIT_REPEATS, WAITS_FOREVER, Ctx, Dpu, Err, RaceLog, align_up, dma_violation)
 from .timing import TimingEstimate
 
 if TYPE_CHECKING:
@@ -139,16 +139,18 @@ def _add_packed_entry(module, name: str) -> None:
     module.body.append(packed)
 
 
-def build(module, entries: list[str], what: str, opt_level: int = 3, mram_shift: int = 0) -> bytes:
+def build(module, entries: list[str], what: str, opt_level: int = 3, mram_shift: int = 0,
+          races: bool = False) -> bytes:
     """Object code for an LLVM-dialect `module` (changed in place): the runtime
     library linked in (its MRAM addresses the host's plus `mram_shift`,
-    `support.MRAM_SHIFT` or 0), a packed wrapper per entry, compiled for this host
+    `support.MRAM_SHIFT` or 0; `races`: with the check of races between
+    tasklets), a packed wrapper per entry, compiled for this host
     (from the on-disk cache when this machine compiled the same IR before).
     Links it once here, so that a symbol the host cannot give is an error
     naming it and the line that needs it."""
     from ..lowering import to_llvm_ir, verify
     from ..lowering.floats import soft_float_storage
-    support.link(module, mram_shift, internal=True)
+    support.link(module, mram_shift, internal=True, races=races)
     for name in entries:
         _add_packed_entry(module, name)
     soft_float_storage(module.operation)
@@ -316,6 +318,7 @@ class Launch:
             raise DpuError(f"a DPU runs 1 to {MAX_TASKLETS} tasklets, not {tasklets}")
         self.dpus, self.tasklets, self.first = dpus, tasklets, first
         self._saves = None             # the save table its transfers use, and what it points to
+        self._race = None              # the tasklets' race logs (RaceLog rows), where the launch checks
         self.regions = np.ascontiguousarray(np.asarray(regions, dtype=np.int64).reshape(-1))
         self.state = _cache_aligned_zeros((dpus, DPU_SLOTS))
         self.state[:, Dpu.TASKLETS] = tasklets
@@ -347,10 +350,48 @@ class Launch:
         self._log_ends = _cache_aligned_zeros((len(flat), LOG_ENDS))   # (kept while a tasklet may log)
         flat[:, Ctx.LOG_ENDS] = self._log_ends.ctypes.data + np.arange(len(flat)) * LOG_ENDS * 8
 
+    # -- race logs (the check of races between a DPU's tasklets: edsl.dpu.races) --
+    def keep_race_logs(self, entries: int = 1024) -> None:
+        """Every tasklet logs its EDSL accesses (abi.RACE_NOTE, in programs
+        linked with the race check) in a C-heap buffer its program grows;
+        `free_race_logs` releases them."""
+        flat = self.ctx.reshape(-1, CTX_SLOTS)
+        self._race = np.zeros((len(flat), RACE_LOG_SLOTS), np.int64)
+        libc = _libc()
+        for row in self._race:
+            row[RaceLog.CAP], row[RaceLog.ENTRIES] = entries, libc.malloc(entries * RACE_ENTRY * 8) or 0
+        if not self._race[:, RaceLog.ENTRIES].all():
+            self.free_race_logs()
+            raise MemoryError("cannot allocate the DPU model's race logs")
+        flat[:, Ctx.RACE] = self._race.ctypes.data + np.arange(len(flat)) * RACE_LOG_SLOTS * 8
+
+    def take_race_logs(self, dpu: int) -> list[np.ndarray]:
+        """The entries (rows of RACE_ENTRY i64) each tasklet of DPU `dpu` logged, by tasklet."""
+        rows = self._race[(dpu - self.first) * self.tasklets:(dpu - self.first + 1) * self.tasklets]
+        out = []
+        for n, buf in rows[:, [RaceLog.LEN, RaceLog.ENTRIES]].tolist():
+            entries = np.empty((n, RACE_ENTRY), np.int64)
+            ctypes.memmove(entries.ctypes.data, buf, n * RACE_ENTRY * 8)
+            out.append(entries)
+        return out
+
+    def free_race_logs(self) -> None:
+        race = self._race
+        if race is None or self.abandoned():
+            return
+        libc = _libc()
+        for p in race[:, RaceLog.ENTRIES].tolist():
+            if p:
+                libc.free(ctypes.c_void_p(p))
+        self.ctx[..., Ctx.RACE] = 0
+        self._race = None
+
     def clear(self) -> None:
         """Forget what the tasklets did (counts, errors, logs, barriers) to run again."""
         for slot in (*self.RESULTS, Ctx.LOG_LEN):
             self.ctx[..., slot] = 0
+        if self._race is not None:
+            self._race[:, RaceLog.LEN] = 0
         for slot in (Dpu.COUNT, Dpu.GENERATION, Dpu.FAILED, Dpu.WAIT_SITE, Dpu.WAIT_KEY, Dpu.WAIT_COUNT):
             self.state[:, slot] = 0
         self.counters.fill(0)

@@ -745,6 +745,12 @@ ${dma_rules}
       %k_write = arith.constant ${access_write} : i64
       %kind = arith.select %is_write, %k_write, %k_read : i64
       func.call @${note}(%kind, %mram, %n, %site, %ctx) : (i64, i64, i64, i64, !llvm.ptr) -> ()
+      // (for the race check: the MRAM bytes accessed as the log says, the WRAM ones the other way)
+      %mram_flag = arith.constant ${race_mram} : i64
+      %mram_kind = arith.ori %kind, %mram_flag : i64
+      %wram_kind = arith.select %is_write, %k_read, %k_write : i64
+      func.call @${race_note}(%mram_kind, %mram, %n, %site) : (i64, i64, i64, i64) -> ()
+      func.call @${race_note}(%wram_kind, %wram, %n, %site) : (i64, i64, i64, i64) -> ()
     }
     return
   }
@@ -953,6 +959,8 @@ ${dma_rules}
   }
 
 ${wait_functions}
+
+${race_functions}
 
 ${tasklet_functions}
 }

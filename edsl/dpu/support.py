@@ -140,20 +140,23 @@ def _fields(path: Path, **given) -> dict:
               "COUNT_TRANSFER", "READ", "WRITE", "NOTE", "WATCH_WAIT", "NOTE_ACCESS", "LOG_FULL", "LOG_ENTRY",
               "LOG_ENDS", "CTX_SLOTS", "ACCESS_MASK", "WAIT_REPEATS", "SAVE_PAGES", "PAGE_BYTES", "PAGE_SHIFT",
               "PAGE_OWNER_SHIFT", "PAGE_STATE_MASK", "PAGE_EPOCH_SHIFT", "SAVE_COUNT", "SAVE_MIXED", "SAVE_EPOCH",
-              "SAVE_SPANS", "SAVE_ROW")}
+              "SAVE_SPANS", "SAVE_ROW", "RACE_NOTE", "RACE_ENTRY", "RACE_MRAM")}
     known |= {f"ctx_{s.name.lower()}": int(s) for s in abi.Ctx}
     known |= {f"dpu_{s.name.lower()}": int(s) for s in abi.Dpu}
     known |= {f"err_{e.name.lower()}": int(e) for e in abi.Err}
     known |= {"log_entry_bytes": abi.LOG_ENTRY * 8, "log_ends_shift": 64 - (abi.LOG_ENDS.bit_length() - 1)}
     known |= {f"access_{a.name.lower()}": int(a) for a in abi.Access}
     known |= {f"page_{p.name.lower()}": int(p) for p in abi.Page}
+    known |= {f"race_{r.name.lower()}": int(r) for r in abi.RaceLog}
+    known |= {"race_entry_bytes": abi.RACE_ENTRY * 8}
     known |= {"ctx_key": CTX_KEY, "copy_from_mram": COPY_FROM_MRAM, "copy_to_mram": COPY_TO_MRAM}
     known |= given
     return {name: known[name] for name in templates.placeholders(path)}
 
 
-def _source(mram_shift: int) -> str:
-    """The runtime library's MLIR (func/scf/arith with llvm pointers and atomics)."""
+def _source(mram_shift: int, races: bool) -> str:
+    """The runtime library's MLIR (func/scf/arith with llvm pointers and atomics);
+    `races`: with the check of races between tasklets (`abi.RACE_NOTE`)."""
     if _FUTEX is None:
         wait = templates.fill(HERE / "runtime_wait_yield.mlir")
     else:
@@ -171,35 +174,39 @@ def _source(mram_shift: int) -> str:
             uc_link=_UC_LINK, uc_stack_sp=_UC_STACK_SP, uc_stack_size=_UC_STACK_SIZE))
     else:
         tasklets = templates.fill(HERE / "runtime_tasklets_none.mlir")
+    race_path = HERE / ("runtime_race.mlir" if races else "runtime_race_none.mlir")
+    race = templates.fill(race_path, **_fields(race_path))
     path = HERE / "runtime_library.mlir"
     return templates.fill(path, **_fields(path, key_t=f"i{KEY_BITS}", dma_rules=dma_rules_function(),
                                           wait_functions=wait, tasklet_functions=tasklets,
-                                          mram_shift=mram_shift))
+                                          race_functions=race, mram_shift=mram_shift))
 
 
 @functools.lru_cache(None)
-def library_text(mram_shift: int = 0) -> str:
+def library_text(mram_shift: int = 0, races: bool = False) -> str:
     """The runtime library as LLVM-dialect MLIR text (lowered once per process),
-    its MRAM addresses the host's plus `mram_shift` (0 or MRAM_SHIFT)."""
+    its MRAM addresses the host's plus `mram_shift` (0 or MRAM_SHIFT); `races`:
+    with the check of races between tasklets."""
     from mlir import ir
 
     from ..lowering import DEFAULT_PIPELINE, run_pipeline
     with ir.Context(), ir.Location.unknown():
-        module = ir.Module.parse(_source(mram_shift))
+        module = ir.Module.parse(_source(mram_shift, races))
         run_pipeline(module, DEFAULT_PIPELINE, "the DPU runtime library")
         return str(module)
 
 
-def link(module, mram_shift: int = 0, internal: bool = False) -> None:
+def link(module, mram_shift: int = 0, internal: bool = False, races: bool = False) -> None:
     """Define in `module` (LLVM dialect) every runtime symbol it declares or
     may call: the library's functions replace its declarations of them. Its
     MRAM addresses are the host's plus `mram_shift` (0 or MRAM_SHIFT).
     `internal`: the library's functions but those the host calls
     (`HOST_ENTRIES`) get internal linkage, so that LLVM drops those the
     program does not use before optimizing them (a third of a small kernel's
-    compile time: docs/benchmarks.md)."""
+    compile time: docs/benchmarks.md). `races`: with the check of races
+    between tasklets (edsl.dpu.races), where the launch asks for it."""
     from mlir import ir
-    library = ir.Module.parse(library_text(mram_shift), module.context)
+    library = ir.Module.parse(library_text(mram_shift, races), module.context)
     table = ir.SymbolTable(module.operation)
     hidden = ir.Attribute.parse("#llvm.linkage<internal>", module.context)
     for op in list(library.body.operations):

@@ -679,8 +679,9 @@ class ExportSpec:
     @classmethod
     def resolve(cls, kernel, signature, constants, sample_args, grid, num_dpus, num_tasklets,
                 outputs, debug) -> "ExportSpec":
-        if not isinstance(num_dpus, int) or isinstance(num_dpus, bool) or num_dpus < 1:
-            raise ArgumentError(f"num_dpus must be a positive integer, not {num_dpus!r}")
+        if not isinstance(num_dpus, int) or isinstance(num_dpus, bool) or not 1 <= num_dpus <= abi.MAX_DPUS:
+            raise ArgumentError(f"num_dpus must be an integer from 1 to {abi.MAX_DPUS:,} (the largest UPMEM "
+                                f"system), not {num_dpus!r}", caller_location())
         if not isinstance(num_tasklets, int) or not 1 <= num_tasklets <= abi.MAX_TASKLETS:
             raise ArgumentError(f"num_tasklets must be an integer from 1 to {abi.MAX_TASKLETS}, "
                                 f"not {num_tasklets!r}")

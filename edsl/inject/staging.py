@@ -12,15 +12,14 @@ from typing import Callable
 from mlir import ir
 from mlir.dialects import memref
 
-from ..target import dpu as abi
 from ..base.errors import DpuError
 
 
-def stage_operands(outs: list[ir.Value], allocate: Callable[[ir.MemRefType], ir.Value],
-                   budget: int = abi.WRAM_BYTES) -> tuple[list[ir.Value], int]:
+def stage_operands(outs: list[ir.Value], allocate: Callable[[ir.MemRefType], ir.Value]) -> tuple[list[ir.Value], int]:
     """Copies of the tiles `outs` (static memrefs) in buffers from `allocate`
     (which decides where they live, e.g. at the kernel's entry), made at the
-    current insertion point; and their bytes."""
+    current insertion point; and their bytes (the caller checks them against
+    the DPU's WRAM)."""
     staged, total = [], 0
     for v in outs:
         t = ir.MemRefType(v.type)
@@ -30,8 +29,6 @@ def stage_operands(outs: list[ir.Value], allocate: Callable[[ir.MemRefType], ir.
         for d in t.shape:
             n *= d
         total += n * max(1, t.element_type.width // 8)
-        if total > budget:
-            raise DpuError(f"WRAM overflow: region buffers need {total} bytes, over the {budget} bytes left")
         buf = allocate(ir.MemRefType.get(t.shape, t.element_type))
         memref.copy(v, buf)
         staged.append(buf)

@@ -43,7 +43,7 @@ from mlir.dialects import llvm
 from mlir.passmanager import PassManager
 
 from ..target.dpu import (BARRIER, COUNTERS, DMA, FAIL, FAILED, ME, MRAM_READ, MRAM_WRITE, NOTE, NOTE_ACCESS,
-                          NR_TASKLETS, WATCH_WAIT, YIELD)
+                          NR_TASKLETS, RACE_NOTE, WATCH_WAIT, YIELD)
 from ..base.errors import LoweringError
 
 COUNTERS_ATTR = "edsl.counters"      # i64: how many counters the program uses
@@ -56,9 +56,10 @@ REGISTER_CALLEES = frozenset({ME, NR_TASKLETS})
 # A while loop's test that its DPU still runs: what the runtime's function executes
 # (the DPU's state from the context, its flag, a compare), inlined on a DPU.
 STATE_CALLEES = {FAILED: ("load", "load", "alu")}
-# The model's own bookkeeping (the access log of a launch on several DPUs, the watch for
-# waits that cannot end, its tasklets' turns on one host thread): no DPU work.
-MODEL_CALLEES = frozenset({NOTE, NOTE_ACCESS, WATCH_WAIT, YIELD})
+# The model's own bookkeeping (the access log of a launch on several DPUs, the race
+# log, the watch for waits that cannot end, its tasklets' turns on one host thread):
+# no DPU work.
+MODEL_CALLEES = frozenset({NOTE, NOTE_ACCESS, RACE_NOTE, WATCH_WAIT, YIELD})
 # Functions of the runtime itself, whose blocks are not the program's work.
 RUNTIME_PREFIX = "edsl_dpu_"
 

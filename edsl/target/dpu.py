@@ -17,6 +17,7 @@ WRAM_BYTES = 64 * 1024          # scratchpad per DPU
 MRAM_BYTES = 64 * 1024 * 1024   # DRAM bank per DPU
 IRAM_BYTES = 24 * 1024          # instruction memory per DPU
 MAX_TASKLETS = 24               # hardware threads per DPU
+MAX_DPUS = 2560                 # the largest UPMEM system: 40 ranks of 64 DPUs (20 DIMMs)
 PIPELINE_FULL_TASKLETS = 11     # tasklets needed to fill the 14-stage pipeline
 
 DMA_ALIGN = 8                   # MRAM<->WRAM transfers: 8-byte aligned addresses,
@@ -126,6 +127,11 @@ NOTE = "__dpu_note"
 # NOTE's arguments; a store's kind resets the watch (made before each outermost while loop).
 WATCH_WAIT = "__dpu_watch_wait"
 NOTE_ACCESS = "edsl_dpu_note_access"  # (kind, mram_addr, nbytes, site: i64) -> (): NOTE, in EDSL code
+# An EDSL access of WRAM or MRAM bytes for the check of races between a DPU's
+# tasklets (edsl.dpu.races): (kind: an `Access` code, RACE_MRAM set for MRAM,
+# address, nbytes, site: i64) -> (). The model logs it where the launch asks
+# (`Ctx.RACE`); a DPU has no such check (the exporter prints nothing).
+RACE_NOTE = "edsl_dpu_race_note"
 LOG_FULL = "edsl_dpu_log_full"        # (ctx) -> (): the tasklet's log is full (model: grow it)
 # The one DMA routine, which kernels call directly:
 # (mram_addr, wram_addr, nbytes, direction, site: i64, ctx: !llvm.ptr) -> ()
@@ -248,9 +254,10 @@ class Ctx(IntEnum):
                          # where an access starts, which then grows it (tasklets run one by one)
     SAVE = 30            # model: the table of pages of the arrays that transfers save before they
                          # first write them (`SAVE_PAGES`; 0: none are saved)
+    RACE = 31            # model: the tasklet's race log (RaceLog slots), 0: no race check (`RACE_NOTE`)
 
 
-CTX_SLOTS = 31
+CTX_SLOTS = 32
 
 
 # The pages `SAVE_PAGES` saves: PAGE_BYTES each, page k of an array its bytes
@@ -331,6 +338,22 @@ class Err(IntEnum):
 
 LOG_ENTRY = 4                         # i64 fields of a log entry: kind, mram_addr, end, site
 LOG_ENDS = 32                         # i64 slots of a log's table by end address (a power of 2)
+
+
+# ---- races between the tasklets of a DPU ----------------------------------------------
+# A tasklet's race log: RaceLog slots (i64) that the host allocates, the
+# entries (RACE_ENTRY i64 each: kind, address, end, site, the DPU's barrier
+# generation) in a C-heap buffer that the model grows.
+
+class RaceLog(IntEnum):
+    LEN = 0              # entries used
+    CAP = 1              # entries the buffer holds
+    ENTRIES = 2          # the buffer's address
+
+
+RACE_LOG_SLOTS = 3
+RACE_ENTRY = 5
+RACE_MRAM = 4                         # kind flag: the bytes are MRAM's (else WRAM's)
 
 
 class Access(IntEnum):

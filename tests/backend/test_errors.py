@@ -6,6 +6,8 @@ import pytest
 import triton
 import triton.language as tl
 
+import edsl
+from edsl import InOut, Input, fl
 from edsl.base.errors import CompileError, DpuError
 from loop_kernels import find_seven
 from source_lines import line_of
@@ -198,3 +200,27 @@ def test_device_print(capfd):
     out = capfd.readouterr().out
     assert "pid (0, 0, 0) idx (0) val: 5\n" in out
     assert "pid (0, 0, 0) idx (1) val: -6\n" in out
+
+
+@edsl.dialect
+def first_of(t: InOut["memref<32768xf32>"], x: Input["memref<32768xf32>"]):
+    t[0] = x[0]
+
+
+@triton.jit
+def wide_call_kernel(x_ptr, o_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    t = fl.call(first_of, [tl.zeros_like(x)], [x])
+    tl.store(o_ptr + offs, t)
+
+
+def test_an_fl_calls_tiles_over_wram_are_an_error_at_the_call():
+    """The call's line, each operand and its bytes, and why they stay in WRAM."""
+    x = np.zeros(32768, np.float32)
+    with pytest.raises(DpuError) as err:
+        wide_call_kernel[(1,)](x, x, N=32768)
+    assert err.value.loc.lineno == line_of(wide_call_kernel, "t = fl.call")
+    assert ("fl.call of first_of: its tile operands need 393216 bytes of WRAM, more than the 65536 bytes of a "
+            "DPU: 't' 262144 bytes (InOut: the tile and its updated copy), 'x' 131072 bytes. They stay in WRAM"
+            in err.value.message), err.value.message

@@ -151,8 +151,9 @@ def test_report_fields():
 
 
 def test_bad_argument_types():
-    with pytest.raises(ArgumentError, match="num_tasklets must be an integer from 1 to 24"):
+    with pytest.raises(ArgumentError, match="num_tasklets must be an integer from 1 to 24") as err:
         copy_kernel[(1,)](np.zeros(4), np.zeros(4), 4, BLOCK=16, num_tasklets=25)
+    assert err.value.loc is not None and err.value.loc.filename == __file__     # the launch's line
     with pytest.raises(TypeError, match="list"):
         copy_kernel[(1,)]([1.0, 2.0], np.zeros(4), 4, BLOCK=16)
 
@@ -309,3 +310,17 @@ def test_arrays_over_a_dpus_mram_are_refused_saying_what_to_do():
                                        "parts of them") as err:
         copy_kernel[(1,)](x, out, 16, BLOCK=16)
     assert err.value.loc is not None and err.value.loc.filename == __file__
+
+
+def test_num_dpus_is_bounded_by_the_largest_upmem_system():
+    """2,560 DPUs at most, the error at the launch's line; a larger machine
+    only where the launch says so (`machine_dpus`)."""
+    x, y = np.arange(8, dtype=np.float64), np.zeros(8)
+    with pytest.raises(ArgumentError, match="num_dpus=2561 is more DPUs than the machine has: the largest "
+                                            "UPMEM system has 2,560") as err:
+        copy_kernel[(1,)](x, y, 8, BLOCK=16, num_dpus=2561)
+    assert err.value.loc is not None and err.value.loc.filename == __file__
+    copy_kernel[(1,)](x, y, 8, BLOCK=16, num_dpus=2561, machine_dpus=4096)
+    assert y.tolist() == x.tolist()
+    with pytest.raises(ArgumentError, match="machine_dpus=3000 says the machine has no more"):
+        copy_kernel[(1,)](x, y, 8, BLOCK=16, num_dpus=4000, machine_dpus=3000)

@@ -46,7 +46,26 @@ def test_unsupported_statement():
             pass
     with pytest.raises(edsl.CompileError) as err:
         f.mlir
-    check(err, edsl.CompileError, "unsupported Python syntax in an edsl function: Try", "unsupported")
+    check(err, edsl.CompileError, "unsupported Python syntax in an edsl function: try", "unsupported")
+
+
+def test_an_f_string_is_named_as_python_users_name_it():
+    @edsl.dialect
+    def f(y: InOut["memref<?xf32>"]):
+        s = f"{y}"  # f-string
+    with pytest.raises(edsl.CompileError) as err:
+        f.mlir
+    check(err, edsl.CompileError, "unsupported Python syntax in an edsl function: an f-string", "f-string")
+
+
+def test_print_is_refused_rather_than_run_at_compile_time(capsys):
+    @edsl.dialect
+    def f(y: InOut["memref<?xf32>"]):
+        print(y[0])  # print
+    with pytest.raises(edsl.CompileError) as err:
+        f.mlir
+    check(err, edsl.CompileError, "print() in an edsl function would run once, when it compiles", "print")
+    assert capsys.readouterr().out == ""
 
 
 def test_early_return_in_a_loop():

@@ -9,14 +9,18 @@ image, or an `!llvm.ptr<255>`, as the EDSL parameter asks.
 """
 from __future__ import annotations
 
+import math
+
 from mlir import ir
 from mlir.dialects import arith, llvm, memref
 
-from ...target.dpu import MRAM_ADDRSPACE, Ctx, is_mram
+from ...target.dpu import MRAM_ADDRSPACE, WRAM_BYTES, Ctx, is_mram
+from ..ttir_reader import user_location
 from ...inject import ParamKind, build_region, descriptor_type, stage_operands
 from ...inject.callees import PREFIX, callee
 from .control import lower_body
 from .core import Tile, byte_size, lowers
+from .wram import WramFull
 
 
 
@@ -37,6 +41,7 @@ def lower_call(conv, op) -> None:
     if fn is None:
         raise conv.sites.error(op, f"fl.call to an EDSL function unknown in this process ({symbol})")
     params = fn.info_for("upmem-dpu").params
+    _check_operands_fit_wram(conv, op, fn.__name__, params)
     conv.info.sites += [[code, conv.sites.file_name(s.filename), s.lineno, s.col]
                         for code, s in fn.compile("upmem-dpu").sites.items()]
     operands, kinds, outs = [], [], []
@@ -63,6 +68,27 @@ def lower_call(conv, op) -> None:
     conv.tasklets.accesses.sync()
     for result, value, (_, tile) in zip(op.results, packs, outs):
         conv.values.set(result, Tile(tile.shape, tile.elem, buf=value, accesses=conv.buffers.accesses))
+
+
+def _check_operands_fit_wram(conv, op, name: str, params) -> None:
+    """The call's tile operands stay in WRAM (the EDSL function addresses them
+    as memrefs; none is kept in MRAM) with a copy of each InOut one: more
+    than a DPU's WRAM is an error at the call's line naming each operand."""
+    sizes = []
+    for p, v in zip(params, op.operands):
+        t = p.mlir_type
+        vt = v.type
+        if isinstance(t, ir.MemRefType) and not is_mram(t) and isinstance(vt, ir.RankedTensorType):
+            nbytes = byte_size(vt.element_type) * math.prod(vt.shape) * (2 if p.param.is_inout else 1)
+            sizes.append((p.name, nbytes, p.param.is_inout))
+    total = sum(n for _, n, _ in sizes)
+    if total > WRAM_BYTES:
+        each = ", ".join(f"{n!r} {b} bytes" + (" (InOut: the tile and its updated copy)" if io else "")
+                         for n, b, io in sizes)
+        raise WramFull(f"fl.call of {name}: its tile operands need {total} bytes of WRAM, more than the "
+                       f"{WRAM_BYTES} bytes of a DPU: {each}. They stay in WRAM, where the function reads "
+                       "and writes them as memrefs (tiles the kernel keeps in MRAM cannot be passed); pass "
+                       "smaller tiles, or a pointer to MRAM instead of a tile", user_location(op.location))
 
 
 def _lower_in_place(conv, op, symbol: str) -> None:

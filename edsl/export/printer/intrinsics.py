@@ -65,6 +65,7 @@ PRIMITIVES = {
     abi.CTX: lambda a: f"(void *){CTX_ARRAY}[me()]",
     abi.YIELD: lambda a: "(void)0",         # (a DPU's tasklets run side by side)
     abi.SAVE_PAGES: lambda a: "(void)0",    # (a DPU writes its own MRAM's copy of the arrays)
+    abi.RACE_NOTE: lambda a: "(void)0",     # (hardware has no check of races between tasklets)
     # A tasklet's full WRAM access log goes to its log in MRAM (a launch on
     # several DPUs; templates/dpu_program.c), where the host runner reads it.
     abi.LOG_FULL: lambda a: f"{LOG_FLUSH}({a[0]})",

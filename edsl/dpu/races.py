@@ -1,0 +1,155 @@
+"""Races between the tasklets of one DPU, found in their race logs.
+
+On UPMEM a DPU's tasklets interleave instruction by instruction: two of them
+touching the same WRAM or MRAM bytes with nothing ordering them, one of them
+writing, give whatever the interleaving gives. The model runs tasklets
+without preemption between synchronisations, so such code gives one answer
+there and another on hardware. With the check on (a launch option), every
+access EDSL code makes (elements, and both sides of each DMA) is logged by
+its tasklet with the DPU's barrier generation (abi.RACE_NOTE, Ctx.RACE);
+after the launch, two accesses of one byte by different tasklets in the same
+generation (no barrier between them; a launch's start and end separate
+launches), at least one a write and not both atomic, are a race.
+
+The check works on bytes: each logged access is spread over its bytes
+(elements are at most 8, a DMA at most 2048), after identical accesses of a
+tasklet in one generation are merged.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ..target.dpu import ACCESS_MASK, RACE_MRAM, Access
+
+
+@dataclass(frozen=True)
+class RaceAccess:
+    """One side of a race: the tasklet, whether it writes, the site of its
+    access and the access's bytes [lo, hi)."""
+    tasklet: int
+    kind: int              # an Access code
+    site: int
+    lo: int
+    hi: int
+
+    @property
+    def verb(self) -> str:
+        return {Access.READ: "reads", Access.WRITE: "writes"}.get(self.kind, "updates atomically")
+
+
+@dataclass(frozen=True)
+class Race:
+    """Two tasklets' unordered accesses of byte `address` (MRAM's, if `mram`;
+    else WRAM's), `first` a write."""
+    address: int
+    mram: bool
+    first: RaceAccess
+    second: RaceAccess
+
+
+def first_race(logs: Sequence[np.ndarray]) -> Race | None:
+    """The race of lowest generation, then lowest space and address, among
+    the accesses of one DPU's tasklets (`logs[t]`: tasklet t's entries,
+    abi.RACE_ENTRY i64 each: kind, address, end, site, generation); None if
+    there is none."""
+    rows = [np.column_stack([log, np.full(len(log), t, np.int64)]) for t, log in enumerate(logs) if len(log)]
+    if len({int(r[0, 5]) for r in rows}) < 2:
+        return None                       # (one tasklet alone cannot race)
+    e = np.concatenate(rows)
+    kind, lo, hi, site, gen, tid = e.T
+    access = kind & ACCESS_MASK
+    space = (kind & RACE_MRAM) != 0
+    # One entry per (tasklet, generation, space, access kind, bytes): loops
+    # that touch an element again add nothing but its first site.
+    key = np.column_stack([gen, space, lo, hi, tid, access])
+    _, first = np.unique(key, axis=0, return_index=True)
+    first.sort()
+    e, access, space = e[first], access[first], space[first]
+    kind, lo, hi, site, gen, tid = e.T
+    # Every byte of every access.
+    n = hi - lo
+    index = np.repeat(np.arange(len(e)), n)
+    byte = lo[index] + (np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n))
+    order = np.lexsort((tid[index], byte, space[index], gen[index]))
+    index, byte = index[order], byte[order]
+    g, s = gen[index], space[index]
+    start = np.flatnonzero(np.r_[True, (g[1:] != g[:-1]) | (s[1:] != s[:-1]) | (byte[1:] != byte[:-1])])
+    t, a = tid[index], access[index]
+    big = np.iinfo(np.int64).max
+
+    def spread(mask):
+        """(lowest, highest) tasklet of each byte's accesses where `mask`."""
+        low = np.minimum.reduceat(np.where(mask, t, big), start)
+        high = np.maximum.reduceat(np.where(mask, t, -1), start)
+        return low, high
+    all_lo, all_hi = spread(np.ones(len(t), bool))
+    plain_write = a == Access.WRITE
+    atomic = a == Access.ATOMIC
+    pw_lo, _ = spread(plain_write)
+    at_lo, at_hi = spread(atomic)
+    pl_lo, pl_hi = spread(~atomic)
+    # A plain write and another tasklet's access; or an atomic and another
+    # tasklet's plain access.
+    racy = ((pw_lo != big) & (all_lo != all_hi)) | \
+           ((at_lo != big) & (pl_lo != big) & ~((at_lo == at_hi) & (pl_lo == pl_hi) & (at_lo == pl_lo)))
+    hits = np.flatnonzero(racy)
+    if not len(hits):
+        return None
+    k = int(hits[0])
+    group = index[start[k]:start[k + 1] if k + 1 < len(start) else len(index)]
+    return Race(int(byte[start[k]]), bool(space[group[0]]), *_pair(group, tid, access, site, lo, hi))
+
+
+def _pair(group, tid, access, site, lo, hi) -> tuple[RaceAccess, RaceAccess]:
+    """Two accesses of `group` (entry numbers, in tasklet order) that race."""
+    def side(i) -> RaceAccess:
+        return RaceAccess(int(tid[i]), int(access[i]), int(site[i]), int(lo[i]), int(hi[i]))
+    writes = [i for i in group if access[i] == Access.WRITE]
+    if writes:
+        w = writes[0]
+        other = next(i for i in group if tid[i] != tid[w])
+        return side(w), side(other)
+    atomics = [i for i in group if access[i] == Access.ATOMIC]
+    for a in atomics:
+        plain = [i for i in group if access[i] != Access.ATOMIC and tid[i] != tid[a]]
+        if plain:
+            return side(a), side(plain[0])
+    raise AssertionError("a racy byte without a racing pair")
+
+
+# The launch option's environment variable: "1" checks every launch that
+# does not say (the project's own tests run with it).
+ENVIRONMENT = "EDSL_RACE_CHECK"
+
+
+def requested(option: bool | None) -> bool:
+    """Whether a launch checks races: its option, else the environment variable."""
+    if option is not None:
+        return bool(option)
+    import os
+    return os.environ.get(ENVIRONMENT, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def message(race: Race, what: str, sites, name=None) -> tuple[str, object]:
+    """The words of `race` and the source position to show (its first access's).
+    `name(address, mram)`: how the launch names that byte ("element 3 of
+    'total'"), or None."""
+    a, b = race.first, race.second
+    where = (name(race.address, race.mram) if name else None) or \
+        ("a byte of MRAM" if race.mram else "a byte of WRAM (a tile or wram_alloc buffer)")
+
+    def at(side: RaceAccess) -> str:
+        """Its line and column (the first side's file, where the error points, unless another's)."""
+        loc, first = sites.get(side.site), sites.get(a.site)
+        if loc is None:
+            return ""
+        other = f" of {loc.filename}" if first is not None and loc.filename != first.filename else ""
+        return f" at line {loc.lineno}{other} (column {(loc.col or 0) + 1})"
+    text = (f"{what}: tasklets {a.tasklet} and {b.tasklet} race on {where}: tasklet {a.tasklet} {a.verb} it"
+            f"{at(a)} and tasklet {b.tasklet} {b.verb} it{at(b)}, with no barrier between them; on UPMEM the "
+            "tasklets interleave and the result depends on their order (separate the accesses with "
+            "edsl.barrier(), or give each tasklet its own elements)")
+    return text, sites.get(a.site)
