@@ -12,7 +12,8 @@ goal is 16 tasklets within 1.5x of one. Best of 10 launches after a warm-up; the
 DPUs the model also checks what the DPUs touched (their access logs,
 edsl.dpu.sharing); one DPU shows the tasklets alone. On 1 MiB vectors a
 launch's fixed host time is most of its time; on 16 MiB ones the DPUs'
-work is.
+work is. Last, what the check of races between tasklets costs the EDSL
+functions of two `fl.call` kernels (`race_check=True` against the default).
 """
 import os
 import pathlib
@@ -26,6 +27,8 @@ sys.path[:0] = [str(BENCHMARKS.parent / "examples"), str(BENCHMARKS)]
 import numpy as np  # noqa: E402
 
 import edsl.backend  # noqa: E402
+import fl_softmax  # noqa: E402
+import fl_vector_add  # noqa: E402
 import triton_matmul  # noqa: E402
 import triton_softmax  # noqa: E402
 import triton_vector_add  # noqa: E402
@@ -77,6 +80,33 @@ def main():
         print(f"{dpus} DPU{'s' if dpus > 1 else ''}: worst ratio {worst:.2f}x (goal: within {GOAL}x)")
 
 
+
+def race_check_cost():
+    """What the check of races between tasklets (edsl.dpu.races) costs the
+    EDSL functions of a kernel: the same launch with `race_check` off and on,
+    16 tasklets on one DPU. Off is the default: the logging function is empty."""
+    rng = np.random.default_rng(1)
+    m = rng.standard_normal((64, 1024)).astype(np.float32)
+    sm = np.empty_like(m)
+    x, y = (rng.standard_normal(1 << 16).astype(np.float32) for _ in range(2))
+    out = np.empty_like(x)
+    cases = {
+        "fl.call softmax (64 x 1024 f32)": (lambda check: fl_softmax.softmax_kernel[(64,)](
+            sm, m, 1024, 1024, BLOCK=1024, num_tasklets=16, race_check=check), sm),
+        "fl.call vector add (65536 f32)": (lambda check: fl_vector_add.add_kernel[(16,)](
+            x, y, out, x.size, BLOCK=4096, num_tasklets=16, race_check=check), out),
+    }
+    for name, (launch, result) in cases.items():
+        times, results = {}, {}
+        for check in (False, True):
+            times[check] = best(lambda: launch(check), 5, warm=True)
+            results[check] = result.copy()
+        same = np.array_equal(results[False].view(np.uint8), results[True].view(np.uint8))
+        print(f"{name:>32}: race check off {times[False] * 1e3:7.2f} ms, on {times[True] * 1e3:7.2f} ms "
+              f"= {times[True] / times[False]:5.2f}x{'' if same else '  RESULTS DIFFER'}")
+
+
 if __name__ == "__main__":
     with edsl.backend.activated():     # (the DPU model, also where a GPU is)
         main()
+        race_check_cost()

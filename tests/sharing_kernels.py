@@ -20,6 +20,8 @@ def scatter(x_ptr, idx_ptr, out_ptr, MODE: tl.constexpr, BLOCK: tl.constexpr):
         tl.atomic_add(out_ptr + idx, x)
     elif MODE == "max":
         tl.atomic_max(out_ptr + idx, x)
+    elif MODE == "min":
+        tl.atomic_min(out_ptr + idx, x)
     elif MODE == "xor":
         tl.atomic_xor(out_ptr + idx, x)
     elif MODE == "xchg":

@@ -11,9 +11,10 @@ after the launch, two accesses of one byte by different tasklets in the same
 generation (no barrier between them; a launch's start and end separate
 launches), at least one a write and not both atomic, are a race.
 
-The check works on bytes: each logged access is spread over its bytes
-(elements are at most 8, a DMA at most 2048), after identical accesses of a
-tasklet in one generation are merged.
+The check works on units of the bytes: each logged access is spread over
+units of the largest power of two (up to 8) that divides every access's
+bounds (one unit an element where all elements have one size; a DMA at most
+2048 bytes), and one sort of their keys groups them.
 """
 from __future__ import annotations
 
@@ -50,57 +51,75 @@ class Race:
     second: RaceAccess
 
 
+# A byte's key: the barrier generation, the space, then the address (below
+# 2**48: the model's host and MRAM addresses), so that one sort of int64 keys
+# orders accesses as the check takes them. Generations beyond the key's bits
+# are taken in turns.
+_SPACE_SHIFT, _GEN_SHIFT = 48, 49
+_GENS_AT_ONCE = 1 << (63 - _GEN_SHIFT)
+
+
 def first_race(logs: Sequence[np.ndarray]) -> Race | None:
     """The race of lowest generation, then lowest space and address, among
     the accesses of one DPU's tasklets (`logs[t]`: tasklet t's entries,
     abi.RACE_ENTRY i64 each: kind, address, end, site, generation); None if
     there is none."""
-    rows = [np.column_stack([log, np.full(len(log), t, np.int64)]) for t, log in enumerate(logs) if len(log)]
-    if len({int(r[0, 5]) for r in rows}) < 2:
+    logs = [np.asarray(log, np.int64).reshape(-1, 5) for log in logs]
+    if sum(1 for log in logs if len(log)) < 2:
         return None                       # (one tasklet alone cannot race)
-    e = np.concatenate(rows)
-    kind, lo, hi, site, gen, tid = e.T
+    e = np.concatenate(logs)
+    tid = np.repeat(np.arange(len(logs)), [len(log) for log in logs])
+    gen = e[:, 4]
+    for base in range(int(gen.min()), int(gen.max()) + 1, _GENS_AT_ONCE):
+        turn = np.flatnonzero((gen >= base) & (gen < base + _GENS_AT_ONCE))
+        race = _first_race_in(e[turn], tid[turn], base)
+        if race is not None:
+            return race
+    return None
+
+
+def _first_race_in(e: np.ndarray, tid: np.ndarray, base: int) -> Race | None:
+    kind, lo, hi, site, gen = e.T
+    if not len(e):
+        return None
+    assert int(hi.max()) <= 1 << _SPACE_SHIFT, "race log addresses beyond 2**48"
     access = kind & ACCESS_MASK
     space = (kind & RACE_MRAM) != 0
-    # One entry per (tasklet, generation, space, access kind, bytes): loops
-    # that touch an element again add nothing but its first site.
-    key = np.column_stack([gen, space, lo, hi, tid, access])
-    _, first = np.unique(key, axis=0, return_index=True)
-    first.sort()
-    e, access, space = e[first], access[first], space[first]
-    kind, lo, hi, site, gen, tid = e.T
-    # Every byte of every access.
-    n = hi - lo
+    # Every unit of every access: units of the largest power of two (at most
+    # 8) that every access's bounds are multiples of, so that one element is
+    # one unit in the common case; a unit is then a byte where bounds are odd.
+    bounds = np.bitwise_or.reduce(np.concatenate([lo, hi])) | 8
+    unit = int(bounds & -bounds)
+    n = (hi - lo) // unit
     index = np.repeat(np.arange(len(e)), n)
-    byte = lo[index] + (np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n))
-    order = np.lexsort((tid[index], byte, space[index], gen[index]))
-    index, byte = index[order], byte[order]
-    g, s = gen[index], space[index]
-    start = np.flatnonzero(np.r_[True, (g[1:] != g[:-1]) | (s[1:] != s[:-1]) | (byte[1:] != byte[:-1])])
+    key = ((gen - base) << _GEN_SHIFT) | (space.astype(np.int64) << _SPACE_SHIFT) | lo
+    key = key[index] + (np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)) * unit
+    order = np.argsort(key, kind="stable")
+    index, key = index[order], key[order]
+    start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     t, a = tid[index], access[index]
     big = np.iinfo(np.int64).max
 
-    def spread(mask):
-        """(lowest, highest) tasklet of each byte's accesses where `mask`."""
-        low = np.minimum.reduceat(np.where(mask, t, big), start)
-        high = np.maximum.reduceat(np.where(mask, t, -1), start)
-        return low, high
-    all_lo, all_hi = spread(np.ones(len(t), bool))
-    plain_write = a == Access.WRITE
+    def lowest(mask):
+        return np.minimum.reduceat(np.where(mask, t, big), start)
+
+    def highest(mask):
+        return np.maximum.reduceat(np.where(mask, t, -1), start)
     atomic = a == Access.ATOMIC
-    pw_lo, _ = spread(plain_write)
-    at_lo, at_hi = spread(atomic)
-    pl_lo, pl_hi = spread(~atomic)
+    every = np.ones(len(t), bool)
     # A plain write and another tasklet's access; or an atomic and another
     # tasklet's plain access.
-    racy = ((pw_lo != big) & (all_lo != all_hi)) | \
-           ((at_lo != big) & (pl_lo != big) & ~((at_lo == at_hi) & (pl_lo == pl_hi) & (at_lo == pl_lo)))
+    racy = (lowest(a == Access.WRITE) != big) & (lowest(every) != highest(every))
+    at_lo, at_hi, pl_lo, pl_hi = lowest(atomic), highest(atomic), lowest(~atomic), highest(~atomic)
+    racy |= (at_lo != big) & (pl_lo != big) & ~((at_lo == at_hi) & (pl_lo == pl_hi) & (at_lo == pl_lo))
     hits = np.flatnonzero(racy)
     if not len(hits):
         return None
     k = int(hits[0])
     group = index[start[k]:start[k + 1] if k + 1 < len(start) else len(index)]
-    return Race(int(byte[start[k]]), bool(space[group[0]]), *_pair(group, tid, access, site, lo, hi))
+    group = group[np.lexsort((group, tid[group]))]                  # by tasklet, then log order
+    address = int(key[start[k]]) & ((1 << _SPACE_SHIFT) - 1)
+    return Race(address, bool(space[group[0]]), *_pair(group, tid, access, site, lo, hi))
 
 
 def _pair(group, tid, access, site, lo, hi) -> tuple[RaceAccess, RaceAccess]:

@@ -91,9 +91,24 @@ def _dtype(kind: int) -> np.dtype:
     return np.dtype(f"{'i' if signed else 'u'}{atomic.size}")
 
 
+def _float_bits_max(result: np.ndarray, final: np.ndarray, maximum: bool) -> np.ndarray:
+    """Triton's float max (min) on the bits (unsigned arrays): a signed max of
+    the sign-clear values and an unsigned min of the sign-set ones commute, so
+    DPUs' results merge as one: the signed max where either is sign-clear, else
+    the unsigned min (for min: the unsigned max where either is sign-set, else
+    the signed min)."""
+    signed = result.dtype.str.replace("u", "i")
+    rs, fs = result.view(signed), final.view(signed)
+    if maximum:
+        return np.where((rs >= 0) | (fs >= 0), np.maximum(rs, fs).view(result.dtype), np.minimum(result, final))
+    return np.where((rs < 0) | (fs < 0), np.maximum(result, final), np.minimum(rs, fs).view(result.dtype))
+
+
 def _combine(kind: int, result: np.ndarray, final: np.ndarray, pristine: np.ndarray) -> np.ndarray:
     """An element's merged value so far with one more DPU's final value in."""
     op = atomic_parts(kind).op
+    if op in (AtomicOp.FMAX_BITS, AtomicOp.FMIN_BITS):
+        return _float_bits_max(result, final, op == AtomicOp.FMAX_BITS)
     if op in (AtomicOp.ADD, AtomicOp.FADD):
         return result + (final - pristine)
     if op in (AtomicOp.MAX, AtomicOp.UMAX, AtomicOp.FMAX):

@@ -378,6 +378,12 @@ class AtomicOp(IntEnum):
     XOR = 11
     XCHG = 12
     CAS = 13
+    # Triton's float max / min on a float's bits (`tl.atomic_max` of f32 and
+    # f64): a signed integer max (min) of the values with the sign bit clear,
+    # an unsigned min (max) of those with it set, on one element. Logged as
+    # one kind for both halves, so that DPUs merge them as the float max (min).
+    FMAX_BITS = 14
+    FMIN_BITS = 15
 
 
 # Atomics that several DPUs may apply to one element: the host combines each

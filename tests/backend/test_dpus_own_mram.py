@@ -781,3 +781,39 @@ def test_dpus_said_to_keep_apart_kept_apart(per_dpu, word):
         assert truly
     if not any(writes):
         assert apart(logs, word)
+
+
+SPECIAL_FLOATS = [0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, 1.5, -1.5, 2.0, -2.0, 1e-40, -1e-40]
+
+
+def _triton_float_atomics(out: np.ndarray, idx: np.ndarray, x: np.ndarray, maximum: bool) -> np.ndarray:
+    """Triton's float atomic max (min) applied element by element in program
+    order, as its lowering makes them: on the bits, a signed max (min) where
+    the value's sign bit is clear, an unsigned min (max) where it is set."""
+    bits = out.view(np.uint32).copy()
+    for k, v in zip(idx.tolist(), x.view(np.uint32).tolist()):
+        old = int(bits[k])
+        s_old, s_v = np.int32(np.uint32(old)), np.int32(np.uint32(v))
+        if v >> 31 == 0:
+            bits[k] = np.int32(max(s_old, s_v) if maximum else min(s_old, s_v)).view(np.uint32)
+        else:
+            bits[k] = min(old, v) if maximum else max(old, v)
+    return bits.view(np.float32)
+
+
+@settings(max_examples=40, deadline=None)
+@given(mode=st.sampled_from(["max", "min"]), programs=st.integers(1, 6), dpus=st.integers(1, 8),
+       size=st.integers(1, 6), seed=st.integers(0, 2**16))
+def test_float_atomic_max_and_min_merge_across_dpus_as_on_one(mode, programs, dpus, size, seed):
+    """Float `tl.atomic_max`/`atomic_min` (integer atomics on the bits) from
+    programs on different DPUs merge: the result is, bit for bit, that of all
+    of them on one element in program order (-0.0 below +0.0, NaNs as Triton
+    orders them), whatever the DPU count."""
+    rng = np.random.default_rng(seed)
+    x = rng.choice(np.array(SPECIAL_FLOATS, np.float32), programs * BLOCK)
+    idx = rng.integers(0, size, programs * BLOCK).astype(np.int32)
+    out = rng.choice(np.array(SPECIAL_FLOATS, np.float32), size)
+    want = _triton_float_atomics(out, idx, x, mode == "max")
+    got = out.copy()
+    scatter[(programs,)](x, idx, got, MODE=mode, BLOCK=BLOCK, num_dpus=dpus)
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

@@ -22,6 +22,12 @@ from edsl.export import project
 from export_helpers import build, export_and_run, export_with_data_and_run, masked, needs_cc, output, run
 
 SHARING_EXIT = 5
+# Float atomics, which Triton makes integer atomics on the floats' bits: the
+# kernel's MODE for each.
+FLOAT_MODES = {"fmax": "max", "fmin": "min"}
+# Floats whose order Triton's lowering decides: zeros of both signs, NaNs of
+# both signs, infinities, and a few values that repeat.
+SPECIAL = np.array([0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, 1.5, -1.5, 2.0, -2.0], np.float32)
 
 
 
@@ -33,8 +39,10 @@ def projects(tmp_path_factory):
     def get(mode, tasklets):
         if (mode, tasklets) not in made:
             folder = base / f"{mode}_{tasklets}"
-            edsl.export(scatter, folder, signature={"x_ptr": "*i32", "idx_ptr": "*i32", "out_ptr": "*i32"},
-                        constants={"MODE": mode, "BLOCK": BLOCK}, num_tasklets=tasklets, outputs=["out_ptr"])
+            elem = "*fp32" if mode in FLOAT_MODES else "*i32"
+            edsl.export(scatter, folder, signature={"x_ptr": elem, "idx_ptr": "*i32", "out_ptr": elem},
+                        constants={"MODE": FLOAT_MODES.get(mode, mode), "BLOCK": BLOCK}, num_tasklets=tasklets,
+                        outputs=["out_ptr"])
             build(folder)
             made[mode, tasklets] = folder
         return made[mode, tasklets]
@@ -49,7 +57,7 @@ def _message(text: str) -> str:
 
 @needs_cc
 @settings(max_examples=12, deadline=None)
-@given(mode=st.sampled_from(["store", "add", "max", "xor", "xchg", "gather"]),
+@given(mode=st.sampled_from(["store", "add", "max", "xor", "xchg", "gather", "fmax", "fmin"]),
        programs=st.integers(1, 6), dpus=st.integers(1, 8), tasklets=st.sampled_from([1, 3, 16]),
        size=st.integers(1, 24), seed=st.integers(0, 2**16))
 def test_the_runner_gathers_as_the_model_does(projects, mode, programs, dpus, tasklets, size, seed):
@@ -63,6 +71,8 @@ def test_the_runner_gathers_as_the_model_does(projects, mode, programs, dpus, ta
     else:
         idx = rng.integers(0, size, n).astype(np.int32)
     out = rng.integers(-50, 50, size).astype(np.int32)
+    if mode in FLOAT_MODES:
+        x, out = rng.choice(SPECIAL, n), rng.choice(SPECIAL, size)
     folder = projects(mode, tasklets)
     data = pathlib.Path(tempfile.mkdtemp(dir=folder))
     for name, a in (("x_ptr", x), ("idx_ptr", idx), ("out_ptr", out)):
@@ -71,7 +81,8 @@ def test_the_runner_gathers_as_the_model_does(projects, mode, programs, dpus, ta
     r = run(folder, f"data={data}", f"out={got_dir}", f"dpus={dpus}", f"grid={programs}", "check=0")
     want = out.copy()
     try:
-        scatter[(programs,)](x, idx, want, MODE=mode, BLOCK=BLOCK, num_dpus=dpus, num_tasklets=tasklets)
+        scatter[(programs,)](x, idx, want, MODE=FLOAT_MODES.get(mode, mode), BLOCK=BLOCK, num_dpus=dpus,
+                             num_tasklets=tasklets)
     except DpuError as err:
         event(f"{mode}: refused")
         assert "On UPMEM every DPU has its own MRAM" in str(err)
@@ -81,7 +92,8 @@ def test_the_runner_gathers_as_the_model_does(projects, mode, programs, dpus, ta
         return
     event(f"{mode}: merged")
     assert r.returncode == 0, r.stdout + r.stderr
-    np.testing.assert_array_equal(np.frombuffer((got_dir / "out_ptr.bin").read_bytes(), np.int32), want)
+    np.testing.assert_array_equal(np.frombuffer((got_dir / "out_ptr.bin").read_bytes(), np.int32),
+                                  want.view(np.int32))                  # (floats: bit for bit)
 
 
 

@@ -36,6 +36,8 @@ a store of such a tile reads its lines through the window.
 """
 from __future__ import annotations
 
+import re
+
 from mlir import ir
 from mlir.dialects import arith, llvm, scf
 
@@ -445,6 +447,15 @@ def _store_rows(conv, ptrs, mask, value, es: int) -> None:
         scf.yield_([])
 
 
+def _points_to_floats(ptr: ir.Value) -> bool:
+    """Whether integer pointers `ptr` are a `tt.bitcast` of float pointers of
+    the same width (as Triton casts them for a float `tl.atomic_max`)."""
+    owner = ptr.owner
+    if not isinstance(owner, ir.OpView) or owner.operation.name != "tt.bitcast":
+        return False
+    return re.search(r"!tt\.ptr<f(32|64)>", str(owner.operands[0].type)) is not None
+
+
 _RMW = {
     "add": lambda old, v: arith.addi(old, v),
     "fadd": lambda old, v: arith.addf(old, v),
@@ -467,13 +478,22 @@ _ATOMIC_OPS = {"add": (AtomicOp.ADD, AtomicOp.FADD), "fadd": (AtomicOp.FADD, Ato
                "xchg": (AtomicOp.XCHG,) * 2}
 
 
+# Triton's float max / min as integer atomics on the float's bits: the two
+# halves of each (edsl.target.dpu.AtomicOp.FMAX_BITS).
+_ON_FLOAT_BITS = {"max": AtomicOp.FMAX_BITS, "umin": AtomicOp.FMAX_BITS,
+                  "min": AtomicOp.FMIN_BITS, "umax": AtomicOp.FMIN_BITS}
+
+
 def _atomic_log_kind(conv, op, t) -> int:
     """How an atomic is logged: its operation, whether its old value is used,
     and its element type (the host merges atomics across DPUs by them)."""
     if op.name == "tt.atomic_cas":
         which = AtomicOp.CAS
     else:
-        which = _ATOMIC_OPS[ir.StringAttr(op.attributes["atomic_rmw_op"]).value][is_float(t)]
+        name = ir.StringAttr(op.attributes["atomic_rmw_op"]).value
+        which = _ATOMIC_OPS[name][is_float(t)]
+        if name in _ON_FLOAT_BITS and not is_float(t) and _points_to_floats(op.operands[0]):
+            which = _ON_FLOAT_BITS[name]
     used = conv.values.uses.get(op.results[0], 0) > 0
     return atomic_kind(which, used, byte_size(t), str(t) if is_float(t) else None)
 

@@ -451,6 +451,9 @@ static void combine(int64_t kind, uint8_t *r, const uint8_t *f, const uint8_t *p
       case EDSL_ATOMIC_MIN: rv = fs < rs ? fv : rv; break;
       case EDSL_ATOMIC_UMAX: rv = fv > rv ? fv : rv; break;
       case EDSL_ATOMIC_UMIN: rv = fv < rv ? fv : rv; break;
+      /* Triton's float max / min on the bits (sharing._float_bits_max). */
+      case EDSL_ATOMIC_FMAX_BITS: rv = rs >= 0 || fs >= 0 ? (fs > rs ? fv : rv) : (fv < rv ? fv : rv); break;
+      case EDSL_ATOMIC_FMIN_BITS: rv = rs < 0 || fs < 0 ? (fv > rv ? fv : rv) : (fs < rs ? fv : rv); break;
       case EDSL_ATOMIC_AND: rv &= fv; break;
       case EDSL_ATOMIC_OR: rv |= fv; break;
       default: rv ^= fv ^ pv; break;               /* EDSL_ATOMIC_XOR */
