@@ -4,7 +4,6 @@ from .codegen import language
 from .codegen.annotations import InOut, Input
 from .base.errors import (AnnotationError, ArgumentError, CompileError, DpuError, EdslError, LoweringError,
                      TypeMismatchError, VerifierError)
-from .function import EdslFunction, dialect
 from .codegen.language import *  # noqa: F401,F403  (intrinsics: tasklet_id, barrier, mram_read, exp, f32, ...)
 
 __all__ = ["dialect", "EdslFunction", "Input", "InOut", "language", "EdslError", "CompileError",
@@ -12,8 +11,11 @@ __all__ = ["dialect", "EdslFunction", "Input", "InOut", "language", "EdslError",
            "DpuError", *language.__all__]
 
 
-# Imported on first use: these import Triton.
+# Imported on first use: the compiler loads the MLIR bindings; the others import Triton.
+# (Triton's discovery of backends imports this package at every `import triton`.)
 _LAZY = {
+    "dialect": (".function", "dialect"),           # @edsl.dialect
+    "EdslFunction": (".function", "EdslFunction"),
     "fl": (".fl", None),                           # calls from Triton kernels
     "array": (".backend.arrays", "array"),         # a NumPy array as a Triton pointer argument
     "DpuArray": (".backend.arrays", "DpuArray"),
@@ -23,6 +25,9 @@ _LAZY = {
 
 
 def __getattr__(name):
+    if name == "__version__":          # (read from the installed distribution's metadata)
+        from importlib.metadata import version
+        return version("triton-edsl")
     if name in _LAZY:
         import importlib
         module, attr = _LAZY[name]

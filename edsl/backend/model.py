@@ -53,7 +53,7 @@ from ..dpu.runtime import Launch, LaunchReport, Program
 from ..dpu.sharing import SharingError
 from ..dpu.timing import clock_hz, estimate, launch_estimate
 from ..base.errors import ArgumentError, DpuError
-from . import ranks
+from . import bench, ranks
 from .dpu_run import DpuJob, DpuRunner, dpu_workers, run_apart
 
 _LAST: list = [None]
@@ -328,6 +328,7 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
         _raise_errors(program, meta, run, shared, mram, memories)
         _fill_report(report, program, meta, run, mram, memories)
     _LAST[0] = report
+    bench.count(report)
     return report
 
 

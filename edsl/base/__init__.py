@@ -2,5 +2,5 @@
 source locations (`errors`), the on-disk cache of compiled code (`cache`),
 the checked template filler of the exported and runtime files (`templates`),
 and the Python modules the `mlir` bindings find for the dialects edsl's
-contexts hold unregistered (`dialects`)."""
-from . import dialects  # noqa: F401  (on the bindings' search path from the first import of edsl)
+contexts hold unregistered (`dialects`, imported by each module that makes
+an MLIR context, so that `import edsl` and `import triton` load no MLIR)."""

@@ -189,6 +189,7 @@ def library_text(mram_shift: int = 0, races: bool = False) -> str:
     with the check of races between tasklets."""
     from mlir import ir
 
+    from ..base import dialects  # noqa: F401  (the bindings find edsl's dialects before any op)
     from ..lowering import DEFAULT_PIPELINE, run_pipeline
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(_source(mram_shift, races))

@@ -81,8 +81,14 @@ def _grid(text: str):
         raise ArgumentError(f"--grid must be X[,Y[,Z]] integers, not {text!r}") from None
 
 
+def _version() -> str:
+    from .. import __version__
+    return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="edsl", description="edsl command-line tools")
+    parser.add_argument("--version", action="version", version=f"edsl {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     ex = sub.add_parser("export", help="export a Triton kernel as an UPMEM SDK project",
                         description="Write a Triton kernel as a self-contained UPMEM SDK project "

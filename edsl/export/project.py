@@ -316,6 +316,7 @@ def translate(llvm_text: str, kernel_name: str, n_params: int) -> P.CProgram:
     with the DPU runtime library linked in (edsl.dpu.support)."""
     from mlir import ir
 
+    from ..base import dialects  # noqa: F401  (the bindings find edsl's dialects before any op)
     from ..lowering.floats import soft_float_storage
     ctx = ir.Context()
     ctx.allow_unregistered_dialects = True

@@ -95,8 +95,10 @@ def test_each_way_to_switch_runs_every_phase(machine, monkeypatch):
 
 @pytest.mark.parametrize("tasklets", [2, 5])
 def test_every_phase_sees_the_last_on_threads(tasklets):
+    # (`phases` adds to y[0] from several tasklets on purpose, with no barrier
+    # between: a race the check would refuse, and not what is checked here)
     y = np.zeros(96, np.int32)
-    phases.run(y, tasklets=tasklets)
+    phases.run(y, tasklets=tasklets, race_check=False)
     assert (y[1:1 + tasklets] == PHASES - 1).all() and not y[32:64].any()
 
 

@@ -30,6 +30,8 @@ import os
 from mlir import ir
 from mlir.dialects import func
 
+from ...base import dialects  # noqa: F401  (the bindings find edsl's and Triton's dialects before any op)
+
 from ...target.dpu import ENTRY, KERNEL, entry_types
 from ...base.errors import CompileError, EdslError
 from ...lowering.pipeline import location_of, verify
