@@ -12,14 +12,20 @@ from ..base.errors import ArgumentError, EdslError
 
 _EXAMPLE = """\
 examples:
-  edsl export examples/triton_vector_add.py:add_kernel add_dpu \\
+  edsl export edsl.export.example:add_kernel add_dpu \\
       --signature x_ptr='*fp32' y_ptr='*fp32' out_ptr='*fp32' n=i32 \\
-      --constant BLOCK=1024 --grid 98 --num-dpus 4
+      --constant BLOCK=1024 --grid 98 --num-dpus 4 \\
+      --data x_ptr=100000 y_ptr=100000 out_ptr=100000 n=100000
+  make -C add_dpu run-sim
   edsl export mypkg.kernels:softmax_kernel softmax_dpu --sample mypkg.kernels:export_sample
 
---sample names a function returning a dict of export() keyword arguments
-(e.g. sample_args=(...), constants={...}, grid=(...)); options given on the
-command line take precedence.
+--data gives every non-constexpr argument a sample value: an array as a .npy
+file or a length (random values of the signature's type), a scalar as its
+value; they are written to OUT_DIR/data with the outputs a run on the DPU
+model gives, which `make run-sim` checks. Without it, the command prints
+the files and arguments a run needs. --sample names a function returning a
+dict of export() keyword arguments (e.g. sample_args=(...), constants={...},
+grid=(...)); options given on the command line take precedence.
 """
 
 
@@ -100,6 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="types of the non-constexpr parameters (*fp32, i32, ...)")
     ex.add_argument("--constant", nargs="+", metavar="NAME=VALUE",
                     help="values of the tl.constexpr parameters")
+    ex.add_argument("--data", nargs="+", metavar="NAME=VALUE",
+                    help="sample values of the non-constexpr arguments (an array: FILE.npy, or a "
+                         "length for random values; a scalar: its value), written to OUT_DIR/data "
+                         "with the expected outputs")
     ex.add_argument("--sample", metavar="FUNC",
                     help="FILE.py:NAME or MODULE:NAME of a function returning export() keyword "
                          "arguments (sample_args, constants, grid, ...)")
@@ -139,6 +149,8 @@ def _export(args) -> int:
                                **_pairs(args.constant, "--constant", _literal)}
     if args.grid:
         kwargs["grid"] = _grid(args.grid)
+    if args.data:
+        kwargs["sample_args"] = _sample_values(_pairs(args.data, "--data", str), kwargs.get("signature"))
     if args.num_dpus is not None:
         kwargs["num_dpus"] = args.num_dpus
     if args.num_tasklets is not None:
@@ -152,9 +164,50 @@ def _export(args) -> int:
     # The command line is the caller: errors keep no Python line.
     result = export.__wrapped__(kernel, args.out_dir, **kwargs)
     print(f"exported kernel '{result.kernel}' to {result.path}")
-    print(f"  hardware (UPMEM SDK):  make -C {result.path} run")
-    print(f"  anywhere (simulated):  make -C {result.path} run-sim")
+    arrays = [p.name for p in result.params if p.is_pointer]
+    if all((result.path / "data" / f"{name}.bin").is_file() for name in arrays):
+        print(f"  hardware (UPMEM SDK):  make -C {result.path} run")
+        print(f"  anywhere (simulated):  make -C {result.path} run-sim")
+        return 0
+    scalars = " ".join(f"{p.name}=VALUE" for p in result.params if not p.is_pointer)
+    run_args = f' RUN_ARGS="{scalars}"' if scalars else ""
+    print(f"  no sample data (--data): put each array's raw bytes in {result.path}/data/ "
+          f"({', '.join(n + '.bin' for n in arrays)}), then")
+    print(f"  hardware (UPMEM SDK):  make -C {result.path} run{run_args}")
+    print(f"  anywhere (simulated):  make -C {result.path} run-sim{run_args}")
     return 0
+
+
+def _sample_values(given: dict, signature: dict | None) -> dict:
+    """--data's values: arrays from .npy files or random ones of a length (of
+    their signature's type), scalars as literals."""
+    import numpy as np
+
+    from ..target import dtypes
+    rng = np.random.default_rng(0)
+    out = {}
+    for name, text in given.items():
+        if text.endswith(".npy"):
+            try:
+                out[name] = np.load(text, allow_pickle=False)
+            except (OSError, ValueError) as err:
+                raise ArgumentError(f"--data {name}: cannot read {text}: {err}") from None
+            continue
+        kind = (signature or {}).get(name, "")
+        if not kind.startswith("*"):
+            out[name] = _literal(text)
+            continue
+        scalar = dtypes.by_triton(kind[1:])
+        if scalar is None or not text.isdigit():
+            raise ArgumentError(f"--data {name}={text}: an array is a .npy file or a length (of its "
+                                f"signature's type, {kind} here)")
+        dtype = dtypes.numpy_dtype(scalar)
+        if scalar.is_float:
+            values = rng.standard_normal(int(text)).astype(dtype)
+        else:
+            values = rng.integers(0, 2 if scalar.width == 1 else 100, int(text)).astype(dtype)
+        out[name] = values
+    return out
 
 
 if __name__ == "__main__":

@@ -451,6 +451,39 @@ def test_cli_export(tmp_path, capsys):
     _nothing_written(tmp_path, "q")
 
 
+@needs_cc
+def test_the_cli_examples_next_step_passes(tmp_path, capsys):
+    """`edsl export --help`'s example (a kernel the package ships) with
+    --data: the printed `make run-sim` builds and checks the outputs; without
+    --data, the printed step names the files and scalars a run needs, and
+    with them it passes."""
+    import numpy as np
+    sig = ["--signature", "x_ptr=*fp32", "y_ptr=*fp32", "out_ptr=*fp32", "n=i32", "--constant", "BLOCK=256",
+           "--grid", "4", "--num-dpus", "2"]
+    x = tmp_path / "x.npy"
+    np.save(x, np.arange(1000, dtype=np.float32))
+    rc = cli_main(["export", "edsl.export.example:add_kernel", str(tmp_path / "p"), *sig,
+                   "--data", f"x_ptr={x}", "y_ptr=1000", "out_ptr=1000", "n=1000"])
+    out = capsys.readouterr().out
+    assert rc == 0 and f"make -C {tmp_path / 'p'} run-sim\n" in out, out
+    build(tmp_path / "p")
+    r = run(tmp_path / "p")
+    assert r.returncode == 0 and "out_ptr: OK (1000 elements" in r.stdout, r.stdout + r.stderr
+    rc = cli_main(["export", "edsl.export.example:add_kernel", str(tmp_path / "q"), *sig])
+    out = capsys.readouterr().out
+    assert rc == 0 and "x_ptr.bin, y_ptr.bin, out_ptr.bin" in out and 'run-sim RUN_ARGS="n=VALUE"' in out, out
+    for name in ("x_ptr", "y_ptr", "out_ptr"):
+        np.ones(1000, np.float32).tofile(tmp_path / "q" / "data" / f"{name}.bin")
+    build(tmp_path / "q")
+    assert run(tmp_path / "q", "n=1000").returncode == 0
+    assert "edsl.export.example:add_kernel" in build_parser_help()
+
+
+def build_parser_help() -> str:
+    from edsl.export.cli import build_parser
+    return build_parser()._subparsers._group_actions[0].choices["export"].format_help()
+
+
 def test_export_twice_in_one_process(tmp_path):
     # `edsl.export` stays callable once the `edsl.export` package is imported
     sig = dict(signature=["*fp32", "*fp32", "*fp32", "i32"], constants={"BLOCK": 64})
