@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 import edsl
 from edsl.base import cache
@@ -45,11 +46,11 @@ def test_second_process_reuses_the_disk_entry(tmp_path):
     key = out.strip()
     entry = directory / f"{key}.json"
     assert entry.exists()
-    stamp = entry.stat().st_mtime_ns
+    stamp = entry.stat().st_ino          # (a rewrite renames a new file into place; a read touches it)
     second = _run(tmp_path, directory)
     out2, err2 = second.communicate(timeout=300)
     assert second.returncode == 0, err2
-    assert out2.strip() == key and entry.stat().st_mtime_ns == stamp  # read, not rewritten
+    assert out2.strip() == key and entry.stat().st_ino == stamp  # read, not rewritten
 
 
 def test_two_processes_compiling_at_once(tmp_path):
@@ -62,8 +63,9 @@ def test_two_processes_compiling_at_once(tmp_path):
         keys.append(out.strip())
     assert keys[0] == keys[1]
     files = sorted(directory.iterdir(), key=lambda f: f.suffix)
-    # the function's entry and its program's object code; no temporary file left behind
-    assert [f.suffix for f in files] == [".json", ".o"] and files[0].name == f"{keys[0]}.json"
+    # the function's entry, the lowered runtime library and the program's object code;
+    # no temporary file left behind
+    assert [f.suffix for f in files] == [".json", ".mlir", ".o"] and files[0].name == f"{keys[0]}.json"
     json.loads(files[0].read_text())
 
 
@@ -111,3 +113,43 @@ def test_the_fingerprint_covers_every_layer_and_every_kind_of_source():
                    "export/templates/host_runner.c", "target/dpu.py", "codegen/generator.py",
                    "backend/convert/bessel_cephes.json", "function.py"):
         assert wanted in files, wanted
+
+
+def test_the_cache_folder_follows_the_environment(monkeypatch, tmp_path):
+    """EDSL_CACHE_DIR; else inside Triton's cache (clearing it clears both);
+    else XDG_CACHE_HOME; else ~/.cache."""
+    for name in ("EDSL_CACHE_DIR", "TRITON_CACHE_DIR", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    assert cache.cache_dir() == pathlib.Path.home() / ".cache" / "edsl"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache.cache_dir() == tmp_path / "xdg" / "edsl"
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    assert cache.cache_dir() == tmp_path / "triton" / "edsl"
+    monkeypatch.setenv("EDSL_CACHE_DIR", str(tmp_path / "own"))
+    assert cache.cache_dir() == tmp_path / "own"
+
+
+def test_the_least_recently_used_entries_go_first_past_the_bound(monkeypatch, tmp_path):
+    monkeypatch.setenv("EDSL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("EDSL_CACHE_MAX_BYTES", "3000")
+    for k, key in enumerate("abc"):
+        assert cache.store_bytes(key * 8, "o", bytes(900))
+        os.utime(tmp_path / f"{key * 8}.o", (1000 + k, 1000 + k))       # a, then b, then c
+    assert cache.load_bytes("a" * 8, "o") == bytes(900)                    # a read: a is the newest
+    assert cache.store_bytes("d" * 8, "o", bytes(900))                     # 4 x ~920 bytes > 3000
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == ["aaaaaaaa.o", "cccccccc.o", "dddddddd.o"], left
+
+
+def test_the_runtime_library_is_lowered_once_per_machine(monkeypatch, tmp_path):
+    from edsl.dpu import support
+    monkeypatch.setenv("EDSL_CACHE_DIR", str(tmp_path))
+    support.library_text.cache_clear()
+    try:
+        first = support.library_text()
+        assert [p.suffix for p in tmp_path.iterdir()] == [".mlir"]
+        support.library_text.cache_clear()
+        monkeypatch.setattr(support, "_lowered", lambda source: pytest.fail("lowered again"))
+        assert support.library_text() == first
+    finally:
+        support.library_text.cache_clear()

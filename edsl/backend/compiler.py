@@ -255,8 +255,8 @@ class DpuBackend(BaseBackend):
         table = counter_table(state["module"])
         # (EDSL functions may reach MRAM without a transfer: their launches keep host addresses)
         metadata["mram_shift"] = 0 if metadata["regions"] else MRAM_SHIFT
-        # (races between tasklets are checked in EDSL functions' code)
-        metadata["race_check"] = options.race_check and bool(metadata["regions"])
+        # (races between tasklets are checked in EDSL functions' code, where a DPU runs several)
+        metadata["race_check"] = options.race_check and bool(metadata["regions"]) and options.num_tasklets > 1
         obj = build(state["module"], [LAUNCH], f"kernel '{metadata['name']}'", mram_shift=metadata["mram_shift"],
                     races=metadata["race_check"])
         header = {key: metadata[key] for key in ("name", "wram_bytes", "asserts", "tasklets", "regions", "race_check",

@@ -40,6 +40,7 @@ without the interpreter.
 from __future__ import annotations
 
 import functools
+import hashlib
 import platform
 import sys
 from pathlib import Path
@@ -184,15 +185,34 @@ def _source(mram_shift: int, races: bool) -> str:
 
 @functools.lru_cache(None)
 def library_text(mram_shift: int = 0, races: bool = False) -> str:
-    """The runtime library as LLVM-dialect MLIR text (lowered once per process),
-    its MRAM addresses the host's plus `mram_shift` (0 or MRAM_SHIFT); `races`:
-    with the check of races between tasklets."""
+    """The runtime library as LLVM-dialect MLIR text, its MRAM addresses the
+    host's plus `mram_shift` (0 or MRAM_SHIFT); `races`: with the check of
+    races between tasklets. Lowered once per machine (the on-disk cache, keyed
+    by its source and the bindings' version), read once per process."""
+    from importlib import metadata
+
+    from ..base import cache
+    source = _source(mram_shift, races)
+    try:
+        bindings = metadata.version("xtc-mlir-python-bindings")
+    except metadata.PackageNotFoundError:
+        bindings = "?"
+    key = hashlib.sha256(f"runtime library\0{bindings}\0{source}".encode()).hexdigest()
+    text = cache.load_bytes(key, "mlir")
+    if text is not None:
+        return text.decode()
+    text = _lowered(source)
+    cache.store_bytes(key, "mlir", text.encode())
+    return text
+
+
+def _lowered(source: str) -> str:
     from mlir import ir
 
     from ..base import dialects  # noqa: F401  (the bindings find edsl's dialects before any op)
     from ..lowering import DEFAULT_PIPELINE, run_pipeline
     with ir.Context(), ir.Location.unknown():
-        module = ir.Module.parse(_source(mram_shift, races))
+        module = ir.Module.parse(source)
         run_pipeline(module, DEFAULT_PIPELINE, "the DPU runtime library")
         return str(module)
 
