@@ -20,7 +20,7 @@ import numpy as np
 from mlir import ir
 
 from . import codegen
-from .base import cache
+from .base import cache, log
 from .codegen import language
 from .codegen.signature import function_info
 from .dpu import races, runtime
@@ -60,6 +60,7 @@ class Compiled:
 
 
 _MEMORY: dict[str, Compiled] = {}
+_LOG = log.logger("codegen")
 
 
 def _versions() -> str:
@@ -203,8 +204,10 @@ class EdslFunction:
     def _compile(self, target: Target) -> Compiled:
         info = self.info_for(target)
         with codegen.LOCK, codegen.context():
-            state = codegen.generate(info, self.fastmath, self.bounds_check, target)
+            with log.stage(_LOG, f"{self.__name__}: code generation for {target}"):
+                state = codegen.generate(info, self.fastmath, self.bounds_check, target)
             module = state.module
+            log.dump(f"edsl code generation ({self.__name__}, {target})", str(module))
             foreign = codegen.foreign_operation(module, target)
             if foreign is not None:
                 raise CompileError(foreign[1], location_of(foreign[0].location))

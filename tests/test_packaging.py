@@ -37,3 +37,23 @@ def test_version_licence_and_command_line():
     for argv in (["-m", "edsl", "--version"], ["-c", "from edsl.export.cli import main; main(['--version'])"]):
         r = subprocess.run([sys.executable, *argv], capture_output=True, text=True)
         assert r.returncode == 0 and r.stdout.strip() == f"edsl {edsl.__version__}", r.stdout + r.stderr
+
+
+def test_compile_stages_log_their_times_and_edsl_dump_ir_prints_edsls_passes(tmp_path, caplog):
+    import logging
+    script = tmp_path / "stages.py"
+    script.write_text("import edsl\n\n@edsl.dialect\ndef g(y: edsl.InOut['memref<?xf32>']):\n    y[0] = 2.0\n\n"
+                      "g.llvm\n")
+    env = {**__import__("os").environ, "EDSL_CACHE_DIR": str(tmp_path / "cache"), "EDSL_DUMP_IR": "1"}
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "// -----// IR Dump After edsl code generation (g, upmem-dpu) //----- //" in r.stderr
+    assert "IR Dump After Canonicalizer" in r.stderr           # each pass of edsl's pipelines
+    with caplog.at_level(logging.DEBUG, logger="edsl"):
+        @edsl.dialect
+        def h(y: edsl.InOut["memref<?xf32>"]):
+            y[0] = 3.0
+        h.llvm
+    stages = [r.getMessage() for r in caplog.records if r.name.startswith("edsl.")]
+    assert any(m.startswith("h: code generation for upmem-dpu: ") for m in stages), stages
+    assert any(m.startswith("lowering h: ") for m in stages), stages

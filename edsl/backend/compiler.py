@@ -101,6 +101,20 @@ def _min_dot_size(lhs_type, rhs_type):
     return (1, 1, 1)
 
 
+def _logged(name: str, make):
+    """A stage that logs its time (edsl.base.log) and, with EDSL_DUMP_IR, prints its IR."""
+    from ..base import log
+    logger = log.logger("backend")
+
+    def run(src, metadata):
+        with log.stage(logger, f"kernel '{metadata.get('name', '?')}': stage {name}"):
+            out = make(src, metadata)
+        if isinstance(out, str):
+            log.dump(f"edsl stage {name} (kernel '{metadata.get('name', '?')}')", out)
+        return out
+    return run
+
+
 class DpuBackend(BaseBackend):
     binary_ext = "dpubin"
 
@@ -270,7 +284,7 @@ class DpuBackend(BaseBackend):
             raise NotImplementedError("the DPU backend compiles Triton kernels (not Gluon)")
         state: dict = {}
         stages["ttir"] = lambda src, metadata: self.make_ttir(src, metadata, options)
-        stages["mlir"] = lambda src, metadata: self.make_mlir(src, metadata, options, state)
-        stages["llmlir"] = lambda src, metadata: self.make_llmlir(src, metadata, options, state)
-        stages["llir"] = lambda src, metadata: self.make_llir(src, metadata, options, state)
-        stages["dpubin"] = lambda src, metadata: self.make_dpubin(src, metadata, options, state)
+        stages["mlir"] = _logged("mlir", lambda src, metadata: self.make_mlir(src, metadata, options, state))
+        stages["llmlir"] = _logged("llmlir", lambda src, metadata: self.make_llmlir(src, metadata, options, state))
+        stages["llir"] = _logged("llir", lambda src, metadata: self.make_llir(src, metadata, options, state))
+        stages["dpubin"] = _logged("dpubin", lambda src, metadata: self.make_dpubin(src, metadata, options, state))

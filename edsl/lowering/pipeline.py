@@ -8,8 +8,11 @@ from mlir import ir
 from mlir.dialects import llvm
 from mlir.passmanager import PassManager
 
+from ..base import log
 from ..base.errors import LoweringError, SourceLoc, VerifierError
 from . import floats
+
+_LOG = log.logger("lowering")
 
 # Run on every builder-level module before it is shown as `.mlir`: inline calls
 # to other edsl functions, promote the variable slots of the code generator to
@@ -138,8 +141,12 @@ def run_pipeline(module: ir.Module, pipeline: Sequence[str], what: str = "module
                 pm.add(name)
     except (ValueError, ir.MLIRError) as err:
         raise LoweringError(f"bad pass pipeline {list(pipeline)!r} for {what}: {err}") from None
+    if log.dumping():
+        module.context.enable_multithreading(False)      # (MLIR prints IR only single-threaded)
+        pm.enable_ir_printing(print_after_all=True, print_module_scope=True)
     try:
-        pm.run(module.operation)
+        with log.stage(_LOG, f"lowering {what}"):
+            pm.run(module.operation)
     except ir.MLIRError as err:
         message, loc = _diagnostics(err)
         raise LoweringError(f"lowering {what} failed: {message}", loc) from None
