@@ -26,8 +26,8 @@ _LAZY = {
 
 def __getattr__(name):
     if name == "__version__":          # (read from the installed distribution's metadata)
-        from importlib.metadata import version
-        return version("triton-edsl")
+        from .base.version import version
+        return version()
     if name in _LAZY:
         import importlib
         module, attr = _LAZY[name]

@@ -35,6 +35,7 @@ from .hostcall import ArgSpec, pack_arguments
 from .lowering import (CLEANUP_PIPELINE, PIPELINES, location_of, require_llvm_dialect, run_pipeline, to_llvm_ir,
                        use_libdevice, verify)
 from .lowering.counting import run_counting
+from .lowering.race_notes import strip_race_notes
 
 
 @dataclass
@@ -260,6 +261,8 @@ class EdslFunction:
             with codegen.LOCK, codegen.context():
                 require_llvm_dialect(c.module, f"{self.__name__}()", self._def_loc())
                 module = ir.Module.parse(c.llvm)       # the program adds the runtime to its copy
+                if not race_check:
+                    strip_race_notes(module)
                 table = run_counting(module) if timing else None
                 obj = runtime.build(module, [self.__name__], f"{self.__name__}()", races=race_check)
             c.programs[timing, race_check] = Program(obj, self.__name__, c.sites, table)
@@ -286,7 +289,10 @@ class EdslFunction:
         if not isinstance(timing, bool):
             raise ArgumentError(f"timing must be True or False, not {timing!r}", loc)
         packed, keep = pack_arguments(specs, args, loc)
-        check_races = races.requested(race_check) and tasklets > 1
+        if race_check and timing:
+            raise ArgumentError("race_check and timing cannot be combined: the check's bookkeeping would "
+                                "count as the DPU's work", loc)
+        check_races = races.requested(race_check) and tasklets > 1 and not timing
         program = self.program(timing, check_races)
         entry = program.entry(self.__name__)
         # The function's memrefs are checked against their own ends; the MRAM

@@ -153,8 +153,12 @@ class DpuBackend(BaseBackend):
             from .bench import clock
             args["dpu_timing"] = clock() == "upmem"
         if args.get("race_check") is None:
+            # (the check's bookkeeping would count as DPU work in a time estimate)
             from ..dpu.races import requested
-            args["race_check"] = requested(None)
+            args["race_check"] = requested(None) and not args.get("dpu_timing")
+        elif args["race_check"] and args.get("dpu_timing"):
+            raise ArgumentError("race_check and dpu_timing cannot be combined: the check's bookkeeping "
+                                "would count as the DPU's work", caller_location())
         for flag in ("dpu_timing", "tasklet_loops", "race_check"):
             if not isinstance(args.get(flag, False), bool):
                 raise ArgumentError(f"{flag} must be True or False, not {args[flag]!r}", caller_location())
@@ -247,6 +251,11 @@ class DpuBackend(BaseBackend):
         from ..lowering import DEFAULT_PIPELINE
         module = ir.Module.parse(src, state["context"])
         run_pipeline_with_regions(module, DEFAULT_PIPELINE, f"kernel '{metadata['name']}'")
+        # (races between tasklets are checked in EDSL functions' code, where a DPU runs several)
+        metadata["race_check"] = options.race_check and bool(metadata["regions"]) and options.num_tasklets > 1
+        if not metadata["race_check"]:
+            from ..lowering import strip_race_notes
+            strip_race_notes(module)
         if options.dpu_timing:
             from ..target.dpu import LAUNCH
             from ..lowering.counting import run_counting
@@ -269,8 +278,6 @@ class DpuBackend(BaseBackend):
         table = counter_table(state["module"])
         # (EDSL functions may reach MRAM without a transfer: their launches keep host addresses)
         metadata["mram_shift"] = 0 if metadata["regions"] else MRAM_SHIFT
-        # (races between tasklets are checked in EDSL functions' code, where a DPU runs several)
-        metadata["race_check"] = options.race_check and bool(metadata["regions"]) and options.num_tasklets > 1
         obj = build(state["module"], [LAUNCH], f"kernel '{metadata['name']}'", mram_shift=metadata["mram_shift"],
                     races=metadata["race_check"])
         header = {key: metadata[key] for key in ("name", "wram_bytes", "asserts", "tasklets", "regions", "race_check",

@@ -55,11 +55,12 @@ from . import dpu_run
 
 def on_ray(job: dpu_run.DpuJob) -> bool:
     """Whether the launch's ranks run as Ray tasks: Ray initialised, several
-    ranks, and neither EDSL_DPU_RAY=0 nor a kernel that prints."""
+    ranks, and neither EDSL_DPU_RAY=0 nor a kernel that prints, nor a launch
+    that checks races between tasklets (its logs are read in this process)."""
     setting = os.environ.get("EDSL_DPU_RAY", "")
     if setting not in ("", "0", "1"):
         raise ArgumentError(f"EDSL_DPU_RAY must be 0 or 1, not {setting!r}")
-    if setting == "0" or job.dpus <= DPUS_PER_RANK or job.once:
+    if setting == "0" or job.dpus <= DPUS_PER_RANK or job.once or job.race_check:
         return False
     ray = sys.modules.get("ray")          # (a process that initialised Ray imported it)
     if ray is not None and ray.is_initialized():

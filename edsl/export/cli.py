@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from ..base.errors import ArgumentError, EdslError
+from ..base.version import version
 
 _EXAMPLE = """\
 examples:
@@ -87,14 +88,9 @@ def _grid(text: str):
         raise ArgumentError(f"--grid must be X[,Y[,Z]] integers, not {text!r}") from None
 
 
-def _version() -> str:
-    from .. import __version__
-    return __version__
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="edsl", description="edsl command-line tools")
-    parser.add_argument("--version", action="version", version=f"edsl {_version()}")
+    parser.add_argument("--version", action="version", version=f"edsl {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     ex = sub.add_parser("export", help="export a Triton kernel as an UPMEM SDK project",
                         description="Write a Triton kernel as a self-contained UPMEM SDK project "

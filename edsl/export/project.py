@@ -300,7 +300,7 @@ def compile_for_export(fn, params: list[Param], constexprs: dict, num_dpus: int,
         compiled = triton_internals.compile_kernel(fn, sig, constexprs, TARGET,
                                                    {"num_dpus": num_dpus, "num_tasklets": num_tasklets,
                                                     "debug": debug, "wram_bytes": wram_bytes,
-                                                    "tasklet_loops": False})
+                                                    "tasklet_loops": False, "race_check": False})
     except EdslError:
         raise
     except triton_internals.compilation_error_class() as err:

@@ -101,7 +101,7 @@ def test_math_goes_to_libdevice():
 # --- the raw builder style of TLE-Raw, unchanged ------------------------------------------
 
 @edsl.dialect(name="mlir")
-def tle_copy(y: Input["memref<?xf32, 3>"], x: Input["memref<?xf32, 3>"]):
+def tle_copy(y: InOut["memref<?xf32, 3>"], x: Input["memref<?xf32, 3>"]):
     index = ir.IndexType.get()
     tidx = arith.index_cast(index, nvvm.read_ptx_sreg_tid_x(ir.IntegerType.get_signless(32)))
     bdimx = arith.index_cast(index, nvvm.read_ptx_sreg_ntid_x(ir.IntegerType.get_signless(32)))

@@ -208,7 +208,9 @@ def test_region_buffers_overflow_wram():
     x = np.zeros(16384, np.float32)  # a 64 KiB tile, and its staged copy for the region
     with pytest.raises(edsl.DpuError, match=r"WRAM") as err:
         region_kernel[(1,)](x, BLOCK=16384)
-    assert "65536 bytes for the fl.call out 'y' (an EDSL function's operand, read in WRAM)" in str(err.value)
+    assert ("fl.call of touch: its tile operands need 131072 bytes of WRAM, more than the 65536 bytes of a DPU: "
+            "'y' 131072 bytes (InOut: the tile and its updated copy)") in str(err.value)
+    assert err.value.loc.filename.endswith("region_kernels.py")              # the call's line
 
 
 def test_misaligned_dma_inside_a_region_names_the_edsl_line():

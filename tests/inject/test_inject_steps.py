@@ -138,8 +138,7 @@ def test_stage_operands_counts_wram(ctx):
     with ir.InsertionPoint.at_block_begin(entry):
         bufs, nbytes = stage_operands(list(entry.arguments), lambda t: memref.alloca(t, [], []))
     assert nbytes == 4096 * 4 + 16 and len(bufs) == 2
-    with ir.InsertionPoint.at_block_begin(entry), pytest.raises(DpuError, match="WRAM overflow"):
-        stage_operands([entry.arguments[0]] * 5, lambda t: memref.alloca(t, [], []))
+    # (whether they fit WRAM is the call's check, with the kernel's line: tests/backend/test_errors.py)
 
 
 def _compile_kernel():

@@ -1,0 +1,53 @@
+"""A program built without the check of races between tasklets carries no
+race notes (`abi.RACE_NOTE`, which the code generator emits at every memory
+access of EDSL code): their calls are erased from the LLVM-dialect module,
+with the address arithmetic that fed only them, before executed blocks are
+counted, so that a time estimate counts the program's own work and nothing
+of the check."""
+from __future__ import annotations
+
+from mlir import ir
+
+from ..target.dpu import RACE_NOTE
+
+# LLVM-dialect ops without side effects, which a note's operands come from.
+_PURE = frozenset({
+    "llvm.extractvalue", "llvm.insertvalue", "llvm.mlir.constant", "llvm.mlir.undef", "llvm.mlir.poison",
+    "llvm.mlir.zero", "llvm.add", "llvm.sub", "llvm.mul", "llvm.sdiv", "llvm.udiv", "llvm.shl", "llvm.lshr",
+    "llvm.ashr", "llvm.and", "llvm.or", "llvm.xor", "llvm.ptrtoint", "llvm.inttoptr", "llvm.getelementptr",
+    "llvm.sext", "llvm.zext", "llvm.trunc", "llvm.bitcast", "llvm.select", "llvm.icmp",
+})
+
+
+def strip_race_notes(module: ir.Module) -> int:
+    """Erase the module's calls of RACE_NOTE and what only they used; their count."""
+    calls = []
+
+    def visit(op):
+        if op.name == "llvm.call" and "callee" in op.attributes \
+                and ir.FlatSymbolRefAttr(op.attributes["callee"]).value == RACE_NOTE:
+            calls.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    for call in calls:
+        operands = [v.owner for v in call.operands]
+        call.erase()
+        _erase_dead(operands)
+    return len(calls)
+
+
+def _erase_dead(ops) -> None:
+    """Erase `ops` and what they use, where pure and left without uses."""
+    stack = list(ops)
+    while stack:
+        op = stack.pop()
+        if not isinstance(op, ir.OpView):
+            continue
+        op = op.operation
+        try:
+            if op.name not in _PURE or any(True for r in op.results for _ in r.uses):
+                continue
+        except RuntimeError:              # (erased already: reached along two paths)
+            continue
+        stack.extend(v.owner for v in op.operands)
+        op.erase()
