@@ -30,24 +30,29 @@ def strip_race_notes(module: ir.Module) -> int:
         return ir.WalkResult.ADVANCE
     module.operation.walk(visit)
     for call in calls:
-        operands = [v.owner for v in call.operands]
+        producers = [v.owner for v in call.operands]
         call.erase()
-        _erase_dead(operands)
+        for op in _dead(producers):
+            op.erase()
     return len(calls)
 
 
-def _erase_dead(ops) -> None:
-    """Erase `ops` and what they use, where pure and left without uses."""
-    stack = list(ops)
+def _operation(x):
+    return x.operation if isinstance(x, ir.OpView) else x
+
+
+def _dead(ops) -> list:
+    """The pure ops among `ops` and what they use that nothing else uses,
+    users before what they use, each once. (Nothing is erased while they are
+    found: two handles of one op are equal, but a handle of an erased op is not
+    safe to read.)"""
+    dead, stack = [], [_operation(op) for op in ops if isinstance(op, (ir.OpView, ir.Operation))]
     while stack:
         op = stack.pop()
-        if not isinstance(op, ir.OpView):
+        if op.name not in _PURE or any(op == d for d in dead):
             continue
-        op = op.operation
-        try:
-            if op.name not in _PURE or any(True for r in op.results for _ in r.uses):
-                continue
-        except RuntimeError:              # (erased already: reached along two paths)
-            continue
-        stack.extend(v.owner for v in op.operands)
-        op.erase()
+        users = [_operation(use.owner) for r in op.results for use in r.uses]
+        if all(any(u == d for d in dead) for u in users):
+            dead.append(op)
+            stack.extend(_operation(v.owner) for v in op.operands if isinstance(v.owner, (ir.OpView, ir.Operation)))
+    return dead
