@@ -263,3 +263,16 @@ def test_failed_checks_on_the_gpu_are_cuda_assertions_naming_the_line():
     assert f":{line + 2}:16: index out of bounds" in text and f":{line + 2}:9: index out of bounds" in text
     dpu = checked.compile("upmem-dpu").llvm
     assert "edsl_dpu_assert_fail" in dpu and "__assertfail" not in dpu
+
+
+@edsl.dialect(name="mlir")
+def named_barrier(y: InOut["memref<?xf32, 3>"]):
+    i32 = ir.IntegerType.get_signless(32)
+    # TLE-Raw writes nvvm.barrier(barrier_id=..., number_of_threads=...); these
+    # bindings take the optional result first (docs/porting-tle-raw.md)
+    nvvm.barrier(None, barrier_id=arith.constant(i32, 1), number_of_threads=arith.constant(i32, 128))
+
+
+def test_the_port_guides_named_barrier_compiles_for_the_gpu():
+    text = named_barrier.compile("nvptx64").llir
+    assert "@llvm.nvvm.barrier" in text, text
