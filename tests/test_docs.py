@@ -29,14 +29,25 @@ def test_tutorials_exist():
     assert len(TUTORIALS) >= 2, TUTORIALS
 
 
+def _pages_showing(script: Path) -> list[Path]:
+    return [page for page in DOCS.rglob("*.md") if f'"tutorials/{script.name}' in page.read_text()]
+
+
 @pytest.mark.parametrize("script", TUTORIALS, ids=lambda p: p.name)
-def test_tutorial_runs(script, tmp_path):
+def test_tutorial_runs_and_prints_what_its_pages_show(script, tmp_path):
+    """The script checks itself (`OK: ...`), and every output block (```text)
+    of a page that shows it is what it printed."""
     env = dict(os.environ, TRITON_DEFAULT_BACKEND="dpu", EDSL_CACHE_DIR=str(tmp_path / "edsl-cache"))
     env.pop("TRITON_INTERPRET", None)
     run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True,
                          text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
     assert re.search(r"^OK: ", run.stdout, re.M), run.stdout + run.stderr
+    printed = run.stdout.splitlines()
+    for page in _pages_showing(script):
+        for block in re.findall(r"^```text\n(.*?)^```", page.read_text(), re.M | re.S):
+            for line in block.splitlines():
+                assert line in printed, f"{page.name} shows {line!r}; the script printed:\n{run.stdout}"
 
 
 @pytest.mark.parametrize("script", TUTORIALS, ids=lambda p: p.name)
