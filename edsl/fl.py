@@ -110,7 +110,16 @@ def _operand(spec, v, what: str, name: str, semantic, target: Target = DPU):
 
 
 def call(fn, outs, ins, _semantic=None, _generator=None):
-    """New values of `outs` after running the EDSL function `fn` on `outs` and `ins`."""
+    """Run a raw function inside a Triton kernel (on the `dpu` backend or a GPU).
+
+    Args:
+        fn: An `@edsl.dialect` function.
+        outs: The tiles passed as its `InOut` parameters, in their order.
+        ins: The values passed as its `Input` parameters (tiles, pointers, scalars).
+
+    Returns:
+        The new values of `outs`: one tensor, or a tuple of them.
+    """
     fn = _unwrap(fn)
     if not isinstance(fn, EdslFunction):
         raise TypeError(f"fl.call: the first argument must be an @edsl.dialect function, not {type(fn).__name__}")

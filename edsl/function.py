@@ -172,7 +172,14 @@ class EdslFunction:
         return self.cache_key or f"{self.__qualname__}@{id(self):x}"
 
     def compile(self, target: "str | Target | None" = None) -> Compiled:
-        """This function compiled for `target` (default: its own), from the caches if there."""
+        """This function compiled, from the caches if there.
+
+        Args:
+            target: "upmem-dpu" or "nvptx64" (default: the function's own).
+
+        Returns:
+            The compiled function: `.mlir`, `.llvm`, `.llir` and its source sites.
+        """
         target = machines.get(target) if target is not None else self.target
         if target.name in self._compiled:
             return self._compiled[target.name]
@@ -272,12 +279,19 @@ class EdslFunction:
         self.run(*args)
 
     def run(self, *args, tasklets: int = 1, timing: bool = False, race_check: bool | None = None) -> LaunchReport:
-        """Run on the host DPU model with `tasklets` tasklets; InOut arrays are
-        updated in place. Returns (and keeps in `last_stats`) what the launch did;
-        with `timing`, also its estimated time on UPMEM hardware (`.timing`).
-        `race_check`: two tasklets touching the same bytes with no barrier
-        between them, one writing, is a DpuError (default: the environment
-        variable EDSL_RACE_CHECK)."""
+        """Run on the host DPU model; InOut arrays are updated in place.
+
+        Args:
+            *args: The function's arguments: NumPy arrays for memrefs, numbers for scalars.
+            tasklets: Tasklets of the DPU (1 to 24), each running the whole function.
+            timing: Also estimate the run's time on UPMEM hardware (the report's `.timing`).
+            race_check: Refuse two tasklets touching the same bytes with no barrier
+                between them, one writing (an `edsl.DpuError` naming both lines);
+                default: the environment variable EDSL_RACE_CHECK. Not with `timing`.
+
+        Returns:
+            What the launch did (also kept in `last_stats`).
+        """
         loc = _caller_loc()
         specs = self.params_for(DPU)
         if len(args) != len(specs):
@@ -400,9 +414,19 @@ def dialect(fn=None, *, name: str = "mlir", pipeline=None, fastmath: bool = Fals
             bounds_check: bool = False, target: str | None = None):
     """Compile a Python function with `Input[...]`/`InOut[...]` parameters through MLIR.
 
-    `@edsl.dialect` or `@edsl.dialect(name="mlir", pipeline=[pass, ...], fastmath=False,
-    bounds_check=False, target="upmem-dpu" | "nvptx64")`. `target` is what `.mlir`,
-    `.llvm` and `.llir` show; `fl.call` compiles for the backend of the kernel.
+    Used bare (`@edsl.dialect`) or with options (`@edsl.dialect(name="mlir", ...)`).
+
+    Args:
+        fn: The function (given when the decorator is used bare).
+        name: The raw function's language: "mlir" (Python in natural or MLIR-builder style).
+        pipeline: Upstream MLIR pass names lowering it to the LLVM dialect (default: the target's).
+        fastmath: Let float arithmetic be reassociated and contracted.
+        bounds_check: Check every subscript at run time (an `edsl.DpuError` at its line).
+        target: "upmem-dpu" (default) or "nvptx64": what `.mlir`, `.llvm` and `.llir`
+            show; `fl.call` compiles for the backend of the calling kernel.
+
+    Returns:
+        An `EdslFunction`, or a decorator making one.
     """
     options = dict(name=name, pipeline=pipeline, fastmath=fastmath, bounds_check=bounds_check, target=target)
     if fn is None:

@@ -27,7 +27,13 @@ class DpuArray(np.ndarray):
 
 
 def array(a) -> DpuArray:
-    """A zero-copy view of `a` (a NumPy array, or anything `np.asarray` takes
-    without copying) that Triton kernels accept as a pointer argument."""
+    """A zero-copy view of an array that Triton kernels accept as a pointer argument.
+
+    Args:
+        a: A NumPy array, or anything `np.asarray` takes without copying.
+
+    Returns:
+        The view (a NumPy array subclass).
+    """
     base = np.asarray(a)
     return base.view(DpuArray)

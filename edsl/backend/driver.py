@@ -64,9 +64,14 @@ _DRIVER: list = []
 
 
 def activate(driver=None):
-    """Make `driver` (default: the DPU model's) Triton's active driver in this
-    process, also where a GPU driver is active; returns the one it replaces
-    (None: Triton's default, created when first asked for)."""
+    """Make a driver Triton's active driver in this process, also where a GPU driver is active.
+
+    Args:
+        driver: The driver (default: the DPU model's).
+
+    Returns:
+        The driver it replaces (None: Triton's default, created when first asked for).
+    """
     if driver is None:
         if not _DRIVER:
             _DRIVER.append(DpuDriver())
@@ -78,7 +83,11 @@ def activate(driver=None):
 
 @contextmanager
 def activated(driver=None):
-    """`activate(driver)` for the block; the active driver before it after."""
+    """`activate(driver)` for a `with` block; the driver active before it after.
+
+    Args:
+        driver: The driver (default: the DPU model's).
+    """
     previous = activate(driver)
     try:
         yield

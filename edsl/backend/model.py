@@ -63,7 +63,11 @@ GRID_LIMITS = (2 ** 31 - 1, 65535, 65535)
 
 
 def last_report() -> LaunchReport | None:
-    """The report of the most recent launch on the DPU model (None before any)."""
+    """The report of the most recent launch on the DPU model.
+
+    Returns:
+        What the launch did (DPUs, tasklets, WRAM, DMA, host transfers, timing), or None before any.
+    """
     return _LAST[0]
 
 

@@ -36,4 +36,9 @@ class _ParamKind:
 
 
 Input = _ParamKind("Input")
+"""`Input["<MLIR type>"]`: a parameter the function reads and never writes (a
+memref in the memory pointers point to, MRAM or global, is a pointer it may
+write through, as in C)."""
 InOut = _ParamKind("InOut")
+"""`InOut["<MLIR type>"]`: a memref the function updates; its results, as in
+TLE-Raw (`fl.call`'s outs)."""

@@ -720,24 +720,30 @@ def _check_out_dir(out: Path, overwrite: bool) -> None:
 def export(kernel, out_dir, *, signature=None, constants=None, sample_args=None, grid=None,
            num_dpus: int = 1, num_tasklets: int = 1, outputs: Sequence[str] | None = None,
            debug: bool = False, overwrite: bool = False) -> ExportResult:
-    """Write `kernel` as a self-contained UPMEM SDK project folder `out_dir`.
+    """Write a Triton kernel as a self-contained UPMEM SDK project folder.
 
-    kernel        a `@triton.jit` kernel
-    signature     types of the non-constexpr parameters: {'x_ptr': '*fp32', 'n': 'i32'}
-                  (or a list in parameter order); not needed with `sample_args`
-    constants     values of the `tl.constexpr` parameters: {'BLOCK': 1024}
-    sample_args   sample arguments (NumPy arrays and numbers, in parameter order, or a
-                  dict): they give the types, and are written to `data/` with the
-                  outputs a run on the DPU model computes from them (`grid` needed)
-    grid          1 to 3 ints, or a callable of the argument dict (as in `kernel[grid]`)
-    num_dpus      default number of DPUs of the host runner
-    num_tasklets  NR_TASKLETS of the DPU program (1..24)
-    outputs       names of the array arguments to gather and check (default: all)
-    debug         compile the kernel's `tl.device_assert` checks (as `kernel[grid](..., debug=True)`)
-    overwrite     replace an existing `out_dir`
+    Args:
+        kernel: A `@triton.jit` kernel.
+        out_dir: The folder to create.
+        signature: Types of the non-constexpr parameters: {'x_ptr': '*fp32', 'n': 'i32'}
+            (or a list in parameter order); not needed with `sample_args`.
+        constants: Values of the `tl.constexpr` parameters: {'BLOCK': 1024}.
+        sample_args: Sample arguments (NumPy arrays and numbers, in parameter order, or a
+            dict): they give the types, and are written to `data/` with the outputs a run
+            on the DPU model computes from them (`grid` needed).
+        grid: 1 to 3 ints, or a callable of the argument dict (as in `kernel[grid]`).
+        num_dpus: Default number of DPUs of the host runner (1 to 2,560).
+        num_tasklets: NR_TASKLETS of the DPU program (1 to 24).
+        outputs: Names of the array arguments to gather and check (default: all).
+        debug: Compile the kernel's `tl.device_assert` checks (as `kernel[grid](..., debug=True)`).
+        overwrite: Replace an existing `out_dir`.
 
-    Raises `ArgumentError` for bad arguments and `CompileError` for a kernel the
-    export cannot print as DPU C; nothing is written then.
+    Returns:
+        What was written: the folder, the kernel's parameters, grid, DPUs and tasklets.
+
+    Raises:
+        ArgumentError: Bad arguments; nothing is written.
+        CompileError: A kernel the export cannot print as DPU C; nothing is written.
     """
     out = Path(out_dir)
     spec = ExportSpec.resolve(kernel, signature, constants, sample_args, grid, num_dpus, num_tasklets,
