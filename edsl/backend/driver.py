@@ -27,7 +27,7 @@ from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
 from ..target.dpu import MAX_TASKLETS, MRAM_BYTES
-from ..base.errors import ArgumentError, EdslError, file_of_kernel_site
+from ..base.errors import ArgumentError, EdslError, caller_location, file_of_kernel_site
 from . import triton_internals
 from .compiler import MAX_NUM_WARPS
 
@@ -183,21 +183,6 @@ class DpuUtils:
                 "max_num_regs": MAX_TASKLETS * TASKLET_REGS, "warpSize": 1}
 
 
-def _caller():
-    """The user's line that launched the kernel: the first frame outside
-    Triton and edsl."""
-    import sys
-
-    from ..base.errors import SourceLoc
-    frame = sys._getframe(1)
-    while frame is not None:
-        name = frame.f_globals.get("__name__", "")
-        if not name.startswith(("triton.", "edsl.")) and name not in ("triton", "edsl"):
-            return SourceLoc(frame.f_code.co_filename, frame.f_lineno, None)
-        frame = frame.f_back
-    return None
-
-
 class DpuLauncher:
     """Called by Triton for `kernel[grid](...)`: runs the grid on the DPU model."""
 
@@ -229,7 +214,7 @@ class DpuLauncher:
             if err.loc is not None:
                 raise
             # A launch-wide error (arguments, grid) points at the launch's line.
-            raise type(err)(err.message, _caller()) from None
+            raise type(err)(err.message, caller_location()) from None
         if launch_exit_hook is not None:
             launch_exit_hook(launch_metadata)
 
