@@ -53,6 +53,7 @@ from ..dpu.runtime import Launch, LaunchReport, Program
 from ..dpu.sharing import SharingError
 from ..dpu.timing import clock_hz, estimate, launch_estimate
 from ..base.errors import ArgumentError, DpuError
+from ..base.progress import Progress
 from . import bench, ranks
 from .dpu_run import DpuJob, DpuRunner, dpu_workers, run_apart
 
@@ -325,7 +326,7 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
             report.timing = estimate([], (), clock_hz())
     else:
         job = _job(program, meta, grid, num_dpus, dpus_used, values, memories, mram)
-        run, shared, race = _run(program, job, mram)
+        run, shared, race = _run(program, job, mram, meta['name'])
         if race is not None:
             what = f"kernel '{meta['name']}'" + (f" on DPU {race[0]}" if dpus_used > 1 else "")
             raise _race_error(race[1], what, mram, list(memories.values()), program.sites)
@@ -384,20 +385,26 @@ def _job(program: Program, meta: dict, grid, num_dpus: int, dpus_used: int, valu
                   race_check=bool(meta.get("race_check")))
 
 
-def _run(program: Program, job: DpuJob, mram: Mram) -> tuple[Launch, SharingError | None]:
-    """Run the launch's DPUs, here or (its ranks) as Ray tasks
-    (edsl.backend.ranks): their contexts, and why their results do not merge
-    (None: the arrays hold the results, or were left as they were on an error)."""
+def _run(program: Program, job: DpuJob, mram: Mram, name: str):
+    """Run the launch's DPUs of kernel `name`, here or (its ranks) as Ray
+    tasks (edsl.backend.ranks): their contexts, why their results do not
+    merge (None: the arrays hold the results, or were left as they were on
+    an error), and the first race (DPU, races.Race) or None. Where stderr is
+    a terminal, a launch that runs for seconds shows how many DPUs finished
+    (base.progress)."""
     run = job.contexts()
     shared = race = None
     mram.copy_in()
+    run.progress = (Progress(f"kernel '{name}'", total=job.dpus, unit="DPUs finished") if job.dpus > 1
+                    else Progress(f"kernel '{name}' on one DPU"))
     try:
-        if job.dpus == 1:
-            DpuRunner(program, job, run, mram)(0, 1)
-        elif ranks.on_ray(job):
-            shared = ranks.run_ranks(program, job, run)
-        else:
-            shared = run_apart(program, job, run, mram)
+        with run.progress:
+            if job.dpus == 1:
+                DpuRunner(program, job, run, mram)(0, 1)
+            elif ranks.on_ray(job):
+                shared = ranks.run_ranks(program, job, run)
+            else:
+                shared = run_apart(program, job, run, mram)
         if job.race_check:
             race = next(((d, r) for d in range(job.dpus)
                          if (r := races.first_race(run.take_race_logs(d))) is not None), None)

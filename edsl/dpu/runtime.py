@@ -319,6 +319,7 @@ class Launch:
         self.dpus, self.tasklets, self.first = dpus, tasklets, first
         self._saves = None             # the save table its transfers use, and what it points to
         self._race = None              # the tasklets' race logs (RaceLog rows), where the launch checks
+        self.progress = None           # a base.progress.Progress its runs update (DPUs finished)
         self.regions = np.ascontiguousarray(np.asarray(regions, dtype=np.int64).reshape(-1))
         self.state = _cache_aligned_zeros((dpus, DPU_SLOTS))
         self.state[:, Dpu.TASKLETS] = tasklets
@@ -444,6 +445,11 @@ class Launch:
         """Whether a tasklet of DPU `dpu` recorded an error."""
         return bool(self.ctx[dpu - self.first, :, Ctx.ERROR].any())
 
+    def finished_dpus(self) -> int:
+        """How many DPUs' tasklets have all finished (a read while they run:
+        a count that may lag, for a progress report)."""
+        return int(np.count_nonzero((self.state[:, Dpu.COUNT] >> 32) >= self.state[:, Dpu.TASKLETS]))
+
     def interrupt(self) -> None:
         """Stop every DPU: barriers and transfers give up."""
         self.state[:, Dpu.FAILED] = 1
@@ -526,6 +532,8 @@ class Launch:
         errors, pending = [], len(workers)
         try:
             while pending:
+                if self.progress is not None:
+                    self.progress.update(self.finished_dpus())
                 try:
                     error = done.get(timeout=0.05)
                 except queue.Empty:

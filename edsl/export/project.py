@@ -27,6 +27,7 @@ from typing import Any, Mapping, Sequence
 
 from ..target import dtypes
 from ..base import templates
+from ..base.progress import Progress
 from ..dpu import sharing, support
 from ..target import dpu as abi
 from ..base.errors import ArgumentError, CompileError, DpuError, EdslError, caller_location, file_of_kernel_site
@@ -749,15 +750,20 @@ def export(kernel, out_dir, *, signature=None, constants=None, sample_args=None,
     spec = ExportSpec.resolve(kernel, signature, constants, sample_args, grid, num_dpus, num_tasklets,
                               outputs, debug)
     _check_out_dir(out, overwrite)
-    files, kernel_name, budget = _project_files(spec)
-    data = (_sample_data(spec.fn, spec.params, spec.constexprs, spec.values, spec.grid, spec.num_dpus,
-                         spec.num_tasklets, spec.outputs, spec.debug, budget) if spec.sampled else {})
-    return _write(out, overwrite, files, data, ExportResult(
-        path=out, kernel=kernel_name, params=spec.params, grid=spec.grid, num_dpus=spec.num_dpus,
-        num_tasklets=spec.num_tasklets, outputs=spec.outputs, files=[]))
+    with Progress(f"export of '{spec.fn.__name__}' to {out}") as shown:
+        files, kernel_name, budget = _project_files(spec, shown)
+        data = {}
+        if spec.sampled:
+            shown.stage("the reference run on the DPU model")
+            data = _sample_data(spec.fn, spec.params, spec.constexprs, spec.values, spec.grid, spec.num_dpus,
+                                spec.num_tasklets, spec.outputs, spec.debug, budget)
+        shown.stage("writing the files")
+        return _write(out, overwrite, files, data, ExportResult(
+            path=out, kernel=kernel_name, params=spec.params, grid=spec.grid, num_dpus=spec.num_dpus,
+            num_tasklets=spec.num_tasklets, outputs=spec.outputs, files=[]))
 
 
-def _compile_to_fit(spec: ExportSpec):
+def _compile_to_fit(spec: ExportSpec, shown: Progress):
     """The kernel compiled and printed so that its WRAM and the exported
     program's own (contexts, status, shared state, regions, arguments, printed
     buffers) fit a DPU's: (metadata, program, WRAM budget, own bytes, total).
@@ -766,7 +772,8 @@ def _compile_to_fit(spec: ExportSpec):
     more of its tiles in MRAM (edsl.backend.convert.spill)."""
     params, tasklets = spec.params, spec.num_tasklets
     budget, error = abi.WRAM_BYTES, None
-    for _ in range(3):
+    for attempt in range(3):
+        shown.stage("compiling" if attempt == 0 else f"compiling again for {budget} bytes of WRAM")
         try:
             meta, llvm_text = compile_for_export(spec.fn, params, spec.constexprs, spec.num_dpus, tasklets,
                                                  spec.debug, budget)
@@ -774,6 +781,7 @@ def _compile_to_fit(spec: ExportSpec):
             if error is None:
                 raise
             raise error from None               # (keeping tiles in MRAM does not make it fit)
+        shown.stage("printing it as C")
         prog = translate(llvm_text, meta["name"], len(params))
         per_array, scratch = _per_array(params, meta), int(meta.get("scratch_bytes", 0))
         wram = abi.align_up(max(int(meta.get("wram_bytes", 0)), abi.DMA_ALIGN))
@@ -791,11 +799,11 @@ def _compile_to_fit(spec: ExportSpec):
     raise error
 
 
-def _project_files(spec: ExportSpec) -> tuple[dict[str, str], str, int]:
+def _project_files(spec: ExportSpec, shown: Progress) -> tuple[dict[str, str], str, int]:
     """The project's files (name -> text), the kernel's name and its WRAM
     budget: the kernel compiled and printed as DPU C, fitted to the DPU's WRAM."""
     params, num_tasklets = spec.params, spec.num_tasklets
-    meta, prog, budget, own, need = _compile_to_fit(spec)
+    meta, prog, budget, own, need = _compile_to_fit(spec, shown)
     kernel_name = meta["name"]
     scratch = int(meta.get("scratch_bytes", 0))       # tiles kept in MRAM (edsl.backend.convert.spill)
     per_array = _per_array(params, meta)
