@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import threading
 from contextlib import contextmanager
 
@@ -183,6 +184,16 @@ class DpuUtils:
                 "max_num_regs": MAX_TASKLETS * TASKLET_REGS, "warpSize": 1}
 
 
+def _opaque_to_torch_compile(fn):
+    """`fn`, which torch.compile runs as it is rather than tracing it (where
+    torch is loaded): a launch hands host memory to compiled code by address,
+    which Dynamo cannot trace (its NumPy calls would become torch ops on fake
+    tensors). Triton's `run` already breaks the graph at a launch; this keeps
+    Dynamo out of the frames below it."""
+    torch = sys.modules.get("torch")
+    return torch.compiler.disable(fn, recursive=True) if torch is not None else fn
+
+
 class DpuLauncher:
     """Called by Triton for `kernel[grid](...)`: runs the grid on the DPU model."""
 
@@ -197,10 +208,12 @@ class DpuLauncher:
         # services.Sites.file_name).
         fn = getattr(src, "fn", None)
         self.file = fn.fn.__code__.co_filename if fn is not None else ""
+        from .model import launch
+        self._launch = _opaque_to_torch_compile(launch)
 
     def __call__(self, gridX, gridY, gridZ, stream, function, kernel_metadata, launch_metadata,
                  launch_enter_hook, launch_exit_hook, *args):
-        from .model import launch
+        launch = self._launch
         if launch_enter_hook is not None:
             launch_enter_hook(launch_metadata)
         runtime, values = _runtime_arguments(self.signature, args)
