@@ -63,3 +63,9 @@ def test_nav_lists_every_page():
     assert sorted(set(listed)) == sorted(listed), "a page is listed twice"
     assert not set(listed) - set(pages), f"listed but missing: {sorted(set(listed) - set(pages))}"
     assert not set(pages) - set(listed), f"pages not in the nav (orphans): {sorted(set(pages) - set(listed))}"
+
+
+def test_the_libdevice_page_is_generated_from_the_table():
+    script = Path(__file__).resolve().parent.parent / "scripts" / "libdevice_doc.py"
+    r = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

@@ -188,9 +188,9 @@ def rint_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def erfinv_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+def rcp64h_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
-    tl.store(out_ptr + offs, libdevice.erfinv(tl.load(x_ptr + offs)))
+    tl.store(out_ptr + offs, libdevice.rcp64h(tl.load(x_ptr + offs)))
 
 
 def test_libdevice_as_imported_by_gpu_kernels():
@@ -200,10 +200,11 @@ def test_libdevice_as_imported_by_gpu_kernels():
     out = np.zeros_like(x)
     rint_kernel[(1,)](x, out, BLOCK=8)
     np.testing.assert_array_equal(out, np.rint(x))
-    with pytest.raises(CompileError, match="extern function '__nv_erfinvf' is not supported") as err:
-        erfinv_kernel[(1,)](x, out, BLOCK=8)
+    x64, out64 = x.astype(np.float64), np.zeros(8)
+    with pytest.raises(CompileError, match="extern function '__nv_rcp64h' is not supported") as err:
+        rcp64h_kernel[(1,)](x64, out64, BLOCK=8)
     assert err.value.loc.filename == __file__
-    assert err.value.loc.lineno == erfinv_kernel.fn.__code__.co_firstlineno + 3
+    assert err.value.loc.lineno == rcp64h_kernel.fn.__code__.co_firstlineno + 3
 
 
 @triton.jit

@@ -13,6 +13,7 @@ from mlir.dialects import arith, func, math
 from ...target import dtypes
 from ...lowering.floats import SATURATE_ATTR
 from ...lowering.libdevice import lowering_for
+from . import libdevice
 from .bessel import BESSEL_I, bessel_i
 from .core import (LaneRange, RowForm, Tile, and_valid, const_int, is_float, is_ptr, is_tensor, lowers,
                    scalar_type)
@@ -410,6 +411,10 @@ def lower_extern_elementwise(conv, op):
     Bessel functions I0 and I1: a call of a function the module defines."""
     symbol = ir.StringAttr(op.attributes["symbol"]).value
     elem = _elem(op.results[0].type)
+    fn = libdevice.lookup(symbol)
+    if fn is not None:
+        _map_nary(conv, op, lambda *xs: fn.build(conv, list(xs), elem), 1 + fn.cost)
+        return
     base = symbol.removeprefix("__nv_").removesuffix("f")
     if base in BESSEL_I and symbol.startswith("__nv_"):
         _lower_bessel_i(conv, op, symbol, base, elem)
@@ -439,9 +444,7 @@ def lower_extern_elementwise(conv, op):
         _map_nary(conv, op, lambda x: func.CallOp([elem], callee, [x]).result, 1 + 16)
     else:
         raise conv.sites.error(op, f"extern function '{symbol}' is not supported by the DPU backend "
-                             "(of libdevice: the C math library's functions, clz, popc, the "
-                             "isinf/isnan/isfinite tests and the Bessel functions j0, j1, y0, y1, "
-                             "cyl_bessel_i0, cyl_bessel_i1)")
+                             "(docs/libdevice.md lists the libdevice functions it computes)")
 
 
 @lowers("tt.precise_divf")

@@ -84,7 +84,8 @@ _MATH1 = {"exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "
 _MATH2 = {"pow": "pow", "maxnum": "fmax", "minnum": "fmin", "copysign": "copysign",
           "atan2": "atan2"}
 # External functions a module may call that are math.h functions themselves.
-_LIBM = {f"{n}{s}" for n in set(_MATH1.values()) | set(_MATH2.values()) | {"fmod", "fma", "erf"}
+_LIBM = {f"{n}{s}" for n in set(_MATH1.values()) | set(_MATH2.values())
+         | {"fmod", "fma", "erf", "erfc", "hypot", "remainder", "lgamma", "tgamma"}
          for s in ("", "f")}
 
 
