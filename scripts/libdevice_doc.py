@@ -39,7 +39,7 @@ def markdown() -> str:
         types = f"({', '.join(args)}) -> {result}"
         if fn is not None:
             bound = fn.ulps_f64 if fn.ulps_f64 is not None and "fp64" in args else fn.ulps
-            ulps = "exact" if bound == 0 else f"{bound:g}"
+            ulps = ("the C library's" if bound is None else "exact" if bound == 0 else f"{bound:g}")
             if fn.cuda_f64 is not None and "fp64" in args:
                 ulps += f" (CUDA's: {fn.cuda_f64:g})"
             what = fn.what.replace("|", "\\|")

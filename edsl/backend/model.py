@@ -326,7 +326,7 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
             report.timing = estimate([], (), clock_hz())
     else:
         job = _job(program, meta, grid, num_dpus, dpus_used, values, memories, mram)
-        run, shared, race = _run(program, job, mram, meta['name'])
+        run, shared, race = _run(program, job, mram, meta["name"])
         if race is not None:
             what = f"kernel '{meta['name']}'" + (f" on DPU {race[0]}" if dpus_used > 1 else "")
             raise _race_error(race[1], what, mram, list(memories.values()), program.sites)

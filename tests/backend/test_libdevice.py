@@ -476,3 +476,17 @@ def test_rsqrt_rn_is_correctly_rounded(x):
         best = min(candidates, key=lambda c: abs(mpmath.mpf(float(c)) - exact))
         assert got == best, (v, got, best)
 
+
+
+@pytest.mark.parametrize("symbol", ["__nv_jnf", "__nv_jn", "__nv_ynf", "__nv_yn"])
+def test_bessel_functions_of_integer_order_within_an_absolute_bound(symbol):
+    """jn and yn are the C library's; CUDA bounds their error absolutely
+    (2.2e-6 for jnf at n = 128), as here."""
+    name, (_, dtype), _ = SIGNATURES[symbol]
+    n = np.arange(N, dtype=np.int32) % 6
+    x = np.linspace(0.5, 20, N).astype(dtype)
+    out = _run(symbol, [n, x])
+    ref = mpmath.besselj if name == "jn" else mpmath.bessely
+    bound = 2.2e-6 if dtype == np.float32 else 1e-12
+    for k in range(N):
+        assert abs(float(out[k]) - float(ref(int(n[k]), float(x[k])))) <= bound, (symbol, n[k], x[k], out[k])
