@@ -73,6 +73,10 @@ def _cmpf(pred: str, a, b):
     return arith.cmpf(getattr(arith.CmpFPredicate, pred), a, b)
 
 
+def _not(c):
+    return arith.xori(c, _c(_i(1), 1))
+
+
 def _cmpi(pred: str, a, b):
     return arith.cmpi(getattr(arith.CmpIPredicate, pred), a, b)
 
@@ -94,7 +98,7 @@ def _next(x, up: bool):
     one = _c(it, 1)
     zero = _cmpf("OEQ", x, _c(x.type, 0.0))
     positive = _cmpi("sge", b, _c(it, 0))
-    away = positive if up else arith.xori(positive, _c(_i(1), 1))   # (magnitude grows)
+    away = positive if up else _not(positive)   # (magnitude grows)
     stepped = arith.bitcast(x.type, _sel(away, arith.addi(b, one), arith.subi(b, one)))
     tiny = arith.bitcast(x.type, _c(it, 1 if up else -(2 ** (width - 1)) + 1))   # +-min subnormal
     inf = _c(x.type, float("inf") if up else float("-inf"))
@@ -254,7 +258,7 @@ def _product_residual(a, b, p):
     a_smaller = _cmpf("OLE", math.absf(a), math.absf(b))
     scale = _c(w, 2.0 ** _SCALE_EXP)
     a2 = _sel(arith.andi(small, a_smaller), arith.mulf(a, scale), a)
-    b2 = _sel(arith.andi(small, arith.xori(a_smaller, _c(_i(1), 1))), arith.mulf(b, scale), b)
+    b2 = _sel(arith.andi(small, _not(a_smaller)), arith.mulf(b, scale), b)
     p2 = _sel(small, arith.mulf(p, scale), p)
     residual = math.fma(a2, b2, arith.negf(p2))
     # (a product that rounded to 0 is below even the scaled range: its sign is the residual's)
@@ -566,10 +570,10 @@ def _rsqrt_rn(conv, args, t):
     x = args[0]
     f64 = F64.get()
     xd = arith.extf(f64, x)
-    r = arith.truncf(t, arith.divf(_c(f64, 1.0), math.sqrt(xd)))
+    z = arith.divf(_c(f64, 1.0), math.sqrt(xd))
+    r = arith.truncf(t, z)
     rd = arith.extf(f64, r)
-    other = arith.extf(f64, _sel(_cmpf("OLT", arith.extf(f64, r),
-                                       arith.divf(_c(f64, 1.0), math.sqrt(xd))), _next(r, True), _next(r, False)))
+    other = arith.extf(f64, _sel(_cmpf("OLT", rd, z), _next(r, True), _next(r, False)))
     m = arith.mulf(arith.addf(rd, other), _c(f64, 0.5))              # (exact: 25 bits)
     m2 = arith.mulf(m, m)                                           # (exact: 50 bits)
     p = arith.mulf(m2, xd)
@@ -581,7 +585,7 @@ def _rsqrt_rn(conv, args, t):
     it = _i(32)
     r_even = _cmpi("eq", arith.andi(arith.bitcast(it, r), _c(it, 1)), _c(it, 0))
     tie = _cmpf("OEQ", d, _c(f64, 0.0))
-    pick_other = arith.ori(beyond_other, arith.andi(tie, arith.xori(r_even, _c(_i(1), 1))))
+    pick_other = arith.ori(beyond_other, arith.andi(tie, _not(r_even)))
     result = _sel(pick_other, arith.truncf(t, other), r)
     special = arith.ori(_cmpf("ULE", x, _c(t, 0.0)), _cmpf("OEQ", x, _c(t, float("inf"))))
     return _sel(special, arith.divf(_c(t, 1.0), math.sqrt(x)), result)
@@ -778,7 +782,7 @@ def _make_table() -> dict[str, Fn]:
         t[f"__nv_fmaf_{mode}"] = t[f"__nv_fma_{mode}"] = Fn(_rounded("fma", mode), 0,
                                                             f"x * y + z, rounded once {_MODE_WORDS[mode]}", 12)
         t[f"__nv_double2float_{mode}"] = Fn(_double2float(mode), 0, f"f64 to f32, rounded {_MODE_WORDS[mode]}", 2)
-        for src, width in (("float", 32), ("double", 64)):
+        for src in ("float", "double"):
             for dst, bits, signed in (("int", 32, True), ("uint", 32, False), ("ll", 64, True),
                                       ("ull", 64, False)):
                 t[f"__nv_{src}2{dst}_{mode}"] = Fn(_to_int(mode, bits, signed), 0,
