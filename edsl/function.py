@@ -333,10 +333,13 @@ class EdslFunction:
                               wram_bytes=self.compile(DPU).wram_bytes, **launch.totals(),
                               per_dpu_programs=[1], per_tasklet_dma=launch.per_tasklet_dma())
         if table is not None:
-            # Host<->MRAM: the MRAM arrays, in (all) and out (the InOut ones).
+            # Host<->MRAM: of the MRAM arrays (all in, the InOut ones out), as
+            # much as the run read and wrote.
             mram = [(s, a) for s, a in zip(specs, args) if s.kind == "memref" and s.memory_space == MRAM_ADDRSPACE]
-            report.timing = launch_estimate(table, launch.counters, launch.ctx, sum(a.nbytes for _, a in mram),
-                                            sum(a.nbytes for s, a in mram if s.inout))
+            in_bytes = sum(a.nbytes for _, a in mram)
+            need_in = min(in_bytes, report.dma_read_bytes)
+            need_out = min(sum(a.nbytes for s, a in mram if s.inout), report.dma_write_bytes)
+            report.timing = launch_estimate(table, launch.counters, launch.ctx, [need_in], [need_out], in_bytes)
         self.last_stats = report
         return report
 

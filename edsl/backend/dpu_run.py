@@ -85,7 +85,7 @@ class DpuJob:
     Picklable, so that a rank of them can run in another process with the
     same image at the same addresses (edsl.backend.ranks)."""
     grid: tuple[int, int, int]
-    step: int                          # num_dpus: DPU d runs programs d, d + step, ...
+    num_dpus: int                      # the launch's DPUs (abi.dpu_programs: which programs each runs)
     dpus: int                          # the DPUs used
     tasklets: int
     values: list                       # the kernel's arguments, ctypes values (pointers: MRAM addresses)
@@ -107,6 +107,7 @@ class DpuJob:
         """The contexts of the job's DPUs first .. first + dpus - 1 (all by default)."""
         run = Launch(self.dpus if dpus is None else dpus, self.tasklets, self.table, self.counters, first)
         run.ctx[..., Ctx.SCRATCH] = self.scratch
+        run.keep_footprints()
         if self.race_check:
             run.keep_race_logs()
         return run
@@ -125,7 +126,7 @@ class DpuRunner:
         # Every tasklet's argument array holds the same addresses but for the
         # last one, `tid`: the kernel's values, then the launch's.
         assert ENTRY[LAUNCH][-1].name == "tid"
-        self.slots, self.slot_of = _entry_slots(LAUNCH, grid_x=gx, grid_y=gy, grid_z=gz, step=job.step,
+        self.slots, self.slot_of = _entry_slots(LAUNCH, grid_x=gx, grid_y=gy, grid_z=gz, dpus=job.num_dpus,
                                                 ctx=run.address(), first_dpu=0, end_dpu=0, tid=0,
                                                 wram=(0, job.wram_bytes))
         self.tids = np.arange(job.tasklets, dtype=np.int32)
@@ -295,25 +296,27 @@ def merge(gather: Gather) -> SharingError | None:
     return None
 
 
-def run_apart(program: Program, job: DpuJob, run: Launch, image) -> SharingError | None:
+def run_apart(program: Program, job: DpuJob, run: Launch, image,
+              fits: Callable[[Launch], bool] = lambda run: True) -> SharingError | None:
     """Run the DPUs of a launch each on the arrays as transferred (`run_dpus`)
     and write the gathered results into them; or leave them as they were and
     return why the DPUs' results do not merge. A DPU that fails stops the
-    launch (its error is in its contexts; the arrays are left as they were).
-    `image`: the MRAM image (kept alive while the tasklets run). The seconds
-    the DPUs took are kept under `job.busy_key` (`dpu_workers`)."""
+    launch (its error is in its contexts; the arrays are left as they were),
+    and so do DPUs whose parts of the arrays do not fit their MRAM
+    (`fits(run)` false, from their footprints). `image`: the MRAM image
+    (kept alive while the tasklets run). The seconds the DPUs took are kept
+    under `job.busy_key` (`dpu_workers`)."""
     gather = Gather(job.spans, *mram_io(job), saved_by_writes=job.pages_saved_by_writes)
     try:
         logs, busy = run_dpus(DpuRunner(program, job, run, image), job, run, gather)
         if busy is not None and job.busy_key is not None:
             remember_busy(program, job.busy_key, busy)
+        failed = bool(run.ctx[..., Ctx.ERROR].any()) or not fits(run)
         if logs is not None:
-            if run.ctx[..., Ctx.ERROR].any():
+            if failed:
                 gather.restore()                 # (nothing half-written)
             return None
-        if run.ctx[..., Ctx.ERROR].any():
-            return None
-        return merge(gather)
+        return None if failed else merge(gather)
     finally:
         if not run.abandoned():              # (a tasklet Ctrl-C left running may still save pages)
             gather.release()

@@ -4,27 +4,32 @@
   with `data_ptr()` (Triton's `TensorWrapper` views of other dtypes
   included), contiguous or strided: the memory a pointer may reach is the
   span its strides cover.
-- MRAM (`Mram`): the pointer arguments' memory, which must fit the 64 MiB of
-  a DPU's MRAM once laid out as an image (each argument region at its own
-  8-byte slot, keeping its address modulo 8). Writable arrays are used in
-  place, read-only ones through a private copy (a kernel that stores to one
-  is refused: see `stored_params`); a kernel with EDSL regions gets the
-  whole image as one copied buffer (copied back after the launch). DMA may
-  only touch the regions (rounded out to 8-byte words).
+- MRAM (`Mram`): the pointer arguments' memory, laid out as an image (each
+  argument region at its own 8-byte slot, keeping its address modulo 8).
+  Writable arrays are used in place, read-only ones through a private copy
+  (a kernel that stores to one is refused: see `stored_params`); a kernel
+  with EDSL regions gets the whole image as one copied buffer (copied back
+  after the launch). DMA may only touch the regions (rounded out to 8-byte
+  words).
+- Each DPU receives its part of each region: the hull of the bytes its
+  programs' transfers touch there (`Launch.footprints`), as a UPMEM host
+  sends each DPU its rows; its parts and the scratch must fit the 64 MiB of
+  its MRAM (checked after the DPUs ran, the arrays then left as they were:
+  `_check_parts`). A kernel with EDSL regions receives the whole image on
+  every DPU, which must fit before the launch.
 - A kernel with tiles too large for WRAM keeps them in a per-DPU MRAM
-  scratch (edsl.backend.convert.spill) placed after the arrays in the image:
-  arrays and scratch together must fit the 64 MiB. The DPUs run in turn, so
-  one host buffer serves as every DPU's scratch (as for WRAM); DMA may
-  touch it as it may the arrays.
-- Program instances are spread over `num_dpus` DPUs round-robin (DPU d runs
-  ids d, d + num_dpus, ...), one at a time per DPU; the model runs the DPUs
+  scratch (edsl.backend.convert.spill) placed after the arrays in the image.
+  The DPUs run in turn, so one host buffer serves as every DPU's scratch (as
+  for WRAM); DMA may touch it as it may the arrays.
+- Program instances are spread over `num_dpus` DPUs in blocks of consecutive
+  ids (`abi.dpu_programs`), one at a time per DPU; the model runs the DPUs
   in turn, each with its WRAM (the kernel's buffers, and a DMA staging buffer
   per tasklet). Every DPU has its own MRAM, as on hardware: on several DPUs
   each runs on the arrays as transferred and the results are gathered as a
   UPMEM host gathers them (`_run_apart`, edsl.dpu.sharing: atomics whose
   old value is unused merge, any other sharing across DPUs is a DpuError).
-  The report counts the arrays as broadcast to each DPU used and read back
-  from each.
+  The report counts each DPU's parts as sent to it, and its parts of the
+  arrays the kernel stores into as read back (`per_dpu_part_bytes`).
 - Ranks (64 DPUs): with Ray initialised, the ranks of a launch on several
   run as Ray tasks (edsl.backend.ranks), each on the MRAM image rebuilt at
   the same addresses; the results merge here as above.
@@ -43,11 +48,12 @@ returns the most recent launch's.
 from __future__ import annotations
 
 import ctypes
+import functools
 
 import numpy as np
 
 from ..target import dtypes
-from ..target.dpu import DMA_ALIGN, MRAM_BYTES, SHARING_ADVICE, align_up
+from ..target.dpu import DMA_ALIGN, MRAM_BYTES, SHARING_ADVICE, align_up, dpu_programs
 from ..dpu import races
 from ..dpu.runtime import Launch, LaunchReport, Program
 from ..dpu.sharing import SharingError
@@ -158,15 +164,17 @@ class Mram:
             layout.append((lo, hi, offset, writable))
             offset += hi - lo + self.GUARD
         self.size = align_up(offset) + self.GUARD
-        if self.size > MRAM_BYTES:
+        if not direct and self.size > MRAM_BYTES:
             raise DpuError(f"the launch's arrays need {self.size} bytes of MRAM, more than "
-                           f"the {MRAM_BYTES} bytes of a DPU (every DPU of a launch receives "
-                           "its whole arrays): launch the kernel on parts of them (views or "
-                           "slices) that fit together")
-        if self.size + scratch > MRAM_BYTES:
+                           f"the {MRAM_BYTES} bytes of a DPU (a kernel that calls EDSL functions "
+                           "receives its whole arrays on every DPU): launch the kernel on parts "
+                           "of them (views or slices) that fit together")
+        if (self.size if not direct else 0) + scratch > MRAM_BYTES:
             raise DpuError(f"the launch's arrays need {self.size} bytes of MRAM and the kernel's tiles "
                            f"kept in MRAM {scratch} bytes of scratch: more than the {MRAM_BYTES} bytes "
                            "of a DPU")
+        # Whether every DPU's parts fit its MRAM whatever they are (the whole image does).
+        self.fits_any_parts = self.size + scratch <= MRAM_BYTES
         self.data_bytes = sum(hi - lo for lo, hi, _, _ in layout)
         self.direct = direct
         self.scratch_bytes = scratch
@@ -203,6 +211,12 @@ class Mram:
         buf = np.zeros(nbytes + 16, dtype=np.uint8)
         self._buffers.append(buf)
         return align_up(buf.ctypes.data)
+
+    def region_of(self, host_ptr: int) -> int:
+        """The index of the region (in `regions` and the MRAM table) that holds an argument's byte."""
+        if not self.direct:
+            return 0
+        return next(k for k, (lo, hi, _, _, _) in enumerate(self.regions) if lo <= host_ptr < hi or lo == host_ptr)
 
     def address(self, host_ptr: int) -> int:
         """The MRAM address of an argument's byte at host address `host_ptr`."""
@@ -331,6 +345,7 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
             what = f"kernel '{meta['name']}'" + (f" on DPU {race[0]}" if dpus_used > 1 else "")
             raise _race_error(race[1], what, mram, list(memories.values()), program.sites)
         _raise_errors(program, meta, run, shared, mram, memories)
+        _check_parts(meta["name"], run, mram, memories, total, num_dpus)
         _fill_report(report, program, meta, run, mram, memories)
     _LAST[0] = report
     bench.count(report)
@@ -375,7 +390,7 @@ def _job(program: Program, meta: dict, grid, num_dpus: int, dpus_used: int, valu
         threads = dpu_workers(program, busy_key)
     stored = meta.get("stored")
     written = None if stored is None else [memories[i] for i in stored if i in memories]
-    return DpuJob(grid=grid, step=num_dpus, dpus=dpus_used, tasklets=int(meta.get("tasklets", 1)),
+    return DpuJob(grid=grid, num_dpus=num_dpus, dpus=dpus_used, tasklets=int(meta.get("tasklets", 1)),
                   values=values, table=mram.table, scratch=mram.scratch,
                   spans=mram.array_spans(written), wram_bytes=max(8, int(meta["wram_bytes"])),
                   threads=threads, once=bool(meta.get("prints")),
@@ -394,17 +409,19 @@ def _run(program: Program, job: DpuJob, mram: Mram, name: str):
     (base.progress)."""
     run = job.contexts()
     shared = race = None
+    fits = functools.partial(_fits, mram=mram)
     mram.copy_in()
     run.progress = (Progress(f"kernel '{name}'", total=job.dpus, unit="DPUs finished") if job.dpus > 1
                     else Progress(f"kernel '{name}' on one DPU"))
     try:
         with run.progress:
-            if job.dpus == 1:
+            if job.dpus == 1 and mram.fits_any_parts:
                 DpuRunner(program, job, run, mram)(0, 1)
             elif ranks.on_ray(job):
-                shared = ranks.run_ranks(program, job, run)
+                shared = ranks.run_ranks(program, job, run, fits)
             else:
-                shared = run_apart(program, job, run, mram)
+                # (one DPU too where its parts may not fit: the arrays are then left as they were)
+                shared = run_apart(program, job, run, mram, fits)
         if job.race_check:
             race = next(((d, r) for d in range(job.dpus)
                          if (r := races.first_race(run.take_race_logs(d))) is not None), None)
@@ -413,6 +430,61 @@ def _run(program: Program, job: DpuJob, mram: Mram, name: str):
         run.free_race_logs()
         mram.copy_out()
     return run, shared, race
+
+
+def part_bytes(run: Launch, mram: Mram) -> np.ndarray:
+    """[dpu, region]: the bytes of each region of the arrays each DPU
+    receives: the hull of what its transfers touched there (whole 8-byte
+    words); for a kernel with EDSL regions, the whole image."""
+    if not mram.direct:
+        return np.full((run.dpus, 1), mram.size, np.int64)
+    parts = run.footprints()[:, :len(mram.regions)]
+    return parts[..., 1] - parts[..., 0]
+
+
+def _array_parts(run: Launch, mram: Mram, memories: dict[int, Memory]) -> dict[str, np.ndarray]:
+    """Per array argument: [dpu, (lo, hi)], the bytes of it (from its first)
+    that each DPU's transfers touched; the whole array where the kernel
+    calls EDSL functions."""
+    footprints = run.footprints() if mram.direct else None
+    out = {}
+    for m in memories.values():
+        if footprints is None:
+            lo, hi = np.zeros(run.dpus, np.int64), np.full(run.dpus, m.nbytes, np.int64)
+        else:
+            hull = footprints[:, mram.region_of(m.lo)] - mram.address(m.lo)
+            lo, hi = np.clip(hull[:, 0], 0, m.nbytes), np.clip(hull[:, 1], 0, m.nbytes)
+            touched = hi > lo
+            lo, hi = np.where(touched, lo, 0), np.where(touched, hi, 0)
+        out[m.name] = np.stack([lo, hi], axis=1)
+    return out
+
+
+def _fits(run: Launch, mram: Mram) -> bool:
+    """Whether every DPU's parts of the arrays and its scratch fit its MRAM."""
+    return mram.fits_any_parts or bool((part_bytes(run, mram).sum(axis=1) + mram.scratch_bytes
+                                        <= MRAM_BYTES).all())
+
+
+def _check_parts(kernel: str, run: Launch, mram: Mram, memories: dict[int, Memory], programs: int,
+                 num_dpus: int) -> None:
+    """A DpuError naming the first DPU whose parts of the arrays (and scratch)
+    do not fit its MRAM, and its largest parts."""
+    if _fits(run, mram):
+        return
+    parts = part_bytes(run, mram)
+    dpu = int(np.argmax(parts.sum(axis=1) + mram.scratch_bytes > MRAM_BYTES))
+    names = [[] for _ in mram.regions]
+    for m in memories.values():
+        names[mram.region_of(m.lo)].append(f"'{m.name}'")
+    largest = sorted(range(len(mram.regions)), key=lambda k: -parts[dpu, k])[:3]
+    of = ", ".join(f"{parts[dpu, k]} of {' and '.join(names[k])}" for k in largest if parts[dpu, k])
+    mine = dpu_programs(dpu, programs, num_dpus)
+    scratch = f" and {mram.scratch_bytes} bytes of tiles kept in MRAM" if mram.scratch_bytes else ""
+    raise DpuError(f"kernel '{kernel}': DPU {dpu} (programs {mine.start} to {mine.stop - 1}) touches "
+                   f"{int(parts[dpu].sum())} bytes of the arrays ({of}){scratch}: more than the "
+                   f"{MRAM_BYTES} bytes of its MRAM. Each DPU receives the parts of the arrays that its "
+                   "programs touch: launch on more DPUs (num_dpus), each then running fewer programs")
 
 
 def _raise_errors(program: Program, meta: dict, run: Launch, shared: SharingError | None, mram: Mram,
@@ -435,13 +507,20 @@ def _fill_report(report: LaunchReport, program: Program, meta: dict, run: Launch
     for k, v in run.totals().items():
         setattr(report, k, v)
     report.per_tasklet_dma = run.per_tasklet_dma()
-    report.per_dpu_programs = [len(range(dpu, report.programs, report.num_dpus)) for dpu in range(run.dpus)]
-    report.host_to_mram_bytes = mram.data_bytes * run.dpus
-    report.mram_to_host_bytes = mram.data_bytes * run.dpus
+    report.per_dpu_programs = [len(dpu_programs(dpu, report.programs, report.num_dpus))
+                                for dpu in range(run.dpus)]
+    # Each DPU receives its parts; the host reads back its parts of the
+    # arrays the kernel stores through.
+    parts = part_bytes(run, mram)
+    stored = meta.get("stored")
+    out = [m for i, m in memories.items() if (i in stored if stored is not None else m.writable)]
+    out_regions = sorted({mram.region_of(m.lo) for m in out})
+    sent, back = parts.sum(axis=1), parts[:, out_regions].sum(axis=1)
+    report.per_dpu_part_bytes = sent.tolist()
+    report.array_parts = _array_parts(run, mram, memories)
+    report.host_to_mram_bytes = int(sent.sum())
+    report.mram_to_host_bytes = int(back.sum())
     table = program.counters
     if table is not None:
-        # Inputs: every array; outputs: those the kernel stores through.
-        stored = meta.get("stored")
-        out = [m for i, m in memories.items() if (i in stored if stored is not None else m.writable)]
-        report.timing = launch_estimate(table, run.counters, run.ctx, sum(m.nbytes for m in memories.values()),
-                                        sum(m.nbytes for m in out))
+        report.timing = launch_estimate(table, run.counters, run.ctx, sent.tolist(), back.tolist(),
+                                        sum(m.nbytes for m in memories.values()))

@@ -78,16 +78,19 @@ class Rank:
     first: int                   # its first DPU
     kept_apart: bool             # its DPUs ran in one pass and kept apart
     results: np.ndarray          # [dpu, tasklet, Launch.RESULTS]: errors, DMA counts
+    footprints: np.ndarray       # [dpu, region, (lo, hi)]: Launch.footprints
     counters: np.ndarray         # [dpu, tasklet, counters]: executed-block counters
     uses: list                   # (dpu, writes, reads) of each DPU that ran: log rows (sharing.uses)
     finals: list                 # the final bytes of each one's writes (none where a DPU failed)
 
 
-def run_ranks(program: Program, job: dpu_run.DpuJob, run: Launch) -> SharingError | None:
+def run_ranks(program: Program, job: dpu_run.DpuJob, run: Launch,
+              fits=lambda run: True) -> SharingError | None:
     """Run the launch's ranks as Ray tasks and merge their DPUs' results into
     the arrays, filling `run`'s contexts (the launch's, in this process); or
-    leave the arrays as they were and return why the results do not merge.
-    Ctrl-C cancels the tasks."""
+    leave the arrays as they were and return why the results do not merge
+    (as they are left where `fits(run)`, from the DPUs' footprints, is
+    false). Ctrl-C cancels the tasks."""
     import ray
     shipped = dataclasses.replace(job, threads=1)        # (a task asks Ray for one CPU)
     spans = _array_spans(job)
@@ -107,7 +110,7 @@ def run_ranks(program: Program, job: dpu_run.DpuJob, run: Launch) -> SharingErro
             warnings.warn(f"DPUs {first}..{end - 1} of kernel '{program.name}' ran in this process, "
                           f"not on a Ray worker: {rank}", RuntimeWarning, stacklevel=2)
             ranks[k] = run_rank(program, shipped, first, end)
-    return _merge(job, run, ranks)
+    return _merge(job, run, ranks, fits)
 
 
 def run_rank(program: Program, job: dpu_run.DpuJob, first: int, end: int, keep=()) -> Rank:
@@ -131,22 +134,26 @@ def run_rank(program: Program, job: dpu_run.DpuJob, first: int, end: int, keep=(
         # The launch fails: what the DPUs used counts, not what they wrote (a
         # transfer the DMA refused lies outside the image).
         used = [(dpu, *uses(log)) for dpu, log in zip(range(first, end), logs)]
-    return Rank(first, logs is not None, run.ctx[..., list(Launch.RESULTS)], run.counters.copy(), used,
+    return Rank(first, logs is not None, run.ctx[..., list(Launch.RESULTS)], run.footprints(), run.counters.copy(), used,
                 [] if failed else [finals for _, _, finals in gather.claims])
 
 
-def _merge(job: dpu_run.DpuJob, run: Launch, ranks: list[Rank]) -> SharingError | None:
+def _merge(job: dpu_run.DpuJob, run: Launch, ranks: list[Rank], fits) -> SharingError | None:
     """The ranks' results in the launch's contexts, and their DPUs' writes
-    merged into the arrays (unless a DPU failed)."""
+    merged into the arrays (unless a DPU failed, or their parts of the
+    arrays do not fit their MRAM: `fits`)."""
     for rank in ranks:
         rows = slice(rank.first, rank.first + len(rank.results))
         run.ctx[rows, :, list(Launch.RESULTS)] = rank.results
         run.counters[rows] = rank.counters
+        run.set_footprints(rank.first, rank.footprints)
     failed = np.flatnonzero(run.ctx[..., Ctx.ERROR].any(axis=1))
     if len(failed):
         if not _one_pass(job, ranks):
             # In one process the DPUs would have run one by one, up to the first that fails.
             run.ctx[failed[0] + 1:, :, Ctx.ERROR] = 0
+        return None
+    if not fits(run):
         return None
     gather = Gather(job.spans, *dpu_run.mram_io(job))
     for rank in ranks:

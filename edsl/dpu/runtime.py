@@ -74,6 +74,13 @@ class LaunchReport:
     host_to_mram_bytes: int = 0
     mram_to_host_bytes: int = 0
     per_dpu_programs: list[int] = field(default_factory=list)
+    # The bytes of the arrays each DPU receives: its parts, the hull of what
+    # its programs touched in each array (the whole image where the kernel
+    # calls EDSL functions).
+    per_dpu_part_bytes: list[int] = field(default_factory=list)
+    # Per array argument (by name): [dpu, (lo, hi)], the bytes of the array
+    # (from its first) each DPU's transfers touched ((0, 0) where none).
+    array_parts: dict = field(default_factory=dict)
     per_tasklet_dma: list[int] = field(default_factory=list)   # transfers by tasklet id
     # Tiles kept in MRAM (too large for WRAM): each in words, the MRAM scratch
     # they take per DPU, and the DMA that streaming them cost (included in
@@ -319,6 +326,7 @@ class Launch:
         self.dpus, self.tasklets, self.first = dpus, tasklets, first
         self._saves = None             # the save table its transfers use, and what it points to
         self._race = None              # the tasklets' race logs (RaceLog rows), where the launch checks
+        self._footprint = None         # the tasklets' footprints (`keep_footprints`)
         self.progress = None           # a base.progress.Progress its runs update (DPUs finished)
         self.regions = np.ascontiguousarray(np.asarray(regions, dtype=np.int64).reshape(-1))
         self.state = _cache_aligned_zeros((dpus, DPU_SLOTS))
@@ -350,6 +358,36 @@ class Launch:
         flat[:, Ctx.LOG_LEN] = 0
         self._log_ends = _cache_aligned_zeros((len(flat), LOG_ENDS))   # (kept while a tasklet may log)
         flat[:, Ctx.LOG_ENDS] = self._log_ends.ctypes.data + np.arange(len(flat)) * LOG_ENDS * 8
+
+    # -- footprints: the parts of the arrays each DPU's programs touch -----------
+    def keep_footprints(self) -> None:
+        """Every tasklet keeps, per MRAM region, the hull of the bytes its
+        transfers touch there (abi.Ctx.FOOTPRINT; `footprints`)."""
+        regions = max(1, self.regions.size // 2)
+        self._footprint = np.empty((self.dpus, self.tasklets, regions, 2), np.uint64)
+        self._empty_footprints(slice(None))
+        flat = self.ctx.reshape(-1, CTX_SLOTS)
+        flat[:, Ctx.FOOTPRINT] = self._footprint.ctypes.data + np.arange(len(flat)) * regions * 16
+
+    def _empty_footprints(self, rows) -> None:
+        self._footprint[rows, ..., 0] = np.iinfo(np.uint64).max
+        self._footprint[rows, ..., 1] = 0
+
+    def footprints(self) -> np.ndarray:
+        """[dpu, region, (lo, hi)]: the hull of the MRAM bytes each DPU's
+        transfers touched in each region ((0, 0) where none)."""
+        lo = self._footprint[..., 0].min(axis=1)
+        hi = self._footprint[..., 1].max(axis=1)
+        touched = hi > lo
+        return np.stack([np.where(touched, lo, 0), np.where(touched, hi, 0)], axis=-1).astype(np.int64)
+
+    def set_footprints(self, first: int, footprints: np.ndarray) -> None:
+        """Take the footprints of DPUs first .. (as `footprints` gives them,
+        from another launch of the same regions: a rank run elsewhere)."""
+        rows = slice(first - self.first, first - self.first + len(footprints))
+        self._empty_footprints(rows)
+        touched = footprints[..., 1] > footprints[..., 0]
+        self._footprint[rows, 0][touched] = footprints[touched].astype(np.uint64)
 
     # -- race logs (the check of races between a DPU's tasklets: edsl.dpu.races) --
     def keep_race_logs(self, entries: int = 1024) -> None:
@@ -393,6 +431,8 @@ class Launch:
             self.ctx[..., slot] = 0
         if self._race is not None:
             self._race[:, RaceLog.LEN] = 0
+        if self._footprint is not None:
+            self._empty_footprints(slice(None))
         for slot in (Dpu.COUNT, Dpu.GENERATION, Dpu.FAILED, Dpu.WAIT_SITE, Dpu.WAIT_KEY, Dpu.WAIT_COUNT):
             self.state[:, slot] = 0
         self.counters.fill(0)

@@ -643,22 +643,23 @@ module {
 ${dma_rules}
 
   // Whether MRAM [mram, mram + n) lies inside one of the launch's MRAM
-  // regions (the context's table). Not inlined: a kernel makes many
-  // transfers, and this loop inlined at each made LLVM's loop passes the
-  // larger part of a kernel's compile time.
+  // regions (the context's table); where the context keeps a footprint
+  // (the model), the region's hull grows to hold it. Not inlined: a kernel
+  // makes many transfers, and this loop inlined at each made LLVM's loop
+  // passes the larger part of a kernel's compile time.
   func.func private @__dpu_in_regions(%mram: i64, %n: i64, %ctx: !llvm.ptr) -> i1
       attributes {passthrough = ["noinline"]} {
     %c0 = arith.constant 0 : i64
     %c1 = arith.constant 1 : i64
     %c2 = arith.constant 2 : i64
-    %false = arith.constant false
+    %none = arith.constant -1 : i64
     %table_p = llvm.getelementptr %ctx[${ctx_regions}] : (!llvm.ptr) -> !llvm.ptr, i64
     %table_i = llvm.load %table_p : !llvm.ptr -> i64
     %table = llvm.inttoptr %table_i : i64 to !llvm.ptr
     %nreg_p = llvm.getelementptr %ctx[${ctx_nregions}] : (!llvm.ptr) -> !llvm.ptr, i64
     %nreg = llvm.load %nreg_p : !llvm.ptr -> i64
     %end = arith.addi %mram, %n : i64
-    %inside = scf.for %k = %c0 to %nreg step %c1 iter_args(%in = %false) -> (i1) : i64 {
+    %hit = scf.for %k = %c0 to %nreg step %c1 iter_args(%in = %none) -> (i64) : i64 {
       %k2 = arith.muli %k, %c2 : i64
       %rlo_p = llvm.getelementptr %table[%k2] : (!llvm.ptr, i64) -> !llvm.ptr, i64
       %rlo = llvm.load %rlo_p : !llvm.ptr -> i64
@@ -667,8 +668,25 @@ ${dma_rules}
       %ge = arith.cmpi uge, %mram, %rlo : i64
       %le = arith.cmpi ule, %end, %rhi : i64
       %here = arith.andi %ge, %le : i1
-      %in1 = arith.ori %in, %here : i1
-      scf.yield %in1 : i1
+      %in1 = arith.select %here, %k, %in : i64
+      scf.yield %in1 : i64
+    }
+    %inside = arith.cmpi sge, %hit, %c0 : i64
+    %fp_p = llvm.getelementptr %ctx[${ctx_footprint}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %fp_i = llvm.load %fp_p : !llvm.ptr -> i64
+    %keeps = arith.cmpi ne, %fp_i, %c0 : i64
+    %grows = arith.andi %keeps, %inside : i1
+    scf.if %grows {
+      %fp = llvm.inttoptr %fp_i : i64 to !llvm.ptr
+      %h2 = arith.muli %hit, %c2 : i64
+      %flo_p = llvm.getelementptr %fp[%h2] : (!llvm.ptr, i64) -> !llvm.ptr, i64
+      %flo = llvm.load %flo_p : !llvm.ptr -> i64
+      %fhi_p = llvm.getelementptr %flo_p[1] : (!llvm.ptr) -> !llvm.ptr, i64
+      %fhi = llvm.load %fhi_p : !llvm.ptr -> i64
+      %lo1 = arith.minui %flo, %mram : i64
+      %hi1 = arith.maxui %fhi, %end : i64
+      llvm.store %lo1, %flo_p : i64, !llvm.ptr
+      llvm.store %hi1, %fhi_p : i64, !llvm.ptr
     }
     return %inside : i1
   }

@@ -375,20 +375,17 @@ class HostTransfer:
         return transfer_seconds(self.kind, self.direction, self.nbytes, self.dpus)
 
 
-def launch_transfers(read_bytes: Sequence[int], written_bytes: Sequence[int], in_bytes: int,
-                     out_bytes: int) -> list[HostTransfer]:
-    """The host<->MRAM transfers around a launch, from what each DPU moved by
-    DMA (`read_bytes[d]`, `written_bytes[d]`) and the bytes of its input and
-    output arrays. Assumptions, stated: DPU d needs min(in_bytes, what it
-    read) from the host, and gives back min(out_bytes, what it wrote); the
-    inputs go in one transfer and the outputs in one, each paying one fixed
-    time (`transfer_seconds`); one DPU is served serially; several get one
-    broadcast when each needs every input byte, else a parallel transfer,
-    which moves the same size to each DPU (the largest need), as the SDK's
+def launch_transfers(need_in: Sequence[int], need_out: Sequence[int], in_bytes: int) -> list[HostTransfer]:
+    """The host<->MRAM transfers around a launch: DPU d receives `need_in[d]`
+    bytes (its parts of the arrays) and gives back `need_out[d]`; `in_bytes`
+    is every array's bytes. Assumptions, stated: the inputs go in one
+    transfer and the outputs in one, each paying one fixed time
+    (`transfer_seconds`); one DPU is served serially; several get one
+    broadcast when each needs every byte, else a parallel transfer, which
+    moves the same size to each DPU (the largest need), as the SDK's
     `dpu_push_xfer` does."""
-    dpus = len(read_bytes)
-    need_in = [min(in_bytes, int(b)) for b in read_bytes]
-    need_out = [min(out_bytes, int(b)) for b in written_bytes]
+    dpus = len(need_in)
+    need_in, need_out = [int(b) for b in need_in], [int(b) for b in need_out]
     if dpus == 0:
         return []
     if dpus == 1:
@@ -580,12 +577,12 @@ def _estimate(per: Sequence[DpuCycles], transfers: Sequence[HostTransfer], clock
                           worst.issue, worst.dma, host, cycles, dict(ops))
 
 
-def launch_estimate(table: CounterTable, counters: np.ndarray, ctx: np.ndarray, in_bytes: int,
-                    out_bytes: int) -> TimingEstimate:
+def launch_estimate(table: CounterTable, counters: np.ndarray, ctx: np.ndarray, need_in: Sequence[int],
+                    need_out: Sequence[int], in_bytes: int) -> TimingEstimate:
     """The estimate of a launch of the DPU model, at `clock_hz()`: `counters`
     [dpu, tasklet, >= table.counters] are its executed-block counters, `ctx`
     [dpu, tasklet, slot] its tasklets' contexts (DMA by direction), and
-    `in_bytes`/`out_bytes` the bytes of its input/output arrays in MRAM."""
+    the host's transfers as `launch_transfers` takes them."""
     classes = sorted(table.ops)
     unknown = [c for c in classes if c not in ISSUE_SLOTS]
     if unknown:
@@ -595,7 +592,6 @@ def launch_estimate(table: CounterTable, counters: np.ndarray, ctx: np.ndarray, 
     slots = executed @ np.array([ISSUE_SLOTS[c] for c in classes])
     reads, writes = ctx[..., Ctx.READS].astype(float), ctx[..., Ctx.WRITES].astype(float)
     latency = _dma_latency(reads, writes, ctx[..., Ctx.READ_BYTES] + ctx[..., Ctx.WRITE_BYTES])
-    transfers = launch_transfers(ctx[..., Ctx.READ_BYTES].sum(axis=1).tolist(),
-                                 ctx[..., Ctx.WRITE_BYTES].sum(axis=1).tolist(), in_bytes, out_bytes)
+    transfers = launch_transfers(need_in, need_out, in_bytes)
     ops = dict(zip(classes, executed.sum(axis=(0, 1)).tolist()))
     return _estimate(_dpus_cycles(slots, latency, reads + writes), transfers, clock_hz(), ops)

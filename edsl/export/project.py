@@ -61,7 +61,7 @@ _NUMPY_TO_TRITON["bool"] = "i1"
 # argument struct's own fields.
 _C_WORDS = set(P._RESERVED) | {"data", "out", "dpus", "grid", "check", "profile", "args",
                                "set", "dpu", "i", "status", "grid_x", "grid_y", "grid_z",
-                               "first_program", "program_step", "mram_bytes", "scratch", "regions",
+                               "dpu_id", "first_program", "end_program", "mram_bytes", "scratch", "regions",
                                "log_offset", "log_cap"}
 
 # Entries of a tasklet's access log kept in WRAM (abi.LOG_ENTRY i64 each; a
@@ -430,8 +430,8 @@ def _nregions(params: list[Param], per_array: bool, scratch: int) -> int:
 
 
 def _args_bytes(params: list[Param], per_array: bool, scratch: int) -> int:
-    """sizeof(edsl_args_t): a field per parameter, 9 launch fields, the regions."""
-    return 8 * (len(params) + 9 + 2 * _nregions(params, per_array, scratch))
+    """sizeof(edsl_args_t): a field per parameter, 10 launch fields, the regions."""
+    return 8 * (len(params) + 10 + 2 * _nregions(params, per_array, scratch))
 
 
 def _log_bytes(tasklets: int) -> int:
@@ -468,7 +468,7 @@ ROUTE_NOTE = ("Route: the kernel's final LLVM-dialect MLIR printed as C (one fun
 # The C of each argument of `abi.ENTRY[MAIN]` in the DPU program's main
 # (templates/dpu_program.c); the WRAM memref as its descriptor's fields.
 MAIN_ARGS = {"grid_x": "args->grid_x", "grid_y": "args->grid_y", "grid_z": "args->grid_z",
-             "first": "args->first_program", "step": "args->program_step",
+             "first": "args->first_program", "end": "args->end_program",
              "wram": "(void *)edsl_wram, (void *)edsl_wram, 0, sizeof edsl_wram, 1", "ctx": "(void *)ctx"}
 
 

@@ -185,16 +185,28 @@ KERNEL = "kernel"                     # the converted kernel (named as the Trito
 ENTRY = {
     KERNEL: (EntryArg("pid_x", "i32", "program id"), EntryArg("pid_y", "i32", "program id"),
              EntryArg("pid_z", "i32", "program id"), *_GRID, _WRAM, _CTX),
-    # Every tasklet of a DPU runs the program instances first, first + step, ...
+    # Every tasklet of a DPU runs the program instances first .. end - 1 (`dpu_programs`).
     MAIN: (*_GRID, EntryArg("first", "i32", "the DPU's first program instance"),
-           EntryArg("step", "i32", "the distance to its next ones (the DPU count)"), _WRAM, _CTX),
+           EntryArg("end", "i32", "one past its last"), _WRAM, _CTX),
     # One host call per tasklet runs `MAIN` of DPUs first_dpu .. end_dpu-1 in turn.
     LAUNCH: (*_GRID, EntryArg("first_dpu", "i32", "the first DPU to run"),
              EntryArg("end_dpu", "i32", "one past the last DPU to run"),
-             EntryArg("step", "i32", "the distance between a DPU's program instances"), _WRAM,
+             EntryArg("dpus", "i32", "the launch's DPU count (`dpu_programs`)"), _WRAM,
              EntryArg("ctx", "!llvm.ptr", "the launch's contexts, DPU by DPU, tasklet by tasklet"),
              EntryArg("tid", "i32", "the tasklet")),
 }
+
+def dpu_programs(dpu: int, programs: int, dpus: int) -> range:
+    """The program instances DPU `dpu` of a launch on `dpus` DPUs runs: a
+    block of consecutive ids, one more for each of the first programs % dpus
+    DPUs. Consecutive programs mostly touch consecutive rows, so each DPU's
+    part of an array is compact, as a UPMEM host splits its data (PrIM);
+    round-robin spread every DPU's rows over the whole array. The launch
+    entry (`program.mlir`) and the exported host runner compute the same."""
+    share, extra = divmod(programs, dpus)
+    first = dpu * share + min(dpu, extra)
+    return range(first, first + share + (dpu < extra))
+
 
 # What each type is once lowered to the LLVM dialect (a memref: its descriptor's fields).
 LOWERED = {"i32": ("i32",), "!llvm.ptr": ("!llvm.ptr",),
@@ -255,9 +267,12 @@ class Ctx(IntEnum):
     SAVE = 30            # model: the table of pages of the arrays that transfers save before they
                          # first write them (`SAVE_PAGES`; 0: none are saved)
     RACE = 31            # model: the tasklet's race log (RaceLog slots), 0: no race check (`RACE_NOTE`)
+    FOOTPRINT = 32       # model: the tasklet's footprint, [lo, hi) per MRAM region (REGIONS), the
+                         # hull of the bytes its transfers touched there (0: not kept)
 
 
-CTX_SLOTS = 32
+# (a whole number of 64-byte host cache lines: a tasklet's counters and another's do not share one)
+CTX_SLOTS = 40
 
 
 # The pages `SAVE_PAGES` saves: PAGE_BYTES each, page k of an array its bytes

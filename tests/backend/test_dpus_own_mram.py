@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 from hypothesis import event, given, settings, strategies as st
 
-from edsl.target.dpu import Access, AtomicOp, atomic_kind
+from edsl.target.dpu import Access, AtomicOp, atomic_kind, dpu_programs
 from edsl.dpu.runtime import Launch
 from edsl.dpu.sharing import Gather, SharingError
 from edsl.base.errors import DpuError
@@ -33,7 +33,7 @@ def _upmem(mode, x, idx, out, dpus):
     for d in range(used):
         mine = out.copy()
         seen, stored = set(), set()
-        for p in range(d, programs, dpus):
+        for p in dpu_programs(d, programs, dpus):
             lanes = range(p * BLOCK, (p + 1) * BLOCK)
             if mode == "gather":
                 vals = [mine[idx[k]] + x[k] for k in lanes]      # loads first, then the stores
@@ -431,12 +431,13 @@ def test_a_launch_saves_the_pages_its_dpus_write_and_puts_them_back_when_one_fai
     got = x.copy()
     _add_one_to_even_blocks[(16,)](got, -1, BLOCK=block, num_dpus=6, num_tasklets=4)
     np.testing.assert_array_equal(got, x + even)
-    # Pages run from x's first byte: program k writes page k, on DPU k % 6,
-    # which it keeps; the programs read what they write, so the logs were
-    # checked (`mixed`).
+    # Pages run from x's first byte: program k writes page k, on the DPU whose
+    # block holds k, which keeps it; the programs read what they write, so
+    # the logs were checked (`mixed`).
     states, owners = made_gathers[-1].released_pages[0]
     assert list(states) == [Page.SAVED, Page.CLEAN] * 8
-    assert list(owners[::2]) == [k % 6 + 1 for k in range(0, 16, 2)]
+    dpu_of = [d for d in range(6) for _ in dpu_programs(d, 16, 6)]
+    assert list(owners[::2]) == [dpu_of[k] + 1 for k in range(0, 16, 2)]
     assert made_gathers[-1].table[SAVE_MIXED] == 1
     after = got.copy()
     with pytest.raises(DpuError, match="outside the launch's arrays"):
@@ -677,16 +678,21 @@ def block_sums(x_ptr, sum_ptr, BLOCK: tl.constexpr):
     tl.store(sum_ptr + pid, tl.sum(tl.load(x_ptr + pid * BLOCK + tl.arange(0, BLOCK)), axis=0))
 
 
+# 4098 programs on 4 DPUs: blocks of 1025, 1025, 1024, 1024 programs, whose
+# 2-byte sums put the ends of neighbouring DPUs' blocks in one 8-byte word.
+SUMS = 4098
+
+
 def test_dpus_on_several_threads_that_store_parts_of_one_word_run_again_one_by_one(monkeypatch):
     # One 2-byte sum per program: programs on neighbouring DPUs store into
     # one 8-byte word, each by reading and writing it whole, which DPUs
     # running at once could lose (what the rule above catches).
     monkeypatch.setenv("EDSL_DPU_WORKERS", "4")
-    x = (np.arange(4096 * 8) % 7 + 1).astype(np.int16)
-    want = x.reshape(4096, 8).sum(axis=1).astype(np.int16)
+    x = (np.arange(SUMS * 8) % 7 + 1).astype(np.int16)
+    want = x.reshape(SUMS, 8).sum(axis=1).astype(np.int16)
     for _ in range(5):
-        sums = np.zeros(4096, np.int16)
-        block_sums[(4096,)](x, sums, BLOCK=8, num_dpus=4, num_tasklets=1)
+        sums = np.zeros(SUMS, np.int16)
+        block_sums[(SUMS,)](x, sums, BLOCK=8, num_dpus=4, num_tasklets=1)
         np.testing.assert_array_equal(sums, want)
 
 
@@ -702,11 +708,11 @@ def test_a_launch_whose_dpus_shared_words_on_several_threads_runs_on_one_from_th
     monkeypatch.delenv("EDSL_DPU_WORKERS", raising=False)
     monkeypatch.setattr(dpu_run, "_BUSY", weakref.WeakKeyDictionary())
     monkeypatch.setattr(dpu_run, "PARALLEL_GRAIN", 1e-12)    # (every launch has work for every thread)
-    x = (np.arange(4096 * 8) % 7 + 1).astype(np.int16)
+    x = (np.arange(SUMS * 8) % 7 + 1).astype(np.int16)
     for _ in range(3):
-        sums = np.zeros(4096, np.int16)
-        block_sums[(4096,)](x, sums, BLOCK=8, num_dpus=4, num_tasklets=1)
-        np.testing.assert_array_equal(sums, x.reshape(4096, 8).sum(axis=1).astype(np.int16))
+        sums = np.zeros(SUMS, np.int16)
+        block_sums[(SUMS,)](x, sums, BLOCK=8, num_dpus=4, num_tasklets=1)
+        np.testing.assert_array_equal(sums, x.reshape(SUMS, 8).sum(axis=1).astype(np.int16))
     assert seen == [4] and taken == [0, 1, 2, 3]
 
 

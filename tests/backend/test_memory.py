@@ -8,7 +8,7 @@ from launch_strategies import strategies
 from hypothesis import given, settings, strategies as st
 
 import edsl.backend
-from edsl.target.dpu import DMA_MAX_BYTES
+from edsl.target.dpu import DMA_MAX_BYTES, align_up, dpu_programs
 from edsl.base.errors import ArgumentError, DpuError
 from source_lines import line_of
 
@@ -135,6 +135,9 @@ def test_report_fields():
     assert r is edsl.backend.last_report()
     assert (r.programs, r.dpus_used, r.num_dpus, r.num_tasklets) == (5, 4, 4, 16)
     assert r.per_dpu_programs == [2, 1, 1, 1]
+    # DPU 0 runs programs 0 and 1; each DPU receives its rows of x and out
+    assert r.per_dpu_part_bytes == [2 * 2 * 1024 * 4, 2 * 1024 * 4, 2 * 1024 * 4, 2 * 904 * 4]
+    assert r.host_to_mram_bytes == 2 * 20000 and r.mram_to_host_bytes == 20000
     assert r.dma_read_bytes == r.dma_write_bytes == 20000
     # 16 tasklets share each block: 64 elements (256 bytes, one transfer) each;
     # the last block (904 elements) has 15 chunks.
@@ -144,7 +147,6 @@ def test_report_fields():
     one = copy_kernel[(5,)](x, out, 5000, BLOCK=1024, num_dpus=4).run.report
     assert one.dma_reads == 5 * 2 - 1 + 1     # 4 full blocks of 2 transfers, 1 partial of 1
     assert one.tasklets_used == 1 and one.per_tasklet_dma == [one.dma_transfers]
-    assert r.host_to_mram_bytes == 2 * 20000 * 4
     assert 4096 <= r.wram_bytes <= 64 * 1024
     assert {"ttir", "mlir", "llmlir", "llir", "dpubin"} <= set(compiled.asm)
     assert "__dpu_dma" in compiled.asm["mlir"] and "llvm.func" in compiled.asm["llmlir"]
@@ -300,16 +302,57 @@ def test_a_table_of_offsets_into_an_argument_array_works(num_dpus):
     np.testing.assert_array_equal(out.reshape(3, 16), [x[t:t + 48].reshape(3, 16).sum(0) for t in table])
 
 
-def test_arrays_over_a_dpus_mram_are_refused_saying_what_to_do():
-    """A DPU's MRAM holds the launch's arrays: 64 MiB and more is refused at the
-    launch's line, saying to launch on parts of them."""
+@settings(max_examples=24, deadline=None)
+@given(dtype=st.sampled_from([np.int8, np.int16, np.float32, np.float64]), n=st.integers(1, 3000),
+       block=st.sampled_from([16, 64, 256]), dpus=st.integers(1, 12), tasklets=TASKLETS)
+def test_each_dpu_receives_the_rows_of_its_block_of_programs(dtype, n, block, dpus, tasklets):
+    """A DPU's part of an array: the rows its consecutive programs touch, in
+    whole 8-byte words; the parts of all DPUs are every byte once."""
+    x = (np.arange(n) % 100).astype(dtype)
+    out = np.zeros_like(x)
+    assert x.ctypes.data % 8 == 0 and out.ctypes.data % 8 == 0
+    grid = triton.cdiv(n, block)
+    copy_kernel[(grid,)](x, out, n, BLOCK=block, num_dpus=dpus, num_tasklets=tasklets)
+    np.testing.assert_array_equal(out, x)
+    r = edsl.backend.last_report()
+    for d in range(min(dpus, grid)):
+        mine = dpu_programs(d, grid, dpus)
+        lo, hi = mine.start * block * x.itemsize, min(mine.stop * block, n) * x.itemsize
+        want = (lo - lo % 8, min(align_up(hi), x.nbytes))
+        assert tuple(r.array_parts["x_ptr"][d]) == tuple(r.array_parts["out_ptr"][d]) == want
+    assert r.per_dpu_programs == [len(dpu_programs(d, grid, dpus)) for d in range(min(dpus, grid))]
+    # (the DPUs' parts of an array, in whole words, are its words once)
+    assert r.host_to_mram_bytes == 2 * r.mram_to_host_bytes == 2 * align_up(x.nbytes)
+
+
+def test_arrays_over_a_dpus_mram_run_each_dpu_receiving_its_parts():
+    """Each DPU receives the parts of the arrays that its block of programs
+    touches: arrays over a DPU's 64 MiB run where every DPU's parts fit it; a
+    DPU whose parts do not is refused at the launch's line, naming it, its
+    programs and its parts, the arrays left as they were."""
     from edsl.target.dpu import MRAM_BYTES
-    x = np.zeros(MRAM_BYTES // 4, np.float32)
-    out = np.zeros(16, np.float32)
-    with pytest.raises(DpuError, match="more than the 67108864 bytes of a DPU .*launch the kernel on "
-                                       "parts of them") as err:
-        copy_kernel[(1,)](x, out, 16, BLOCK=16)
+    block = 1 << 12
+    x = np.arange(MRAM_BYTES // 4 + 1024, dtype=np.float32)
+    out = np.zeros_like(x)
+    grid = triton.cdiv(x.size, block)                     # 4097 programs: 2049 and 2048 on 2 DPUs
+    part = 2049 * block * 4
+    with pytest.raises(DpuError, match=rf"kernel 'copy_kernel': DPU 0 \(programs 0 to 2048\) touches {2 * part} "
+                                       rf"bytes of the arrays \({part} of '(x|out)_ptr', {part} of '(x|out)_ptr'\): "
+                                       "more than the 67108864 bytes of its MRAM. Each DPU receives the parts "
+                                       r".*launch on more DPUs \(num_dpus\)") as err:
+        copy_kernel[(grid,)](x, out, x.size, BLOCK=block, num_dpus=2)
     assert err.value.loc is not None and err.value.loc.filename == __file__
+    assert not out.any()
+    copy_kernel[(grid,)](x, out, x.size, BLOCK=block, num_dpus=4)
+    np.testing.assert_array_equal(out, x)
+    r = edsl.backend.last_report()
+    assert r.host_to_mram_bytes == 2 * x.nbytes and r.mram_to_host_bytes == x.nbytes    # (every byte once)
+    assert max(r.per_dpu_part_bytes) <= MRAM_BYTES
+    for name in ("x_ptr", "out_ptr"):                     # consecutive blocks: consecutive parts
+        parts = r.array_parts[name]
+        assert parts[0, 0] == 0 and parts[-1, 1] == x.nbytes and (parts[1:, 0] == parts[:-1, 1]).all()
+    copy_kernel[(1,)](x, out, 16, BLOCK=16)               # a few elements of a large array
+    assert edsl.backend.last_report().per_dpu_part_bytes == [2 * 16 * 4]
 
 
 def test_num_dpus_is_bounded_by_the_largest_upmem_system():

@@ -193,7 +193,7 @@ def test_ray_is_switched_off_and_on(monkeypatch):
 
 def test_what_runs_on_ray(monkeypatch):
     monkeypatch.delenv("EDSL_DPU_RAY", raising=False)
-    job = dpu_run.DpuJob(grid=(130, 1, 1), step=130, dpus=130, tasklets=1, values=[], table=np.zeros(2, np.int64),
+    job = dpu_run.DpuJob(grid=(130, 1, 1), num_dpus=130, dpus=130, tasklets=1, values=[], table=np.zeros(2, np.int64),
                        scratch=0, spans=[], wram_bytes=8, threads=1, once=False, counters=0)
     assert ranks.on_ray(job)
     assert not ranks.on_ray(dataclasses.replace(job, dpus=64))        # one rank

@@ -385,10 +385,22 @@ def test_windows_for_every_tasklet_that_do_not_fit_are_an_error():
         copy_kernel[(1,)](x, x, BLOCK=4096, num_tasklets=4, wram_bytes=512)
 
 
-def test_arrays_and_scratch_over_the_mram_bank_fail_at_the_launch():
-    x = np.zeros(MRAM_BYTES // 4 - 4096, np.float32)        # the arrays leave less than 64 KiB
-    with pytest.raises(DpuError, match="kept in MRAM 65536 bytes of scratch: more than the 67108864") as err:
-        copy_kernel[(1,)](x, x, BLOCK=16384)  # the launch
+@triton.jit
+def rows_copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+
+
+def test_parts_and_scratch_over_the_mram_bank_fail_at_the_launch():
+    """A DPU's parts of the arrays and its scratch share its MRAM."""
+    x = np.zeros(MRAM_BYTES // 4 - 4096, np.float32)        # the array leaves less than 64 KiB
+    grid = triton.cdiv(x.size, 16384)
+    with pytest.raises(DpuError, match="touches 67092480 bytes of the arrays .* and 65536 bytes of tiles kept "
+                                       "in MRAM: more than the 67108864") as err:
+        rows_copy_kernel[(grid,)](x, x, x.size, BLOCK=16384)  # the launch
     assert err.value.loc.filename == __file__
-    assert err.value.loc.lineno == line_of(test_arrays_and_scratch_over_the_mram_bank_fail_at_the_launch,
+    assert err.value.loc.lineno == line_of(test_parts_and_scratch_over_the_mram_bank_fail_at_the_launch,
                                             "# the launch")
+    assert not x.any()                                       # (left as it was)
+    rows_copy_kernel[(grid,)](x, x, x.size, BLOCK=16384, num_dpus=2)
+    assert (x == 1).all()

@@ -143,7 +143,9 @@ def test_transfer_kinds_broadcast_parallel_serial(dpus):
        st.integers(0, 1 << 22))
 def test_launch_transfers_by_kind(reads, in_bytes, out_bytes):
     writes = reads[::-1]
-    moves = timing.launch_transfers(reads, writes, in_bytes, out_bytes)
+    # (each DPU receives what it reads of the arrays, and gives back what it writes of the outputs)
+    moves = timing.launch_transfers([min(in_bytes, r) for r in reads], [min(out_bytes, w) for w in writes],
+                                    in_bytes)
     kinds = {(t.direction, t.kind) for t in moves}
     into = next(t for t in moves if t.direction == "to_dpu")
     back = next(t for t in moves if t.direction == "from_dpu")
@@ -158,7 +160,8 @@ def test_launch_transfers_by_kind(reads, in_bytes, out_bytes):
     # a DPU never gets more than every input byte, nor gives back more than every output byte
     assert into.nbytes <= len(reads) * in_bytes and back.nbytes <= len(reads) * out_bytes
     # more input bytes needed never take less time
-    more = timing.launch_transfers([r + 8 for r in reads], writes, in_bytes + 8, out_bytes)
+    more = timing.launch_transfers([min(in_bytes + 8, r + 8) for r in reads], [min(out_bytes, w) for w in writes],
+                                   in_bytes + 8)
     assert sum(t.seconds for t in more) >= sum(t.seconds for t in moves) * (1 - 1e-12)
 
 

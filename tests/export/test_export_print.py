@@ -18,6 +18,7 @@ from mlir import ir
 
 import edsl
 from edsl.base.errors import CompileError
+from edsl.target.dpu import dpu_programs
 from edsl.export.printer import print_module
 from export_helpers import NOT_ON_THE_DPU, SDK_HEADERS, build, build_and_run, needs_cc, output, run
 
@@ -102,11 +103,12 @@ def printed(stdout: str) -> list[str]:
 
 
 def by_dpu(lines: list[str], dpus: int, grid_x: int) -> list[str]:
-    """`lines` in the order of the DPUs, which run programs d, d + dpus, ... in turn."""
+    """`lines` in the order of the DPUs, each running its block of programs in turn."""
     def dpu_of(line):
         x, y, z = map(int, re.match(r"pid \((\d+), (\d+), (\d+)\)", line).groups())
-        return x + grid_x * y + 0 * z
-    return sorted(lines, key=lambda line: dpu_of(line) % dpus)
+        p = x + grid_x * y + 0 * z
+        return next(d for d in range(dpus) if p in dpu_programs(d, grid_x, dpus))
+    return sorted(lines, key=dpu_of)
 
 
 @needs_cc

@@ -37,6 +37,6 @@ def program_text(kernel: str, param_types: list[str], tasklets: int = 1, turns: 
                           main=MAIN, launch=LAUNCH, params=params, main_params=entry_params(MAIN),
                           launch_params=entry_params(LAUNCH), tasklets=tasklets, ctx_slots=CTX_SLOTS,
                           kernel_call=_call(kernel, KERNEL, args, types),
-                          main_call=_call(MAIN, MAIN, args, types, first="%d", ctx="%tctx"),
+                          main_call=_call(MAIN, MAIN, args, types, ctx="%tctx"),
                           runs_main="%zero = arith.constant 0 : i32\n    %runs = arith.cmpi eq, %tid, %zero : i32"
                           if split else "%runs = arith.constant true")

@@ -3,8 +3,8 @@
 ${route}
  *
  * main() reads the arguments from DPU_INPUT_ARGUMENTS and runs this DPU's
- * program instances (ids first_program, first_program + program_step, ...) on
- * every tasklet, as edsl's DPU model does: the tasklets share out the tile
+ * program instances (ids first_program .. end_program - 1, a block of
+ * consecutive ones) on every tasklet, as edsl's DPU model does: the tasklets share out the tile
  * loops (me()) and meet at barriers. After the kernel come the functions of
  * edsl's DPU runtime library that it calls (edsl/dpu/support.py), printed from
  * the IR the model runs: the DMA routine (the DMA rules and the launch's MRAM
@@ -153,7 +153,7 @@ int main(void) {
   ctx[EDSL_CTX_TID] = (int64_t)me();
   ctx[EDSL_CTX_NTASKLETS] = NR_TASKLETS;
   ctx[EDSL_CTX_DPU] = (int64_t)(uintptr_t)edsl_state;
-  ctx[EDSL_CTX_DPU_ID] = (int64_t)args->first_program;
+  ctx[EDSL_CTX_DPU_ID] = (int64_t)args->dpu_id;
   edsl_log_count[me()] = 0;
   if (args->log_cap) {
     ctx[EDSL_CTX_LOG] = (int64_t)(uintptr_t)edsl_log[me()];

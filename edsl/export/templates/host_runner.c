@@ -3,7 +3,7 @@
  * Reads every array argument from DIR/<name>.bin (raw little-endian), lays the
  * arrays out in MRAM from DPU_MRAM_HEAP_POINTER (each at an 8-byte aligned
  * offset), writes the kernel arguments to DPU_INPUT_ARGUMENTS of each DPU
- * (DPU i runs program instances i, i + nr_dpus, ...), launches, checks the
+ * (DPU i runs a block of consecutive program instances), launches, checks the
  * program's status (the first error a DPU recorded, reported as edsl's DPU
  * model raises it), gathers the output arrays from every DPU, merges them as
  * the model does (on several DPUs: from the DPUs' access logs, see "Each DPU
@@ -679,7 +679,7 @@ static struct dpu_log *read_logs(struct dpu_set_t set, uint32_t dpus, uint64_t l
 
 #if EDSL_PRINTS
 /* The kernel's prints: each used DPU's printf log, in DPU order (DPU i ran
- * programs i, i + nr_dpus, ...: the order the model prints them in). 0, or 3
+ * a block of consecutive programs: the order the model prints them in). 0, or 3
  * for a log that its buffer could not hold or that cannot be read (`strict`;
  * after a failed launch, what can be read is printed). */
 static int print_logs(struct dpu_set_t set, uint32_t dpus, int strict) {
@@ -814,7 +814,6 @@ ${set_ptrs}
   args.grid_x = grid[0];
   args.grid_y = grid[1];
   args.grid_z = grid[2];
-  args.program_step = nr_dpus;
   args.mram_bytes = mram_bytes;
   args.scratch = mram_bytes;
   args.log_offset = log_offset;
@@ -835,7 +834,12 @@ ${set_ptrs}
   edsl_args_t *per_dpu = calloc(nr_dpus, sizeof *per_dpu);
   DPU_FOREACH(set, dpu, i) {
     per_dpu[i] = args;
-    per_dpu[i].first_program = i;
+    /* DPU i runs a block of consecutive programs, one more for each of the
+     * first programs % nr_dpus DPUs (edsl's abi.dpu_programs). */
+    uint64_t share = programs / nr_dpus, extra = programs % nr_dpus;
+    per_dpu[i].dpu_id = i;
+    per_dpu[i].first_program = (uint32_t)(i * share + (i < extra ? i : extra));
+    per_dpu[i].end_program = (uint32_t)(per_dpu[i].first_program + share + (i < extra));
     CHECK(dpu_prepare_xfer(dpu, &per_dpu[i]));
   }
   CHECK(dpu_push_xfer(set, DPU_XFER_TO_DPU, "DPU_INPUT_ARGUMENTS", 0, sizeof(edsl_args_t), DPU_XFER_DEFAULT));

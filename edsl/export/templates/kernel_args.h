@@ -30,8 +30,9 @@ ${fields}
     uint32_t grid_x EDSL_ARG;         /* grid size (program instances per axis) */
     uint32_t grid_y EDSL_ARG;
     uint32_t grid_z EDSL_ARG;
-    uint32_t first_program EDSL_ARG;  /* this DPU runs programs first, first + step, ... */
-    uint32_t program_step EDSL_ARG;
+    uint32_t dpu_id EDSL_ARG;         /* this DPU's place in the launch */
+    uint32_t first_program EDSL_ARG;  /* it runs programs first_program .. end_program - 1 */
+    uint32_t end_program EDSL_ARG;
     uint64_t mram_bytes EDSL_ARG;     /* MRAM bytes the arrays span from DPU_MRAM_HEAP_POINTER */
     uint64_t scratch EDSL_ARG;        /* offset of the scratch from DPU_MRAM_HEAP_POINTER */
     uint64_t regions[EDSL_NR_REGIONS][2] EDSL_ARG;  /* [lo, hi) offsets from DPU_MRAM_HEAP_POINTER */
