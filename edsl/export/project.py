@@ -28,6 +28,7 @@ from typing import Any, Mapping, Sequence
 from ..target import dtypes
 from ..base import templates
 from ..base.progress import Progress
+from ..backend.model import last_report
 from ..dpu import sharing, support
 from ..target import dpu as abi
 from ..base.errors import ArgumentError, CompileError, DpuError, EdslError, caller_location, file_of_kernel_site
@@ -568,7 +569,8 @@ def host_runner(kernel: str, params: list[Param], outputs: list[str], meta: dict
     missing = "\n".join(
         f'  if (!have_{p.cname}) {{\n    fprintf(stderr, "missing a value for scalar argument '
         f"'{p.name}' ({p.name}=...)\\n\");\n    return 2;\n  }}" for p in scalars)
-    set_ptrs = "\n".join(f"  args.{p.cname} = arrays[{k}].offset;" for k, p in enumerate(arrays))
+    set_ptrs = "\n".join(f"    per_dpu[i].{p.cname} = arrays[{k}].slot - arrays[{k}].lo[i];"
+                         for k, p in enumerate(arrays))
     asserts = []
     # Positions as the model keeps them, file "" being the kernel's own (`source`).
     for text, where in meta.get("asserts", []):        # where: "file:line", or "" if unknown
@@ -871,7 +873,26 @@ def _sample_data(fn, params, constexprs, values, grid, num_dpus, num_tasklets, o
                            f"{err}") from None
     for name in outputs:
         data[f"{name}.expected.bin"] = np.ascontiguousarray(run_args[name]).tobytes()
+    data[PARTS_FILE] = _parts_table(last_report(), [p.name for p in params if p.is_pointer], grid, num_dpus)
     return data
+
+
+# Each DPU's part of each array, as the reference run found it (templates/host_runner.c: read_parts).
+PARTS_FILE = "edsl_parts.bin"
+
+
+def _parts_table(report, arrays: list[str], grid, num_dpus: int) -> bytes:
+    """The host runner's table of parts: int64 DPUs, grid, arrays, then per
+    DPU and array the bytes [lo, hi) it receives, in whole 8-byte words
+    (the runner places each array at an 8-byte aligned slot)."""
+    import numpy as np
+    table = np.zeros((num_dpus, len(arrays), 2), np.int64)
+    for k, name in enumerate(arrays):
+        parts = report.array_parts[name]
+        table[:len(parts), k, 0] = parts[:, 0] // abi.DMA_ALIGN * abi.DMA_ALIGN
+        table[:len(parts), k, 1] = -(-parts[:, 1] // abi.DMA_ALIGN) * abi.DMA_ALIGN
+    head = np.array([num_dpus, *grid, len(arrays)], np.int64)
+    return head.tobytes() + table.tobytes()
 
 
 def _write(out: Path, overwrite: bool, files: dict, data: dict, result: ExportResult) -> ExportResult:
