@@ -67,10 +67,15 @@ def function_of(nodeid: str) -> str:
 
 
 def pytest_base(tests: Path, timeout: float) -> tuple[list[str], Path]:
-    """The pytest command line shared by collection and runs, and its working folder."""
+    """The pytest command line shared by collection and runs, and its working
+    folder. Triton's tests take `--device cpu` (an option of their
+    conftest.py); a library's choose their device themselves (Liger-Kernel's
+    `infer_device()` gives the CPU where there is no GPU)."""
     folder = tests if tests.is_dir() else tests.parent
     target = "." if tests.is_dir() else tests.name
-    cmd = [sys.executable, "-m", "pytest", target, "--device", "cpu", "-p", "no:cacheprovider",
+    conftest = folder / "conftest.py"
+    device = ["--device", "cpu"] if conftest.exists() and '"--device"' in conftest.read_text() else []
+    cmd = [sys.executable, "-m", "pytest", target, *device, "-p", "no:cacheprovider",
            "--rootdir", ".", "-q", "-o", "console_output_style=classic"]
     if timeout:
         cmd += ["--timeout", str(timeout)]

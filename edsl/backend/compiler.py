@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
@@ -41,9 +42,27 @@ TARGET = GPUTarget("dpu", "upmem", 1)
 MAX_NUM_WARPS = 1024
 
 
+# The defaults of the launch options a library's kernels do not pass (a
+# PIM study runs a library's ops on many DPUs without editing it): the DPUs
+# at each launch (they do not change the program), the tasklets when a
+# kernel compiles (the program is built for them; Triton keeps a compiled
+# kernel per launch options, not per environment).
+DPUS_ENV, TASKLETS_ENV = "EDSL_NUM_DPUS", "EDSL_NUM_TASKLETS"
+
+
+def default_count(env: str, largest: int) -> int:
+    """The count the environment variable `env` gives (1 .. `largest`), or 1."""
+    value = os.environ.get(env, "")
+    if not value:
+        return 1
+    if not value.isdigit() or not 1 <= int(value) <= largest:
+        raise ArgumentError(f"{env} must be an integer from 1 to {largest:,}, not {value!r}", caller_location())
+    return int(value)
+
+
 @dataclass(frozen=True)
 class DpuOptions:
-    num_dpus: int = 1
+    num_dpus: Optional[int] = None   # None: not given, `default_count(DPUS_ENV, machine_dpus)` at each launch
     num_tasklets: int = 1
     wram_bytes: int = WRAM_BYTES
     dpu_timing: bool = False
@@ -144,7 +163,9 @@ class DpuBackend(BaseBackend):
         if not isinstance(w, int) or w < 1 or w & (w - 1):
             # AssertionError, as Triton's GPU backends raise it for the same option.
             raise AssertionError(f"num_warps must be a power of 2, not {w!r}")
-        n = args.get("num_tasklets", 1)
+        if "num_tasklets" not in args:
+            args["num_tasklets"] = default_count(TASKLETS_ENV, MAX_TASKLETS)
+        n = args["num_tasklets"]
         if not isinstance(n, int) or not 1 <= n <= MAX_TASKLETS:
             raise ArgumentError(f"num_tasklets must be an integer from 1 to {MAX_TASKLETS} (a DPU's hardware "
                                 f"threads), not {n!r}", caller_location())

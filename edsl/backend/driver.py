@@ -27,10 +27,10 @@ from contextlib import contextmanager
 from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
 
-from ..target.dpu import MAX_TASKLETS, MRAM_BYTES
+from ..target.dpu import MAX_DPUS, MAX_TASKLETS, MRAM_BYTES
 from ..base.errors import ArgumentError, EdslError, caller_location, file_of_kernel_site
 from . import triton_internals
-from .compiler import MAX_NUM_WARPS
+from .compiler import DPUS_ENV, MAX_NUM_WARPS, default_count
 
 # 32-bit registers of a DPU tasklet (each of the 24 hardware threads has its own).
 TASKLET_REGS = 24
@@ -200,7 +200,8 @@ class DpuLauncher:
     def __init__(self, src, metadata):
         signature = getattr(src, "signature", {})
         self.signature = list(signature.items())
-        self.num_dpus = getattr(metadata, "num_dpus", 1)
+        self.num_dpus = getattr(metadata, "num_dpus", None)       # None: EDSL_NUM_DPUS, else 1
+        self.machine_dpus = getattr(metadata, "machine_dpus", MAX_DPUS)
         self.num_tasklets = getattr(metadata, "num_tasklets", 1)
         self.report = None
         # The launched kernel's file, from which the compiled kernel's sites are
@@ -218,8 +219,9 @@ class DpuLauncher:
             launch_enter_hook(launch_metadata)
         runtime, values = _runtime_arguments(self.signature, args)
         try:
-            self.report = launch(function, function.meta, (gridX, gridY, gridZ), runtime, values,
-                                 self.num_dpus, self.num_tasklets)
+            dpus = self.num_dpus or default_count(DPUS_ENV, self.machine_dpus)
+            self.report = launch(function, function.meta, (gridX, gridY, gridZ), runtime, values, dpus,
+                                 self.num_tasklets)
         except EdslError as err:
             if err.loc is not None and not os.path.isabs(err.loc.filename):
                 where = file_of_kernel_site(err.loc.filename, self.file)

@@ -367,3 +367,26 @@ def test_num_dpus_is_bounded_by_the_largest_upmem_system():
     assert y.tolist() == x.tolist()
     with pytest.raises(ArgumentError, match="machine_dpus=3000 says the machine has no more"):
         copy_kernel[(1,)](x, y, 8, BLOCK=16, num_dpus=4000, machine_dpus=3000)
+
+
+def test_launches_that_do_not_say_take_dpus_and_tasklets_from_the_environment(monkeypatch):
+    """A library's kernels pass no DPU options: EDSL_NUM_DPUS (read at each
+    launch) and EDSL_NUM_TASKLETS (when a kernel compiles) give them; a
+    launch's own options win."""
+    x = np.arange(5 * 64, dtype=np.float32)
+    out = np.zeros_like(x)
+    monkeypatch.setenv("EDSL_NUM_DPUS", "3")
+    monkeypatch.setenv("EDSL_NUM_TASKLETS", "4")
+    copy_kernel[(5,)](x, out, x.size, BLOCK=64)
+    r = edsl.backend.last_report()
+    assert (r.num_dpus, r.per_dpu_programs, r.num_tasklets) == (3, [2, 2, 1], 4)
+    monkeypatch.setenv("EDSL_NUM_DPUS", "5")
+    copy_kernel[(5,)](x, out, x.size, BLOCK=64)
+    assert edsl.backend.last_report().num_dpus == 5
+    copy_kernel[(5,)](x, out, x.size, BLOCK=64, num_dpus=2, num_tasklets=2)
+    assert (edsl.backend.last_report().num_dpus, edsl.backend.last_report().num_tasklets) == (2, 2)
+    np.testing.assert_array_equal(out, x)
+    monkeypatch.setenv("EDSL_NUM_DPUS", "0")
+    with pytest.raises(ArgumentError, match="EDSL_NUM_DPUS must be an integer from 1 to 2,560, not '0'") as err:
+        copy_kernel[(5,)](x, out, x.size, BLOCK=64)
+    assert err.value.loc is not None and err.value.loc.filename == __file__
