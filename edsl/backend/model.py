@@ -484,7 +484,8 @@ def _check_parts(kernel: str, run: Launch, mram: Mram, memories: dict[int, Memor
     raise DpuError(f"kernel '{kernel}': DPU {dpu} (programs {mine.start} to {mine.stop - 1}) touches "
                    f"{int(parts[dpu].sum())} bytes of the arrays ({of}){scratch}: more than the "
                    f"{MRAM_BYTES} bytes of its MRAM. Each DPU receives the parts of the arrays that its "
-                   "programs touch: launch on more DPUs (num_dpus), each then running fewer programs")
+                   "programs touch: launch on more DPUs (num_dpus, or EDSL_NUM_DPUS for launches that do not "
+                   "say), each then running fewer programs")
 
 
 def _raise_errors(program: Program, meta: dict, run: Launch, shared: SharingError | None, mram: Mram,
