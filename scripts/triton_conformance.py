@@ -398,6 +398,10 @@ def cmd_run(args) -> int:
     tests = Path(args.tests).resolve()
     if not tests.exists():
         sys.exit(f"no such tests path: {tests}")
+    for plugin in map(Path, args.plugin):       # (the runs' environments start from this one's)
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(plugin.resolve().parent),
+                                                                 os.environ.get("PYTHONPATH")]))
+        os.environ["PYTEST_ADDOPTS"] = f"{os.environ.get('PYTEST_ADDOPTS', '')} -p {plugin.stem}".strip()
     with tempfile.TemporaryDirectory(prefix="triton-conformance-") as tmp:
         scratch = Path(tmp)
         wanted = read_case_file(Path(args.cases or args.expected_cases)) if args.cases or args.expected else None
@@ -574,6 +578,8 @@ def main(argv=None) -> int:
     run.add_argument("--workers", type=int, default=1,
                      help="pytest processes at once, the cases dealt out in turn (default: 1)")
     run.add_argument("--out", help="write the outcome of every case to this JSON file (also once a minute)")
+    run.add_argument("--plugin", action="append", default=[],
+                     help="a pytest plugin file to load in every run (a library's shim)")
     run.add_argument("--spread", action="store_true",
                      help="run round-robin over test functions, so that a run stopped early samples all of them")
     run.set_defaults(func=cmd_run)
