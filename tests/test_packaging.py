@@ -59,6 +59,23 @@ def test_compile_stages_log_their_times_and_edsl_dump_ir_prints_edsls_passes(tmp
     assert any(m.startswith("lowering h: ") for m in stages), stages
 
 
+def test_each_backend_stage_logs_the_kernel_it_compiles(caplog):
+    """The `dpu` backend's stages name their kernel, the first one too
+    (whose metadata has the name only once it ran)."""
+    import logging
+    import numpy as np
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def logged_copy(x, y, B: tl.constexpr):
+        tl.store(y + tl.arange(0, B), tl.load(x + tl.arange(0, B)))
+    with caplog.at_level(logging.DEBUG, logger="edsl.backend"):
+        logged_copy[(1,)](np.ones(16, np.float32), np.zeros(16, np.float32), B=16)
+    stages = [r.getMessage().split(":")[0] for r in caplog.records if r.name == "edsl.backend"]
+    assert stages == ["kernel 'logged_copy'"] * 4, stages
+
+
 _PROGRESS_SCRIPT = """
 import sys, numpy as np, triton, triton.language as tl, edsl
 import edsl.base.progress as progress

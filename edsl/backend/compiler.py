@@ -126,7 +126,8 @@ def _logged(name: str, make):
     logger = log.logger("backend")
 
     def run(src, metadata):
-        with log.stage(logger, f"kernel '{metadata.get('name', '?')}': stage {name}"):
+        # (the kernel's name is in the metadata once the first stage ran)
+        with log.stage(logger, lambda: f"kernel '{metadata.get('name', '?')}': stage {name}"):
             out = make(src, metadata)
         if isinstance(out, str):
             log.dump(f"edsl stage {name} (kernel '{metadata.get('name', '?')}')", out)

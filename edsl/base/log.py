@@ -23,12 +23,15 @@ def logger(layer: str) -> logging.Logger:
 
 
 @contextmanager
-def stage(log: logging.Logger, what: str):
-    """Time `what`: DEBUG, or INFO when it took over SLOW_SECONDS."""
+def stage(log: logging.Logger, what):
+    """Time `what` (a string, or a function giving it once the stage is done,
+    for a name the stage itself finds): DEBUG, or INFO when it took over
+    SLOW_SECONDS."""
     start = time.perf_counter()
     yield
     seconds = time.perf_counter() - start
-    log.log(logging.INFO if seconds > SLOW_SECONDS else logging.DEBUG, "%s: %.3f s", what, seconds)
+    log.log(logging.INFO if seconds > SLOW_SECONDS else logging.DEBUG, "%s: %.3f s",
+            what() if callable(what) else what, seconds)
 
 
 def dumping() -> bool:
