@@ -59,10 +59,11 @@ def test_compile_stages_log_their_times_and_edsl_dump_ir_prints_edsls_passes(tmp
     assert any(m.startswith("lowering h: ") for m in stages), stages
 
 
-def test_each_backend_stage_logs_the_kernel_it_compiles(caplog):
+def test_each_backend_stage_logs_the_kernel_it_compiles(caplog, monkeypatch, tmp_path):
     """The `dpu` backend's stages name their kernel, the first one too
     (whose metadata has the name only once it ran)."""
     import logging
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))        # (compiled here, not found cached)
     import numpy as np
     import triton
     import triton.language as tl
