@@ -442,10 +442,10 @@ def part_bytes(run: Launch, mram: Mram) -> np.ndarray:
     return parts[..., 1] - parts[..., 0]
 
 
-def _array_parts(run: Launch, mram: Mram, memories: dict[int, Memory]) -> dict[str, np.ndarray]:
-    """Per array argument: [dpu, (lo, hi)], the bytes of it (from its first)
-    that each DPU's transfers touched; the whole array where the kernel
-    calls EDSL functions."""
+def _array_parts(run: Launch, mram: Mram, memories: dict[int, Memory]) -> dict[str, list]:
+    """Per array argument: [(lo, hi) per DPU], the bytes of it (from its
+    first) that each DPU's transfers touched; the whole array where the
+    kernel calls EDSL functions. (Lists: reports compare equal.)"""
     footprints = run.footprints() if mram.direct else None
     out = {}
     for m in memories.values():
@@ -456,7 +456,7 @@ def _array_parts(run: Launch, mram: Mram, memories: dict[int, Memory]) -> dict[s
             lo, hi = np.clip(hull[:, 0], 0, m.nbytes), np.clip(hull[:, 1], 0, m.nbytes)
             touched = hi > lo
             lo, hi = np.where(touched, lo, 0), np.where(touched, hi, 0)
-        out[m.name] = np.stack([lo, hi], axis=1)
+        out[m.name] = [tuple(pair) for pair in np.stack([lo, hi], axis=1).tolist()]
     return out
 
 

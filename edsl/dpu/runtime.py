@@ -78,7 +78,7 @@ class LaunchReport:
     # its programs touched in each array (the whole image where the kernel
     # calls EDSL functions).
     per_dpu_part_bytes: list[int] = field(default_factory=list)
-    # Per array argument (by name): [dpu, (lo, hi)], the bytes of the array
+    # Per array argument (by name): (lo, hi) per DPU, the bytes of the array
     # (from its first) each DPU's transfers touched ((0, 0) where none).
     array_parts: dict = field(default_factory=dict)
     per_tasklet_dma: list[int] = field(default_factory=list)   # transfers by tasklet id

@@ -888,7 +888,7 @@ def _parts_table(report, arrays: list[str], grid, num_dpus: int) -> bytes:
     import numpy as np
     table = np.zeros((num_dpus, len(arrays), 2), np.int64)
     for k, name in enumerate(arrays):
-        parts = report.array_parts[name]
+        parts = np.array(report.array_parts[name], np.int64).reshape(-1, 2)
         table[:len(parts), k, 0] = parts[:, 0] // abi.DMA_ALIGN * abi.DMA_ALIGN
         table[:len(parts), k, 1] = -(-parts[:, 1] // abi.DMA_ALIGN) * abi.DMA_ALIGN
     head = np.array([num_dpus, *grid, len(arrays)], np.int64)

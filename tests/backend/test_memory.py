@@ -350,7 +350,7 @@ def test_arrays_over_a_dpus_mram_run_each_dpu_receiving_its_parts():
     assert r.host_to_mram_bytes == 2 * x.nbytes and r.mram_to_host_bytes == x.nbytes    # (every byte once)
     assert max(r.per_dpu_part_bytes) <= MRAM_BYTES
     for name in ("x_ptr", "out_ptr"):                     # consecutive blocks: consecutive parts
-        parts = r.array_parts[name]
+        parts = np.array(r.array_parts[name])
         assert parts[0, 0] == 0 and parts[-1, 1] == x.nbytes and (parts[1:, 0] == parts[:-1, 1]).all()
     copy_kernel[(1,)](x, out, 16, BLOCK=16)               # a few elements of a large array
     assert edsl.backend.last_report().per_dpu_part_bytes == [2 * 16 * 4]
