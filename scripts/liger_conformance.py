@@ -52,7 +52,9 @@ def prepare(dest: Path) -> Path:
 
 
 def cases(root: Path) -> list[str]:
-    """Every case id of the op tests, as pytest collects them from `root`."""
+    """Every case id of the op tests, as pytest collects them from `root`
+    (5 of its files do not import here, so a partial collection counts:
+    `triton_conformance.collect` refuses one)."""
     proc = subprocess.run([sys.executable, "-m", "pytest", TESTS, "--collect-only", "-q", "-p", "no:cacheprovider",
                            "--rootdir", "."], cwd=root, capture_output=True, text=True)
     ids = [line for line in proc.stdout.splitlines() if "::" in line and not line[:1].isspace()]

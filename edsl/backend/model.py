@@ -345,8 +345,9 @@ def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
             what = f"kernel '{meta['name']}'" + (f" on DPU {race[0]}" if dpus_used > 1 else "")
             raise _race_error(race[1], what, mram, list(memories.values()), program.sites)
         _raise_errors(program, meta, run, shared, mram, memories)
-        _check_parts(meta["name"], run, mram, memories, total, num_dpus)
-        _fill_report(report, program, meta, run, mram, memories)
+        parts = part_bytes(run, mram)
+        _check_parts(meta["name"], parts, mram, memories, total, num_dpus)
+        _fill_report(report, program, meta, run, mram, memories, parts)
     _LAST[0] = report
     bench.count(report)
     return report
@@ -466,14 +467,15 @@ def _fits(run: Launch, mram: Mram) -> bool:
                                         <= MRAM_BYTES).all())
 
 
-def _check_parts(kernel: str, run: Launch, mram: Mram, memories: dict[int, Memory], programs: int,
+def _check_parts(kernel: str, parts: np.ndarray, mram: Mram, memories: dict[int, Memory], programs: int,
                  num_dpus: int) -> None:
-    """A DpuError naming the first DPU whose parts of the arrays (and scratch)
-    do not fit its MRAM, and its largest parts."""
-    if _fits(run, mram):
+    """A DpuError naming the first DPU whose parts of the arrays (`parts`,
+    as `part_bytes` gives them) and scratch do not fit its MRAM, and its
+    largest parts."""
+    over = parts.sum(axis=1) + mram.scratch_bytes > MRAM_BYTES
+    if not over.any():
         return
-    parts = part_bytes(run, mram)
-    dpu = int(np.argmax(parts.sum(axis=1) + mram.scratch_bytes > MRAM_BYTES))
+    dpu = int(np.argmax(over))
     names = [[] for _ in mram.regions]
     for m in memories.values():
         names[mram.region_of(m.lo)].append(f"'{m.name}'")
@@ -503,8 +505,9 @@ def _raise_errors(program: Program, meta: dict, run: Launch, shared: SharingErro
 
 
 def _fill_report(report: LaunchReport, program: Program, meta: dict, run: Launch, mram: Mram,
-                 memories: dict[int, Memory]) -> None:
-    """What the DPUs did: DMA, programs per DPU, host<->MRAM bytes, timing."""
+                 memories: dict[int, Memory], parts: np.ndarray) -> None:
+    """What the DPUs did: DMA, programs per DPU, host<->MRAM bytes (each DPU's
+    `parts`, as `part_bytes` gives them), timing."""
     for k, v in run.totals().items():
         setattr(report, k, v)
     report.per_tasklet_dma = run.per_tasklet_dma()
@@ -512,7 +515,6 @@ def _fill_report(report: LaunchReport, program: Program, meta: dict, run: Launch
                                 for dpu in range(run.dpus)]
     # Each DPU receives its parts; the host reads back its parts of the
     # arrays the kernel stores through.
-    parts = part_bytes(run, mram)
     stored = meta.get("stored")
     out = [m for i, m in memories.items() if (i in stored if stored is not None else m.writable)]
     out_regions = sorted({mram.region_of(m.lo) for m in out})
