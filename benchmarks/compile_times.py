@@ -47,6 +47,8 @@ def main() -> int:
     parser.add_argument("root", help="the library's folder (the tests' rootdir)")
     parser.add_argument("cases", nargs="+", help="pytest node ids, relative to ROOT")
     parser.add_argument("--top", type=int, default=10)
+    parser.add_argument("--plugin", action="append", default=[],
+                        help="a pytest plugin file to load (a library's shim, as for the conformance runs)")
     a = parser.parse_args()
     scratch = tempfile.mkdtemp(prefix="compile-times-")
     os.environ.update(TRITON_DEFAULT_BACKEND="dpu", TRITON_CACHE_DIR=f"{scratch}/triton",
@@ -57,10 +59,14 @@ def main() -> int:
     log = logging.getLogger("edsl.backend")
     log.setLevel(logging.DEBUG)
     log.addHandler(times)
+    plugins = []
+    for plugin in map(os.path.abspath, a.plugin):
+        sys.path.insert(0, os.path.dirname(plugin))
+        plugins += ["-p", os.path.splitext(os.path.basename(plugin))[0]]
     os.chdir(a.root)
     sys.path.insert(0, a.root)
     start = time.perf_counter()
-    code = pytest.main([*a.cases, "-q", "-p", "no:cacheprovider", "--rootdir", "."])
+    code = pytest.main([*a.cases, "-q", "-p", "no:cacheprovider", *plugins, "--rootdir", "."])
     whole = time.perf_counter() - start
     compiles = [(kernel, sum(stages.values()), stages) for kernel, stages in times.compiles]
     per_kernel = collections.Counter()

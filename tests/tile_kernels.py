@@ -1,6 +1,7 @@
 """Kernels whose tiles can outgrow WRAM (row sums, column maxima, a scan;
 carried tiles updated in place), for the tests of tiles kept in MRAM on the
-model (tests/backend) and in the exported project (tests/export)."""
+model (tests/backend) and in the exported project (tests/export); sums of
+long expressions, whose group loops stay loops in the host code."""
 import triton
 import triton.language as tl
 
@@ -47,3 +48,19 @@ def carried_update_kernel(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, STEP
     for s in range(STEPS):
         acc = acc * 3 + tl.load(x_ptr + s * R * C + at)
     tl.store(out_ptr + at, acc)
+
+
+@triton.jit
+def moments_kernel(x_ptr, dy_ptr, out_ptr, N: tl.constexpr, LONG: tl.constexpr):
+    cols = tl.arange(0, N)
+    x = tl.load(x_ptr + cols)
+    dy = tl.load(dy_ptr + cols)
+    if LONG:        # the reads of each sum a chain of products (a norm's backward)
+        tl.store(out_ptr, tl.sum(dy * x * x * x * x * x, axis=0))
+        tl.store(out_ptr + 1, tl.sum(dy * x * x * x * x, axis=0))
+        tl.store(out_ptr + 2, tl.sum(dy * x * x * x, axis=0))
+    else:
+        tl.store(out_ptr, tl.sum(x, axis=0))
+        tl.store(out_ptr + 1, tl.sum(dy, axis=0))
+        tl.store(out_ptr + 2, tl.sum(x * dy, axis=0))
+

@@ -19,7 +19,10 @@ Upstream has parts of this (`arith-emulate-unsupported-floats` for step 1 on
 arith ops, without f8E4M3B11FNUZ, Triton's fp8e4b15; `arith-expand` for
 f32 <-> bf16 only, losing the sign of NaN), but no exact conversion between
 arbitrary formats: decode/encode below are written from the formats'
-definitions in `edsl.target.dtypes`.
+definitions in `edsl.target.dtypes`. Conversions between IEEE formats of
+one exponent field (f32 and bf16) shift the significand, and those to a
+wider IEEE format (f16 -> f32) move the fields: the same bits in a
+seventh and a half of the code.
 """
 from __future__ import annotations
 
@@ -193,7 +196,72 @@ def convert_float(x: ir.Value, t: ir.Type, toward_zero: bool = False, saturate: 
     """Float `x` converted to float type `t` in integer arithmetic."""
     src, dst = _format(x.type), _format(t)
     k = _Ints(_width_for(src.bits, dst.bits))
+    if src.kind == dst.kind == "ieee" and (src.exponent, src.bias) == (dst.exponent, dst.bias):
+        return _shift_significand(x, src, dst, t, k, toward_zero, saturate)
+    if src.kind == dst.kind == "ieee" and src.exponent < dst.exponent and src.mantissa < dst.mantissa:
+        return _widen(x, src, dst, t, k)
     return encode(decode(x, src, k), dst, t, k, toward_zero, saturate)
+
+
+def _widen(x: ir.Value, src: dtypes.FloatFormat, dst: dtypes.FloatFormat, t: ir.Type, k: _Ints) -> ir.Value:
+    """`convert_float` to an IEEE format of more exponent and significand bits
+    (f16 -> f32, bf16 -> f64, ...), exact, bit for bit as decode/encode give
+    it in half the code: a normal number's fields moved and its exponent
+    rebiased; a subnormal one made normal (its leading bit found by ctlz);
+    NaN the quiet NaN of its sign."""
+    bits = arith.bitcast(ir.IntegerType.get_signless(src.bits), x)
+    if src.bits < k.w:
+        bits = arith.extui(k.t, bits)
+    ms, md, e_top = src.mantissa, dst.mantissa, (1 << src.exponent) - 1
+    e = arith.andi(arith.shrui(bits, k.c(ms)), k.c(e_top))
+    m = arith.andi(bits, k.c((1 << ms) - 1))
+    sign = arith.shli(arith.shrui(bits, k.c(src.bits - 1)), k.c(dst.bits - 1))
+    normal = arith.ori(arith.shli(arith.addi(e, k.c(dst.bias - src.bias)), k.c(md)),
+                       arith.shli(m, k.c(md - ms)))
+    # A subnormal m * 2**(1 - bias - ms) with its leading bit at p: 2**(p + 1 - bias - ms) * 1.f
+    p = arith.subi(k.c(k.w - 1), math.ctlz(m))
+    sub_e = arith.addi(p, k.c(1 - src.bias - ms + dst.bias))
+    sub_f = arith.andi(arith.shli(m, arith.subi(k.c(md), p)), k.c((1 << md) - 1))
+    subnormal = arith.select(k.eq(m, k.c(0)), k.c(0), arith.ori(arith.shli(sub_e, k.c(md)), sub_f))
+    inf_enc = ((1 << dst.exponent) - 1) << md
+    special = arith.select(k.eq(m, k.c(0)), k.c(inf_enc), k.c(inf_enc | (1 << (md - 1))))
+    mag = arith.select(k.eq(e, k.c(0)), subnormal, arith.select(k.eq(e, k.c(e_top)), special, normal))
+    out = arith.ori(sign, mag)
+    if dst.bits < k.w:
+        out = arith.trunci(ir.IntegerType.get_signless(dst.bits), out)
+    return arith.bitcast(t, out)
+
+
+def _shift_significand(x: ir.Value, src: dtypes.FloatFormat, dst: dtypes.FloatFormat, t: ir.Type, k: _Ints,
+                       toward_zero: bool, saturate: bool) -> ir.Value:
+    """`convert_float` between IEEE formats with one exponent field (f32 and
+    bf16, f16 and f8E5M2), bit for bit as decode/encode give it in a seventh
+    of the code: the magnitude's bits shifted, rounding by adding below the
+    kept bits (a carry moves into the exponent field, up to infinity); NaN
+    made the format's quiet NaN with its sign, as `encode` makes it."""
+    bits = arith.bitcast(ir.IntegerType.get_signless(src.bits), x)
+    if src.bits < k.w:
+        bits = arith.extui(k.t, bits)
+    mag = arith.andi(bits, k.c((1 << (src.bits - 1)) - 1))
+    sign = arith.shli(arith.shrui(bits, k.c(src.bits - 1)), k.c(dst.bits - 1))
+    nan = k.ugt(mag, k.c(((1 << src.exponent) - 1) << src.mantissa))
+    shift = dst.mantissa - src.mantissa
+    if shift >= 0:                                   # exact
+        mag = arith.shli(mag, k.c(shift))
+    else:
+        drop = -shift
+        if not toward_zero:                          # to nearest, ties to the even one
+            odd = arith.andi(arith.shrui(mag, k.c(drop)), k.c(1))
+            mag = arith.addi(mag, arith.addi(k.c((1 << (drop - 1)) - 1), odd))
+        mag = arith.shrui(mag, k.c(drop))
+    inf_enc = ((1 << dst.exponent) - 1) << dst.mantissa
+    if saturate:                                     # infinity too, as encode
+        mag = arith.minui(mag, k.c(inf_enc - 1))
+    nan_enc = inf_enc | (1 << max(dst.mantissa - 1, 0))
+    out = arith.ori(sign, arith.select(nan, k.c(nan_enc), mag))
+    if dst.bits < k.w:
+        out = arith.trunci(ir.IntegerType.get_signless(dst.bits), out)
+    return arith.bitcast(t, out)
 
 
 def convert_int(x: ir.Value, t: ir.Type, signed: bool) -> ir.Value:

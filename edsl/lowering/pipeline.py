@@ -51,11 +51,14 @@ DEFAULT_PIPELINE = (
     # What LLVM would fold anyway, folded before the time estimate counts
     # operations (edsl.lowering.counting): common subexpressions, loop
     # invariants, integer checks decided by value ranges (a subscript's
-    # negative-index fix-up on a loop index that starts at 0).
+    # negative-index fix-up on a loop index that starts at 0). Value ranges
+    # within each function: across calls the analysis revisits a callee and
+    # every call site at each change, 23 s of a kernel calling its spill
+    # helper 5,400 times (0.4 s thus, the estimates unchanged).
     "canonicalize",
     "cse",
     "loop-invariant-code-motion",
-    "int-range-optimizations",
+    "func.func(int-range-optimizations)",
     "canonicalize",
     "convert-scf-to-cf",
     "mem2reg",  # the generator's variable slots, now that scf regions are gone

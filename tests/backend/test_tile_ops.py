@@ -6,6 +6,7 @@ import triton.language as tl
 import pytest
 from edsl.backend import array
 from launch_strategies import strategies
+from tile_kernels import moments_kernel
 from hypothesis import given, settings, strategies as st
 
 DPUS, TASKLETS = strategies()
@@ -262,3 +263,19 @@ def test_join_split_cat_and_item(tasklets, flag):
     np.testing.assert_array_equal(out[16:32], np.clip(x, -1, 1))
     np.testing.assert_allclose(out[32], x.sum() + y.sum(), rtol=1e-5)
     assert out[33] == flag
+
+
+@settings(max_examples=4, deadline=None)
+@given(seed=st.integers(0, 2 ** 16), long=st.booleans())
+def test_reductions_of_long_expressions_stay_loops_in_host_code(seed, long):
+    """The group loops of a sum whose reads are long expressions keep LLVM
+    from unrolling them (`reduce.LONGEST_UNROLLED_STEP`); a short one's are
+    left to LLVM. Either way the sums are NumPy's."""
+    rng = np.random.default_rng(seed)
+    x, dy = (rng.uniform(-1, 1, 512).astype(np.float32) for _ in range(2))
+    out = np.zeros(3, np.float32)
+    k = moments_kernel[(1,)](x, dy, out, N=512, LONG=long)
+    x64, dy64 = x.astype(np.float64), dy.astype(np.float64)
+    want = [dy64 @ x64 ** 5, dy64 @ x64 ** 4, dy64 @ x64 ** 3] if long else [x64.sum(), dy64.sum(), x64 @ dy64]
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    assert ("llvm.loop.unroll.disable" in k.asm["llir"]) == long

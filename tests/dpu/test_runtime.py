@@ -326,3 +326,43 @@ def test_transfers_inline_only_what_folds():
     assert library == {DMA: False, NOTE: False, FAIL: True, SAVE_PAGES: True, "__dpu_in_regions": True}
     spilled = _not_inlined(spill.support_text(), {spill.SWAP, spill.FLUSH, spill.SPILL_DMA})
     assert spilled == {spill.SWAP: True, spill.FLUSH: True, spill.SPILL_DMA: False}
+
+
+def test_a_program_over_the_o3_size_compiles_at_o1_and_runs_alike(monkeypatch):
+    """Above `jit.LARGEST_O3_PROGRAM` instructions a program is optimized at
+    O1 (O3's value-range passes grow faster than the code); it computes the
+    same."""
+    from edsl.dpu import jit
+    lib = jit._llvm()
+    levels = []
+
+    class Spy:                       # (the library's functions, one of them watched)
+        def __getattr__(self, name):
+            return getattr(lib, name)
+
+        def LLVMRunPasses(self, module, pipeline, tm, options):
+            levels.append(pipeline.decode())
+            return lib.LLVMRunPasses(module, pipeline, tm, options)
+    monkeypatch.setattr(jit, "_llvm", lambda: Spy())
+    llir = textwrap.dedent("""
+        define i64 @edsl_test_sum(i64 %n) {
+        entry:
+          br label %loop
+        loop:
+          %i = phi i64 [ 0, %entry ], [ %i1, %loop ]
+          %s = phi i64 [ 0, %entry ], [ %s1, %loop ]
+          %sq = mul i64 %i, %i
+          %s1 = add i64 %s, %sq
+          %i1 = add i64 %i, 1
+          %done = icmp sge i64 %i1, %n
+          br i1 %done, label %exit, label %loop
+        exit:
+          ret i64 %s1
+        }
+    """)
+    for largest, level in ((10 ** 9, "default<O3>"), (0, "default<O1>")):
+        monkeypatch.setattr(jit, "LARGEST_O3_PROGRAM", largest)
+        program = jit.ObjectProgram(jit.compile_object(llir), "sum")
+        assert levels[-1] == level
+        fn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(program.address("edsl_test_sum"))
+        assert fn(1000) == sum(i * i for i in range(1000))

@@ -23,8 +23,10 @@ from edsl.base.errors import ArgumentError, DpuError
 from edsl.export import export
 from edsl.export import project as project_mod
 from edsl.export.cli import main as cli_main
-from export_helpers import assert_sdk_only, build, export_with_data_and_run, masked, needs_cc, output, run
+from export_helpers import (assert_sdk_only, build, export_and_run, export_with_data_and_run, masked, needs_cc, output,
+                            run, run_on_model)
 from loop_kernels import find_seven
+from tile_kernels import moments_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 SDK = ROOT / "edsl" / "export" / "sdk"
@@ -650,3 +652,17 @@ def test_sample_arguments_as_a_launch_takes_them(tmp_path):
     export_and_run(tmp_path / "p", scaled_copy, args, {}, (1,))
     got = output(tmp_path / "p", "out_ptr", np.zeros(16, np.int32))
     np.testing.assert_array_equal(got[:10], np.arange(10) + 3)
+
+
+@needs_cc
+@pytest.mark.parametrize("tasklets", [1, 16])
+def test_sums_whose_group_loops_stay_loops_export_as_the_model_runs_them(tmp_path, tasklets):
+    """A reduction's group loops that LLVM may not unroll on the model (long
+    reads) print as the same loops: the runner agrees with the model."""
+    rng = np.random.default_rng(7)
+    x, dy = (rng.uniform(-1, 1, 512).astype(np.float32) for _ in range(2))
+    args = [x, dy, np.zeros(3, np.float32)]
+    constants = dict(N=512, LONG=True)
+    want = run_on_model(moments_kernel, args, constants, (1,), tasklets=tasklets)[2]
+    export_and_run(tmp_path / "moments", moments_kernel, args, constants, (1,), tasklets=tasklets)
+    np.testing.assert_array_equal(output(tmp_path / "moments", "out_ptr", want), want)

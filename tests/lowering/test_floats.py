@@ -284,6 +284,37 @@ def test_saturating_conversion_clamps_to_largest_finite(name):
     check(got, x, name, saturate=True)
 
 
+def _quiet_nan(name: str, negative: bool) -> int:
+    fmt = dtypes.by_mlir(name).float_format
+    return (int(negative) << (fmt.bits - 1)) | (((1 << fmt.exponent) - 1) << fmt.mantissa) | (1 << (fmt.mantissa - 1))
+
+
+@pytest.mark.parametrize("wide,narrow", [("f16", "f8E5M2"), ("f32", "bf16")])
+@pytest.mark.parametrize("mode", ["", "toward_zero ", f"{{{SATURATE_ATTR}}} "], ids=["nearest", "zero", "saturate"])
+def test_formats_of_one_exponent_field_convert_by_shifting(wide, narrow, mode):
+    """f32 <-> bf16 and f16 <-> f8E5M2 share their exponent field and convert by
+    shifting the significand: every value of the narrow format widened, and
+    every f16 (f32 values around every bf16 one) narrowed, as the oracle
+    rounds; NaN the quiet NaN of its sign."""
+    w = _bits(wide)
+    narrow_bits = np.arange(1 << _bits(narrow), dtype=_np_storage(_bits(narrow)))
+    widened = convert(narrow_bits, narrow, wide, "extf")
+    want = narrow_bits.view(dtypes.numpy_dtype(dtypes.by_mlir(narrow))).astype(
+        np.float16 if wide == "f16" else np.float32)
+    nan = np.isnan(want)
+    assert (widened[~nan] == want[~nan].view(_np_storage(w))).all()
+    assert all(int(g) == _quiet_nan(wide, int(b) >> (_bits(narrow) - 1)) for g, b in zip(widened[nan], narrow_bits[nan]))
+    if wide == "f16":
+        x = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    else:
+        x = _around_every_value(dtypes.by_mlir(narrow))
+    got = convert(x.view(_np_storage(w)), wide, narrow, "truncf", mode)
+    nan = np.isnan(x)
+    check(got[~nan], x[~nan], narrow, toward_zero=mode.startswith("toward"), saturate=SATURATE_ATTR in mode)
+    signs = np.signbit(x[nan])
+    assert all(int(g) == _quiet_nan(narrow, bool(b)) for g, b in zip(got[nan], signs))
+
+
 @pytest.mark.parametrize("name", ["f16", "bf16", "f8E4M3FN", "f8E5M2", "f8E4M3B11FNUZ"])
 @pytest.mark.parametrize("int_type,signed", [("i32", True), ("i64", True), ("i32", False), ("i8", True)])
 @given(data=st.data())

@@ -199,6 +199,7 @@ def _groups(conv, block, tile, at, n, first, count, mark=None):
                 base = arith.addi(start, step)
                 nexts += [read(base if s == 0 else arith.addi(base, index_c(s))) for s in range(sub)]
             scf.yield_([_combine(conv, block, [acc], [x])[0] for acc, x in zip(loop.inner_iter_args, nexts)])
+        _keep_rolled_if_long(loop)
         accs = list(loop.results)
         for j, start in enumerate(starts):
             mine = accs[j * sub:(j + 1) * sub]
@@ -206,6 +207,28 @@ def _groups(conv, block, tile, at, n, first, count, mark=None):
                 mine[s] = _combine(conv, block, [mine[s]], [read(arith.addi(start, index_c(steps * sub + s)))])[0]
             out.append(_pairwise(conv, block, mine))
     return out
+
+
+# A group loop whose step has more ops than this stays a loop in the host
+# code (LLVM's unrolling off): unrolled, its few steps would put the reads
+# of every pass, and of the reductions beside it, in one block, where LLVM's
+# SLP vectorizer searches the loads in time growing with their square: 40 of
+# the 45 s compile of Liger-Kernel's poly-norm backward (steps of 130 to 226
+# ops; a softmax's 67-op steps, left to LLVM, run 5 % faster unrolled).
+LONGEST_UNROLLED_STEP = 100
+
+
+def _keep_rolled_if_long(loop) -> None:
+    count = 0
+
+    def visit(_op):
+        nonlocal count
+        count += 1
+        return ir.WalkResult.ADVANCE
+    loop.operation.walk(visit)
+    if count > LONGEST_UNROLLED_STEP:
+        loop.operation.attributes["loop_annotation"] = ir.Attribute.parse(
+            "#llvm.loop_annotation<unroll = <disable = true>>")
 
 
 def _lanes_reduce(conv, block, tile, at, n):
