@@ -461,10 +461,15 @@ def _array_parts(run: Launch, mram: Mram, memories: dict[int, Memory]) -> dict[s
     return out
 
 
+def _overfull(parts: np.ndarray, mram: Mram) -> np.ndarray:
+    """Per DPU: whether its `parts` of the arrays (as `part_bytes` gives
+    them) and its scratch exceed its MRAM."""
+    return parts.sum(axis=1) + mram.scratch_bytes > MRAM_BYTES
+
+
 def _fits(run: Launch, mram: Mram) -> bool:
     """Whether every DPU's parts of the arrays and its scratch fit its MRAM."""
-    return mram.fits_any_parts or bool((part_bytes(run, mram).sum(axis=1) + mram.scratch_bytes
-                                        <= MRAM_BYTES).all())
+    return mram.fits_any_parts or not _overfull(part_bytes(run, mram), mram).any()
 
 
 def _check_parts(kernel: str, parts: np.ndarray, mram: Mram, memories: dict[int, Memory], programs: int,
@@ -472,7 +477,7 @@ def _check_parts(kernel: str, parts: np.ndarray, mram: Mram, memories: dict[int,
     """A DpuError naming the first DPU whose parts of the arrays (`parts`,
     as `part_bytes` gives them) and scratch do not fit its MRAM, and its
     largest parts."""
-    over = parts.sum(axis=1) + mram.scratch_bytes > MRAM_BYTES
+    over = _overfull(parts, mram)
     if not over.any():
         return
     dpu = int(np.argmax(over))

@@ -93,12 +93,23 @@ def _false():
     return arith.constant(ir.IntegerType.get_signless(1), 0)
 
 
+def _bits_of(x: ir.Value, fmt: dtypes.FloatFormat, k: _Ints) -> ir.Value:
+    """The bits of float `x` (format `fmt`) as an integer of width `k.w`."""
+    bits = arith.bitcast(ir.IntegerType.get_signless(fmt.bits), x)
+    return arith.extui(k.t, bits) if fmt.bits < k.w else bits
+
+
+def _float_of(bits: ir.Value, fmt: dtypes.FloatFormat, t: ir.Type, k: _Ints) -> ir.Value:
+    """The float of type `t` (format `fmt`) whose bits are `bits` (width `k.w`)."""
+    if fmt.bits < k.w:
+        bits = arith.trunci(ir.IntegerType.get_signless(fmt.bits), bits)
+    return arith.bitcast(t, bits)
+
+
 def decode(x: ir.Value, fmt: dtypes.FloatFormat, k: _Ints) -> _Value:
     """The parts of float `x` (in format `fmt`) as integers of width `k.w`."""
     n, m_bits = fmt.bits, fmt.mantissa
-    bits = arith.bitcast(ir.IntegerType.get_signless(n), x)
-    if n < k.w:
-        bits = arith.extui(k.t, bits)
+    bits = _bits_of(x, fmt, k)
     e_mask = (1 << fmt.exponent) - 1
     e = arith.andi(arith.shrui(bits, k.c(m_bits)), k.c(e_mask))
     if fmt.kind == "e8m0":
@@ -181,11 +192,7 @@ def encode(v: _Value, fmt: dtypes.FloatFormat, t: ir.Type, k: _Ints, toward_zero
         bits = arith.select(is_nan_pattern, k.c(nan_enc), bits)
     nan_bits = k.c(nan_enc) if fmt.kind == "fnuz" else arith.ori(arith.shli(v.sign, k.c(n - 1)),
                                                                  k.c(nan_enc))
-    bits = arith.select(v.nan, nan_bits, bits)
-    narrow = ir.IntegerType.get_signless(n)
-    if n < k.w:
-        bits = arith.trunci(narrow, bits)
-    return arith.bitcast(t, bits)
+    return _float_of(arith.select(v.nan, nan_bits, bits), fmt, t, k)
 
 
 def _width_for(*bits: int) -> int:
@@ -209,9 +216,7 @@ def _widen(x: ir.Value, src: dtypes.FloatFormat, dst: dtypes.FloatFormat, t: ir.
     it in half the code: a normal number's fields moved and its exponent
     rebiased; a subnormal one made normal (its leading bit found by ctlz);
     NaN the quiet NaN of its sign."""
-    bits = arith.bitcast(ir.IntegerType.get_signless(src.bits), x)
-    if src.bits < k.w:
-        bits = arith.extui(k.t, bits)
+    bits = _bits_of(x, src, k)
     ms, md, e_top = src.mantissa, dst.mantissa, (1 << src.exponent) - 1
     e = arith.andi(arith.shrui(bits, k.c(ms)), k.c(e_top))
     m = arith.andi(bits, k.c((1 << ms) - 1))
@@ -227,9 +232,7 @@ def _widen(x: ir.Value, src: dtypes.FloatFormat, dst: dtypes.FloatFormat, t: ir.
     special = arith.select(k.eq(m, k.c(0)), k.c(inf_enc), k.c(inf_enc | (1 << (md - 1))))
     mag = arith.select(k.eq(e, k.c(0)), subnormal, arith.select(k.eq(e, k.c(e_top)), special, normal))
     out = arith.ori(sign, mag)
-    if dst.bits < k.w:
-        out = arith.trunci(ir.IntegerType.get_signless(dst.bits), out)
-    return arith.bitcast(t, out)
+    return _float_of(out, dst, t, k)
 
 
 def _shift_significand(x: ir.Value, src: dtypes.FloatFormat, dst: dtypes.FloatFormat, t: ir.Type, k: _Ints,
@@ -239,9 +242,7 @@ def _shift_significand(x: ir.Value, src: dtypes.FloatFormat, dst: dtypes.FloatFo
     of the code: the magnitude's bits shifted, rounding by adding below the
     kept bits (a carry moves into the exponent field, up to infinity); NaN
     made the format's quiet NaN with its sign, as `encode` makes it."""
-    bits = arith.bitcast(ir.IntegerType.get_signless(src.bits), x)
-    if src.bits < k.w:
-        bits = arith.extui(k.t, bits)
+    bits = _bits_of(x, src, k)
     mag = arith.andi(bits, k.c((1 << (src.bits - 1)) - 1))
     sign = arith.shli(arith.shrui(bits, k.c(src.bits - 1)), k.c(dst.bits - 1))
     nan = k.ugt(mag, k.c(((1 << src.exponent) - 1) << src.mantissa))
@@ -259,9 +260,7 @@ def _shift_significand(x: ir.Value, src: dtypes.FloatFormat, dst: dtypes.FloatFo
         mag = arith.minui(mag, k.c(inf_enc - 1))
     nan_enc = inf_enc | (1 << max(dst.mantissa - 1, 0))
     out = arith.ori(sign, arith.select(nan, k.c(nan_enc), mag))
-    if dst.bits < k.w:
-        out = arith.trunci(ir.IntegerType.get_signless(dst.bits), out)
-    return arith.bitcast(t, out)
+    return _float_of(out, dst, t, k)
 
 
 def convert_int(x: ir.Value, t: ir.Type, signed: bool) -> ir.Value:

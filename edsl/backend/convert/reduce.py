@@ -24,6 +24,7 @@ from mlir import ir
 from mlir.dialects import arith, scf
 
 from .control import lower_body
+from ...lowering.walk import collect
 from ..ttir_reader import user_location
 from .core import Tile, byte_size, is_float, is_tensor, lowers, scalar_type
 from .elementwise import convert_float, emit_like
@@ -219,14 +220,7 @@ LONGEST_UNROLLED_STEP = 100
 
 
 def _keep_rolled_if_long(loop) -> None:
-    count = 0
-
-    def visit(_op):
-        nonlocal count
-        count += 1
-        return ir.WalkResult.ADVANCE
-    loop.operation.walk(visit)
-    if count > LONGEST_UNROLLED_STEP:
+    if len(collect(loop.operation, lambda _op: True)) > LONGEST_UNROLLED_STEP:
         loop.operation.attributes["loop_annotation"] = ir.Attribute.parse(
             "#llvm.loop_annotation<unroll = <disable = true>>")
 
