@@ -36,10 +36,17 @@ _ErrorReporter = ctypes.CFUNCTYPE(None, _vp, _vp)
 
 # Programs of more instructions than this are optimized at O1 whatever the
 # level asked: O3's value-range passes (correlated value propagation, GVN)
-# grow faster than the code, 18 of the 27 s of a 71,000-instruction kernel
-# (Liger-Kernel's attention residual, each access to a tile kept in MRAM a
-# branch) against 1.7 s at O1. Code generation keeps the level asked.
-LARGEST_O3_PROGRAM = 50_000
+# grow faster than the code, 9.8 of the 15 s of O3 on a 38,000-instruction
+# kernel (Liger-Kernel's attention residual in f32, each access to a tile
+# kept in MRAM a branch); O1 takes 2 s.
+LARGEST_O3_PROGRAM = 20_000
+# Programs of more instructions than this are also generated without
+# optimization (fast instruction selection and register allocation): the
+# code generator's preparation matches addressing modes by scanning uses, in
+# time growing faster than the code, 23 of the 26 s of code generation of a
+# 122,000-instruction kernel (the attention residual over 64 blocks of f16)
+# against 1.2 s unoptimized. Smaller programs keep the level asked.
+LARGEST_OPTIMIZED_CODEGEN = 50_000
 
 
 @functools.lru_cache(None)
@@ -138,8 +145,11 @@ def compile_object(llvm_ir: str, opt_level: int = 3) -> bytes:
     err = _vp()
     if lib.LLVMGetTargetFromTriple(triple.encode(), ctypes.byref(target), ctypes.byref(err)):
         raise LoweringError(f"no LLVM target for {triple}: {_message(err.value)}")
+    size = llvm_ir.count("\n  ")                                          # instructions, about
+    level = min(max(opt_level, 0), 3 if size <= LARGEST_O3_PROGRAM else 1)
+    codegen = min(max(opt_level, 0), 3) if size <= LARGEST_OPTIMIZED_CODEGEN else 0
     tm = lib.LLVMCreateTargetMachine(target, triple.encode(), cpu.encode(), features.encode(),
-                                     min(max(opt_level, 0), 3), 2, 0)   # PIC, default code model
+                                     codegen, 2, 0)                       # PIC, default code model
     ctx = lib.LLVMContextCreate()
     try:
         data = llvm_ir.encode()
@@ -153,7 +163,6 @@ def compile_object(llvm_ir: str, opt_level: int = 3) -> bytes:
             lib.LLVMSetModuleDataLayout(module, layout)
             lib.LLVMDisposeTargetData(layout)
             options = lib.LLVMCreatePassBuilderOptions()
-            level = min(max(opt_level, 0), 3 if llvm_ir.count("\n  ") <= LARGEST_O3_PROGRAM else 1)
             failure = _error(lib.LLVMRunPasses(module, f"default<O{level}>".encode(), tm, options))
             lib.LLVMDisposePassBuilderOptions(options)
             if failure:

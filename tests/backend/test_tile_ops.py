@@ -279,3 +279,58 @@ def test_reductions_of_long_expressions_stay_loops_in_host_code(seed, long):
     want = [dy64 @ x64 ** 5, dy64 @ x64 ** 4, dy64 @ x64 ** 3] if long else [x64.sum(), dy64.sum(), x64 @ dy64]
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
     assert ("llvm.loop.unroll.disable" in k.asm["llir"]) == long
+
+
+@triton.jit
+def dot_sum_kernel(x_ptr, y_ptr, out_ptr, N: tl.constexpr, LONG: tl.constexpr):
+    i = tl.arange(0, N)
+    x = tl.load(x_ptr + i)
+    y = tl.load(y_ptr + i)
+    if LONG:        # an element costs more than reduce.CHEAP_READ ops
+        tl.store(out_ptr, tl.sum(x * y * x + y, axis=0))
+    else:
+        tl.store(out_ptr, tl.sum(x * y, axis=0))
+
+
+def _grouped_sum(v):
+    """`reduce._groups`' order in NumPy float32: GROUPS groups of consecutive
+    elements, each with `sub` interleaved accumulators, combined pairwise."""
+    from edsl.backend.convert.reduce import GROUPS, SUB
+
+    def pairwise(accs):
+        while len(accs) > 1:
+            accs = [accs[i] + accs[i + 1] for i in range(0, len(accs), 2)]
+        return accs[0]
+    size = len(v) // GROUPS
+    sub = SUB
+    while sub > 1 and size < 2 * sub:
+        sub //= 2
+    groups = []
+    for g in range(GROUPS):
+        row = v[g * size:(g + 1) * size]
+        accs = list(row[:sub])
+        for i in range(sub, size):
+            accs[i % sub] = accs[i % sub] + row[i]
+        groups.append(pairwise(accs))
+    return pairwise(groups)
+
+
+@settings(max_examples=12, deadline=None)
+@given(log_n=st.integers(5, 12), long=st.booleans(), seed=st.integers(0, 2 ** 16), tasklets=TASKLETS)
+def test_a_long_sum_is_one_fixed_order_and_emits_each_element_once(log_n, long, seed, tasklets):
+    """A sum over a long row adds in `reduce`'s fixed order on any tasklet
+    count and either form of its code (the bits of that order in NumPy).
+    Where an element is an expression, its code is emitted once (the passes
+    over the groups a loop, the first step in it): the kernel's loads do not
+    grow with the row; cheap elements keep the unrolled form."""
+    n = 2 ** log_n
+    rng = np.random.default_rng(seed)
+    x, y = (rng.uniform(-1, 1, n).astype(np.float32) for _ in range(2))
+    out = np.zeros(1, np.float32)
+    k = dot_sum_kernel[(1,)](x, y, out, N=n, LONG=long, num_tasklets=tasklets)
+    assert out[0] == _grouped_sum(x * y * x + y if long else x * y)
+    if long and tasklets == 1:
+        from edsl.backend.convert.reduce import PASS
+        # One step's reads and the cells of the groups: 80 at any n >= 64
+        # (1,024 at n = 256 and up while each pass had its own code).
+        assert k.asm["mlir"].count("memref.load") <= 5 * PASS

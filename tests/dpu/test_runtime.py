@@ -328,21 +328,26 @@ def test_transfers_inline_only_what_folds():
     assert spilled == {spill.SWAP: True, spill.FLUSH: True, spill.SPILL_DMA: False}
 
 
-def test_a_program_over_the_o3_size_compiles_at_o1_and_runs_alike(monkeypatch):
+def test_a_big_program_compiles_at_lower_levels_and_runs_alike(monkeypatch):
     """Above `jit.LARGEST_O3_PROGRAM` instructions a program is optimized at
-    O1 (O3's value-range passes grow faster than the code); it computes the
-    same."""
+    O1 (O3's value-range passes grow faster than the code), above
+    `jit.LARGEST_OPTIMIZED_CODEGEN` its code is generated unoptimized (the
+    code generator's preparation grows faster too); it computes the same."""
     from edsl.dpu import jit
     lib = jit._llvm()
-    levels = []
+    levels, codegen = [], []
 
-    class Spy:                       # (the library's functions, one of them watched)
+    class Spy:                       # (the library's functions, two of them watched)
         def __getattr__(self, name):
             return getattr(lib, name)
 
         def LLVMRunPasses(self, module, pipeline, tm, options):
             levels.append(pipeline.decode())
             return lib.LLVMRunPasses(module, pipeline, tm, options)
+
+        def LLVMCreateTargetMachine(self, *args):
+            codegen.append(args[4])
+            return lib.LLVMCreateTargetMachine(*args)
     monkeypatch.setattr(jit, "_llvm", lambda: Spy())
     llir = textwrap.dedent("""
         define i64 @edsl_test_sum(i64 %n) {
@@ -360,9 +365,11 @@ def test_a_program_over_the_o3_size_compiles_at_o1_and_runs_alike(monkeypatch):
           ret i64 %s1
         }
     """)
-    for largest, level in ((10 ** 9, "default<O3>"), (0, "default<O1>")):
+    for largest, biggest, level, gen in ((10 ** 9, 10 ** 9, "default<O3>", 3), (0, 10 ** 9, "default<O1>", 3),
+                                         (0, 0, "default<O1>", 0)):
         monkeypatch.setattr(jit, "LARGEST_O3_PROGRAM", largest)
+        monkeypatch.setattr(jit, "LARGEST_OPTIMIZED_CODEGEN", biggest)
         program = jit.ObjectProgram(jit.compile_object(llir), "sum")
-        assert levels[-1] == level
+        assert (levels[-1], codegen[-1]) == (level, gen)
         fn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(program.address("edsl_test_sum"))
         assert fn(1000) == sum(i * i for i in range(1000))

@@ -208,6 +208,7 @@ class Buffers:
         self._tile_count = 0               # tile buffers asked for so far (their keys)
         self.wram_only = 0                 # lowering an EDSL region call: its tiles stay in WRAM
         self.dots: list[DotNeed] = []      # the tl.dot ops lowered, for a spill plan
+        self._reduction_cells = None       # (`reduction_cells`)
 
     @contextmanager
     def at_entry(self):
@@ -247,6 +248,16 @@ class Buffers:
         return self.wram.place(buffer_type(elem), WramBuffer(
             align_up(es * prod(shape)), what, user_location(op.location) if op is not None else None,
             key, not self.wram_only, 0, tuple(shape), es))
+
+    def reduction_cells(self, count: int, elem: ir.Type) -> ir.Value:
+        """`count` cells of `elem` (stored) of this tasklet's, for the partial
+        results of one reduction (`reduce._groups`): every reduction of the
+        kernel uses the same WRAM, storing and reading it within its op."""
+        if self._reduction_cells is None:
+            self._reduction_cells = (self.wram.private(count * 8, "tt.reduce partial results"), count)
+        block, most = self._reduction_cells
+        assert count <= most, "every reduction asks for the same number of cells"
+        return self.wram.view(block, 0, [count], buffer_type(elem))
 
     def note_dot(self, need: DotNeed) -> int:
         """Record a tl.dot for the plan; its number (`SpillSpace.panels`)."""
