@@ -40,13 +40,15 @@ _ErrorReporter = ctypes.CFUNCTYPE(None, _vp, _vp)
 # kernel (Liger-Kernel's attention residual in f32, each access to a tile
 # kept in MRAM a branch); O1 takes 2 s.
 LARGEST_O3_PROGRAM = 20_000
-# Programs of more instructions than this are also generated without
-# optimization (fast instruction selection and register allocation): the
-# code generator's preparation matches addressing modes by scanning uses, in
-# time growing faster than the code, 23 of the 26 s of code generation of a
-# 122,000-instruction kernel (the attention residual over 64 blocks of f16)
-# against 1.2 s unoptimized. Smaller programs keep the level asked.
-LARGEST_OPTIMIZED_CODEGEN = 50_000
+# Programs of more instructions than this are neither optimized nor
+# generated with optimization (fast instruction selection and register
+# allocation): O1's instruction combining and the code generator's
+# preparation (matching addressing modes by scanning each address's uses)
+# grow faster than the code too, 8 and 23 s on a 122,000-instruction kernel
+# (the attention residual over 64 blocks of f16) against 1.2 s for both
+# unoptimized. That kernel then runs 1.2x slower (2,048 tokens on 64 DPUs,
+# 0.82 against 0.68 s) and compiles in 14 s, not 24.
+LARGEST_OPTIMIZED_PROGRAM = 50_000
 
 
 @functools.lru_cache(None)
@@ -146,8 +148,8 @@ def compile_object(llvm_ir: str, opt_level: int = 3) -> bytes:
     if lib.LLVMGetTargetFromTriple(triple.encode(), ctypes.byref(target), ctypes.byref(err)):
         raise LoweringError(f"no LLVM target for {triple}: {_message(err.value)}")
     size = llvm_ir.count("\n  ")                                          # instructions, about
-    level = min(max(opt_level, 0), 3 if size <= LARGEST_O3_PROGRAM else 1)
-    codegen = min(max(opt_level, 0), 3) if size <= LARGEST_OPTIMIZED_CODEGEN else 0
+    codegen = min(max(opt_level, 0), 3) if size <= LARGEST_OPTIMIZED_PROGRAM else 0
+    level = codegen if size <= LARGEST_O3_PROGRAM else min(codegen, 1)
     tm = lib.LLVMCreateTargetMachine(target, triple.encode(), cpu.encode(), features.encode(),
                                      codegen, 2, 0)                       # PIC, default code model
     ctx = lib.LLVMContextCreate()

@@ -331,8 +331,9 @@ def test_transfers_inline_only_what_folds():
 def test_a_big_program_compiles_at_lower_levels_and_runs_alike(monkeypatch):
     """Above `jit.LARGEST_O3_PROGRAM` instructions a program is optimized at
     O1 (O3's value-range passes grow faster than the code), above
-    `jit.LARGEST_OPTIMIZED_CODEGEN` its code is generated unoptimized (the
-    code generator's preparation grows faster too); it computes the same."""
+    `jit.LARGEST_OPTIMIZED_PROGRAM` it is neither optimized nor generated
+    with optimization (O1 and the code generator grow faster too); it
+    computes the same."""
     from edsl.dpu import jit
     lib = jit._llvm()
     levels, codegen = [], []
@@ -366,9 +367,9 @@ def test_a_big_program_compiles_at_lower_levels_and_runs_alike(monkeypatch):
         }
     """)
     for largest, biggest, level, gen in ((10 ** 9, 10 ** 9, "default<O3>", 3), (0, 10 ** 9, "default<O1>", 3),
-                                         (0, 0, "default<O1>", 0)):
+                                         (0, 0, "default<O0>", 0)):
         monkeypatch.setattr(jit, "LARGEST_O3_PROGRAM", largest)
-        monkeypatch.setattr(jit, "LARGEST_OPTIMIZED_CODEGEN", biggest)
+        monkeypatch.setattr(jit, "LARGEST_OPTIMIZED_PROGRAM", biggest)
         program = jit.ObjectProgram(jit.compile_object(llir), "sum")
         assert (levels[-1], codegen[-1]) == (level, gen)
         fn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(program.address("edsl_test_sum"))
