@@ -239,9 +239,8 @@ def _groups(conv, block, tile, at, n, first, count, mark=None):
             for s0 in starts:
                 base = arith.addi(s0, step)
                 nexts += [read(base if s == 0 else arith.addi(base, index_c(s))) for s in range(sub)]
-            accs = [_combine(conv, block, [acc], [x])[0] for acc, x in zip(loop.inner_iter_args, nexts)] \
-                if cheap else _first_step_or_combine(conv, block, loop, nexts)
-            scf.yield_(accs)
+            scf.yield_(_combine_each(conv, block, loop.inner_iter_args, nexts) if cheap
+                       else _first_step_or_combine(conv, block, loop, nexts))
         _keep_rolled_if_long(loop)
         accs = list(loop.results)
         out = []
@@ -276,8 +275,13 @@ def _first_step_or_combine(conv, block, loop, nexts):
     with ir.InsertionPoint(pick.then_block):
         scf.yield_(nexts)
     with ir.InsertionPoint(pick.else_block):
-        scf.yield_([_combine(conv, block, [acc], [x])[0] for acc, x in zip(loop.inner_iter_args, nexts)])
+        scf.yield_(_combine_each(conv, block, loop.inner_iter_args, nexts))
     return list(pick.results)
+
+
+def _combine_each(conv, block, accs, nexts):
+    """Each accumulator combined with its next element."""
+    return [_combine(conv, block, [acc], [x])[0] for acc, x in zip(accs, nexts)]
 
 
 # A group loop whose step has more ops than this stays a loop in the host

@@ -254,10 +254,9 @@ class Buffers:
         results of one reduction (`reduce._groups`): every reduction of the
         kernel uses the same WRAM, storing and reading it within its op."""
         if self._reduction_cells is None:
-            self._reduction_cells = (self.wram.private(count * 8, "tt.reduce partial results"), count)
-        block, most = self._reduction_cells
-        assert count <= most, "every reduction asks for the same number of cells"
-        return self.wram.view(block, 0, [count], buffer_type(elem))
+            self._reduction_cells = self.wram.private(count * 8, "tt.reduce partial results")
+        assert count * 8 <= ir.MemRefType(self._reduction_cells.type).shape[0], "cells asked for alike"
+        return self.wram.view(self._reduction_cells, 0, [count], buffer_type(elem))
 
     def note_dot(self, need: DotNeed) -> int:
         """Record a tl.dot for the plan; its number (`SpillSpace.panels`)."""
