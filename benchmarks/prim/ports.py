@@ -27,6 +27,10 @@ Where PrIM differs from what the EDSL has:
     (64 uint32 columns), so PrIM's realignment path (`offset`) is never taken and is
     not ported.
   * WRAM results a PrIM host reads back (`DPU_RESULTS`) are InOut WRAM arrays.
+  * HST-S's per-tasklet histograms (PrIM's `mem_alloc` of `bins` words each, merged
+    through a table of their addresses) are slices of one buffer at a stride of
+    MAX_BINS: their indices are then known never negative, as PrIM's unsigned ones are,
+    and the merge reads each at a constant's multiple where PrIM loads its address.
 
 Every host function splits the data over `dpus` DPUs as PrIM's host does, runs each
 DPU's program on the model (`f.run(..., tasklets=16)`), combines the results as
@@ -158,6 +162,11 @@ def red_dpu(result: InOut["memref<1xi64>"], a: Input["memref<?xi64, MRAM>"], siz
         result[0] = message[0]
 
 
+def red_results() -> tuple[Xfer, ...]:
+    """RED's DPU-CPU transfer: every tasklet's count and cycles (dpu_results_t, 16 B)."""
+    return (Xfer("DPU_RESULTS", TASKLETS * 16),)
+
+
 def red(a: np.ndarray, dpus: int, dpu_ids=None, tasklets: int = TASKLETS):
     """The sum of `a` (int64) on `dpus` DPUs; the host adds the DPUs' counts."""
     per, sizes = _split_8bytes(len(a), dpus, 8)
@@ -171,7 +180,7 @@ def red(a: np.ndarray, dpus: int, dpu_ids=None, tasklets: int = TASKLETS):
         # RED/host/app.c: CPU-DPU is DPU_INPUT_ARGUMENTS (u32 size, kernel, i64 t_count: 16 B),
         # then A; DPU-CPU is DPU_RESULTS, a WRAM array of 16 tasklets x {u64 cycles, i64 t_count}.
         shares.append(Share(d, _cycles(rep), (Xfer("DPU_INPUT_ARGUMENTS", 16), Xfer("A", per * 8)),
-                            (Xfer("DPU_RESULTS", TASKLETS * 16),)))
+                            red_results()))
     return total, shares
 
 
@@ -348,7 +357,7 @@ def hst_dpu(histo_out: InOut["memref<?xi32, MRAM>"], a: Input["memref<?xi32, MRA
     n = edsl.num_tasklets()
     edsl.barrier()
     mine = t * I32
-    h = t * bins
+    h = t * MAX_BINS            # (PrIM's per-tasklet mem_alloc: a block of its own, at a known stride)
     for z in range(h, h + bins):
         histo[z] = 0
     for byte_index in range(t * BLOCK, size_bytes, n * BLOCK):
@@ -361,7 +370,7 @@ def hst_dpu(histo_out: InOut["memref<?xi32, MRAM>"], a: Input["memref<?xi32, MRA
     for b in range(t, bins, n):                               # merge into tasklet 0's histogram
         s = 0
         for u in range(n):
-            s += histo[u * bins + b]
+            s += histo[u * MAX_BINS + b]
         histo[b] = s
     edsl.barrier()
     if t == 0:

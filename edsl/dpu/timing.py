@@ -14,6 +14,15 @@ Sources (each figure below names its own):
   [SDK]   UPMEM SDK: its documentation ("DPU chip characteristics", the DPU
           Handbook) and its runtime library's source (syslib/, as shipped in
           VIA-Research/uPIMulator golang/uPIMulator/sdk).
+  [vPIM]  raw logs of PrIM's programs on bare-metal UPMEM (SDK 2021.3.0, 16
+          tasklets) in the artefact of D. Teguia et al., "vPIM: Processing-in-Memory
+          Virtualization", Middleware 2024 (GitHub brisco007/vPIM 768b745,
+          apps/vPrIM/single_results/native/ and full_results/native/).
+  [ATiM]  real-hardware timings of a tiny PrIM-style GEMV at 1 and 128-2,048 DPUs
+          (SDK 2021.3.0, DDR4-2400 PIM modules), pasted in GitHub yongwonshin/atim
+          e06eb19, pim_test/upmem/preliminary_experiment.py.
+  Both as quoted, with the arithmetic done on them, in the project's reference
+  notes on launch and transfer fixed costs (launch_transfer_figures.md).
 
 Each figure's source says whether it was re-read here (checked against a
 retrieved text) or recalled (written down from the paper, whose text could
@@ -33,9 +42,13 @@ The model, per DPU:
   * DPU cycles are at least each of: the pipeline's throughput bound (all
     issue slots), the slowest tasklet's latency path (11 cycles per slot plus
     its DMA latency) and the DMA engine's (every transfer's latency);
-  * a host<->MRAM transfer (one call of the host API) takes a fixed time and
-    a time per byte that depends on its size [PrIM slide 19] and, by kind
-    (serial, parallel, broadcast), on the DPUs it reaches [PrIM slide 20].
+  * a launch (`dpu_launch`, synchronous) takes a fixed time besides its DPUs'
+    cycles, growing with the ranks it reaches [vPIM; ATiM];
+  * a host<->MRAM transfer (one call of the host API) takes a fixed time, by
+    direction, one from several DPUs more [PrIM slide 19; vPIM], and a time
+    per byte that depends on its size [PrIM slide 19] and, by kind (serial,
+    parallel, broadcast), on the DPUs it reaches [PrIM slide 20; from the
+    DPUs, vPIM].
 Issue slots per executed operation class come from `INSTRUCTION_COSTS`, the
 DPU instruction cost table: one for the 32-bit operations the DPU has, the
 runtime library's routine length for the rest, each entry with its source.
@@ -146,6 +159,31 @@ FIGURES: dict[str, Figure] = {
     "cpu_dpu_parallel_rank": Figure(6.68e9, "B/s", "[PrIM] slide 20: CPU-DPU parallel, 64 DPUs (re-read)"),
     "dpu_cpu_parallel_rank": Figure(4.74e9, "B/s", "[PrIM] slide 20: DPU-CPU parallel, 64 DPUs (re-read)"),
     "cpu_dpu_broadcast_rank": Figure(16.88e9, "B/s", "[PrIM] slide 20: CPU-DPU broadcast, 64 DPUs (re-read)"),
+    # Fixed costs from real-hardware logs. Where [vPIM] and [ATiM] disagree, [vPIM] is
+    # taken within a rank: it ran PrIM's own programs at 1 and 60 DPUs of one rank, as
+    # the estimate's validation rows are (1-64 DPUs); [ATiM] ran a GEMV of its own at
+    # 2-32 ranks and gives the growth beyond one.
+    "launch_rank": Figure(0.330e-3, "s",
+        "[vPIM] VA_1 and VA_60 (single_results/native), VA at 60 DPUs of single_results/native.json, "
+        "VA_64 and VA_480 (full_results/native): PrIM's VA, whose 'DPU' timer wraps "
+        "dpu_launch(DPU_SYNCHRONOUS) alone; the intercept of the least-squares line of its time against "
+        "elements per DPU over the five runs, 0.3295 ms, derived from the logs (re-read). VA's DPU program "
+        "does no work but its elements' (the estimate's own intercept for it is 0.001 ms), so the "
+        "intercept is the launch's"),
+    "launch_per_rank": Figure(6.5e-6, "s/rank",
+        "[ATiM] section 3.3.3: near-empty launches take 0.180-0.192 ms at 512 DPUs (8 ranks) and "
+        "0.320-0.360 ms at 2,048 (32 ranks): (0.34 - 0.185) ms / 24 ranks, derived from the logs (re-read)"),
+    "dpu_cpu_call_rank": Figure(0.088e-3, "s",
+        "[vPIM] DPU-CPU timers of PrIM's small retrievals (the 1 KB histograms of HST-S and HST-L, "
+        "GEMV's results): 0.233-0.322 ms at 60 DPUs (mean 0.290), 0.183-0.212 ms at one DPU (HST-S, "
+        "HST-L; mean 0.202): a DPU->CPU transfer from a rank's DPUs takes 0.088 ms more than from one, "
+        "derived from the logs (re-read); [ATiM] agrees: 0.128-0.135 ms at one DPU, 0.212 at 128 (+0.081)"),
+    "dpu_cpu_parallel_one": Figure(0.134e9, "B/s",
+        "[vPIM] VA_1: PrIM's VA retrieving its 2,621,440 int32 results from one DPU, 82.35 and 74.57 ms "
+        "in the two sets of native runs (0.127 and 0.141 GB/s), derived from the logs (re-read)"),
+    "dpu_cpu_parallel_60": Figure(1.64e9, "B/s",
+        "[vPIM] VA_60: the same from 60 DPUs of one rank, 6.320 and 6.481 ms (1.66 and 1.62 GB/s; VA_64 "
+        "of full_results, 2.6 M elements a DPU: 1.54), derived from the logs (re-read)"),
 }
 
 DPUS_PER_RANK = 64  # [PrIM] 2.1: a rank of 8 chips x 8 DPUs
@@ -291,6 +329,16 @@ _SIZE_TIMES = {d: _size_times(d) for d in _DIRECTIONS}
 # (0.0001549 GB/s, 51.6 us; the same point for both directions). What a transfer takes
 # beyond it is its time per byte.
 HOST_CALL_SECONDS = _SIZE_TIMES["to_dpu"][0]
+# What a DPU->CPU transfer from a whole rank takes more [vPIM]: taken to grow with the
+# log of the DPUs (an assumption: the sources give 1 and 60 DPUs; [ATiM]'s 128-2,048
+# grow by a log's steps) and to stop at one rank, the SDK running ranks in parallel.
+FROM_RANK_SECONDS = FIGURES["dpu_cpu_call_rank"].value
+# DPU->CPU parallel transfers of PrIM's programs [vPIM]: a power law through its 1- and
+# 60-DPU rates (0.134 and 1.64 GB/s). [PrIM] slide 20's microbenchmark gives 4.7 GB/s at
+# 64 DPUs; PrIM's VA retrieving its results got 1.5-1.7 at 60-64, and its programs are
+# what the estimate is checked on.
+_FROM_ONE = FIGURES["dpu_cpu_parallel_one"].value
+_FROM_EXPONENT = math.log(FIGURES["dpu_cpu_parallel_60"].value / _FROM_ONE) / math.log(60)
 
 
 def _check(kind: str, direction: str) -> None:
@@ -314,10 +362,29 @@ def one_dpu_seconds(direction: str, nbytes: float) -> float:
     return _loglog(nbytes, HOST_SIZES, times)
 
 
+def call_seconds(direction: str, dpus: int = 1) -> float:
+    """The fixed time of one call of the host API moving data to or from `dpus` DPUs:
+    slide 19's at one DPU; from several, up to FROM_RANK_SECONDS more."""
+    within = min(max(int(dpus), 1), DPUS_PER_RANK)
+    if direction == "to_dpu" or within == 1:
+        return HOST_CALL_SECONDS
+    return HOST_CALL_SECONDS + FROM_RANK_SECONDS * min(math.log(within) / math.log(60), 1.0)
+
+
+def launch_seconds(dpus: int) -> float:
+    """The fixed time of a synchronous launch on `dpus` DPUs besides their cycles [vPIM],
+    and [ATiM]'s growth for each rank beyond the first (0 for no DPU)."""
+    if dpus < 1:
+        return 0.0
+    ranks = -(-int(dpus) // DPUS_PER_RANK)
+    return FIGURES["launch_rank"].value + FIGURES["launch_per_rank"].value * (ranks - 1)
+
+
 def host_bandwidth(kind: str, direction: str, dpus: int) -> float:
     """Bytes/s of 32 MiB in all moved by a host<->MRAM transfer of `kind` ('serial',
     'parallel', 'broadcast') to/from `dpus` DPUs of one rank [PrIM slide 20], log-log
-    between the chart's DPU counts. A broadcast's bytes are those all the DPUs receive.
+    between the chart's DPU counts; a parallel one from the DPUs, [vPIM]'s rates of
+    PrIM's programs (_FROM_EXPONENT). A broadcast's bytes are those all the DPUs receive.
     Beyond a rank, an assumption: a serial transfer keeps one rank's rate (one DPU after
     another); parallel and broadcast ones scale with the ranks, as the SDK runs a set's
     ranks in parallel threads ([SDK] "Advanced Features of the Host API", Multiple Ranks
@@ -326,18 +393,21 @@ def host_bandwidth(kind: str, direction: str, dpus: int) -> float:
     _check(kind, direction)
     curve = HOST_DPU_CURVE[(kind, direction)]
     dpus = max(int(dpus), 1)
-    if dpus <= DPUS_PER_RANK:
-        return _loglog(dpus, HOST_DPUS, curve) * 1e9
-    return curve[-1] * 1e9 * (1 if kind == "serial" else dpus / DPUS_PER_RANK)
+    within = min(dpus, DPUS_PER_RANK)
+    if (kind, direction) == ("parallel", "from_dpu"):
+        rank = _FROM_ONE * within ** _FROM_EXPONENT
+    else:
+        rank = _loglog(within, HOST_DPUS, curve) * 1e9
+    return rank * (1 if kind == "serial" or dpus <= DPUS_PER_RANK else dpus / DPUS_PER_RANK)
 
 
 def transfer_seconds(kind: str, direction: str, nbytes: float, dpus: int = 1) -> float:
     """Seconds of one host<->MRAM transfer of `kind` between the host and `dpus` DPUs:
     `nbytes` in all for serial and parallel ones, and for a broadcast the bytes each DPU
-    gets. It is a fixed time per call of the host API (HOST_CALL_SECONDS; a serial transfer
+    gets. It is a fixed time per call of the host API (`call_seconds`; a serial transfer
     makes one call per DPU) and the per-byte time of one DPU's transfer of the same size in
     all [PrIM slide 19], scaled by how much faster that many DPUs move 32 MiB than one DPU
-    does [PrIM slide 20]. Assumptions, stated: that slide 19's dependence on the size (the
+    does (`host_bandwidth`). Assumptions, stated: that slide 19's dependence on the size (the
     fixed time amortized, and the CPU->DPU rate's rise to 0.66 GB/s at 2 MiB and fall to
     0.33 at 32 MiB, as if the host's caches held the smaller buffers) carries over to
     several DPUs as a function of the bytes moved in all, and that slide 20's ratios (at
@@ -357,7 +427,7 @@ def transfer_seconds(kind: str, direction: str, nbytes: float, dpus: int = 1) ->
         within if kind == "serial" else 1) * HOST_CALL_SECONDS
     per_byte_one = HOST_RANK_BYTES / host_bandwidth(kind, direction, 1) - HOST_CALL_SECONDS
     per_byte = max(one_dpu_seconds(direction, moved) - HOST_CALL_SECONDS, 0.0)
-    return calls * HOST_CALL_SECONDS + per_byte * per_byte_rank / per_byte_one
+    return calls * call_seconds(direction, 1 if kind == "serial" else dpus) + per_byte * per_byte_rank / per_byte_one
 
 
 @dataclass(frozen=True)
@@ -502,6 +572,7 @@ class TimingEstimate:
     host_seconds: Mapping[str, float]   # by transfer: 'to_dpu/broadcast', ...
     per_dpu_cycles: tuple[float, ...] = ()
     executed_ops: Mapping[str, int] = field(default_factory=dict)   # by class, whole launch
+    launch_seconds: float = 0.0  # the launch's fixed time besides the DPUs' cycles (`launch_seconds`)
 
     @property
     def dpu_seconds(self) -> float:
@@ -517,8 +588,9 @@ class TimingEstimate:
 
     @property
     def seconds(self) -> float:
-        """DPU time plus host<->MRAM transfers (done before and after the kernel)."""
-        return self.dpu_seconds + sum(self.host_seconds.values())
+        """The launch (its fixed time and the DPUs') plus host<->MRAM transfers (done before
+        and after the kernel)."""
+        return self.launch_seconds + self.dpu_seconds + sum(self.host_seconds.values())
 
     def at(self, clock_hz: float) -> "TimingEstimate":
         """This estimate at a DPU clock of `clock_hz`."""
@@ -528,7 +600,8 @@ class TimingEstimate:
         host = ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in self.host_seconds.items() if v) or "none"
         return (f"DPU {self.dpu_cycles_max:,.0f} cycles max, {self.dpu_cycles_mean:,.0f} mean "
                 f"({self.dpu_seconds * 1e3:.3f} ms at {self.clock_hz / 1e6:g} MHz; issue "
-                f"{self.issue_cycles:,.0f}, DMA {self.dma_cycles:,.0f} cycles); host {host}; "
+                f"{self.issue_cycles:,.0f}, DMA {self.dma_cycles:,.0f} cycles); launch "
+                f"{self.launch_seconds * 1e3:.3f} ms; host {host}; "
                 f"total {self.seconds * 1e3:.3f} ms")
 
 
@@ -574,7 +647,7 @@ def _estimate(per: Sequence[DpuCycles], transfers: Sequence[HostTransfer], clock
         host[key] = host.get(key, 0.0) + t.seconds
     cycles = tuple(c.cycles for c in per)
     return TimingEstimate(clock_hz, worst.cycles, sum(cycles) / len(cycles) if cycles else 0.0,
-                          worst.issue, worst.dma, host, cycles, dict(ops))
+                          worst.issue, worst.dma, host, cycles, dict(ops), launch_seconds(len(cycles)))
 
 
 def launch_estimate(table: CounterTable, counters: np.ndarray, ctx: np.ndarray, need_in: Sequence[int],
