@@ -480,39 +480,54 @@ def if_value(cond: ir.Value, then_fn, else_fn) -> ir.Value:
     return final.result
 
 
-# Ops whose results are never negative, and those that keep their operands' sign.
-_NON_NEGATIVE_OPS = {"memref.dim", "nvvm.read.ptx.sreg.tid.x", "nvvm.read.ptx.sreg.ntid.x"}
-_SIGN_KEEPING_OPS = {"arith.index_cast", "arith.extsi", "arith.extui", "arith.addi", "arith.muli",
-                     "arith.maxsi", "arith.divui", "arith.remui"}
+# Ops whose results are never negative, and those whose least value is their operands'.
+_NON_NEGATIVE_OPS = {"memref.dim", "nvvm.read.ptx.sreg.tid.x", "nvvm.read.ptx.sreg.ntid.x", "arith.extui"}
+_BOUND_KEEPING_OPS = {"arith.index_cast", "arith.extsi"}
 
 
-def known_non_negative(v: ir.Value, depth: int = 8) -> bool:
-    """Whether integer `v` is never negative, as far as its definition shows: a
-    constant >= 0, a dimension, a thread id, a loop index counting up from such
-    a value, or sums and products of those (an index that overflows is out of
-    range either way). Such an index needs no Python-style wrap."""
+def known_non_negative(v: ir.Value) -> bool:
+    """Whether integer `v` is never negative, as far as its definition shows
+    (`lower_bound`). Such an index needs no Python-style wrap."""
+    least = lower_bound(v)
+    return least is not None and least >= 0
+
+
+def lower_bound(v: ir.Value, depth: int = 8) -> int | None:
+    """The least value integer `v` takes, as far as its definition shows, or None:
+    a constant, a dimension or a thread id (0), a loop index counting up from a
+    bounded value, and sums, products of non-negative values, maxima, selects and
+    differences with a constant of those (an index that overflows is out of range
+    either way): `j - 1` is never negative in `for j in range(1, n)`."""
     if depth == 0:
-        return False
+        return None
     if isinstance(v, ir.BlockArgument):
         loop = v.owner.owner
         if loop.name == "scf.for" and v.arg_number == 0:
             step = _constant_int(loop.operands[2])
-            return step is not None and step > 0 and known_non_negative(loop.operands[0], depth - 1)
-        return False
+            return lower_bound(loop.operands[0], depth - 1) if step is not None and step > 0 else None
+        return None
     op = v.owner
     name = op.name
     if name == "arith.constant":
-        value = _constant_int(v)
-        return value is not None and value >= 0
+        return _constant_int(v)
     if name in _NON_NEGATIVE_OPS:
-        return True
+        return 0
     if name == "func.call":               # the runtime's tasklet id and count
-        return ir.FlatSymbolRefAttr(op.attributes["callee"]).value in (abi.ME, abi.NR_TASKLETS)
-    if name in _SIGN_KEEPING_OPS:
-        return all(known_non_negative(x, depth - 1) for x in op.operands)
-    if name == "arith.select":
-        return all(known_non_negative(x, depth - 1) for x in op.operands[1:])
-    return False
+        return 0 if ir.FlatSymbolRefAttr(op.attributes["callee"]).value in (abi.ME, abi.NR_TASKLETS) else None
+    operands = [lower_bound(x, depth - 1) for x in (op.operands[1:] if name == "arith.select" else op.operands)]
+    if name in _BOUND_KEEPING_OPS:
+        return operands[0]
+    if name == "arith.maxsi":
+        return max((b for b in operands if b is not None), default=None)
+    if None in operands:
+        return None
+    if name in ("arith.addi", "arith.select"):
+        return sum(operands) if name == "arith.addi" else min(operands)
+    if name in ("arith.muli", "arith.divui", "arith.remui") and min(operands) >= 0:
+        return operands[0] * operands[1] if name == "arith.muli" else 0
+    if name == "arith.subi" and _constant_int(op.operands[1]) is not None:
+        return operands[0] - operands[1]
+    return None
 
 
 def _constant_int(v: ir.Value) -> int | None:

@@ -250,3 +250,21 @@ def test_indices_known_non_negative_need_no_wrap():
     y, x = np.zeros(4, np.float32), np.arange(4, dtype=np.float32)
     copy_at(y, x, -1)
     assert y[3] == 3
+
+
+@edsl.dialect
+def shift_from(y: InOut["memref<?xf32>"], x: Input["memref<?xf32>"]):
+    for j in range(1, y.shape[0]):
+        y[j] = x[j - 1]                 # j >= 1: never negative
+    for j in range(0, y.shape[0] - 3):
+        y[j] = x[j - 1]                 # j >= 0 here: x[-1] is x's last, as in Python
+
+
+def test_a_loop_index_less_at_most_its_start_needs_no_wrap():
+    """`x[j - 1]` for j counting up from 1 needs no wrap (its least value is 0); from 0
+    it keeps Python's meaning."""
+    body = shift_from.mlir.split("scf.for")
+    assert "arith.select" not in body[1] and "arith.select" in body[2]
+    y, x = np.zeros(4, np.float32), np.arange(1, 5, dtype=np.float32)
+    shift_from(y, x)
+    np.testing.assert_array_equal(y, [4, 1, 2, 3])
