@@ -2,11 +2,13 @@
 
     python benchmarks/dpu_timing.py                 # calibration table (PrIM microbenchmarks)
     python benchmarks/dpu_timing.py --costs         # the DPU instruction cost table, with sources
+    python benchmarks/dpu_timing.py --classes       # a microbenchmark per operation class, against the table
     python benchmarks/dpu_timing.py --workloads     # + PrIM workloads as Triton kernels
     python benchmarks/dpu_timing.py --plot out.png  # + estimated vs published curves (matplotlib)
     python benchmarks/dpu_timing.py --overhead      # what counting costs the DPU model's run time
     python benchmarks/dpu_timing.py --validate      # PrIM's programs against real-hardware times
     python benchmarks/dpu_timing.py --validate --plot docs/dpu_validation.png   # ... drawn (matplotlib)
+    python benchmarks/dpu_timing.py --heldout       # the workbook's 8 other benchmarks, never tuned on
     python benchmarks/dpu_timing.py --versus-ports  # Triton kernels against PrIM's programs, same data
 
 `--overhead` runs the kernels of benchmarks/bench_backend.py (vector add and
@@ -26,9 +28,11 @@ import argparse
 import pathlib
 import sys
 
+import numpy as np
+
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from prim import calibration, validation, workloads  # noqa: E402
+from prim import calibration, classes, validation, workloads  # noqa: E402
 
 import edsl.backend  # noqa: E402
 from edsl.dpu import timing  # noqa: E402
@@ -72,6 +76,29 @@ def print_costs() -> None:
     print(f"{'class':11} {'slots':>7}  source")
     for name, cost in timing.INSTRUCTION_COSTS.items():
         print(f"{name:11} {cost.slots:7.2f}  {cost.source}")
+
+
+def print_classes() -> None:
+    """A microbenchmark per operation class on the model (benchmarks/prim/classes.py), its
+    estimated cost per operation beside the cost table's, and two kernels by what dominates."""
+    print(f"One operation of each class on the model, {classes.TASKLETS} tasklets: issue slots per operation "
+          f"(cycles at saturation), or a DMA's latency in cycles, against the cost table (edsl/dpu/timing.py)")
+    print(f"{'class':24} {'estimated':>9} {'table':>8}  classes (source)")
+    for r in classes.rows():
+        flag = "" if abs(r.estimated - r.table) <= 0.01 * r.table else "  DIFFERS"
+        print(f"{r.name:24} {r.estimated:9.2f} {r.table:8.2f}  {r.source}{flag}")
+    rng = np.random.default_rng(0)
+    n = classes.TASKLETS * 2 * 256
+    for name, data, what in (
+            ("scan_unique", np.repeat(rng.integers(0, 1 << 20, n // 4), 4).astype(np.int32),
+             "PrIM's UNI/SEL shape: keep an element unlike the one before (runs of 4: a quarter kept)"),
+            ("bit_loop", rng.integers(0, 1 << 20, n).astype(np.int32),
+             "a loop of each element's bit length (0-20 bits, 19.0 on average)")):
+        sh = classes.shape(name, data)
+        top = ", ".join(f"{c} {share:.0%}" for c, share in sh.dominant()[:5])
+        per = ", ".join(f"{c} {v:.2f}" for c, v in sh.per_element.items() if v >= 0.01)
+        print(f"\n{name}: {what}\n  {sh.cycles_per_element:.1f} cycles per element; executed per element: {per}"
+              f"\n  share of the issue slots: {top}")
 
 
 def print_workloads(dpus: int, tasklets: int, scale: float) -> None:
@@ -163,18 +190,23 @@ def print_measured(tasklets: int = 16) -> None:
               f"{est.dpu_seconds * 1e3 / ms:6.2f}  {where}")
 
 
-def print_validation(only: str | None = None) -> list[validation.Row]:
-    """The workbook's rows (benchmarks/prim/workbook.csv) against the estimate of
+def print_validation(only: str | None = None, heldout: bool = False) -> list[validation.Row]:
+    """The workbook's rows (benchmarks/prim/workbook.csv, or with `heldout` the other
+    benchmarks' rows, workbook_heldout.csv, of those ported) against the estimate of
     PrIM's programs ported to the EDSL (benchmarks/prim/validation.py says how)."""
-    rows = [r for r in validation.read_rows() if only in (None, r.benchmark)]
+    path, ported = (validation.HELDOUT, validation.heldout_ports()) if heldout else (validation.WORKBOOK, None)
+    rows = [r for r in validation.read_rows(path) if only in (None, r.benchmark)
+            and (ported is None or r.benchmark in ported)]
+    if not rows:
+        raise SystemExit(f"no rows of {only or 'any benchmark'} in {path.name} to estimate")
     print(f"PrIM's programs (EDSL ports, 16 tasklets, {validation.CLOCK_HZ / 1e6:g} MHz) against UPMEM hardware: "
-          f"uPIMulator's workbook ({validation.WORKBOOK.name}); times in ms, ratio = estimate / measured; "
+          f"uPIMulator's workbook ({path.name}); times in ms, ratio = estimate / measured; "
           f"the kernel's estimate holds a launch's fixed time, {timing.launch_seconds(1) * 1e3:.3f} ms")
     print(f"{'bench':9}{'DPUs':>5}{'size':>9} | {'kernel':>8}{'est.':>9}{'ratio':>6}{'uPIM':>9}{'ratio':>6} | "
           f"{'CPU-DPU':>8}{'est.':>8}{'ratio':>6} | {'DPU-CPU':>8}{'est.':>8}{'ratio':>7}")
     done = []
     for r in rows:
-        r = validation.estimate(r)
+        r = validation.estimate_heldout(r) if heldout else validation.estimate(r)
         done.append(r)
         miss = validation.kernel_miss(r)
         flag = f"  kernel off >30%: {miss}" if miss else ""
@@ -185,9 +217,12 @@ def print_validation(only: str | None = None) -> list[validation.Row]:
     for label, column in (("estimate", "est_kernel"), ("uPIMulator", "sim_kernel")):
         medians = validation.median_ratios(done, column)
         print(f"median kernel ratio, {label}: " + ", ".join(f"{b} {v:.2f}" for b, v in medians.items()))
+    print("kernel MAPE, estimate / uPIMulator: " + ", ".join(
+        f"{b} {est:.1f} / {sim:.1f} %" for b, (est, sim) in validation.kernel_mapes(done).items()))
     print("transfer MAPE, CPU-DPU / DPU-CPU: " + ", ".join(
         f"{b} {to:.1f} / {back:.1f} %" for b, (to, back) in validation.transfer_mapes(done).items()))
-    print(validation.summarize(done).line())
+    summary = validation.summarize(done).line()
+    print(summary.replace("validation:", f"held-out ({', '.join(sorted(ported))}):") if heldout else summary)
     return done
 
 
@@ -302,9 +337,13 @@ def main(argv=None) -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="dataset size factor for the workloads")
     parser.add_argument("--overhead", action="store_true", help="measure what counting costs the model")
     parser.add_argument("--costs", action="store_true", help="print the DPU instruction cost table")
+    parser.add_argument("--classes", action="store_true",
+                        help="a microbenchmark per operation class against the cost table")
     parser.add_argument("--validate", action="store_true",
                         help="estimate PrIM's programs at the uPIMulator workbook's rows against its hardware times")
-    parser.add_argument("--only", metavar="BENCH", help="with --validate: one benchmark's rows")
+    parser.add_argument("--heldout", action="store_true",
+                        help="the workbook's 8 other benchmarks (those ported), never tuned on")
+    parser.add_argument("--only", metavar="BENCH", help="with --validate or --heldout: one benchmark's rows")
     parser.add_argument("--versus-ports", action="store_true",
                         help="the Triton workloads against PrIM's programs on the same data (one DPU)")
     parser.add_argument("--reps", type=int, default=7, help="repetitions for --overhead")
@@ -318,11 +357,14 @@ def main(argv=None) -> int:
     if args.costs:
         print_costs()
         return 0
+    if args.classes:
+        print_classes()
+        return 0
     if args.versus_ports:
         print_versus_ports(args.tasklets, args.scale)
         return 0
-    if args.validate:
-        rows = print_validation(args.only)
+    if args.validate or args.heldout:
+        rows = print_validation(args.only, args.heldout)
         if args.plot:
             plot_validation(rows, args.plot)
         return 0

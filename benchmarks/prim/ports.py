@@ -61,9 +61,11 @@ GEMV_COLS = 64           # the workbook's GEMV matrices: m rows x 64 columns
 @dataclass(frozen=True)
 class Xfer:
     """One `dpu_push_xfer` of PrIM's host: `nbytes` to or from each DPU, at DPU symbol
-    `symbol` (DPU_INPUT_ARGUMENTS and DPU_RESULTS are WRAM variables, the rest MRAM)."""
+    `symbol` (DPU_INPUT_ARGUMENTS and DPU_RESULTS are WRAM variables, the rest MRAM); or
+    with `kind` "serial", a `dpu_copy_to`/`dpu_copy_from` of `nbytes` to each DPU in turn."""
     symbol: str
     nbytes: int
+    kind: str = "parallel"
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ class Share:
     cycles: float
     to_dpu: tuple[Xfer, ...]
     from_dpu: tuple[Xfer, ...]
+    launches: int = 1         # the `dpu_launch` calls its kernel time holds
 
     @property
     def to_dpu_bytes(self) -> int:
@@ -262,7 +265,7 @@ def scan(a: np.ndarray, dpus: int, dpu_ids=None, tasklets: int = TASKLETS):
         # writing the second kernel's arguments between the kernels is timed apart, as
         # "Inter-DPU" (timer 3; the workbook's hw_dpu_to_dpu).
         shares.append(Share(d, first[d] + _cycles(rep), (Xfer("DPU_INPUT_ARGUMENTS", 16), Xfer("A", per * 8)),
-                            (Xfer("C", per * 8),)))
+                            (Xfer("C", per * 8),), launches=2))
     return out[:len(a)], shares
 
 

@@ -5,8 +5,8 @@ PrIM ran it, through the EDSL ports (ports.py) at 16 tasklets: DPU 0's share of 
 row's data, split as PrIM's host splits it, runs on the DPU model with counting on,
 and its estimated cycles at 350 MHz are the row's kernel time (every DPU of these
 rows gets the same share: the size divides by the DPUs, checked; the kernel time is
-the slowest DPU's), plus the launch's fixed time (`timing.launch_seconds`): PrIM's
-"DPU" timer wraps `dpu_launch(DPU_SYNCHRONOUS)`. The host transfers are the estimate's
+the slowest DPU's), plus a launch's fixed time (`timing.launch_seconds`) for each
+`dpu_launch(DPU_SYNCHRONOUS)` PrIM's "DPU" timers wrap (SCAN-SSA's two kernels: two). The host transfers are the estimate's
 (`timing.transfer_seconds`) for the transfers PrIM's host times as CPU-DPU and DPU-CPU
 (ports.Share: each a parallel `dpu_push_xfer`, its argument structure's included), and
 what else the timer holds: RED's DPU-CPU timer also holds host work per DPU
@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import csv
 import functools
+import importlib
 import pathlib
+import pkgutil
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +37,7 @@ from . import ports
 
 HERE = pathlib.Path(__file__).resolve().parent
 WORKBOOK = HERE / "workbook.csv"
+HELDOUT = HERE / "workbook_heldout.csv"     # the 8 other benchmarks: estimated, never tuned on
 CLOCK_HZ = timing.DEFAULT_CLOCK_HZ
 BINS = 256
 
@@ -107,9 +110,9 @@ def dpu0(benchmark: str, size: int, dpus: int) -> ports.Share:
 
 
 def transfer_ms(xfers, direction: str, dpus: int) -> float:
-    """Estimated ms of PrIM's host's `dpu_push_xfer`s `xfers` (ports.Xfer: bytes per DPU)
-    to or from `dpus` DPUs: each a parallel transfer of its bytes times the DPUs."""
-    return 1e3 * sum(timing.transfer_seconds("parallel", direction, x.nbytes * dpus, dpus) for x in xfers)
+    """Estimated ms of PrIM's host's transfers `xfers` (ports.Xfer: bytes per DPU) to or
+    from `dpus` DPUs: each of its kind, its bytes times the DPUs in all."""
+    return 1e3 * sum(timing.transfer_seconds(x.kind, direction, x.nbytes * dpus, dpus) for x in xfers)
 
 
 # PrIM's RED host times as "Inter-DPU" (the workbook's DPU-CPU column) a `malloc` per DPU,
@@ -128,13 +131,25 @@ def red_host_ms(dpus: int) -> float:
     return w0 + (w1 - w0) * (dpus - d0) / (d1 - d0)
 
 
-def estimate(row: Row) -> Row:
-    share = dpu0(row.benchmark, row.size, row.dpus)
+def estimate(row: Row, share: ports.Share | None = None) -> Row:
+    """`row` with the estimate of `share` (by default DPU 0's share of the row, run here)."""
+    share = share or dpu0(row.benchmark, row.size, row.dpus)
     host = red_host_ms(row.dpus) if row.benchmark == "RED" else 0.0
-    launch = timing.launch_seconds(row.dpus) * 1e3
+    launch = share.launches * timing.launch_seconds(row.dpus) * 1e3
     return Row(**{**row.__dict__, "est_kernel": share.cycles / CLOCK_HZ * 1e3 + launch, "est_launch": launch,
                   "est_to_dpu": transfer_ms(share.to_dpu, "to_dpu", row.dpus),
                   "est_from_dpu": transfer_ms(share.from_dpu, "from_dpu", row.dpus) + host})
+
+
+def heldout_ports() -> dict:
+    """The held-out benchmarks ported (benchmarks/prim/heldout/): name -> module."""
+    from . import heldout
+    modules = (importlib.import_module(f"{heldout.__name__}.{m.name}") for m in pkgutil.iter_modules(heldout.__path__))
+    return {m.BENCHMARK: m for m in modules}
+
+
+def estimate_heldout(row: Row) -> Row:
+    return estimate(row, heldout_ports()[row.benchmark].dpu0(row.size, row.dpus))
 
 
 def kernel_miss(row: Row, tolerance: float = 0.30) -> str:
@@ -176,6 +191,15 @@ def summarize(rows: list[Row]) -> Summary:
                    mape((r.sim_kernel, r.hw_kernel) for r in rows),
                    sum(abs(r.est_kernel / r.hw_kernel - 1) <= 0.30 for r in rows),
                    mape([(r.est_to_dpu, r.hw_to_dpu) for r in rows] + [(r.est_from_dpu, r.hw_from_dpu) for r in rows]))
+
+
+def kernel_mapes(rows: list[Row]) -> dict[str, tuple[float, float]]:
+    """Per benchmark, the kernel MAPE of the estimate and of uPIMulator, in %."""
+    out: dict[str, list[Row]] = {}
+    for r in rows:
+        out.setdefault(r.benchmark, []).append(r)
+    return {b: (mape((r.est_kernel, r.hw_kernel) for r in rs), mape((r.sim_kernel, r.hw_kernel) for r in rs))
+            for b, rs in out.items()}
 
 
 def transfer_mapes(rows: list[Row]) -> dict[str, tuple[float, float]]:

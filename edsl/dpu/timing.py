@@ -163,13 +163,13 @@ FIGURES: dict[str, Figure] = {
     # taken within a rank: it ran PrIM's own programs at 1 and 60 DPUs of one rank, as
     # the estimate's validation rows are (1-64 DPUs); [ATiM] ran a GEMV of its own at
     # 2-32 ranks and gives the growth beyond one.
-    "launch_rank": Figure(0.330e-3, "s",
-        "[vPIM] VA_1 and VA_60 (single_results/native), VA at 60 DPUs of single_results/native.json, "
-        "VA_64 and VA_480 (full_results/native): PrIM's VA, whose 'DPU' timer wraps "
-        "dpu_launch(DPU_SYNCHRONOUS) alone; the intercept of the least-squares line of its time against "
-        "elements per DPU over the five runs, 0.3295 ms, derived from the logs (re-read). VA's DPU program "
-        "does no work but its elements' (the estimate's own intercept for it is 0.001 ms), so the "
-        "intercept is the launch's"),
+    "launch_rank": Figure(0.272e-3, "s",
+        "[vPIM] VA, RED, HST-S and SCAN-SSA at 1 and 60 DPUs (single_results/native/<BENCH>_1, _60): "
+        "PrIM's programs, whose 'DPU' timers wrap dpu_launch(DPU_SYNCHRONOUS) alone; the intercept of "
+        "each one's time against elements per DPU (0.333, 0.268, 0.435, 0.406 ms), less the estimate's "
+        "own for its DPU program (its work besides the elements: 0.002, -0.002, 0.149, 0.000 ms), per "
+        "launch (SCAN-SSA's two kernels: two): 0.331, 0.269, 0.285, 0.203 ms; their mean, derived from "
+        "the logs (re-read). The spread, 0.20-0.33 ms, is the figure's uncertainty"),
     "launch_per_rank": Figure(6.5e-6, "s/rank",
         "[ATiM] section 3.3.3: near-empty launches take 0.180-0.192 ms at 512 DPUs (8 ranks) and "
         "0.320-0.360 ms at 2,048 (32 ranks): (0.34 - 0.185) ms / 24 ranks, derived from the logs (re-read)"),
