@@ -6,9 +6,10 @@ row's data, split as PrIM's host splits it, runs on the DPU model with counting 
 and its estimated cycles at 350 MHz are the row's kernel time (every DPU of these
 rows gets the same share: the size divides by the DPUs, checked; the kernel time is
 the slowest DPU's), plus a launch's fixed time (`timing.launch_seconds`) for each
-`dpu_launch(DPU_SYNCHRONOUS)` PrIM's "DPU" timers wrap (SCAN-SSA's two kernels: two). The host transfers are the estimate's
-(`timing.transfer_seconds`) for the transfers PrIM's host times as CPU-DPU and DPU-CPU
-(ports.Share: each a parallel `dpu_push_xfer`, its argument structure's included), and
+`dpu_launch(DPU_SYNCHRONOUS)` PrIM's "DPU" timers wrap (SCAN-SSA's two kernels: two).
+The host transfers are the estimate's (`timing.transfer_seconds`) for the transfers
+PrIM's host times as CPU-DPU and DPU-CPU (ports.Share: a parallel `dpu_push_xfer` each,
+its argument structure's included, or a `dpu_copy_from` per DPU where PrIM makes one), and
 what else the timer holds: RED's DPU-CPU timer also holds host work per DPU
 (`red_host_ms`). Nothing here is fitted on the workbook: the estimate's figures are its
 own (edsl/dpu/timing.py), RED's host work vPIM's.
