@@ -3,6 +3,8 @@
 `outs` are the tiles the function may update (its InOut parameters, in
 order); their new values are returned: one tensor, or a tuple for several.
 `ins` are tensors, scalars and pointers (its Input parameters, in order).
+TLE-Raw's one-list form, `fl.call(fn, args, output_indices=None)`, is
+taken too (`_Form`).
 
 On the `dpu` backend, the call is in TTIR a placeholder that stock `make_ttir`
 keeps: a `tt.call` to a body-less private `tt.func` whose name identifies the
@@ -109,28 +111,102 @@ def _operand(spec, v, what: str, name: str, semantic, target: Target = DPU):
     return semantic.cast(v, dtype)
 
 
-def call(fn, outs, ins, _semantic=None, _generator=None):
+class _Form:
+    """How a call names its operands and what it returns. TLE-Raw has two forms:
+    `call(fn, outs, ins)`, the InOut parameters' operands then the Input
+    ones, returning the InOuts' new values (one tensor, or a tuple); and
+    `call(fn, args, output_indices=None)`, every operand in the order of
+    the parameters, returning the outputs' values (None where there are
+    none): the parameters `output_indices` names, else those the function
+    returns, else its InOut ones. An output is an InOut memref's new value,
+    or a pointer or scalar operand itself (what the function wrote through
+    a pointer is in memory)."""
+
+    def __init__(self, fn: EdslFunction, target: Target, args: list, ins: list | None, output_indices):
+        name, specs = fn.__name__, fn.params_for(target)
+        self.one_list = ins is None
+        if not self.one_list:
+            if output_indices is not None:
+                raise TypeError(f"fl.call({name}): output_indices goes with one list of operands, "
+                                f"call(fn, args, output_indices=...), not with outs and ins")
+            self.outs, self.ins, self.picks = args, ins, None
+            return
+        if len(args) != len(specs):
+            raise TypeError(f"fl.call({name}): the function takes {len(specs)} operands "
+                            f"({', '.join(s.name for s in specs)}); got {len(args)}")
+        self.outs = [a for s, a in zip(specs, args) if s.inout]
+        self.ins = [a for s, a in zip(specs, args) if not s.inout]
+        inout = [k for k, s in enumerate(specs) if s.inout]
+        if output_indices is not None:
+            indices = [_index(i, len(specs), name) for i in _elements(output_indices)]
+        elif fn.returns:
+            indices = [next(k for k, s in enumerate(specs) if s.name == r) for r in fn.returns]
+        else:
+            indices = inout
+        self.picks = []
+        for k in indices:
+            s = specs[k]
+            if s.inout:
+                self.picks.append(("new", inout.index(k)))
+            elif operand_kind(s, target) == "tile":
+                raise TypeError(f"fl.call({name}): output {k} is Input parameter {s.name!r} ({s.type_text}), "
+                                f"which the function cannot update: make it InOut, or return it")
+            else:
+                self.picks.append(("operand", args[k]))
+
+    def results(self, new: list):
+        """The call's value, from the InOut parameters' new values."""
+        if self.picks is None:
+            return new[0] if len(new) == 1 else tuple(new)
+        out = [new[v] if how == "new" else v for how, v in self.picks]
+        return None if not out else out[0] if len(out) == 1 else tuple(out)
+
+
+def _index(i, n: int, name: str) -> int:
+    i = _unwrap(i)
+    if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < n:
+        raise TypeError(f"fl.call({name}): output_indices holds operand numbers 0 to {n - 1}, not {i!r}")
+    return i
+
+
+def call(fn, args, ins=None, output_indices=None, hint="", _semantic=None, _generator=None):
     """Run a raw function inside a Triton kernel (on the `dpu` backend or a GPU).
+
+    Two forms, TLE-Raw's: `call(fn, outs, ins)` and `call(fn, args, output_indices=None)`.
 
     Args:
         fn: An `@edsl.dialect` function.
-        outs: The tiles passed as its `InOut` parameters, in their order.
+        args: With `ins`, the tiles passed as its `InOut` parameters, in their order;
+            else every operand, in the order of its parameters.
         ins: The values passed as its `Input` parameters (tiles, pointers, scalars).
+        output_indices: In the one-list form, the operands whose values the call
+            returns (default: the parameters the function returns, else its InOut ones).
+        hint: TLE-Raw's scheduling hint for a foreign function; an edsl function has none to take.
 
     Returns:
-        The new values of `outs`: one tensor, or a tuple of them.
+        With `ins`: the new values of the InOut tiles, one tensor or a tuple. In the
+        one-list form: the outputs' values (a tile's new value, a pointer or scalar
+        operand itself), one, a tuple, or None where there are none.
     """
     fn = _unwrap(fn)
     if not isinstance(fn, EdslFunction):
         raise TypeError(f"fl.call: the first argument must be an @edsl.dialect function, not {type(fn).__name__}")
-    outs, ins = _elements(outs), _elements(ins)
+    args, ins = _elements(args), None if _unwrap(ins) is None else _elements(ins)
     if _semantic is None:  # Triton's interpreter (TRITON_INTERPRET=1) runs kernels as Python
-        return _interpret(fn, outs, ins)
+        form = _Form(fn, DPU, args, ins, output_indices)
+        return form.results(_interpret(fn, form.outs, form.ins))
     backend = getattr(_semantic.builder.options, "backend_name", None)
     if backend == "cuda":
-        return _call_gpu(fn, outs, ins, _semantic)
+        form = _Form(fn, NVPTX, args, ins, output_indices)
+        return form.results(_call_gpu(fn, form.outs, form.ins, _semantic))
     if backend != "dpu":
         raise TypeError(f"fl.call runs on the dpu and nvidia (cuda) backends, not on {backend!r}")
+    form = _Form(fn, DPU, args, ins, output_indices)
+    return form.results(_call_dpu(fn, form.outs, form.ins, _semantic, _generator))
+
+
+def _call_dpu(fn: EdslFunction, outs: list, ins: list, _semantic, _generator) -> list:
+    """The `tt.call` placeholder (module docstring); the InOut tiles' new values."""
     specs = fn.params_for(DPU)
     out_specs = [s for s in specs if s.inout]
     in_specs = [s for s in specs if not s.inout]
@@ -152,8 +228,7 @@ def call(fn, outs, ins, _semantic=None, _generator=None):
         decl = detached.get_or_insert_function(module, symbol, fn_ty, "private", False)
         module.push_back(decl)
     call_op = builder.call(module.get_function(symbol), [v.handle for v in operands])
-    results = [tl.tensor(call_op.get_result(i), outs[i].type) for i in range(len(outs))]
-    return results[0] if len(results) == 1 else tuple(results)
+    return [tl.tensor(call_op.get_result(i), outs[i].type) for i in range(len(outs))]
 
 
 # A Triton builtin: Triton's code generator passes `_semantic` (and
@@ -165,9 +240,10 @@ setattr(call, tl.TRITON_BUILTIN, True)  # noqa: B010
 call.signature = inspect.signature(call)
 
 
-def _interpret(fn: EdslFunction, outs: list, ins: list):
+def _interpret(fn: EdslFunction, outs: list, ins: list) -> list:
     """Under TRITON_INTERPRET=1: run the host-compiled function on the tiles'
-    NumPy data (one tasklet), so the tile code around a region can be debugged."""
+    NumPy data (one tasklet), so the tile code around a region can be debugged;
+    the InOut tiles' new values."""
     import numpy as np
     specs = fn.params_for(DPU)
     out_specs = [s for s in specs if s.inout]
@@ -189,8 +265,7 @@ def _interpret(fn: EdslFunction, outs: list, ins: list):
             raise TypeError(f"fl.call({fn.__name__}): pointer operands ({spec.name!r}) are not "
                             f"supported under TRITON_INTERPRET=1")
     fn.run(*args)
-    results = [tl.tensor(type(v.handle)(a, v.handle.dtype), v.type) for a, v in new]
-    return results[0] if len(results) == 1 else tuple(results)
+    return [tl.tensor(type(v.handle)(a, v.handle.dtype), v.type) for a, v in new]
 
 
 # --- the nvidia backend ------------------------------------------------------------------
@@ -217,7 +292,7 @@ def _check_tile_layout(spec, v, what: str, name: str) -> None:
                         f"row-major at offset 0 (strides {want})")
 
 
-def _call_gpu(fn: EdslFunction, outs: list, ins: list, semantic):
+def _call_gpu(fn: EdslFunction, outs: list, ins: list, semantic) -> list:
     from .gpu import placeholders, stages
     stages.require_installed()
     specs = fn.params_for(NVPTX)
@@ -238,8 +313,7 @@ def _call_gpu(fn: EdslFunction, outs: list, ins: list, semantic):
     by_kind = {True: iter(outs), False: iter(ins)}
     operands = [next(by_kind[s.inout]) for s in specs]
     kinds = [operand_kind(s, NVPTX) for s in specs]
-    results = placeholders.emit(fn, specs, operands, kinds, semantic)
-    return results[0] if len(results) == 1 else tuple(results)
+    return placeholders.emit(fn, specs, operands, kinds, semantic)
 
 
 def _install_stages_hook() -> None:

@@ -83,9 +83,18 @@ class EdslFunction:
     the host (DPU model), updating InOut arrays in place."""
 
     def __init__(self, fn, name: str = "mlir", pipeline=None, fastmath: bool = False,
-                 bounds_check: bool = False, target: str | None = None):
+                 bounds_check: bool = False, target: str | None = None, deferred: bool = False,
+                 extern_func_name: str = ""):
         if name != "mlir":
             raise CompileError(f"unknown edsl dialect {name!r}: only \"mlir\" is supported")
+        # TLE-Raw's options, kept as its programs read them. Its `deferred`
+        # functions compile after the kernel's shared memory is laid out: a
+        # function here is compiled when a kernel calling it is, and
+        # injected after that layout anyway (edsl.gpu.stages), so both
+        # behave alike. `extern_func_name` picks the function of a foreign
+        # source; a Python function is the one function of its source.
+        self.deferred = bool(deferred)
+        self.extern_func_name = str(extern_func_name or "")
         self.target: Target = machines.get(target)
         with codegen.LOCK, codegen.context():
             # Memory-space names resolved; checked per target when compiled for it.
@@ -118,6 +127,11 @@ class EdslFunction:
     def hash_attrs(self) -> tuple:
         from .gpu.cache_key import kernel_key_part  # imports Triton, which is hashing a kernel if it asks
         return kernel_key_part(self)
+
+    @property
+    def returns(self) -> list[str]:
+        """The parameters the function returns (`return y`), by name, in its order."""
+        return list(self._edsl_function_info.returns)
 
     def info_for(self, target: "str | Target") -> "codegen.FunctionInfo":
         """The function as `target` sees it (parameter types in its memory spaces)."""
@@ -414,7 +428,8 @@ def _stable(value, parts: list, seen: set) -> bool:
 
 
 def dialect(fn=None, *, name: str = "mlir", pipeline=None, fastmath: bool = False,
-            bounds_check: bool = False, target: str | None = None):
+            bounds_check: bool = False, target: str | None = None, deferred: bool = False,
+            extern_func_name: str = ""):
     """Compile a Python function with `Input[...]`/`InOut[...]` parameters through MLIR.
 
     Used bare (`@edsl.dialect`) or with options (`@edsl.dialect(name="mlir", ...)`).
@@ -427,11 +442,15 @@ def dialect(fn=None, *, name: str = "mlir", pipeline=None, fastmath: bool = Fals
         bounds_check: Check every subscript at run time (an `edsl.DpuError` at its line).
         target: "upmem-dpu" (default) or "nvptx64": what `.mlir`, `.llvm` and `.llir`
             show; `fl.call` compiles for the backend of the calling kernel.
+        deferred: TLE-Raw's option, accepted and kept (`.deferred`): the function
+            is always compiled with the kernel that calls it.
+        extern_func_name: TLE-Raw's option, kept (`.extern_func_name`).
 
     Returns:
         An `EdslFunction`, or a decorator making one.
     """
-    options = dict(name=name, pipeline=pipeline, fastmath=fastmath, bounds_check=bounds_check, target=target)
+    options = dict(name=name, pipeline=pipeline, fastmath=fastmath, bounds_check=bounds_check, target=target,
+                   deferred=deferred, extern_func_name=extern_func_name)
     if fn is None:
         return lambda f: EdslFunction(f, **options)
     return EdslFunction(fn, **options)

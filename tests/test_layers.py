@@ -17,7 +17,7 @@ LAYERS = [
     ("dpu model", ["dpu"]),
     ("backends", ["backend", "gpu"]),
     ("export", ["export"]),
-    ("api", [""]),
+    ("api", ["", "tle"]),
 ]
 
 

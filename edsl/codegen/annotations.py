@@ -2,11 +2,25 @@
 
 The string is an MLIR type, with the DPU memory spaces writable by name
 (`WRAM`, `MRAM`). `InOut` memrefs may be updated by the function and are its
-results, as in TLE-Raw; `Input` parameters are read-only.
+results, as in TLE-Raw; `Input` parameters are read-only. TLE-Raw's newer
+spelling wraps the string in `typing.Literal` (`Input[Literal["i32"]]`) and
+makes a memref a result by returning it (edsl.codegen.signature).
 """
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
+
+
+def type_text(annotation) -> str | None:
+    """The MLIR type string of `"t"` or `Literal["t"]`; None for anything else."""
+    if isinstance(annotation, str):
+        return annotation
+    if typing.get_origin(annotation) is typing.Literal:
+        args = typing.get_args(annotation)
+        if len(args) == 1 and isinstance(args[0], str):
+            return args[0]
+    return None
 
 
 @dataclass(frozen=True)
@@ -26,10 +40,12 @@ class _ParamKind:
     def __init__(self, kind: str):
         self._kind = kind
 
-    def __getitem__(self, type_text: str) -> Param:
-        if not isinstance(type_text, str):
-            raise TypeError(f'{self._kind}[...] takes an MLIR type string, e.g. {self._kind}["memref<?xf32>"]')
-        return Param(self._kind, type_text)
+    def __getitem__(self, annotation) -> Param:
+        text = type_text(annotation)
+        if text is None:
+            raise TypeError(f'{self._kind}[...] takes an MLIR type string, e.g. {self._kind}["memref<?xf32>"] '
+                            f'or {self._kind}[Literal["memref<?xf32>"]]')
+        return Param(self._kind, text)
 
     def __repr__(self) -> str:
         return self._kind

@@ -234,6 +234,14 @@ def _barrier(gen):
 
 # --- GPU intrinsics -------------------------------------------------------------------
 
+@register(nvvm.barrier)
+def _nvvm_barrier(gen, res=None, **kwargs):
+    # `nvvm.barrier(barrier_id=..., number_of_threads=...)` as TLE-Raw writes
+    # it: the bindings' builder takes the result type (set only with a
+    # reduction) as a required first argument.
+    return nvvm.barrier(res, **kwargs)
+
+
 def _axis(axis) -> int:
     if not (S.is_static(axis) and int(axis) in (0, 1, 2) and not isinstance(axis, (bool, float))):
         raise TypeMismatchError(f"axis must be 0, 1 or 2, not {axis!r}")

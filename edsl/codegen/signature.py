@@ -7,12 +7,13 @@ import dataclasses
 import hashlib
 import inspect
 import textwrap
+import typing
 from dataclasses import dataclass, field
 from types import FunctionType
 
 from mlir import ir
 
-from .annotations import Param
+from .annotations import Param, type_text
 from ..target import dtypes
 from ..target import dpu as abi
 from ..base.errors import AnnotationError, CompileError, SourceLoc
@@ -43,6 +44,7 @@ class FunctionInfo:
     globals: dict
     closure: dict
     params: list[ParamInfo]  # memory-space names resolved, not yet checked against a target
+    returns: list[str] = field(default_factory=list)  # the parameters `return` names, in its order
     _by_target: dict = field(default_factory=dict, repr=False, compare=False)
 
     def for_target(self, target: Target) -> "FunctionInfo":
@@ -59,9 +61,12 @@ class FunctionInfo:
 
     @property
     def key(self) -> str:
-        """Identity of the source text and parameters (not of captured values)."""
+        """Identity of the source text, name and parameters (not of captured
+        values; the name: functions made from one code object by
+        `types.FunctionType` under other names are other symbols)."""
         h = hashlib.sha256(self.source.encode())
         h.update(self.filename.encode())
+        h.update(self.name.encode())
         h.update(repr([(p.name, p.param.kind, p.type_text) for p in self.params]).encode())
         return h.hexdigest()
 
@@ -95,6 +100,7 @@ def function_info(fn) -> FunctionInfo:
                    if _cell_filled(cell)}
     info = FunctionInfo(fn, fn.__name__, filename, source, fdef, fn.__globals__, closure, [])
     info.params = _params(info)
+    info.returns = _returns(info)
     return info
 
 
@@ -122,20 +128,92 @@ def _params(info: FunctionInfo) -> list[ParamInfo]:
     if a.defaults or a.kw_defaults and any(d is not None for d in a.kw_defaults):
         raise AnnotationError("edsl parameters have no default values", loc(info.tree))
     out = []
-    annotations = getattr(info.fn, "__annotations__", {})
     for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs]:
-        ann = annotations.get(arg.arg)
-        if isinstance(ann, str):  # from __future__ import annotations
-            try:
-                ann = eval(ann, info.globals, dict(info.closure))
-            except Exception as e:
-                raise AnnotationError(f"cannot evaluate the annotation of {arg.arg!r}: {e}", loc(arg)) from None
+        ann = _annotation(info, arg.arg, arg.annotation, loc(arg))
         if not isinstance(ann, Param):
             raise AnnotationError(
                 f"parameter {arg.arg!r} needs an annotation Input[\"<mlir type>\"] or InOut[\"<mlir type>\"]",
                 loc(arg))
         out.append(_param(arg.arg, ann, loc(arg.annotation or arg)))
     return out
+
+
+def _annotation(info: FunctionInfo, name: str, node: ast.expr | None, loc: SourceLoc):
+    """The value of the annotation of `name` ("return": the result's). A
+    function made by `types.FunctionType` from another's code has none in
+    `__annotations__`: then the source's, evaluated where the function sees
+    names (as Python would have)."""
+    annotations = getattr(info.fn, "__annotations__", None) or {}
+    if name in annotations:
+        ann = annotations[name]
+        if not isinstance(ann, str):
+            return ann
+        text = ann                                  # (from __future__ import annotations)
+    elif node is not None:
+        text = ast.unparse(node)
+    else:
+        return None
+    try:
+        return eval(text, info.globals, dict(info.closure))
+    except Exception as e:
+        raise AnnotationError(f"cannot evaluate the annotation of {name!r}: {e}", loc) from None
+
+
+def _returns(info: FunctionInfo) -> list[str]:
+    """The parameters a TLE-Raw function's last statement returns (`return y`,
+    `return x, y`): memrefs it updates, its results as InOut ones are (they
+    become InOut). Checked against a `-> Literal[...]` annotation."""
+    body = info.tree.body
+    last = body[-1] if body else None
+    if not isinstance(last, ast.Return) or last.value is None or \
+            isinstance(last.value, ast.Constant) and last.value.value is None:
+        return []
+    where = SourceLoc(info.filename, last.lineno, last.col_offset)
+    values = last.value.elts if isinstance(last.value, ast.Tuple) else [last.value]
+    by_name = {p.name: k for k, p in enumerate(info.params)}
+    names = []
+    for v in values:
+        if not (isinstance(v, ast.Name) and v.id in by_name):
+            raise AnnotationError(f"an edsl function returns some of its memref parameters (its results, as "
+                                  f"InOut ones are), not `{ast.unparse(v)}`", where)
+        if v.id in names:
+            raise AnnotationError(f"parameter {v.id!r} is returned twice", where)
+        p = info.params[by_name[v.id]]
+        if not S.is_memref(ir.Type.parse(p.type_text)):
+            raise AnnotationError(f"parameter {v.id!r} is a {p.type_text}: an edsl function returns memrefs, "
+                                  f"which it updates (a pointer's memory is written through it)", where)
+        names.append(v.id)
+        info.params[by_name[v.id]] = dataclasses.replace(p, param=Param("InOut", p.param.type_text))
+    _check_result_annotation(info, names)
+    return names
+
+
+def _check_result_annotation(info: FunctionInfo, names: list[str]) -> None:
+    """`-> Literal["t"]` or a tuple of them, where given: one type a returned
+    parameter, each its type."""
+    node = info.tree.returns
+    where = SourceLoc(info.filename, node.lineno, node.col_offset) if node is not None else None
+    ann = _annotation(info, "return", node, where)
+    if ann is None:
+        return
+    items = list(typing.get_args(ann)) if typing.get_origin(ann) is tuple else \
+        list(ann) if isinstance(ann, tuple) else [ann]
+    texts = [type_text(t) for t in items]
+    if None in texts:
+        raise AnnotationError(f"the result annotation {ast.unparse(node)} is not an MLIR type string "
+                              f"(Literal[\"memref<...>\"]) or a tuple of them", where)
+    if len(texts) != len(names):
+        raise AnnotationError(f"the result annotation names {len(texts)} types; the function returns "
+                              f"{len(names)} parameters ({', '.join(names) or 'none'})", where)
+    params = {p.name: p for p in info.params}
+    for text, name in zip(texts, names):
+        try:
+            same = ir.Type.parse(resolve_memory_spaces(text, None)) == ir.Type.parse(params[name].type_text)
+        except (ir.MLIRError, ValueError):
+            same = False
+        if not same:
+            raise AnnotationError(f"the result annotation says {text}; returned parameter {name!r} is a "
+                                  f"{params[name].param.type_text}", where)
 
 
 def _param(name: str, param: Param, loc: SourceLoc, target: Target | None = None) -> ParamInfo:

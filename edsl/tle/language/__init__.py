@@ -1,0 +1,1 @@
+"""`triton.experimental.tle.language`: what Triton kernels call."""
