@@ -51,6 +51,13 @@ class Compiled:
     _llir: str | None = None
 
     @property
+    def prints(self) -> bool:
+        """Whether the function prints (vprintf, vassert): its launches must not run twice."""
+        return any(op.operation.name == "llvm.func" and
+                   ir.StringAttr(op.operation.attributes["sym_name"]).value in ("printf", "vprintf")
+                   for op in self.module.body.operations)
+
+    @property
     def llir(self) -> str:
         """LLVM IR text."""
         if self._llir is None:

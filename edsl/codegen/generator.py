@@ -334,11 +334,12 @@ class CodeGenerator(ast.NodeVisitor):
             self.runtime_call(dpu_symbol, [S.constant(self.site(), S.int_type(64))], [])
             return
         loc = self.current_loc()
-        args = [self._string(f"{loc}: {what}"), self._string(loc.filename), S.constant(loc.lineno, S.int_type(32)),
-                self._string(self.info.name), S.constant(1, S.int_type(64))]
+        args = [self.string_constant(f"{loc}: {what}"), self.string_constant(loc.filename),
+                S.constant(loc.lineno, S.int_type(32)), self.string_constant(self.info.name),
+                S.constant(1, S.int_type(64))]
         self.runtime_call("__assertfail", args, [])
 
-    def _string(self, text: str) -> ir.Value:
+    def string_constant(self, text: str) -> ir.Value:
         """The address of a constant NUL-terminated string (one global per text)."""
         st = self.state
         name = st.strings.get(text)

@@ -17,12 +17,13 @@ from functools import reduce
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import arith, math, memref, nvvm
+from mlir.dialects import arith, math, memref, nvvm, scf
 
 from ..target import dtypes
 from . import language as L
 from ..target import dpu as abi
 from ..base.errors import CompileError, DpuError, TypeMismatchError
+from . import printf
 from . import semantic as S
 from ..target.machines import DPU, NVPTX, Target
 
@@ -230,6 +231,30 @@ def _barrier(gen):
     else:
         # (the site names the barrier's line if its tasklets deadlock)
         gen.runtime_call(abi.BARRIER, [S.constant(gen.site(), S.int_type(64))], [])
+
+
+@register(L.vprintf)
+def _vprintf(gen, fmt, *args):
+    if not isinstance(fmt, str):
+        raise CompileError("vprintf's format must be a string constant")
+    printf.emit(gen, fmt, printf.arguments(gen, fmt, args))
+
+
+@register(L.vassert)
+def _vassert(gen, cond, fmt, *args):
+    if not isinstance(fmt, str):
+        raise CompileError("vassert's format must be a string constant")
+    values = printf.arguments(gen, fmt, args)   # (checked where the assertion holds too)
+    c = S.truth(cond)
+    if not isinstance(c, ir.Value):
+        if c:
+            return
+        c = S.constant(False, S.int_type(1))
+    op = scf.IfOp(S.unary(ast.Not, c))
+    with ir.InsertionPoint(op.then_block):
+        printf.emit(gen, fmt, values)
+        gen.report_failure(abi.ASSERT_FAIL, f"vassert failed: {fmt.strip()}")
+        scf.yield_([])
 
 
 # --- GPU intrinsics -------------------------------------------------------------------

@@ -57,6 +57,13 @@ num_threads = Intrinsic("num_threads", "The number of threads running this funct
 barrier = Intrinsic("barrier", "Wait until every thread reaches this barrier (`barrier_wait` on the DPU, "
                     "`__syncthreads()` on a GPU).")
 
+# Printing, and asserting with a message (TLE-Raw's names; edsl.codegen.printf).
+vprintf = Intrinsic("vprintf", "vprintf(fmt, *args): C's printf from every thread that runs it: CUDA's `vprintf` "
+                    "on a GPU, `printf` on the DPU; each conversion checked against its argument when compiled.")
+vassert = Intrinsic("vassert", "vassert(cond, fmt, *args): where `cond` is false, print `fmt` with `args` "
+                    "(vprintf) and stop as a failed `assert` does (a device-side assert on a GPU, an "
+                    "`edsl.DpuError` at this line on the DPU).")
+
 # GPU intrinsics.
 block_id = Intrinsic("block_id", "block_id(axis=0): the index of the running CTA along `axis` (0, 1, 2), i32 "
                      "(`blockIdx`; Triton's program id). GPU only.")
@@ -86,6 +93,6 @@ wram_alloc = Intrinsic(
     "8-byte aligned, counted against the 64 KiB WRAM of the DPU. DPU only.")
 
 __all__ = ["Intrinsic", "ScalarType", "i1", "i8", "i16", "i32", "i64", "index", "f16", "bf16",
-           "f32", "f64", "select", "thread_id", "num_threads", "barrier", "block_id", "num_blocks",
+           "f32", "f64", "select", "thread_id", "num_threads", "barrier", "vprintf", "vassert", "block_id", "num_blocks",
            "shuffle_xor",
            "tasklet_id", "num_tasklets", "mram_read", "mram_write", "wram_alloc", *_MATH]

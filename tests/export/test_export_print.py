@@ -273,3 +273,30 @@ def test_printable_conversions_print_as_the_sdk_printf():
     assert ('printf("v %d %5u %llx %c %s %e %f %s\\n", (int)a0, (unsigned int)a1, (unsigned long long)a2, '
             '(int)a3, (const char *)a4, a5, a6, edsl_hexfloat(edsl_h0, a7));') in body
     assert 'static const edsl_array0 fmt = {{ "v %d %5u %llx %c %s %e %f %a\\n" }};' in "\n".join(prog.globals)
+
+
+@edsl.dialect
+def report_tile(y: edsl.InOut["memref<?xi32>"], c: edsl.Input["i32"]):
+    if edsl.tasklet_id() == 0:
+        edsl.vprintf("pid (edsl) first %d last %d c %d\n", y[0], y[y.shape[0] - 1], c)
+    for i in range(edsl.tasklet_id(), y.shape[0], edsl.num_tasklets()):
+        y[i] = y[i] * c
+
+
+@triton.jit
+def calls_a_printing_function(y_ptr, c, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    y = tl.load(y_ptr + offs)
+    y = edsl.fl.call(report_tile, [y], [c])
+    tl.store(y_ptr + offs, y)
+
+
+@needs_cc
+@pytest.mark.parametrize("dpus, tasklets", [(1, 1), (2, 3)])
+def test_vprintf_in_an_edsl_function_prints_as_on_the_model(capfd, tmp_path, dpus, tasklets):
+    y = np.arange(64, dtype=np.int32)
+    model, ran, r = model_and_export(capfd, tmp_path, calls_a_printing_function, (y, 3), {"BLOCK": 16}, (4,),
+                                     dpus, tasklets, outputs=["y_ptr"])
+    assert model == [f"pid (edsl) first {16 * p} last {16 * p + 15} c 3" for p in range(4)]
+    assert printed(r.stdout) == model
+    np.testing.assert_array_equal(output(tmp_path / "p", "y_ptr", y), ran[0])

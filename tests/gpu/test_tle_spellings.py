@@ -1,7 +1,14 @@
 """TLE-Raw's spellings on Triton's stock nvidia backend: a function in the
 MLIR-builder style over `Input[Literal["!llvm.ptr<1>"]]` parameters called
 in the one-list form, `nvvm.barrier` with TLE-Raw's keywords, a tile
-result by `return`; compiled for sm_90 anywhere, run against torch on a GPU."""
+result by `return`, `vprintf` and `vassert`; compiled for sm_90 anywhere,
+run against torch on a GPU (printing and a failed assert in a process of
+their own: a device-side assert ends the process's CUDA context)."""
+import os
+import pathlib
+import re
+import subprocess
+import sys
 from typing import Literal as L
 
 import pytest
@@ -12,6 +19,7 @@ from mlir.dialects import arith, llvm, nvvm, scf
 
 import edsl.tle.language.raw as tle_raw
 from edsl.tle.raw import Input, dialect
+from edsl.tle.raw.mlir import vassert, vprintf
 from gpu_helpers import barriers, compile_sm90
 
 
@@ -83,3 +91,47 @@ def test_one_list_forms_on_the_gpu():
     o = torch.empty(128, device="cuda")
     reverse_kernel[(1,)](x, o, B=128, num_warps=4)
     torch.testing.assert_close(o, x[:128].flip(0), rtol=0, atol=0)
+
+
+@dialect(name="mlir")
+def hello(n: Input[L["i32"]]):
+    tid = nvvm.read_ptx_sreg_tid_x(_i32())
+    bid = nvvm.read_ptx_sreg_ctaid_x(_i32())
+    vprintf("hello from block %d thread %d of %d\n", bid, tid, n)
+    vassert(arith.cmpi(arith.CmpIPredicate.slt, tid, n), "thread %d is not below %d\n", tid, n)
+
+
+@triton.jit
+def hello_kernel(n):
+    tle_raw.call(hello, [n])
+
+
+def test_vprintf_and_vassert_compile_to_cuda_vprintf_and_assertfail():
+    ptx = compile_sm90(hello_kernel, {"n": "i32"}, num_warps=1).asm["ptx"]
+    assert ptx.count("call.uni (retval0), vprintf, (param0, param1);") == 2     # the print, the assert's
+    assert re.search(r"\.extern \.func __assertfail", ptx) and re.search(r"call\.uni\s+__assertfail", ptx)
+
+
+HELLO_SCRIPT = """
+import torch, triton
+import test_tle_spellings as t
+t.hello_kernel[(2,)](N, num_warps=1)
+torch.cuda.synchronize()
+print("synchronized")
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n, fails", [(32, False), (16, True)])
+def test_vprintf_prints_and_a_failed_vassert_stops_the_kernel_on_the_gpu(tmp_path, n, fails):
+    env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path / "triton"), EDSL_CACHE_DIR=str(tmp_path / "edsl"),
+               PYTHONPATH=os.pathsep.join([str(pathlib.Path(__file__).parent), *sys.path]))
+    r = subprocess.run([sys.executable, "-c", HELLO_SCRIPT.replace("N", str(n))], env=env, capture_output=True,
+                       text=True, timeout=300)
+    lines = r.stdout.splitlines()
+    assert {f"hello from block {b} thread {t} of {n}" for b in range(2) for t in range(32)} <= set(lines)
+    if fails:
+        assert r.returncode != 0 and "synchronized" not in lines
+        assert "device-side assert" in r.stderr and "thread 16 is not below 16" in r.stdout, r.stderr[-2000:]
+    else:
+        assert r.returncode == 0 and "synchronized" in lines, r.stderr[-2000:]

@@ -42,8 +42,11 @@ def lower_call(conv, op) -> None:
         raise conv.sites.error(op, f"fl.call to an EDSL function unknown in this process ({symbol})")
     params = fn.info_for("upmem-dpu").params
     _check_operands_fit_wram(conv, op, fn.__name__, params)
+    compiled = fn.compile("upmem-dpu")
     conv.info.sites += [[code, conv.sites.file_name(s.filename), s.lineno, s.col]
-                        for code, s in fn.compile("upmem-dpu").sites.items()]
+                        for code, s in compiled.sites.items()]
+    if compiled.prints:
+        conv.info.prints.append(f"fl.call of {fn.__name__}")
     operands, kinds, outs = [], [], []
     for p, v in zip(params, op.operands):
         t = p.mlir_type
