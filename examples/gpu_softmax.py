@@ -4,8 +4,9 @@ thread of the CTA reduces its share of the row in registers, each warp
 reduces its threads' results with butterfly shuffles (`edsl.shuffle_xor`),
 and the warps' results meet in a shared tile of one slot per warp, which
 every thread reads after one barrier (maximum, then sum of exponentials,
-which stay in the row); the row is then scaled in place (rows up to 8192 f32
-fit the 48 KiB of static shared memory). Each program walks rows with a
+which stay in the row); the row is then scaled in place (the row's tile, a
+power of two of f32, must fit the shared memory a block opts in to: up to
+32,768 f32 on an H100 or H200). Each program walks rows with a
 stride, so the call sits in a loop.
 
     python examples/gpu_softmax.py

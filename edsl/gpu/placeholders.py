@@ -97,11 +97,6 @@ def emit(fn, specs, operands: list, kinds: list[str], semantic) -> list[tl.tenso
     `tile`, `pointer` or `scalar`, pointers already as i64); returns the new
     values of the InOut tiles."""
     plan = plan_call(fn, specs, operands, kinds)
-    if plan.pool_bytes > nvptx.STATIC_SHARED_BYTES:
-        detail = ", ".join(f"{s.name} {o.tile.nbytes} bytes" for s, o in zip(specs, plan.operands) if o.tile)
-        raise TypeError(f"fl.call({fn.__name__}): its tile operands need {plan.pool_bytes} bytes of shared memory "
-                        f"({detail}); a kernel's static shared memory holds at most "
-                        f"{nvptx.STATIC_SHARED_BYTES} bytes")
     PLANS[plan.symbol] = plan
     _extern(semantic, SYNC, [0], tl.int32)
     offsets = {}

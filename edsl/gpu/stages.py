@@ -15,7 +15,11 @@ library, placed before libdevice: the LLVM IR that edsl.inject.gpu_library build
 the placeholders found in the kernel's TTGIR. Triton's extern-library linker
 links it before LLVM's O3, which inlines it. Before that, the order of the
 placeholders is checked, since each call's barriers and pool offsets rely on
-it (edsl.gpu.placeholders).
+it (edsl.gpu.placeholders). After it, the calls' pool is placed after
+Triton's shared memory and the kernel's `shared` grows by it: Triton's
+launcher opts the kernel in to that much dynamic shared memory, and a kernel
+needing more than its GPU has is Triton's `OutOfResources`, which the
+autotuner skips.
 
 A hook set before edsl installs its own is composed with it (edsl's wrapping
 first, then the user's); a hook set afterwards replaces edsl's, and `fl.call`
@@ -29,10 +33,12 @@ import os
 import re
 import tempfile
 
-from ..backend import triton_internals
+from triton.runtime.errors import OutOfResources
 
+from ..backend import triton_internals
 from ..base import cache
 from ..base.errors import CompileError
+from ..target import nvptx
 from . import code_version
 from ..inject import gpu_library as library
 from .placeholders import PLANS
@@ -172,6 +178,15 @@ def make_llir(backend, options, capability, src, metadata, stock):
     if missing:
         raise CompileError(f"the kernel calls {missing[0]}, an fl.call compiled in another process; compile "
                            f"the kernel from its Python source")
-    path = _write(library.build([PLANS[s] for s in runs], elems))
+    plans = [PLANS[s] for s in runs]
+    path = _write(library.build(plans, elems))
     libs = (("edsl", path),) + tuple(options.extern_libs or ())
-    return backend.make_llir(src, metadata, dataclasses.replace(options, extern_libs=libs), capability)
+    llir = backend.make_llir(src, metadata, dataclasses.replace(options, extern_libs=libs), capability)
+    pool = max(p.pool_bytes for p in plans)
+    llir, metadata["shared"] = library.place_pool(llir, metadata["shared"], pool)
+    limit = nvptx.MAX_SHARED_BYTES.get(capability)
+    if limit is not None and metadata["shared"] > limit:
+        # (Triton's own error at load, raised when compiling: its autotuner skips the config)
+        raise OutOfResources(metadata["shared"], limit, f"shared memory (fl.call's tiles take {pool} bytes "
+                             f"after the kernel's {metadata['shared'] - pool})")
+    return llir

@@ -11,8 +11,11 @@ A kernel compiled by Triton's `nvidia` backend declares, for its `fl.call`s
 
 This module builds one LLVM module defining them all, which Triton's extern
 library linker links into the kernel before LLVM's O3 (which inlines it): the
-pool, a static shared-memory array (address space 3) that every call's tiles
-live in, row-major, while the call runs; the helpers; one adapter per run
+pool, the shared memory (address space 3) that every call's tiles live in,
+row-major, while the call runs, declared here and placed after Triton's own
+in the kernel's dynamic shared memory (`place_pool`), so that tiles may take
+what a block opts in to (227 KiB on an H100) rather than the 48 KiB of
+static shared arrays; the helpers; one adapter per run
 symbol, calling its EDSL function with the memref descriptors of its tiles
 (pointer into the pool, offset 0, sizes, row-major strides), its pointers
 (global memory, address space 1) and its scalars; and the EDSL functions
@@ -22,6 +25,7 @@ upstream `mlir` bindings and translated to LLVM IR text.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 
 from mlir import ir
@@ -98,9 +102,11 @@ def elem_bytes(elem: str) -> int:
     return dtypes.by_mlir(elem).nbytes
 
 
-def _helpers(pool_bytes: int, elems) -> str:
-    lines = [f"llvm.mlir.global internal @{POOL}() {{addr_space = {nvptx.SHARED_ADDRSPACE} : i32, "
-             f"alignment = {nvptx.SHARED_ALIGN} : i64}} : !llvm.array<{max(pool_bytes, 1)} x i8>",
+def _helpers(elems) -> str:
+    # The pool is declared only: `place_pool` puts it after Triton's shared
+    # memory once the kernel's LLVM IR is made.
+    lines = [f"llvm.mlir.global external @{POOL}() {{addr_space = {nvptx.SHARED_ADDRSPACE} : i32, "
+             f"alignment = {nvptx.SHARED_ALIGN} : i64}} : !llvm.array<0 x i8>",
              f"""llvm.func @{SYNC}(%unused: i32) -> i32 attributes {{always_inline}} {{
   nvvm.barrier0
   %zero = llvm.mlir.constant(0 : i32) : i32
@@ -242,8 +248,8 @@ def function_symbol(fn) -> str:
 
 
 def build(plans: list[RunPlan], elems) -> str:
-    """LLVM IR text defining the pool, the helpers for element types `elems`,
-    the adapters of `plans` and their EDSL functions."""
+    """LLVM IR text declaring the pool, defining the helpers for element types
+    `elems`, the adapters of `plans` and their EDSL functions."""
     with codegen.LOCK, codegen.context(), ir.Location.unknown():
         functions: dict[str, ir.Module] = {}
         for plan in plans:
@@ -251,7 +257,7 @@ def build(plans: list[RunPlan], elems) -> str:
             if callee not in functions:
                 functions[callee] = _function_module(plan.function, callee)
         signatures = {callee: _signature(ir.SymbolTable(m.operation)[callee]) for callee, m in functions.items()}
-        parts = [_helpers(max((p.pool_bytes for p in plans), default=0), elems)]
+        parts = [_helpers(elems)]
         for callee, (params, ret) in signatures.items():  # declared here, defined below
             parts.append(f"llvm.func @{callee}({', '.join(params)})" + (f" -> {ret}" if ret != "void" else ""))
         done = set()
@@ -279,3 +285,25 @@ def build(plans: list[RunPlan], elems) -> str:
                     table.insert(op)
         verify(module)
         return to_llvm_ir(module)
+
+
+# Triton's dynamic shared memory, in the LLVM IR of its kernels.
+TRITON_SHARED = "global_smem"
+_POOL_USE = re.compile(r"@" + re.escape(POOL) + r"\b")
+
+
+def place_pool(llir: str, triton_bytes: int, pool_bytes: int) -> tuple[str, int]:
+    """The kernel's LLVM IR with the pool at the first aligned byte after
+    Triton's `triton_bytes` of dynamic shared memory, and the dynamic shared
+    memory the kernel then needs. (Text: the pool's uses become constant
+    expressions of Triton's base, so that its declaration, opaque to LLVM's
+    O3, never aliased Triton's buffers in the optimizer's eyes.)"""
+    offset = -(-triton_bytes // nvptx.SHARED_ALIGN) * nvptx.SHARED_ALIGN
+    lines = [line for line in llir.splitlines() if not line.startswith(f"@{POOL} = ")]
+    if not any(line.startswith(f"@{TRITON_SHARED} = ") for line in lines):
+        # (declared before the first global or function: after the module's header)
+        at = next(k for k, line in enumerate(lines) if line.startswith(("@", "define ", "declare ")))
+        lines.insert(at, f"@{TRITON_SHARED} = external addrspace(3) global [0 x i8], align {nvptx.SHARED_ALIGN}")
+    text = "\n".join(lines)
+    base = f"getelementptr (i8, ptr addrspace(3) @{TRITON_SHARED}, i64 {offset})"
+    return _POOL_USE.sub(lambda _: base, text) + "\n", offset + pool_bytes

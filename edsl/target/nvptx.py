@@ -11,9 +11,12 @@ GENERIC_ADDRSPACE = 0
 GLOBAL_ADDRSPACE = 1
 SHARED_ADDRSPACE = 3
 
-# Statically allocated shared memory of one kernel (`__shared__` arrays, and the
-# buffers `fl.call` stages its tile operands in) may not exceed 48 KiB.
-STATIC_SHARED_BYTES = 48 * 1024
+# Shared memory one block may use, opted in to (dynamic shared memory; static
+# arrays stop at 48 KiB), by compute capability: the CUDA C++ Programming
+# Guide's "Technical Specifications per Compute Capability". fl.call's tiles
+# are staged in dynamic shared memory after Triton's own (edsl.gpu.stages).
+MAX_SHARED_BYTES = {80: 163 * 1024, 86: 99 * 1024, 87: 163 * 1024, 89: 99 * 1024, 90: 227 * 1024,
+                    100: 227 * 1024, 103: 227 * 1024, 120: 99 * 1024}
 
 # Where fl.call stages tile operands: each buffer starts at a multiple of this.
 SHARED_ALIGN = 16

@@ -1,7 +1,7 @@
 """`fl.call` on Triton's stock nvidia backend, compiled without a GPU: the
 placeholders in TTIR/TTGIR, the library linked into the kernel, the order
-check of the llir stage, the final PTX (barriers, the static shared pool, no
-call left), the stages hook and the kernel cache key."""
+check of the llir stage, the final PTX (barriers, the pool in dynamic shared
+memory after Triton's, no call left), the stages hook and the kernel cache key."""
 import importlib.util
 import linecache
 import os
@@ -15,6 +15,7 @@ import triton.language as tl
 from hypothesis import given, settings, strategies as st
 from triton import knobs
 from triton.compiler.errors import CompilationError
+from triton.runtime.errors import OutOfResources
 
 import edsl
 from edsl import InOut, Input, fl
@@ -56,6 +57,18 @@ SIG_1D = {"x_ptr": "*fp32", "o_ptr": "*fp32"}
 SIG_DOT = {"a_ptr": "*fp16", "b_ptr": "*fp16", "o_ptr": "*fp32"}
 
 
+def _pool_bytes(cc, triton: bool = False) -> int:
+    """The bytes of the calls' pool: the kernel's dynamic shared memory beyond
+    Triton's own (`triton`: the kernel has some), where the LLVM IR places it;
+    no static shared array."""
+    assert static_shared(cc.asm["ptx"]) == {} and "__edsl_gpu_pool" not in cc.asm["llir"]
+    at = re.findall(r"getelementptr \(i8, ptr addrspace\(3\) @global_smem, i64 (\d+)\)", cc.asm["llir"])
+    assert at and len(set(at)) == 1, at
+    offset = int(at[0])
+    assert (offset > 0) == triton and offset % 16 == 0
+    return cc.metadata.shared - offset
+
+
 def _placeholder_lines(ttgir: str) -> list[str]:
     return [re.search(r'symbol = "__edsl_gpu_(\w+?)(?:_[0-9a-f]{16}_[0-9a-f]{12})?"', line).group(1)
             for line in ttgir.splitlines() if '"__edsl_gpu_' in line]
@@ -72,9 +85,10 @@ def test_a_call_is_sync_puts_run_gets_in_ttir_and_ttgir():
 
 
 def test_ptx_of_a_call_has_its_barriers_and_pool_and_no_call():
-    ptx = compile_sm90(reverse_kernel, SIG_1D, {"B": 128}).asm["ptx"]
+    cc = compile_sm90(reverse_kernel, SIG_1D, {"B": 128})
+    ptx = cc.asm["ptx"]
     assert barriers(ptx) == 3                               # before the puts, around the body
-    assert static_shared(ptx) == {"__edsl_gpu_pool": 2 * 128 * 4}   # y then x, row-major
+    assert _pool_bytes(cc) == 2 * 128 * 4                   # y then x, row-major
     assert "call" not in ptx                                # adapters and body inlined
     assert re.search(r"\bst\.shared\.(?:f32|b32)", ptx) and re.search(r"\bld\.shared\.(?:f32|b32)", ptx)
 
@@ -93,9 +107,8 @@ def test_calls_in_a_loop_chain_through_one_pool():
     runs, elems = stages.placeholders(cc.asm["ttgir"])
     assert len(runs) == 2 and elems == {"f32"}
     assert _placeholder_lines(cc.asm["ttgir"]) == ["sync", "put_f32", "put_f32", "run", "get_f32"] * 2
-    ptx = cc.asm["ptx"]
-    assert static_shared(ptx) == {"__edsl_gpu_pool": 2 * 32 * 32 * 4}  # the larger call, not the sum
-    assert barriers(ptx) == 6
+    assert _pool_bytes(cc) == 2 * 32 * 32 * 4               # the larger call, not the sum
+    assert barriers(cc.asm["ptx"]) == 6
 
 
 @triton.jit
@@ -122,7 +135,7 @@ def test_tl_dot_accumulator_is_staged_from_its_mma_layout():
     cc = compile_sm90(dot_kernel, SIG_DOT, {"M": 64, "N": 64, "K": 32})
     puts = [line for line in cc.asm["ttgir"].splitlines() if "__edsl_gpu_put_f32" in line]
     assert any("#mma" in line for line in puts), puts
-    assert static_shared(cc.asm["ptx"]) == {"__edsl_gpu_pool": 2 * 64 * 64 * 4}
+    assert _pool_bytes(cc, triton=True) == 2 * 64 * 64 * 4   # after tl.dot's own shared memory
 
 
 @settings(max_examples=6, deadline=None)
@@ -134,7 +147,7 @@ def test_pool_offsets_are_row_major_for_any_tile(rows, cols):
         x = tl.load(x_ptr + offs)
         tl.store(o_ptr + offs, fl.call(prefix_sum, [tl.zeros_like(x)], [x]))
     cc = compile_sm90(tile_kernel, SIG_1D, {"M": rows, "N": cols})
-    assert static_shared(cc.asm["ptx"]) == {"__edsl_gpu_pool": 2 * rows * cols * 4}
+    assert _pool_bytes(cc) == 2 * rows * cols * 4
     plan = next(p for s, p in library_plans(cc).items())
     assert [o.tile for o in plan.operands] == [TileSlot((rows, cols), "f32", 0),
                                                TileSlot((rows, cols), "f32", rows * cols * 4)]
@@ -157,7 +170,7 @@ def test_library_defines_pool_helpers_adapter_and_function():
     plan = _plan(reverse, Operand("tile", tile, TileSlot((128,), "f32", 0)),
                  Operand("tile", tile, TileSlot((128,), "f32", 512)))
     text = library.build([plan], {"f32"})
-    assert re.search(r"@__edsl_gpu_pool = internal addrspace\(3\) global \[1024 x i8\] undef, align 16", text)
+    assert re.search(r"@__edsl_gpu_pool = external addrspace\(3\) global \[0 x i8\], align 16", text)
     assert re.search(r"define i32 @__edsl_gpu_sync\(i32 %0\)", text)
     assert re.search(r"define i32 @__edsl_gpu_put_f32\(float %0, i32 %1\)", text)
     assert re.search(r"define float @__edsl_gpu_get_f32\(i32 %0\)", text)
@@ -269,12 +282,44 @@ def big_kernel(x_ptr, o_ptr):
     tl.store(o_ptr + offs, fl.call(prefix_sum, [tl.zeros_like(x)], [x]))
 
 
-def test_tiles_over_the_static_shared_memory_are_an_error():
-    with pytest.raises(CompilationError) as err:
-        compile_sm90(big_kernel, SIG_1D)
-    text = str(err.value)
-    assert "fl.call(prefix_sum, [tl.zeros_like(x)], [x])" in text
-    assert "65536 bytes of shared memory" in text and "y 32768 bytes, x 32768 bytes" in text and "49152" in text
+def test_tiles_beyond_48_kib_live_in_dynamic_shared_memory():
+    cc = compile_sm90(big_kernel, SIG_1D)
+    assert _pool_bytes(cc) == 65536 and cc.metadata.shared == 65536   # Triton's launcher opts in to it
+
+
+@triton.jit
+def huge_kernel(x_ptr, o_ptr):
+    offs = tl.arange(0, 128)[:, None] * 256 + tl.arange(0, 256)[None, :]
+    x = tl.load(x_ptr + offs)
+    tl.store(o_ptr + offs, fl.call(prefix_sum, [tl.zeros_like(x)], [x]))
+
+
+def test_tiles_beyond_what_a_block_may_opt_in_to_are_out_of_resources():
+    with pytest.raises(OutOfResources) as err:        # (which Triton's autotuner skips)
+        compile_sm90(huge_kernel, SIG_1D)
+    assert "Required: 262144" in str(err.value) and "Hardware limit: 232448" in str(err.value)
+    assert "fl.call's tiles take 262144 bytes after the kernel's 0" in str(err.value)
+
+
+LLIR_HEAD = """; ModuleID = 'LLVMDialectModule'
+source_filename = "LLVMDialectModule"
+target datalayout = "e-p3:32:32"
+
+"""
+
+
+@pytest.mark.parametrize("triton_bytes, offset", [(0, 0), (8192, 8192), (8200, 8208)])
+def test_the_pool_is_placed_after_tritons_shared_memory(triton_bytes, offset):
+    uses = ("@__edsl_gpu_pool = external addrspace(3) global [0 x i8], align 16\n"
+            "define void @k() {\n  %1 = getelementptr i8, ptr addrspace(3) @__edsl_gpu_pool, i32 4\n"
+            "  store float 0.0, ptr addrspace(3) @__edsl_gpu_pool\n  ret void\n}\n")
+    smem = "@global_smem = external addrspace(3) global [0 x i8], align 16\n" if triton_bytes else ""
+    text, shared = library.place_pool(LLIR_HEAD + smem + uses, triton_bytes, 1024)
+    base = f"getelementptr (i8, ptr addrspace(3) @global_smem, i64 {offset})"
+    assert shared == offset + 1024 and "@__edsl_gpu_pool" not in text
+    assert f"ptr addrspace(3) {base}, i32 4" in text and f"store float 0.0, ptr addrspace(3) {base}" in text
+    assert text.count("@global_smem = external addrspace(3) global [0 x i8], align 16") == 1
+    assert text.index("@global_smem =") > text.index("target datalayout")      # after the header
 
 
 @edsl.dialect
@@ -380,7 +425,7 @@ def test_a_hook_set_before_is_composed(hook_slot):
     key, digest = hook()
     assert key.startswith("edsl-gpu-") and key.endswith("user-key") and digest != "user-hash"
     cc = compile_sm90(reverse_kernel, SIG_1D, {"B": 64})
-    assert seen and "llir" in seen[0] and static_shared(cc.asm["ptx"])
+    assert seen and "llir" in seen[0] and _pool_bytes(cc) == 2 * 64 * 4
 
 
 def test_a_hook_set_after_is_an_error_at_the_call(hook_slot):

@@ -321,3 +321,35 @@ def test_triton_launcher_makes_16_bit_scalars_by_the_models_rule(name, value):
     o = torch.zeros(1, dtype=dt, device="cuda")
     {"fp16": store_fp16_kernel, "bf16": store_bf16_kernel}[name][(1,)](o, value)
     assert int(o.view(torch.int16).item()) & 0xFFFF == dtypes.float_bits(dtypes.by_triton(name), value)
+
+
+# --- tiles beyond 48 KiB ------------------------------------------------------------------
+
+@edsl.dialect
+def double_all(y: InOut["memref<?x?xf32>"], x: Input["memref<?x?xf32>"]):
+    cols = y.shape[1]
+    for k in range(edsl.thread_id(), y.shape[0] * cols, edsl.num_threads()):
+        y[k // cols, k % cols] = x[k // cols, k % cols] * 2.0
+
+
+@triton.autotune(configs=[triton.Config({"BM": bm}) for bm in (256, 128, 64, 16)], key=["n"])
+@triton.jit
+def double_rows(x_ptr, o_ptr, n, BM: tl.constexpr):
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)[:, None]
+    offs = rows * 256 + tl.arange(0, 256)[None, :]
+    m = rows < n
+    x = tl.load(x_ptr + offs, mask=m, other=0.0)
+    tl.store(o_ptr + offs, fl.call(double_all, [tl.zeros_like(x)], [x]), mask=m)
+
+
+def test_tiles_beyond_48_kib_run_and_the_autotuner_skips_those_beyond_the_gpu():
+    torch = _torch()
+    x = torch.randn(1000, 256, device="cuda")
+    o = torch.empty_like(x)
+    double_rows[lambda meta: (triton.cdiv(1000, meta["BM"]),)](x, o, 1000)
+    torch.testing.assert_close(o, x * 2, rtol=0, atol=0)
+    # 256 and 128 rows (512 and 256 KiB of tiles) exceed a block's 227 KiB: skipped, not fatal
+    assert double_rows.best_config.kwargs["BM"] in (64, 16)
+    o.zero_()
+    double_rows.fn[(triton.cdiv(1000, 64),)](x, o, 1000, BM=64)          # 128 KiB of tiles
+    torch.testing.assert_close(o, x * 2, rtol=0, atol=0)
