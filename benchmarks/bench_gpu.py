@@ -129,7 +129,7 @@ def main():
 
     vadd = example("gpu_vector_add")
     x, y = (torch.randn(1 << 24, device="cuda", generator=gen) for _ in range(2))
-    rows.append(("vector add, 16M f32 (grid-stride loop, 528 CTAs)",
+    rows.append(("vector add, 16M f32 (16-byte loads, grid-stride loop, 528 CTAs of 8 warps)",
                  do_bench(lambda: vadd.vector_add(x, y, blocks=528)), do_bench(lambda: x + y)))
 
     sm = example("gpu_softmax")
