@@ -245,7 +245,7 @@ class EdslFunction:
             mlir_text = str(module)
             run_pipeline(module, self.pipeline_for(target), self.__name__)
             if target is NVPTX:
-                use_libdevice(module)
+                use_libdevice(module, self.fastmath)
                 module.operation.attributes["llvm.target_triple"] = ir.StringAttr.get(nvptx.TRIPLE)
             verify(module)
             return Compiled(mlir_text, str(module), dict(state.sites), state.wram_bytes, module,
@@ -445,7 +445,8 @@ def dialect(fn=None, *, name: str = "mlir", pipeline=None, fastmath: bool = Fals
         fn: The function (given when the decorator is used bare).
         name: The raw function's language: "mlir" (Python in natural or MLIR-builder style).
         pipeline: Upstream MLIR pass names lowering it to the LLVM dialect (default: the target's).
-        fastmath: Let float arithmetic be reassociated and contracted.
+        fastmath: Let float arithmetic be reassociated and contracted (on a GPU, also
+            take libdevice's fast f32 math functions).
         bounds_check: Check every subscript at run time (an `edsl.DpuError` at its line).
         target: "upmem-dpu" (default) or "nvptx64": what `.mlir`, `.llvm` and `.llir`
             show; `fl.call` compiles for the backend of the calling kernel.

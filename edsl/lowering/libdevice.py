@@ -69,16 +69,23 @@ def lowering_for(symbol: str) -> tuple[str, str] | None:
     return None
 
 
-def use_libdevice(module: ir.Module) -> int:
+# libdevice's fast f32 versions (the GPU's approximate instructions, as CUDA's
+# `-use_fast_math` and Triton's `tl.exp` use): for functions compiled with
+# `fastmath=True`.
+_FAST = ("expf", "exp10f", "logf", "log2f", "log10f", "sinf", "cosf", "tanf", "powf")
+
+
+def use_libdevice(module: ir.Module, fastmath: bool = False) -> int:
     """Rename the libm declarations of an LLVM-dialect module (and their calls)
-    to libdevice's names; returns how many."""
+    to libdevice's names (with `fastmath`, its fast versions where it has
+    them); returns how many."""
     renamed = 0
     for op in list(module.body.operations):
         op = op.operation
         if op.name != "llvm.func" or op.regions[0].blocks:
             continue
         name = ir.StringAttr(op.attributes["sym_name"]).value
-        new = libdevice_name(name)
+        new = f"__nv_fast_{name}" if fastmath and name in _FAST else libdevice_name(name)
         if new is None:
             continue
         ir.SymbolTable.replace_all_symbol_uses(name, new, module.operation)

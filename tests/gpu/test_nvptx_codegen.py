@@ -98,6 +98,13 @@ def test_math_goes_to_libdevice():
     assert "@expf(" not in text and "@llvm.exp.f32" not in text   # NVPTX selects neither
 
 
+def test_fastmath_takes_libdevices_fast_versions():
+    text = edsl.dialect(math_zoo.fn, fastmath=True).compile("nvptx64").llir
+    for name in ("__nv_fast_expf", "__nv_fast_logf", "__nv_fast_powf", "__nv_tanhf", "__nv_erff", "__nv_exp"):
+        assert f"@{name}(" in text, name                  # (f32 ones where libdevice has them; f64 as ever)
+    assert "@__nv_expf(" not in text
+
+
 # --- the raw builder style of TLE-Raw, unchanged ------------------------------------------
 
 @edsl.dialect(name="mlir")
