@@ -276,27 +276,20 @@ def test_order_check_refuses_calls_nested_inside_staging():
 # --- errors at the kernel's line ----------------------------------------------------------
 
 @triton.jit
-def big_kernel(x_ptr, o_ptr):
-    offs = tl.arange(0, 128)[:, None] * 64 + tl.arange(0, 64)[None, :]
+def big_kernel(x_ptr, o_ptr, N: tl.constexpr):
+    offs = tl.arange(0, 128)[:, None] * N + tl.arange(0, N)[None, :]
     x = tl.load(x_ptr + offs)
     tl.store(o_ptr + offs, fl.call(prefix_sum, [tl.zeros_like(x)], [x]))
 
 
 def test_tiles_beyond_48_kib_live_in_dynamic_shared_memory():
-    cc = compile_sm90(big_kernel, SIG_1D)
+    cc = compile_sm90(big_kernel, SIG_1D, {"N": 64})
     assert _pool_bytes(cc) == 65536 and cc.metadata.shared == 65536   # Triton's launcher opts in to it
-
-
-@triton.jit
-def huge_kernel(x_ptr, o_ptr):
-    offs = tl.arange(0, 128)[:, None] * 256 + tl.arange(0, 256)[None, :]
-    x = tl.load(x_ptr + offs)
-    tl.store(o_ptr + offs, fl.call(prefix_sum, [tl.zeros_like(x)], [x]))
 
 
 def test_tiles_beyond_what_a_block_may_opt_in_to_are_out_of_resources():
     with pytest.raises(OutOfResources) as err:        # (which Triton's autotuner skips)
-        compile_sm90(huge_kernel, SIG_1D)
+        compile_sm90(big_kernel, SIG_1D, {"N": 256})
     assert "Required: 262144" in str(err.value) and "Hardware limit: 232448" in str(err.value)
     assert "fl.call's tiles take 262144 bytes after the kernel's 0" in str(err.value)
 
