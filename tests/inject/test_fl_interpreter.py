@@ -72,3 +72,32 @@ def test_interpreter_and_dpu_backend_agree(tmp_path):
     vals, idx = _example("fl_topk").topk(x, 4, 16)
     np.testing.assert_array_equal(np.load(tmp_path / "topk_idx.npy"), idx)
     np.testing.assert_array_equal(np.load(tmp_path / "topk_vals.npy"), vals)
+
+
+FORMS_SCRIPT = textwrap.dedent('''
+    import sys, numpy as np, torch
+    sys.path.insert(0, sys.argv[1])
+    import edsl.backend; edsl.backend.activate()
+    import test_tle_forms as t
+    x, y = torch.arange(100, dtype=torch.float32), torch.ones(100)
+    t.saxpy_kernel[(1,)](x, y, 100, 2.0, BLOCK=128)              # one list, the result returned
+    p, q = torch.arange(64, dtype=torch.int32), torch.arange(64, dtype=torch.int32) + 100
+    t.swap_kernel[(1,)](p, q, BLOCK=64)                           # two results, in the return's order
+    np.save(sys.argv[2] + "/forms.npy", np.concatenate([y.numpy(), p.numpy(), q.numpy()]))
+''')
+
+
+def test_interpreter_runs_tle_raws_one_list_form(tmp_path):
+    from interpreter_probe import interpreter_problem
+    if interpreter_problem():
+        pytest.skip(f"Triton's interpreter does not run here: {interpreter_problem()}")
+    script = tmp_path / "forms.py"
+    script.write_text(FORMS_SCRIPT)
+    env = dict(os.environ, TRITON_INTERPRET="1", EDSL_CACHE_DIR=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, str(script), str(pathlib.Path(__file__).parent), str(tmp_path)],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = np.load(tmp_path / "forms.npy")
+    np.testing.assert_array_equal(got[:100], np.arange(100) * 2.0 + 1)
+    np.testing.assert_array_equal(got[100:164], (np.arange(64) + 100) * 2)
+    np.testing.assert_array_equal(got[164:], np.arange(64) * 3)
