@@ -124,8 +124,7 @@ class _Form:
 
     def __init__(self, fn: EdslFunction, target: Target, args: list, ins: list | None, output_indices):
         name, specs = fn.__name__, fn.params_for(target)
-        self.one_list = ins is None
-        if not self.one_list:
+        if ins is not None:
             if output_indices is not None:
                 raise TypeError(f"fl.call({name}): output_indices goes with one list of operands, "
                                 f"call(fn, args, output_indices=...), not with outs and ins")

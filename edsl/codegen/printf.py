@@ -54,6 +54,8 @@ def conversions(fmt: str) -> list[tuple[str, str, str]]:
 
 def arguments(gen, fmt: str, args: list) -> list[ir.Value]:
     """`args` as printf's variadic arguments for the conversions of `fmt`."""
+    if not isinstance(fmt, str):
+        raise CompileError("the format of vprintf and vassert must be a string constant")
     convs = conversions(fmt)
     if len(convs) != len(args):
         raise CompileError(f"vprintf: the format has {len(convs)} conversions "
