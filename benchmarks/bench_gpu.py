@@ -2,12 +2,15 @@
 
     python benchmarks/bench_gpu.py
 
-* run: the examples' kernels (`examples/gpu_*.py`), timed by
+* run: the examples' kernels (`examples/gpu_*.py`; those in CUDA C need the
+  `cuda` extra), timed by
   `triton.testing.do_bench` (median), next to the torch operation computing
   the same; the ratio is fl.call time / torch time.
 * call overhead: a kernel whose EDSL function does nothing, next to the same
   kernel without the call (staging the tiles in shared memory, three barriers).
-* softmax: the fl.call softmax (`examples/gpu_softmax.py`) next to the fused
+* softmax: the fl.call softmaxes, an EDSL function on the row's tile
+  (`examples/gpu_softmax.py`) and a CUDA C function on the row's pointers
+  holding it in registers (`examples/gpu_softmax_cuda.py`), next to the fused
   softmax of Triton's tutorial (the same algorithm in plain Triton, below) and
   `torch.softmax`, 4096 rows of 1024..8192 f32.
 * compile: the first launch of the softmax kernel in a new process with empty
@@ -35,6 +38,14 @@ import edsl
 from edsl import InOut, Input, fl
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def cuda_example(name):
+    """An example whose raw function is CUDA C: None (said) without the ziglang package."""
+    if importlib.util.find_spec("ziglang") is None:
+        print(f"{name}: skipped, CUDA C raw functions need the ziglang package (pip install -e '.[cuda]')")
+        return None
+    return example(name)
 
 
 def example(name):
@@ -137,18 +148,21 @@ def main():
     rows.append(("softmax, 4096 x 1024 f32 (warp shuffles)",
                  do_bench(lambda: sm.softmax(x, programs=528)), do_bench(lambda: torch.softmax(x, 1))))
 
-    print("| softmax, 4096 rows x cols f32 | fl.call | Triton (fused) | torch | fl.call / Triton | fl.call / torch |")
-    print("|---|---|---|---|---|---|")
+    smc = cuda_example("gpu_softmax_cuda")
+    print("| softmax, 4096 rows x cols f32 | fl.call, EDSL on a tile | fl.call, CUDA C on pointers | "
+          "Triton (fused) | torch | EDSL / Triton | CUDA C / Triton | CUDA C / torch |")
+    print("|---|---|---|---|---|---|---|---|")
     for cols in (1024, 2048, 4096, 8192):
         x = torch.randn(4096, cols, device="cuda", generator=gen)
         want = torch.softmax(x, 1)
-        for f in (sm.softmax, plain_softmax):
+        for f in (sm.softmax, plain_softmax) + ((smc.softmax,) if smc else ()):
             assert (f(x, 528) - want).abs().max().item() < 1e-6, f
         t_call = do_bench(lambda: sm.softmax(x, programs=528))
+        t_cuda = do_bench(lambda: smc.softmax(x, programs=528)) if smc else float("nan")
         t_plain = do_bench(lambda: plain_softmax(x, programs=528))
         t_torch = do_bench(lambda: torch.softmax(x, 1))
-        print(f"| {cols} | {t_call:.3f} ms | {t_plain:.3f} ms | {t_torch:.3f} ms | "
-              f"{t_call / t_plain:.2f}x | {t_call / t_torch:.2f}x |")
+        print(f"| {cols} | {t_call:.3f} ms | {t_cuda:.3f} ms | {t_plain:.3f} ms | {t_torch:.3f} ms | "
+              f"{t_call / t_plain:.2f}x | {t_cuda / t_plain:.2f}x | {t_cuda / t_torch:.2f}x |")
     print()
 
     mm = example("gpu_matmul")
@@ -161,6 +175,14 @@ def main():
     x = torch.randn(1024, 4096, device="cuda", generator=gen)
     rows.append(("top-16 of 1024 rows x 4096 (histogram, thread 0)",
                  do_bench(lambda: tk.topk(x, 16)), do_bench(lambda: torch.topk(x, 16, dim=1))))
+
+    tkc = cuda_example("gpu_topk_cuda")
+    if tkc:
+        want = torch.topk(x, 16, dim=1)
+        got = tkc.topk(x, 16)
+        assert torch.equal(got[0], want.values) and torch.equal(got[1].long(), want.indices)
+        rows.append(("top-16 of 1024 rows x 4096 (CUDA C: keys in registers, 16 block-wide maxima)",
+                     do_bench(lambda: tkc.topk(x, 16)), do_bench(lambda: torch.topk(x, 16, dim=1))))
 
     print("| kernel | fl.call | torch | fl.call / torch |\n|---|---|---|---|")
     for name, ours, theirs in rows:

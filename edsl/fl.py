@@ -6,6 +6,9 @@ order); their new values are returned: one tensor, or a tuple for several.
 TLE-Raw's one-list form, `fl.call(fn, args, output_indices=None)`, is
 taken too (`_Form`).
 
+`fn` may also be a raw function in CUDA C (`dialect(name="cuda")`,
+edsl.cuda_function), on the nvidia backend only.
+
 On the `dpu` backend, the call is in TTIR a placeholder that stock `make_ttir`
 keeps: a `tt.call` to a body-less private `tt.func` whose name identifies the
 EDSL function (`__edsl_<name>_<hash>`); the backend replaces it by the
@@ -16,14 +19,16 @@ this module installs when imported (edsl.gpu.stages).
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 
 from triton.language import core as tl
 
-from .target import dtypes
+from .target import dtypes, nvptx
 from .target.machines import DPU, NVPTX, Target
 from .function import EdslFunction
+from .cuda_function import CudaFunction
 from .inject.callees import placeholder_symbol
 
 def _check_counts(name, out_specs, in_specs, outs, ins) -> None:
@@ -118,12 +123,12 @@ class _Form:
     `call(fn, args, output_indices=None)`, every operand in the order of
     the parameters, returning the outputs' values (None where there are
     none): the parameters `output_indices` names, else those the function
-    returns, else its InOut ones. An output is an InOut memref's new value,
-    or a pointer or scalar operand itself (what the function wrote through
-    a pointer is in memory)."""
+    returns (`returned`, operand numbers), else its InOut ones. An output is
+    an InOut memref's new value, or a pointer or scalar operand itself (what
+    the function wrote through a pointer is in memory)."""
 
-    def __init__(self, fn: EdslFunction, target: Target, args: list, ins: list | None, output_indices):
-        name, specs = fn.__name__, fn.params_for(target)
+    def __init__(self, name: str, specs: list, returned: list[int], target: Target, args: list, ins: list | None,
+                 output_indices):
         if ins is not None:
             if output_indices is not None:
                 raise TypeError(f"fl.call({name}): output_indices goes with one list of operands, "
@@ -137,9 +142,9 @@ class _Form:
         self.ins = [a for s, a in zip(specs, args) if not s.inout]
         inout = [k for k, s in enumerate(specs) if s.inout]
         if output_indices is not None:
-            indices = [_index(i, len(specs), name) for i in _elements(output_indices)]
-        elif fn.returns:
-            indices = [next(k for k, s in enumerate(specs) if s.name == r) for r in fn.returns]
+            indices = output_indices_of(output_indices, len(specs), name)
+        elif returned:
+            indices = returned
         else:
             indices = inout
         self.picks = []
@@ -159,6 +164,16 @@ class _Form:
             return new[0] if len(new) == 1 else tuple(new)
         out = [new[v] if how == "new" else v for how, v in self.picks]
         return None if not out else out[0] if len(out) == 1 else tuple(out)
+
+
+def output_indices_of(output_indices, n: int, name: str) -> list[int]:
+    return [_index(i, n, name) for i in _elements(output_indices)]
+
+
+def _edsl_form(fn: EdslFunction, target: Target, args: list, ins: list | None, output_indices) -> _Form:
+    specs = fn.params_for(target)
+    returned = [next(k for k, s in enumerate(specs) if s.name == r) for r in fn.returns]
+    return _Form(fn.__name__, specs, returned, target, args, ins, output_indices)
 
 
 def _index(i, n: int, name: str) -> int:
@@ -188,19 +203,25 @@ def call(fn, args, ins=None, output_indices=None, hint="", _semantic=None, _gene
         operand itself), one, a tuple, or None where there are none.
     """
     fn = _unwrap(fn)
-    if not isinstance(fn, EdslFunction):
+    if not isinstance(fn, (EdslFunction, CudaFunction)):
         raise TypeError(f"fl.call: the first argument must be an @edsl.dialect function, not {type(fn).__name__}")
     args, ins = _elements(args), None if _unwrap(ins) is None else _elements(ins)
+    backend = None if _semantic is None else getattr(_semantic.builder.options, "backend_name", None)
+    if isinstance(fn, CudaFunction):
+        if backend != "cuda":
+            where = "Triton's interpreter" if _semantic is None else f"the {backend!r} backend"
+            raise TypeError(f"fl.call({fn.__name__}): a CUDA C function runs in kernels for NVIDIA GPUs, not "
+                            f"under {where}")
+        return _call_cuda(fn, args, ins, output_indices, _semantic)
     if _semantic is None:  # Triton's interpreter (TRITON_INTERPRET=1) runs kernels as Python
-        form = _Form(fn, DPU, args, ins, output_indices)
+        form = _edsl_form(fn, DPU, args, ins, output_indices)
         return form.results(_interpret(fn, form.outs, form.ins))
-    backend = getattr(_semantic.builder.options, "backend_name", None)
     if backend == "cuda":
-        form = _Form(fn, NVPTX, args, ins, output_indices)
+        form = _edsl_form(fn, NVPTX, args, ins, output_indices)
         return form.results(_call_gpu(fn, form.outs, form.ins, _semantic))
     if backend != "dpu":
         raise TypeError(f"fl.call runs on the dpu and nvidia (cuda) backends, not on {backend!r}")
-    form = _Form(fn, DPU, args, ins, output_indices)
+    form = _edsl_form(fn, DPU, args, ins, output_indices)
     return form.results(_call_dpu(fn, form.outs, form.ins, _semantic, _generator))
 
 
@@ -291,11 +312,14 @@ def _check_tile_layout(spec, v, what: str, name: str) -> None:
                         f"row-major at offset 0 (strides {want})")
 
 
-def _call_gpu(fn: EdslFunction, outs: list, ins: list, semantic) -> list:
+def _call_gpu(fn, outs: list, ins: list, semantic, specs: list | None = None) -> list:
+    """The placeholders of a call (edsl.gpu.placeholders); the InOut tiles' new
+    values. `specs`: the parameters of a CUDA C function, as this call passes them."""
     from .gpu import placeholders, stages
     stages.require_installed()
-    specs = fn.params_for(NVPTX)
-    fn.compile(NVPTX)  # errors in the function now, at the kernel's line
+    if specs is None:
+        specs = fn.params_for(NVPTX)
+        fn.compile(NVPTX)  # errors in the function now, at the kernel's line
     out_specs = [s for s in specs if s.inout]
     in_specs = [s for s in specs if not s.inout]
     name = fn.__name__
@@ -313,6 +337,92 @@ def _call_gpu(fn: EdslFunction, outs: list, ins: list, semantic) -> list:
     operands = [next(by_kind[s.inout]) for s in specs]
     kinds = [operand_kind(s, NVPTX) for s in specs]
     return placeholders.emit(fn, specs, operands, kinds, semantic)
+
+
+def _capability(semantic) -> int:
+    arch = getattr(semantic.builder.options, "arch", None) or "sm90"   # CUDAOptions.arch: "sm90"
+    return int("".join(ch for ch in str(arch) if ch.isdigit()) or 90)
+
+
+def _call_cuda(fn: CudaFunction, args: list, ins: list | None, output_indices, semantic):
+    """fl.call of a CUDA C function: its parameters read from the compiled
+    function, as the operands fill them (edsl.cuda_function); in the one-list
+    form, the outputs are `output_indices`, else the operands whose memory
+    it returns."""
+    arch = nvptx.arch(_capability(semantic))
+    name = fn.__name__
+    operands = args + (ins or [])
+    specs, first_param = _cuda_specs(fn, operands, arch)
+    if ins is not None:
+        outputs = set(range(len(args)))
+        returned = []
+    else:
+        if output_indices is not None:
+            returned = output_indices_of(output_indices, len(operands), name)
+        else:
+            params = fn.returned_params(arch)
+            if params is None or any(p not in first_param for p in params):
+                raise TypeError(f"fl.call({name}): cannot tell which operands the CUDA function returns; name "
+                                f"them with output_indices=[...]")
+            returned = [first_param.index(p) for p in params]
+        outputs = set(returned)
+    # (outs are InOut whatever they are, so that a pointer among them is refused as such)
+    specs = [dataclasses.replace(s, inout=k in outputs and (ins is not None or s.kind == "memref"))
+             for k, s in enumerate(specs)]
+    form = _Form(name, specs, returned, NVPTX, args, ins, output_indices)
+    return form.results(_call_gpu(fn, form.outs, form.ins, semantic, specs))
+
+
+def _cuda_specs(fn: CudaFunction, operands: list, arch: str) -> tuple[list, list[int]]:
+    """The parameters of `fn` as `operands` fill them, and the first LLVM
+    parameter of each operand."""
+    from .codegen import cuda
+    from .gpu import placeholders
+    from .hostcall import ArgSpec
+    llvm_fn = fn.llvm_function(arch)
+    params = [(t, cuda.mlir_type(t)) for t in llvm_fn.params]
+    signature = f"{llvm_fn.source_name}({', '.join(llvm_fn.params)})"
+    specs, first, k = [], [], 0
+
+    def take(n: int, what: str) -> list[str]:
+        nonlocal k
+        if k + n > len(params):
+            raise TypeError(f"fl.call({fn.__name__}): the operands need more parameters than {signature} has "
+                            f"(operand {len(specs)}, {what}, needs {n} from parameter {k})")
+        got = [m for _, m in params[k:k + n]]
+        k += n
+        return got
+
+    for i, v in enumerate(_unwrap(v) for v in operands):
+        first.append(k)
+        if isinstance(v, tl.tensor) and v.type.is_block():
+            shape = [int(d) for d in v.type.shape]
+            elem = placeholders.element(v.type.scalar)
+            fields = take(3 + 2 * len(shape), f"a tile of rank {len(shape)}: its memref descriptor")
+            if elem is None or any(not f.startswith("!llvm.ptr") for f in fields[:2]) or \
+                    any(f != "i64" for f in fields[2:]):
+                raise TypeError(f"fl.call({fn.__name__}): operand {i} ({_describe(v)}) is passed as a memref "
+                                f"descriptor (pointer, pointer, i64 offset, {len(shape)} i64 sizes, {len(shape)} "
+                                f"i64 strides); {signature} has ({', '.join(fields)}) there")
+            text = f"memref<{'x'.join(map(str, shape))}x{elem}, {nvptx.SHARED_ADDRSPACE}>"
+            specs.append(ArgSpec(f"operand {i}", text, "memref", shape=tuple(shape),
+                                 memory_space=nvptx.SHARED_ADDRSPACE))
+        elif isinstance(v, tl.tensor) and v.type.is_ptr():
+            (t,) = take(1, "a pointer")
+            if not t.startswith("!llvm.ptr"):
+                raise TypeError(f"fl.call({fn.__name__}): operand {i} is a pointer; parameter {k - 1} of "
+                                f"{signature} is {llvm_fn.params[k - 1]}")
+            specs.append(ArgSpec(f"operand {i}", t, "ptr"))
+        else:
+            (t,) = take(1, "a scalar")
+            if not t or t.startswith("!llvm.ptr") or dtypes.by_mlir(t) is None:
+                raise TypeError(f"fl.call({fn.__name__}): operand {i} ({_describe(v)}) is a scalar; parameter "
+                                f"{k - 1} of {signature} is {llvm_fn.params[k - 1]}")
+            specs.append(ArgSpec(f"operand {i}", t, "scalar", scalar=t))
+    if k != len(params):
+        raise TypeError(f"fl.call({fn.__name__}): {len(operands)} operands fill {k} of the {len(params)} "
+                        f"parameters of {signature}")
+    return specs, first
 
 
 def _install_stages_hook() -> None:

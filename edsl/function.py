@@ -93,7 +93,8 @@ class EdslFunction:
                  bounds_check: bool = False, target: str | None = None, deferred: bool = False,
                  extern_func_name: str = ""):
         if name != "mlir":
-            raise CompileError(f"unknown edsl dialect {name!r}: only \"mlir\" is supported")
+            raise CompileError(f"unknown edsl dialect {name!r}: \"mlir\" (Python) or \"cuda\" (CUDA C, "
+                               f"dialect(name=\"cuda\", file=...))")
         # TLE-Raw's options, kept as its programs read them. Its `deferred`
         # functions compile after the kernel's shared memory is laid out: a
         # function here is compiled when a kernel calling it is, and
@@ -436,14 +437,17 @@ def _stable(value, parts: list, seen: set) -> bool:
 
 def dialect(fn=None, *, name: str = "mlir", pipeline=None, fastmath: bool = False,
             bounds_check: bool = False, target: str | None = None, deferred: bool = False,
-            extern_func_name: str = ""):
-    """Compile a Python function with `Input[...]`/`InOut[...]` parameters through MLIR.
+            extern_func_name: str = "", file=None, source: str | None = None, defines: dict | None = None,
+            compiler: str = "clang", **tle_options):
+    """Compile a Python function with `Input[...]`/`InOut[...]` parameters through MLIR,
+    or take a raw function in CUDA C (`name="cuda"`).
 
     Used bare (`@edsl.dialect`) or with options (`@edsl.dialect(name="mlir", ...)`).
 
     Args:
         fn: The function (given when the decorator is used bare).
-        name: The raw function's language: "mlir" (Python in natural or MLIR-builder style).
+        name: The raw function's language: "mlir" (Python in natural or MLIR-builder
+            style) or "cuda" (CUDA C, for NVIDIA GPUs: a `CudaFunction`).
         pipeline: Upstream MLIR pass names lowering it to the LLVM dialect (default: the target's).
         fastmath: Let float arithmetic be reassociated and contracted (on a GPU, also
             take libdevice's fast f32 math functions).
@@ -452,13 +456,50 @@ def dialect(fn=None, *, name: str = "mlir", pipeline=None, fastmath: bool = Fals
             show; `fl.call` compiles for the backend of the calling kernel.
         deferred: TLE-Raw's option, accepted and kept (`.deferred`): the function
             is always compiled with the kernel that calls it.
-        extern_func_name: TLE-Raw's option, kept (`.extern_func_name`).
+        extern_func_name: TLE-Raw's option: for CUDA C, the function of the source to
+            call (its name in the source or its symbol); kept for an EDSL function.
+        file: CUDA C: the `.cu` file (its folder is searched for its includes).
+        source: CUDA C: the source text, instead of a file.
+        defines: CUDA C: preprocessor macros, `{"NAME": value}` (TLE-Raw's `defines`;
+            its older `macros` is taken too).
+        compiler: CUDA C: "clang" (the ziglang package's); nvcc is not used.
+        **tle_options: TLE-Raw's other CUDA options: `macros` (its older `defines`) and
+            `hint` are taken; `extern` and `library` (nvcc, NVSHMEM) are refused, saying why.
 
     Returns:
-        An `EdslFunction`, or a decorator making one.
+        An `EdslFunction` or `CudaFunction`, or a decorator making one.
     """
+    if name == "cuda":
+        return _cuda_dialect(fn, file, source, defines, compiler, extern_func_name, deferred, tle_options)
+    if tle_options or file is not None or source is not None or defines is not None:
+        given = sorted(tle_options) + [k for k, v in (("file", file), ("source", source), ("defines", defines))
+                                       if v is not None]
+        raise TypeError(f"dialect(name={name!r}) takes no {', '.join(given)}: those are for name=\"cuda\"")
     options = dict(name=name, pipeline=pipeline, fastmath=fastmath, bounds_check=bounds_check, target=target,
                    deferred=deferred, extern_func_name=extern_func_name)
     if fn is None:
         return lambda f: EdslFunction(f, **options)
     return EdslFunction(fn, **options)
+
+
+def _cuda_dialect(fn, file, source, defines, compiler, extern_func_name, deferred, tle_options):
+    from .cuda_function import CudaFunction
+    if "macros" in tle_options:  # TLE-Raw's earlier name for `defines`
+        defines = {**tle_options.pop("macros"), **(defines or {})}
+    tle_options.pop("hint", None)
+    for option in ("extern", "library"):
+        if tle_options.get(option):
+            raise CompileError(f"dialect(name=\"cuda\", {option}=...): TLE-Raw's {option}= builds with nvcc and "
+                               f"links NVSHMEM host code, which this library does not use; a CUDA function here "
+                               f"is device code compiled by clang")
+        tle_options.pop(option, None)
+    if tle_options:
+        raise TypeError(f"dialect(name=\"cuda\") takes no {', '.join(sorted(tle_options))}")
+    if compiler != "clang":
+        raise CompileError(f"dialect(name=\"cuda\", compiler={compiler!r}): CUDA C is compiled by the clang of the "
+                           f"ziglang package (compiler=\"clang\"); nvcc and its cubins are not used")
+
+    def make(f):
+        return CudaFunction(f, file=file, source=source, defines=defines, extern_func_name=extern_func_name,
+                            deferred=deferred)
+    return make if fn is None else make(fn)

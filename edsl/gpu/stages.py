@@ -169,9 +169,14 @@ def _write(text: str) -> str:
     raise OSError("no directory to write the fl.call library to")
 
 
+_EMPTY_MODULE = f'target triple = "{nvptx.TRIPLE}"\n'
+_MAY_CALL_LIBDEVICE = re.compile(r"__nv_|\bmath\.|\barith\.remf\b|\btt\.extern_elementwise\b[^\n]*libpath = \"[^\"]")
+
+
 def make_llir(backend, options, capability, src, metadata, stock):
     """The stock `make_llir`, with the kernel's fl.call library linked."""
-    runs, elems = placeholders(src.str())
+    ttgir = src.str()
+    runs, elems = placeholders(ttgir)
     if not runs:
         return stock(src, metadata)
     missing = [s for s in runs if s not in PLANS]
@@ -179,8 +184,16 @@ def make_llir(backend, options, capability, src, metadata, stock):
         raise CompileError(f"the kernel calls {missing[0]}, an fl.call compiled in another process; compile "
                            f"the kernel from its Python source")
     plans = [PLANS[s] for s in runs]
-    path = _write(library.build(plans, elems))
-    libs = (("edsl", path),) + tuple(options.extern_libs or ())
+    text, foreign = library.build(plans, elems, nvptx.arch(capability))
+    # (the library first: its declarations make the foreign modules' definitions needed)
+    libs = (("edsl", _write(text)),) + tuple((f"edsl-cuda-{k}", _write(m)) for k, m in enumerate(foreign))
+    # libdevice only where something may call it: parsing and linking it costs
+    # a compile ~50 ms, and Triton links every library once one is needed.
+    # (The kernel's math ops may become libdevice calls when lowered. Triton's
+    # options put libdevice back when left out: an empty module stands in.)
+    needs_libdevice = any("@__nv_" in t for t in [text, *foreign]) or _MAY_CALL_LIBDEVICE.search(ttgir)
+    libs += tuple((name, path if name != "libdevice" or needs_libdevice else _write(_EMPTY_MODULE))
+                  for name, path in options.extern_libs or ())
     llir = backend.make_llir(src, metadata, dataclasses.replace(options, extern_libs=libs), capability)
     pool = max(p.pool_bytes for p in plans)
     llir, metadata["shared"] = library.place_pool(llir, metadata["shared"], pool)

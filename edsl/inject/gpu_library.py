@@ -20,7 +20,9 @@ symbol, calling its EDSL function with the memref descriptors of its tiles
 (pointer into the pool, offset 0, sizes, row-major strides), its pointers
 (global memory, address space 1) and its scalars; and the EDSL functions
 themselves, compiled for `nvptx64`. It is built in the LLVM dialect of the
-upstream `mlir` bindings and translated to LLVM IR text.
+upstream `mlir` bindings and translated to LLVM IR text. A function in CUDA C
+is declared there and defined by its own module (edsl.inject.cuda_module),
+linked after this one.
 """
 from __future__ import annotations
 
@@ -31,6 +33,8 @@ from dataclasses import dataclass
 from mlir import ir
 
 from .. import codegen
+from ..codegen import cuda
+from . import cuda_module
 from ..target import dtypes
 from ..base.errors import CompileError
 from ..lowering import to_llvm_ir, verify
@@ -196,6 +200,10 @@ def _adapter(plan: RunPlan, callee: str, signature: tuple[list[str], str]) -> st
                 p = a.emit(f"llvm.addrspacecast {p} : {glob} to {t}")
             values.append((p, str(t)))
     want, ret = signature
+    if len(want) == len(values):  # (a pointer for a parameter of another address space, generic: cast)
+        values = [(a.emit(f"llvm.addrspacecast {v} : {have} to {w}"), w)
+                  if have != w and have.startswith("!llvm.ptr") and w.startswith("!llvm.ptr") else (v, have)
+                  for (v, have), w in zip(values, want)]
     got = [ty for _, ty in values]
     if want != got:
         raise CompileError(f"{plan.function.__name__}: its LLVM signature ({', '.join(want)}) does not take the "
@@ -247,18 +255,28 @@ def function_symbol(fn) -> str:
     return FUNCTION_PREFIX + hashlib.sha256(fn.identity.encode()).hexdigest()[:16] + "_" + fn.__name__
 
 
-def build(plans: list[RunPlan], elems) -> str:
+def build(plans: list[RunPlan], elems, arch: str = nvptx.DEFAULT_ARCH) -> tuple[str, list[str]]:
     """LLVM IR text declaring the pool, defining the helpers for element types
-    `elems`, the adapters of `plans` and their EDSL functions."""
+    `elems`, the adapters of `plans` and their EDSL functions; and the LLVM IR
+    of each CUDA C function they call (compiled for `arch`), to be linked after it."""
     with codegen.LOCK, codegen.context(), ir.Location.unknown():
         functions: dict[str, ir.Module] = {}
+        foreign: dict[str, str] = {}
+        signatures: dict[str, tuple[list[str], str]] = {}
         for plan in plans:
             callee = function_symbol(plan.function)
-            if callee not in functions:
+            if callee in signatures:
+                continue
+            if getattr(plan.function, "cuda_source", None) is not None:   # CUDA C (edsl.cuda_function)
+                llvm = plan.function.llvm(arch)
+                fn = plan.function.llvm_function(arch)
+                foreign[callee] = cuda_module.link_ready(llvm, fn, callee)
+                signatures[callee] = ([cuda.mlir_type(t) for t in fn.params], "void")
+            else:
                 functions[callee] = _function_module(plan.function, callee)
-        signatures = {callee: _signature(ir.SymbolTable(m.operation)[callee]) for callee, m in functions.items()}
+                signatures[callee] = _signature(ir.SymbolTable(functions[callee].operation)[callee])
         parts = [_helpers(elems)]
-        for callee, (params, ret) in signatures.items():  # declared here, defined below
+        for callee, (params, ret) in signatures.items():  # declared here, defined below or in `foreign`
             parts.append(f"llvm.func @{callee}({', '.join(params)})" + (f" -> {ret}" if ret != "void" else ""))
         done = set()
         for plan in plans:
@@ -284,7 +302,7 @@ def build(plans: list[RunPlan], elems) -> str:
                 if name is not None:
                     table.insert(op)
         verify(module)
-        return to_llvm_ir(module)
+        return to_llvm_ir(module), list(foreign.values())
 
 
 # Triton's dynamic shared memory, in the LLVM IR of its kernels.

@@ -18,14 +18,17 @@ _LIBM = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ce
          "erf", "erfc", "exp", "exp2", "expm1", "fabs", "floor", "fma", "fmod", "log", "log10", "log1p", "log2",
          "pow", "rint", "round", "roundeven", "sin", "sinh", "sqrt", "tan", "tanh", "trunc")
 _RENAMED = {"roundeven": "rint"}   # libdevice has no roundeven; rint rounds half to even too
+# libm functions no MLIR op lowers to, which CUDA C code calls (edsl.inject.cuda_module).
+_C_ONLY = ("fmax", "fmin", "rsqrt")
 # MLIR ops named unlike their libm function (the others: `math.<libm name>`).
 _OPS = {"fabs": "math.absf", "pow": "math.powf", "fmod": "arith.remf", "rint": "math.roundeven"}
 
 
 def libdevice_name(libm_name: str) -> str | None:
     """The libdevice function for a libm function (`expf` -> `__nv_expf`), or None."""
-    base, suffix = (libm_name[:-1], "f") if libm_name.endswith("f") and libm_name[:-1] in _LIBM else (libm_name, "")
-    if base not in _LIBM:
+    names = _LIBM + _C_ONLY
+    base, suffix = (libm_name[:-1], "f") if libm_name.endswith("f") and libm_name[:-1] in names else (libm_name, "")
+    if base not in names:
         return None
     return f"__nv_{_RENAMED.get(base, base)}{suffix}"
 

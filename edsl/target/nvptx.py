@@ -6,6 +6,15 @@ memory limits), and LLVM's NVPTX backend (address-space numbers).
 
 TRIPLE = "nvptx64-nvidia-cuda"
 
+
+def arch(capability: int) -> str:
+    """The GPU architecture a kernel of `capability` is compiled for, as Triton
+    names it (`sm_90a`: the architecture-specific features from 9.0 on)."""
+    return f"sm_{capability}" + ("a" if capability >= 90 else "")
+
+
+DEFAULT_ARCH = arch(90)
+
 # LLVM address spaces of the NVPTX backend.
 GENERIC_ADDRSPACE = 0
 GLOBAL_ADDRSPACE = 1

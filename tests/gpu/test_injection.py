@@ -169,7 +169,7 @@ def test_library_defines_pool_helpers_adapter_and_function():
     tile = "memref<?xf32, 3>"
     plan = _plan(reverse, Operand("tile", tile, TileSlot((128,), "f32", 0)),
                  Operand("tile", tile, TileSlot((128,), "f32", 512)))
-    text = library.build([plan], {"f32"})
+    text, _ = library.build([plan], {"f32"})
     assert re.search(r"@__edsl_gpu_pool = external addrspace\(3\) global \[0 x i8\], align 16", text)
     assert re.search(r"define i32 @__edsl_gpu_sync\(i32 %0\)", text)
     assert re.search(r"define i32 @__edsl_gpu_put_f32\(float %0, i32 %1\)", text)
@@ -196,7 +196,7 @@ def test_library_passes_pointers_and_scalars():
     plan = _plan(add_pointers, Operand("pointer", "!llvm.ptr<1>", arg_type="i64"),
                  Operand("pointer", "memref<?xf32, 1>", arg_type="i64"),
                  Operand("scalar", "i32", arg_type="i32"), Operand("scalar", "f16", arg_type="f16"))
-    text = library.build([plan], set())
+    text, _ = library.build([plan], set())
     assert re.search(r"define i32 @__edsl_gpu_run_test_add_pointers\(i64 %0, i64 %1, i32 %2, half %3\)", text)
     adapter = text[text.index("define i32 @__edsl_gpu_run_test_add_pointers"):]
     assert "inttoptr i64 %0 to ptr addrspace(1)" in adapter and "inttoptr i64 %1 to ptr addrspace(1)" in adapter
@@ -214,7 +214,7 @@ def test_library_of_two_functions_shares_declarations():
         y[0] = edsl.exp(y[0]) + 1.0
 
     tile = Operand("tile", "memref<?xf32, 3>", TileSlot((64,), "f32", 0))
-    text = library.build([_plan(expo, tile), _plan(expo2, tile)], {"f32"})
+    text, _ = library.build([_plan(expo, tile), _plan(expo2, tile)], {"f32"})
     assert text.count("declare float @__nv_expf(float)") == 1
     assert f"@{library.function_symbol(expo)}(" in text and f"@{library.function_symbol(expo2)}(" in text
 
@@ -498,3 +498,30 @@ def test_order_check_accepts_exactly_sequences_of_whole_calls(kinds):
     except CompileError:
         accepted = False
     assert accepted == whole
+
+
+# --- libdevice, linked only where something may call it --------------------------------
+
+@triton.jit
+def reverse_then_math_kernel(x_ptr, o_ptr, B: tl.constexpr, MATH: tl.constexpr):
+    offs = tl.arange(0, B)
+    y = fl.call(reverse, [tl.zeros([B], tl.float32)], [tl.load(x_ptr + offs)])
+    if MATH:
+        y = tl.sin(y) + tl.math.erf(y)        # lowered to libdevice calls by Triton
+    tl.store(o_ptr + offs, y)
+
+
+@pytest.mark.parametrize("math", [False, True])
+def test_libdevice_is_linked_where_the_kernel_or_its_functions_may_call_it(math, monkeypatch):
+    linked = []
+    from triton.backends.nvidia import compiler as nvidia
+    stock = nvidia.CUDABackend.make_llir
+
+    def spy(self, src, metadata, options, capability):
+        linked.append([name for name, path in options.extern_libs if os.path.getsize(path) > 1000])
+        return stock(self, src, metadata, options, capability)
+
+    monkeypatch.setattr(nvidia.CUDABackend, "make_llir", spy)
+    cc = compile_sm90(reverse_then_math_kernel, {"x_ptr": "*fp32", "o_ptr": "*fp32"}, {"B": 128, "MATH": math})
+    assert cc.asm["cubin"]
+    assert ("libdevice" in linked[-1]) == math

@@ -179,8 +179,8 @@ def test_pointers_and_scalars_with_a_grid_stride_loop():
     torch.testing.assert_close(out, want, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["gpu_vector_add", "gpu_softmax", "gpu_matmul", "gpu_topk",
-                                  "fl_softmax", "fl_matmul", "fl_topk"])
+@pytest.mark.parametrize("name", ["gpu_vector_add", "gpu_softmax", "gpu_softmax_cuda", "gpu_matmul", "gpu_topk",
+                                  "gpu_topk_cuda", "fl_softmax", "fl_matmul", "fl_topk"])
 def test_example(name, tmp_path):
     env = _child_env(tmp_path)
     done = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py")], capture_output=True, text=True, env=env,

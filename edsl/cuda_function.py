@@ -1,0 +1,90 @@
+"""A raw function in CUDA C: `@edsl.dialect(name="cuda", file=...)` (or
+`source=...`), TLE-Raw's spelling, over a Python stub whose name it takes.
+
+It runs on NVIDIA GPUs only, called by `fl.call` from a Triton kernel, every
+thread of the block running it (as an EDSL function does there). Its
+parameters are read from the compiled function, and each `fl.call` operand
+takes, in order: a tile, the fields of its memref descriptor (allocated and
+aligned pointers in shared memory, offset, sizes, strides: 3 + 2 x rank
+parameters); a Triton pointer, one pointer parameter (global memory); a
+scalar, one parameter of its type. It is compiled for the kernel's
+architecture when a kernel calling it compiles (edsl.codegen.cuda).
+"""
+from __future__ import annotations
+
+import os
+
+from .base.errors import CompileError
+from .codegen import cuda
+
+
+class CudaFunction:
+    """A CUDA C function `fl.call` can call (see the module docstring)."""
+
+    def __init__(self, fn, file=None, source: str | None = None, defines: dict | None = None,
+                 extern_func_name: str = "", deferred: bool = False):
+        if (file is None) == (source is None):
+            raise CompileError(f"dialect(name=\"cuda\") over {fn.__name__}: give the CUDA C as file= or source=, "
+                               f"one of them")
+        if file is not None:
+            filename = os.path.abspath(os.fspath(file))
+            try:
+                with open(filename, encoding="utf-8") as f:
+                    text = f.read()
+            except OSError as e:
+                raise CompileError(f"dialect(name=\"cuda\") over {fn.__name__}: cannot read {filename}: "
+                                   f"{e.strerror}") from None
+        else:
+            code = getattr(fn, "__code__", None)
+            filename = f"{fn.__name__}.cu" if code is None else \
+                os.path.join(os.path.dirname(os.path.abspath(code.co_filename)), f"{fn.__name__}.cu")
+            text = source
+        defines = tuple(sorted((str(k), None if v is None else str(v)) for k, v in (defines or {}).items()))
+        self.cuda_source = cuda.CudaSource(text, filename, defines, (os.path.dirname(filename),))
+        self.extern_func_name = str(extern_func_name or "")
+        self.deferred = bool(deferred)
+        self.returns: list[str] = []
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__doc__ = fn.__doc__
+        self.__module__ = fn.__module__
+        self.__wrapped__ = fn
+        self.__triton_aggregate__ = True  # a global Triton admits in kernels (see EdslFunction)
+        self._identity: str | None = None
+        self._llvm: dict[str, str] = {}
+
+    def __repr__(self) -> str:
+        return f"<edsl CUDA function {self.__qualname__} ({self.cuda_source.filename})>"
+
+    @property
+    def identity(self) -> str:
+        """What identifies its code: the preprocessed source, defines and the name called."""
+        if self._identity is None:
+            self._identity = f"cuda:{cuda.digest(self.cuda_source)}:{self.extern_func_name}:{self.__name__}"
+        return self._identity
+
+    @property
+    def __annotations__(self) -> dict:  # hashed by Triton 3.9 into the keys of kernels calling it
+        return {"edsl": self.identity}
+
+    @property
+    def hash_attrs(self) -> tuple:
+        from .gpu.cache_key import kernel_key_part
+        return kernel_key_part(self)
+
+    def llvm(self, arch: str) -> str:
+        """Its module's LLVM IR for `arch` (`sm_90a`...)."""
+        if arch not in self._llvm:
+            self._llvm[arch] = cuda.compile_llvm(self.cuda_source, arch)
+        return self._llvm[arch]
+
+    def llvm_function(self, arch: str) -> cuda.LlvmFunction:
+        """The function `fl.call` calls (extern_func_name's, else the one visible)."""
+        return cuda.pick(self.llvm(arch), self.extern_func_name, self.cuda_source.filename)
+
+    def returned_params(self, arch: str) -> list[int] | None:
+        """The parameters whose memory it returns (None: not traceable)."""
+        return cuda.returned_params(self.llvm(arch), self.llvm_function(arch))
+
+
+__all__ = ["CudaFunction"]

@@ -1,0 +1,59 @@
+"""A CUDA C raw function's LLVM IR (edsl.codegen.cuda), made ready to be
+linked into a kernel beside the `fl.call` library (edsl.inject.gpu_library).
+
+The module is linked as LLVM IR, after the library, by Triton's extern-library
+linker; so that several CUDA functions, and several kernels' worth of them,
+never meet under one name, every symbol it defines gets its function symbol
+as a prefix, and the called function is reached through `@<symbol>`, a
+`void` wrapper whose parameters are the function's (the adapter needs no
+result: what a call returns is the memory of its operands). The attributes
+that pin a target CPU are dropped, since LLVM inlines a function only into
+callers with the same ones and Triton's kernels have none; so are the module
+flags, which Triton sets for the kernel. Calls of libm's functions, which
+the project's CUDA header declares, go to libdevice's (linked after).
+"""
+from __future__ import annotations
+
+import re
+
+from ..codegen import cuda
+from ..lowering.libdevice import libdevice_name
+
+_IDENT = r"[-\w$.]+"
+
+
+def _rename(text: str, old: str, new: str) -> str:
+    return re.sub(r"@" + re.escape(old) + r"(?![-\w$.])", "@" + new, text)
+
+
+def link_ready(llvm: str, fn: cuda.LlvmFunction, symbol: str) -> str:
+    """`llvm` with its definitions under `symbol`'s prefix, `fn` reachable as `@symbol`."""
+    defined = set(cuda.functions(llvm)) | set(re.findall(r"^@(" + _IDENT + r") = ", llvm, re.M))
+    declared = set(re.findall(r"^declare [^@]*@(" + _IDENT + r")\(", llvm, re.M))
+    text = llvm
+    for name in sorted(defined, key=len, reverse=True):
+        text = _rename(text, name, f"{symbol}.{name}")
+    for name in declared - defined:
+        target = libdevice_name(name)
+        if target is not None:
+            text = _rename(text, name, target)
+    text = re.sub(r' "(?:target-cpu|target-features|frame-pointer|stack-protector-buffer-size)"="[^"]*"', "",
+                  text)
+    text = re.sub(r"^!llvm\.(?:module\.flags|ident) = .*$", "", text, flags=re.M)
+    params = ", ".join(f"{t} %a{k}" for k, t in enumerate(fn.params))
+    call = f"call {fn.result} @{symbol}.{fn.name}({params})"
+    return text + f"""
+define void @{symbol}({params}) #{_ALWAYS_INLINE} {{
+  {'' if fn.result == 'void' else '%r = '}{call}
+  ret void
+}}
+
+attributes #{_ALWAYS_INLINE} = {{ alwaysinline nounwind }}
+"""
+
+
+# An attribute group number clang does not use.
+_ALWAYS_INLINE = 9999
+
+
+__all__ = ["link_ready"]

@@ -1,0 +1,191 @@
+"""Raw functions in CUDA C (`dialect(name="cuda")`), in the shapes of TLE-Raw's
+CUDA tutorials: a grid-stride add through pointers, a row softmax on a tile
+that returns its descriptor (one-list form), a tile matmul in the outs/ins
+form, a template instantiated per define; compiled for sm_90 anywhere (the
+ziglang package's clang), run against torch on a GPU."""
+import pathlib
+import re
+
+import pytest
+import triton
+import triton.language as tl
+
+import edsl.tle.language.raw as tle_raw
+from edsl.base.errors import CompileError
+from edsl.tle.raw import dialect
+from gpu_helpers import barriers, compile_sm90, example
+
+pytest.importorskip("ziglang", reason="CUDA C raw functions need the ziglang package (pip install triton-edsl[cuda])")
+
+CU = pathlib.Path(__file__).parent / "cuda"
+
+
+@dialect(name="cuda", file=CU / "grid_add.cu")
+def grid_add(*args, **kwargs):
+    ...
+
+
+@dialect(name="cuda", file=CU / "row_softmax.cu")
+def row_softmax(*args, **kwargs):
+    ...
+
+
+@dialect(name="cuda", file=CU / "tile_matmul.cu")
+def tile_matmul(*args, **kwargs):
+    ...
+
+
+@dialect(name="cuda", file=CU / "typed_add.cu", extern_func_name="TypedAdd_half", defines={"ELEM": "half"})
+def typed_add_f16(*args, **kwargs):
+    ...
+
+
+@dialect(name="cuda", file=CU / "typed_add.cu", extern_func_name="TypedAdd_float", defines={"ELEM": "float"})
+def typed_add_f32(*args, **kwargs):
+    ...
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, o_ptr, n, BLOCK: tl.constexpr):
+    tle_raw.call(grid_add, [o_ptr, x_ptr, y_ptr, n])
+
+
+@triton.jit
+def two_types_kernel(x16, y16, o16, x32, y32, o32, n, BLOCK: tl.constexpr):
+    tle_raw.call(typed_add_f16, [o16, x16, y16, n], output_indices=[0])
+    tle_raw.call(typed_add_f32, [o32, x32, y32, n])
+
+
+@triton.jit
+def softmax_kernel(x_ptr, o_ptr, n_cols, B: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, B)
+    x = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=-float("inf"))
+    y = tle_raw.call(row_softmax, [tl.zeros_like(x), x])
+    tl.store(o_ptr + row * n_cols + cols, y, mask=cols < n_cols)
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptr + rm[:, None] * K + (k * BK + rk)[None, :],
+                    mask=(rm[:, None] < M) & ((k * BK + rk)[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + (k * BK + rk)[:, None] * N + rn[None, :],
+                    mask=((k * BK + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tle_raw.call(tile_matmul, [acc], [a, b])
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+PTRS3 = {"x_ptr": "*fp32", "y_ptr": "*fp32", "o_ptr": "*fp32", "n": "i32"}
+
+
+def test_pointer_function_compiles_inlined_for_sm90():
+    ptx = compile_sm90(add_kernel, PTRS3, {"BLOCK": 128}).asm["ptx"]
+    assert "ld.global" in ptx and "st.global" in ptx
+    assert "call.uni" not in ptx and "call " not in ptx  # the CUDA function is inlined into the kernel
+
+
+def test_returned_descriptor_picks_the_output_tile():
+    ptx = compile_sm90(softmax_kernel, {"x_ptr": "*fp32", "o_ptr": "*fp32", "n_cols": "i32"}, {"B": 256},
+                       num_warps=4).asm["ptx"]
+    assert "ex2.approx" in ptx and barriers(ptx) >= 6
+
+
+def test_outs_ins_form_with_half_tiles_compiles():
+    compile_sm90(matmul_kernel, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32",
+                                 "K": "i32"}, {"BM": 32, "BN": 32, "BK": 32})
+
+
+def test_template_per_define_two_in_one_kernel():
+    sig = {"x16": "*fp16", "y16": "*fp16", "o16": "*fp16", "x32": "*fp32", "y32": "*fp32", "o32": "*fp32",
+           "n": "i32"}
+    ptx = compile_sm90(two_types_kernel, sig, {"BLOCK": 128}).asm["ptx"]
+    assert "add.f16" in ptx or "add.rn.f16" in ptx
+    assert "add.f32" in ptx or "add.rn.f32" in ptx
+
+
+def test_the_softmax_example_reads_and_writes_each_row_once_in_16_byte_accesses():
+    sig = {"out_ptr": "*fp32", "in_ptr": "*fp32", "in_stride": "i32", "out_stride": "i32", "n_rows": "i32",
+           "n_cols": "i32"}
+    ptx = compile_sm90(example("gpu_softmax_cuda").softmax_kernel, sig, num_warps=8).asm["ptx"]
+    # 32 f32 a thread: 8 vector loads and stores where the row is aligned, 32 scalar ones where not
+    assert len(re.findall(r"ld\.global(?:\.\w+)*\.v4\.(?:b32|f32)", ptx)) == 8
+    assert len(re.findall(r"st\.global(?:\.\w+)*\.v4\.(?:b32|f32)", ptx)) == 8
+    assert "ld.shared" in ptx and "shfl.sync.bfly" in ptx
+
+
+def test_the_topk_example_keeps_its_keys_in_registers():
+    sig = {"x_ptr": "*fp32", "vals_ptr": "*fp32", "idx_ptr": "*i32", "n_rows": "i32", "n_cols": "i32", "k": "i32"}
+    cc = compile_sm90(example("gpu_topk_cuda").topk_kernel, sig, num_warps=8)
+    assert cc.metadata.shared == 0 and "local" not in cc.asm["ptx"]   # no spills to local memory
+    assert "shfl.sync.bfly" in cc.asm["ptx"]
+
+
+@dialect(name="cuda", source="__device__ void Bad(int n) {\n  undeclared(n);\n}\n")
+def broken(*args, **kwargs):
+    ...
+
+
+@triton.jit
+def broken_kernel(n):
+    tle_raw.call(broken, [n])
+
+
+def test_a_clang_error_names_the_cu_line():
+    with pytest.raises(Exception) as info:
+        compile_sm90(broken_kernel, {"n": "i32"})
+    # (a source string is named after the stub, beside its Python file)
+    assert f"{pathlib.Path(__file__).with_name('broken.cu')}:2:3" in str(info.value)
+    assert "undeclared" in str(info.value)
+
+
+@triton.jit
+def short_kernel(x_ptr, y_ptr, o_ptr, n, BLOCK: tl.constexpr):
+    tle_raw.call(grid_add, [o_ptr, x_ptr, n])
+
+
+def test_operands_that_do_not_fill_the_signature_are_refused_at_the_call():
+    with pytest.raises(Exception, match=r"operand 2 .* is a scalar; parameter 2 of GridAdd"):
+        compile_sm90(short_kernel, PTRS3, {"BLOCK": 128})
+
+
+def test_nvcc_and_nvshmem_options_say_why_they_are_refused():
+    with pytest.raises(CompileError, match="nvcc"):
+        dialect(name="cuda", file=CU / "grid_add.cu", compiler="nvcc")(lambda: None)
+    with pytest.raises(CompileError, match="NVSHMEM"):
+        dialect(name="cuda", file=CU / "grid_add.cu", library={"nvshmem": "/x"})(lambda: None)
+
+
+# --- on a GPU ---------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+def test_cuda_functions_against_torch():
+    import torch
+    torch.manual_seed(0)
+    n = 10_000
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    o = torch.empty_like(x)
+    add_kernel[(triton.cdiv(n, 1024),)](x, y, o, n, BLOCK=1024)
+    torch.testing.assert_close(o, x + y, rtol=0, atol=0)
+
+    x16, y16 = x.half(), y.half()
+    o16, o32 = torch.empty_like(x16), torch.empty_like(x)
+    two_types_kernel[(4,)](x16, y16, o16, x, y, o32, n, BLOCK=128)
+    torch.testing.assert_close(o16, x16 + y16, rtol=0, atol=0)
+    torch.testing.assert_close(o32, x + y, rtol=0, atol=0)
+
+    rows = torch.randn(64, 1000, device="cuda")
+    out = torch.empty_like(rows)
+    softmax_kernel[(64,)](rows, out, 1000, B=1024, num_warps=8)
+    torch.testing.assert_close(out, torch.softmax(rows, dim=1), rtol=1e-4, atol=1e-6)
+
+    a = torch.randn(200, 150, device="cuda", dtype=torch.float16)
+    b = torch.randn(150, 100, device="cuda", dtype=torch.float16)
+    c = torch.empty(200, 100, device="cuda")
+    matmul_kernel[(triton.cdiv(200, 32), triton.cdiv(100, 32))](a, b, c, 200, 100, 150, BM=32, BN=32, BK=32)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-3)
