@@ -1,82 +1,69 @@
-// Row softmax in CUDA C, called by fl.call from examples/gpu_softmax_cuda.py
-// on global memory: every thread of the block holds up to MAX_PER_THREAD
-// elements of the row in registers (16-byte loads where the row is aligned),
-// the maximum and the sum of exponentials are reduced by warp shuffles and
-// one shared slot per warp, and the row is written once. One read and one
-// write of the row: the traffic of a fused softmax.
+// Row softmax in CUDA C, called once per program by fl.call from
+// examples/gpu_softmax_cuda.py on global memory: the block walks its rows
+// (a grid-stride loop), every thread holding its share of a row in registers
+// (V float4s, 16-byte loads and stores), the maximum and the sum of
+// exponentials reduced by warp shuffles and one shared slot per warp. One
+// read and one write of each row: the traffic of a fused softmax.
 #include <math_constants.h>
 
-#define MAX_PER_THREAD 32   // 32 f32 a thread: 8,192 columns on 256 threads
-
 typedef __attribute__((address_space(1))) float gfloat;
+typedef __attribute__((address_space(1))) float4 gfloat4;
 
-static __device__ __forceinline__ float4 load4(const gfloat *p) {
-  return *(const __attribute__((address_space(1))) float4 *)p;
-}
-
-static __device__ __forceinline__ void store4(gfloat *p, float4 v) {
-  *(__attribute__((address_space(1))) float4 *)p = v;
-}
-
-static __device__ __forceinline__ float block_reduce(float v, bool is_max, float *slots) {
+// The block's maximum (or sum) of v, in every thread; `slots` holds one value
+// a warp (two sets used in turn, so one barrier a reduction suffices).
+template <bool IS_MAX>
+static __device__ __forceinline__ float block_reduce(float v, float *slots) {
   for (int lane = 16; lane > 0; lane >>= 1) {
     const float o = __shfl_xor_sync(0xffffffffu, v, lane);
-    v = is_max ? fmaxf(v, o) : v + o;
+    v = IS_MAX ? fmaxf(v, o) : v + o;
   }
-  const int warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  if (threadIdx.x % 32 == 0) slots[warp] = v;
+  if (threadIdx.x % 32 == 0) slots[threadIdx.x / 32] = v;
   __syncthreads();
   v = slots[0];
-  for (int w = 1; w < warps; ++w) v = is_max ? fmaxf(v, slots[w]) : v + slots[w];
-  __syncthreads();  // every thread has read the slots before they are written again
+  for (int w = 1; w < (int)blockDim.x / 32; ++w) v = IS_MAX ? fmaxf(v, slots[w]) : v + slots[w];
   return v;
 }
 
-extern "C" __device__ void RowSoftmax(gfloat *out, const gfloat *in, int n) {
-  __shared__ float slots[32];
+template <int V>  // float4s a thread: the row has at most 4 * V * blockDim.x elements
+static __device__ void softmax_rows(gfloat *out, const gfloat *in, int rows, int n, int in_stride,
+                                    int out_stride, float *slots) {
   const int t = threadIdx.x, nt = blockDim.x;
-  assert(n <= MAX_PER_THREAD * nt);  // the row fits the registers (the caller checks it too)
-  float x[MAX_PER_THREAD];
-  // 16-byte loads when the row is aligned and whole float4s cover it
-  const bool vec = (((unsigned long long)in | (unsigned long long)out) & 15) == 0 && n % 4 == 0;
-  float top = -CUDART_INF_F;
-  if (vec) {
+  for (int row = blockIdx.x; row < rows; row += gridDim.x) {
+    const gfloat4 *src = (const gfloat4 *)(in + (long long)row * in_stride);
+    gfloat4 *dst = (gfloat4 *)(out + (long long)row * out_stride);
+    float4 x[V];
+    float top = -CUDART_INF_F;
 #pragma unroll
-    for (int k = 0; k < MAX_PER_THREAD / 4; ++k) {
-      const int i = (k * nt + t) * 4;
-      const float4 v = i < n ? load4(in + i) : make_float4(-CUDART_INF_F, -CUDART_INF_F, -CUDART_INF_F,
-                                                            -CUDART_INF_F);
-      x[4 * k] = v.x; x[4 * k + 1] = v.y; x[4 * k + 2] = v.z; x[4 * k + 3] = v.w;
+    for (int k = 0; k < V; ++k) {
+      const int i = k * nt + t;  // in float4s
+      x[k] = 4 * i < n ? float4(src[i]) : make_float4(-CUDART_INF_F, -CUDART_INF_F, -CUDART_INF_F, -CUDART_INF_F);
+      top = fmaxf(top, fmaxf(fmaxf(x[k].x, x[k].y), fmaxf(x[k].z, x[k].w)));
     }
-  } else {
+    top = block_reduce<true>(top, slots);
+    float total = 0.0f;
 #pragma unroll
-    for (int k = 0; k < MAX_PER_THREAD; ++k) {
+    for (int k = 0; k < V; ++k) {
+      x[k] = make_float4(__expf(x[k].x - top), __expf(x[k].y - top), __expf(x[k].z - top), __expf(x[k].w - top));
+      total += (x[k].x + x[k].y) + (x[k].z + x[k].w);
+    }
+    const float scale = 1.0f / block_reduce<false>(total, slots + 32);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
       const int i = k * nt + t;
-      x[k] = i < n ? in[i] : -CUDART_INF_F;
+      if (4 * i < n) dst[i] = make_float4(x[k].x * scale, x[k].y * scale, x[k].z * scale, x[k].w * scale);
     }
   }
-#pragma unroll
-  for (int k = 0; k < MAX_PER_THREAD; ++k) top = fmaxf(top, x[k]);
-  top = block_reduce(top, true, slots);
-  float total = 0.0f;
-#pragma unroll
-  for (int k = 0; k < MAX_PER_THREAD; ++k) {
-    x[k] = __expf(x[k] - top);
-    total += x[k];
-  }
-  const float scale = 1.0f / block_reduce(total, false, slots);
-  if (vec) {
-#pragma unroll
-    for (int k = 0; k < MAX_PER_THREAD / 4; ++k) {
-      const int i = (k * nt + t) * 4;
-      if (i < n) store4(out + i, make_float4(x[4 * k] * scale, x[4 * k + 1] * scale, x[4 * k + 2] * scale,
-                                             x[4 * k + 3] * scale));
-    }
-  } else {
-#pragma unroll
-    for (int k = 0; k < MAX_PER_THREAD; ++k) {
-      const int i = k * nt + t;
-      if (i < n) out[i] = x[k] * scale;
-    }
-  }
+}
+
+// A row of n f32 (n a multiple of 4, rows 16-byte aligned: the caller checks),
+// up to 4 * 8 * blockDim.x elements.
+extern "C" __device__ void RowsSoftmax(gfloat *out, const gfloat *in, int rows, int n, int in_stride,
+                                       int out_stride) {
+  __shared__ float slots[64];
+  const int per = (n + 4 * blockDim.x - 1) / (4 * blockDim.x);
+  assert(per <= 8 && n % 4 == 0);
+  if (per <= 1) softmax_rows<1>(out, in, rows, n, in_stride, out_stride, slots);
+  else if (per <= 2) softmax_rows<2>(out, in, rows, n, in_stride, out_stride, slots);
+  else if (per <= 4) softmax_rows<4>(out, in, rows, n, in_stride, out_stride, slots);
+  else softmax_rows<8>(out, in, rows, n, in_stride, out_stride, slots);
 }

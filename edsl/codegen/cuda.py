@@ -71,11 +71,12 @@ def clang_error(stderr: str, filename: str) -> CompileError:
     """clang's first error as a CompileError at its file and line, the whole
     diagnostic below it."""
     m = _DIAGNOSTIC.search(stderr)
-    detail = "\n".join(line for line in stderr.splitlines() if "CUDA version" not in line).strip()
+    lines = [line for line in stderr.splitlines() if "CUDA version" not in line]
     if m is None:
-        return CompileError(f"clang could not compile {filename}:\n{detail}")
+        return CompileError(f"clang could not compile {filename}:\n" + "\n".join(lines))
     loc = SourceLoc(m["file"], int(m["line"]), int(m["col"]) - 1)
-    return CompileError(f"{m['msg']}\n{detail}", loc)
+    rest = "\n".join(line for line in lines if line != m.group(0)).strip()   # notes, other errors
+    return CompileError(f"{m['msg']}\n{rest}" if rest else m["msg"], loc)
 
 
 def preprocessed(source: CudaSource) -> str:

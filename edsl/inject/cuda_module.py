@@ -37,8 +37,7 @@ def link_ready(llvm: str, fn: cuda.LlvmFunction, symbol: str) -> str:
         target = libdevice_name(name)
         if target is not None:
             text = _rename(text, name, target)
-    text = re.sub(r' "(?:target-cpu|target-features|frame-pointer|stack-protector-buffer-size)"="[^"]*"', "",
-                  text)
+    text = re.sub(r"^(attributes #\d+ = \{)(.*)\}$", lambda m: f"{m[1]} {_portable(m[2])} }}", text, flags=re.M)
     text = re.sub(r"^!llvm\.(?:module\.flags|ident) = .*$", "", text, flags=re.M)
     params = ", ".join(f"{t} %a{k}" for k, t in enumerate(fn.params))
     call = f"call {fn.result} @{symbol}.{fn.name}({params})"
@@ -50,6 +49,28 @@ define void @{symbol}({params}) #{_ALWAYS_INLINE} {{
 
 attributes #{_ALWAYS_INLINE} = {{ alwaysinline nounwind }}
 """
+
+
+# Function attributes every LLVM that Triton 3.6 and later bundle reads; a
+# newer one (clang's LLVM may be newer than Triton's) would fail the parse,
+# and each is only a hint to the optimizer.
+_PORTABLE = {"alwaysinline", "cold", "convergent", "hot", "inlinehint", "mustprogress", "nocallback", "nofree",
+             "noinline", "nomerge", "noreturn", "norecurse", "nosync", "nounwind", "speculatable", "willreturn"}
+_DROPPED_STRINGS = ("target-cpu", "target-features", "frame-pointer", "stack-protector-buffer-size")
+
+
+def _portable(group: str) -> str:
+    """An attribute group's attributes, less those not every LLVM reads and those
+    that pin a target CPU (string attributes other LLVMs ignore are kept)."""
+    kept = []
+    for m in re.finditer(r'"([^"]*)"(?:="[^"]*")?|memory\([^)]*\)|[\w.]+(?:\([^)]*\))?', group):
+        token = m.group(0)
+        if m.group(1) is not None:
+            if m.group(1) not in _DROPPED_STRINGS:
+                kept.append(token)
+        elif token in _PORTABLE or token.startswith("memory("):
+            kept.append(token)
+    return " ".join(kept)
 
 
 # An attribute group number clang does not use.
