@@ -19,7 +19,8 @@ it (edsl.gpu.placeholders). After it, the calls' pool is placed after
 Triton's shared memory and the kernel's `shared` grows by it: Triton's
 launcher opts the kernel in to that much dynamic shared memory, and a kernel
 needing more than its GPU has is Triton's `OutOfResources`, which the
-autotuner skips.
+autotuner skips. The `ptx` stage is wrapped too, to count the static shared
+arrays of CUDA C raw functions in that limit.
 
 A hook set before edsl installs its own is composed with it (edsl's wrapping
 first, then the user's); a hook set afterwards replaces edsl's, and `fl.call`
@@ -63,6 +64,10 @@ class StagesHook:
         if getattr(target, "backend", None) == "cuda" and "llir" in stages:
             stock = stages["llir"]
             stages["llir"] = lambda src, metadata: make_llir(backend, options, capability, src, metadata, stock)
+            if "ptx" in stages:
+                stock_ptx = stages["ptx"]
+                stages["ptx"] = lambda src, metadata: check_static_shared(stock_ptx(src, metadata), metadata,
+                                                                          capability)
         if self.inner is not None:
             self.inner(*args)
 
@@ -203,3 +208,21 @@ def make_llir(backend, options, capability, src, metadata, stock):
         raise OutOfResources(metadata["shared"], limit, f"shared memory (fl.call's tiles take {pool} bytes "
                              f"after the kernel's {metadata['shared'] - pool})")
     return llir
+
+
+_STATIC_SHARED = re.compile(r"^\s*\.shared \.align \d+ \.b8 [^\s\[]+\[(\d+)\];", re.M)
+
+
+def check_static_shared(ptx: str, metadata, capability) -> str:
+    """`ptx`, once its static shared arrays (a CUDA C raw function's
+    `__shared__`; Triton's own shared memory is dynamic) fit beside the
+    kernel's dynamic shared memory in what a block may use: beyond it,
+    Triton's `OutOfResources` (the autotuner skips the config) rather than a
+    launch that fails."""
+    static = sum(int(n) for n in _STATIC_SHARED.findall(ptx))
+    limit = nvptx.MAX_SHARED_BYTES.get(capability)
+    if static and limit is not None and metadata["shared"] + static > limit:
+        raise OutOfResources(metadata["shared"] + static, limit,
+                             f"shared memory (static arrays of raw functions take {static} bytes beside the "
+                             f"kernel's {metadata['shared']} of dynamic shared memory)")
+    return ptx

@@ -26,7 +26,7 @@ def barriers(ptx: str) -> int:
 
 def static_shared(ptx: str) -> dict[str, int]:
     """Static shared arrays of a PTX module: name -> bytes."""
-    return {m[1]: int(m[2]) for m in re.finditer(r"\.shared \.align \d+ \.b8 (\w+)\[(\d+)\]", ptx)}
+    return {m[1]: int(m[2]) for m in re.finditer(r"\.shared \.align \d+ \.b8 ([^\s\[]+)\[(\d+)\]", ptx)}
 
 
 def example(name: str):

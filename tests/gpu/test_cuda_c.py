@@ -9,11 +9,12 @@ import re
 import pytest
 import triton
 import triton.language as tl
+from triton.runtime.errors import OutOfResources
 
 import edsl.tle.language.raw as tle_raw
 from edsl.base.errors import CompileError
 from edsl.tle.raw import dialect
-from gpu_helpers import barriers, compile_sm90, example
+from gpu_helpers import barriers, compile_sm90, example, static_shared
 
 pytest.importorskip("ziglang", reason="CUDA C raw functions need the ziglang package (pip install triton-edsl[cuda])")
 
@@ -153,6 +154,34 @@ def short_kernel(x_ptr, y_ptr, o_ptr, n, BLOCK: tl.constexpr):
 def test_operands_that_do_not_fill_the_signature_are_refused_at_the_call():
     with pytest.raises(Exception, match=r"operand 2 .* is a scalar; parameter 2 of GridAdd"):
         compile_sm90(short_kernel, PTRS3, {"BLOCK": 128})
+
+
+@dialect(name="cuda", source="""
+__device__ void Stage(__attribute__((address_space(3))) float *a, __attribute__((address_space(3))) float *p,
+                      int64_t o, int64_t n, int64_t s, __attribute__((address_space(3))) float *qa,
+                      __attribute__((address_space(3))) float *q, int64_t qo, int64_t qn, int64_t qs) {
+  __shared__ float scratch[10240];   // 40 KiB of static shared memory
+  for (int i = threadIdx.x; i < n; i += blockDim.x) scratch[i % 10240] = p[i];
+  __syncthreads();
+  for (int i = threadIdx.x; i < n; i += blockDim.x) p[i] = scratch[i % 10240] * q[i % qn];
+}""")
+def staged(*args, **kwargs):
+    ...
+
+
+@triton.jit
+def staged_kernel(x_ptr, B: tl.constexpr, Q: tl.constexpr):
+    offs = tl.arange(0, B)
+    q = tl.load(x_ptr + tl.arange(0, Q))
+    tl.store(x_ptr + offs, tle_raw.call(staged, [tl.load(x_ptr + offs), q], output_indices=[0]))
+
+
+def test_static_shared_arrays_count_against_the_block_limit():
+    small = compile_sm90(staged_kernel, {"x_ptr": "*fp32"}, {"B": 1024, "Q": 1024})
+    assert 40960 in static_shared(small.asm["ptx"]).values()   # 40 KiB static + 8 KiB of tiles: fits
+    with pytest.raises(OutOfResources, match=r"static arrays of raw functions take 40960 bytes"):
+        # 192 KiB of tiles fit the 227 KiB of an H100/H200 block; with the 40 KiB array, they do not
+        compile_sm90(staged_kernel, {"x_ptr": "*fp32"}, {"B": 32768, "Q": 16384})
 
 
 def test_nvcc_and_nvshmem_options_say_why_they_are_refused():
