@@ -43,7 +43,6 @@ class CudaFunction:
         self.cuda_source = cuda.CudaSource(text, filename, defines, (os.path.dirname(filename),))
         self.extern_func_name = str(extern_func_name or "")
         self.deferred = bool(deferred)
-        self.returns: list[str] = []
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__
@@ -51,7 +50,7 @@ class CudaFunction:
         self.__wrapped__ = fn
         self.__triton_aggregate__ = True  # a global Triton admits in kernels (see EdslFunction)
         self._identity: str | None = None
-        self._llvm: dict[str, str] = {}
+        self._compiled: dict[str, tuple[str, cuda.LlvmFunction]] = {}   # arch -> (LLVM IR, called function)
 
     def __repr__(self) -> str:
         return f"<edsl CUDA function {self.__qualname__} ({self.cuda_source.filename})>"
@@ -72,15 +71,19 @@ class CudaFunction:
         from .gpu.cache_key import kernel_key_part
         return kernel_key_part(self)
 
+    def _compile(self, arch: str) -> tuple[str, cuda.LlvmFunction]:
+        if arch not in self._compiled:
+            llvm = cuda.compile_llvm(self.cuda_source, arch)
+            self._compiled[arch] = llvm, cuda.pick(llvm, self.extern_func_name, self.cuda_source.filename)
+        return self._compiled[arch]
+
     def llvm(self, arch: str) -> str:
         """Its module's LLVM IR for `arch` (`sm_90a`...)."""
-        if arch not in self._llvm:
-            self._llvm[arch] = cuda.compile_llvm(self.cuda_source, arch)
-        return self._llvm[arch]
+        return self._compile(arch)[0]
 
     def llvm_function(self, arch: str) -> cuda.LlvmFunction:
         """The function `fl.call` calls (extern_func_name's, else the one visible)."""
-        return cuda.pick(self.llvm(arch), self.extern_func_name, self.cuda_source.filename)
+        return self._compile(arch)[1]
 
     def returned_params(self, arch: str) -> list[int] | None:
         """The parameters whose memory it returns (None: not traceable)."""

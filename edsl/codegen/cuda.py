@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass
 
 from ..base.errors import CompileError, SourceLoc
+from ..target import nvptx
 
 INCLUDE_DIR = os.path.join(os.path.dirname(__file__), "cuda_include")
 PRELUDE = "edsl_cuda.h"
@@ -81,7 +82,7 @@ def clang_error(stderr: str, filename: str) -> CompileError:
 
 def preprocessed(source: CudaSource) -> str:
     """The source after the preprocessor (what the compile reads, its #includes in)."""
-    return _run(source, source.flags("sm_90") + ["-E", "-P"])
+    return _run(source, source.flags(nvptx.DEFAULT_ARCH) + ["-E", "-P"])
 
 
 def compile_llvm(source: CudaSource, arch: str) -> str:

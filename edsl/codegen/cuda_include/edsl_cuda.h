@@ -34,22 +34,16 @@ static __device__ __forceinline__ int4 make_int4(int x, int y, int z, int w) { r
 // --- built-in variables: `threadIdx.x` reads %tid.x (the unused axes fold away)
 struct uint3 { unsigned int x, y, z; };
 struct dim3 { unsigned int x, y, z; };
-static __device__ __forceinline__ uint3 __edsl_thread_idx() {
-  return {(unsigned int)__nvvm_read_ptx_sreg_tid_x(), (unsigned int)__nvvm_read_ptx_sreg_tid_y(),
-          (unsigned int)__nvvm_read_ptx_sreg_tid_z()};
-}
-static __device__ __forceinline__ uint3 __edsl_block_idx() {
-  return {(unsigned int)__nvvm_read_ptx_sreg_ctaid_x(), (unsigned int)__nvvm_read_ptx_sreg_ctaid_y(),
-          (unsigned int)__nvvm_read_ptx_sreg_ctaid_z()};
-}
-static __device__ __forceinline__ dim3 __edsl_block_dim() {
-  return {(unsigned int)__nvvm_read_ptx_sreg_ntid_x(), (unsigned int)__nvvm_read_ptx_sreg_ntid_y(),
-          (unsigned int)__nvvm_read_ptx_sreg_ntid_z()};
-}
-static __device__ __forceinline__ dim3 __edsl_grid_dim() {
-  return {(unsigned int)__nvvm_read_ptx_sreg_nctaid_x(), (unsigned int)__nvvm_read_ptx_sreg_nctaid_y(),
-          (unsigned int)__nvvm_read_ptx_sreg_nctaid_z()};
-}
+#define __EDSL_SREG3(type, name, reg)                                                        \
+  static __device__ __forceinline__ type name() {                                              \
+    return {(unsigned int)__nvvm_read_ptx_sreg_##reg##_x(), (unsigned int)__nvvm_read_ptx_sreg_##reg##_y(), \
+            (unsigned int)__nvvm_read_ptx_sreg_##reg##_z()};                                   \
+  }
+__EDSL_SREG3(uint3, __edsl_thread_idx, tid)
+__EDSL_SREG3(uint3, __edsl_block_idx, ctaid)
+__EDSL_SREG3(dim3, __edsl_block_dim, ntid)
+__EDSL_SREG3(dim3, __edsl_grid_dim, nctaid)
+#undef __EDSL_SREG3
 #define threadIdx (__edsl_thread_idx())
 #define blockIdx (__edsl_block_idx())
 #define blockDim (__edsl_block_dim())
