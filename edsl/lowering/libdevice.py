@@ -10,6 +10,9 @@ MLIR op that computes a libdevice function (kernels calling
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
 from mlir import ir
 
 # The functions `convert-math-to-libm` calls, by libm name (f32: name + "f").
@@ -74,24 +77,90 @@ def lowering_for(symbol: str) -> tuple[str, str] | None:
 
 # libdevice's fast f32 versions (the GPU's approximate instructions, as CUDA's
 # `-use_fast_math` and Triton's `tl.exp` use): for functions compiled with
-# `fastmath=True`.
-_FAST = ("expf", "exp10f", "logf", "log2f", "log10f", "sinf", "cosf", "tanf", "powf")
+# `fastmath=True`. Each is one or two of PTX's approximate instructions and a
+# product by a constant, written here as libdevice writes them (the
+# instruction's `.ftz` form where `__nvvm_reflect("__CUDA_FTZ")` says so, as
+# Triton's `enable_reflect_ftz` sets it): defined in the function's module,
+# they spare a kernel linking libdevice, whose parse is about 55 ms of each
+# compile. Inline PTX rather than `llvm.nvvm.*.approx` intrinsics: those are
+# named differently by the LLVM of these bindings and by Triton's.
+_LOG2_E, _LOG2_10, _LN_2, _LOG10_2 = (float(np.float32(v)) for v in (
+    math.log2(math.e), math.log2(10), math.log(2), math.log10(2)))
+_FAST = {   # libm name -> its body, over a builder `f` and the parameters
+    "expf": lambda f, a: f.approx("ex2", f.mul(a, _LOG2_E)),
+    "exp10f": lambda f, a: f.approx("ex2", f.mul(a, _LOG2_10)),
+    "logf": lambda f, a: f.mul(f.approx("lg2", a), _LN_2),
+    "log2f": lambda f, a: f.approx("lg2", a),
+    "log10f": lambda f, a: f.mul(f.approx("lg2", a), _LOG10_2),
+    "sinf": lambda f, a: f.approx("sin", a),
+    "cosf": lambda f, a: f.approx("cos", a),
+    "tanf": lambda f, a: f.approx("div", f.approx("sin", a), f.approx("cos", a)),
+    "powf": lambda f, a, b: f.approx("ex2", f.mul(b, f.approx("lg2", a))),
+}
+_REFLECT = """llvm.mlir.global private constant @edsl.cuda_ftz("__CUDA_FTZ\\00") {addr_space = 0 : i32}
+llvm.func @__nvvm_reflect(!llvm.ptr) -> i32"""
+
+
+class _FastBody:
+    """The LLVM-dialect lines of one fast function, in order."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        flag = self.emit("llvm.call @__nvvm_reflect(" + self.emit("llvm.mlir.addressof @edsl.cuda_ftz : !llvm.ptr")
+                         + ") : (!llvm.ptr) -> i32")
+        self.ftz = self.emit(f'llvm.icmp "ne" {flag}, {self.emit("llvm.mlir.constant(0 : i32) : i32")} : i32')
+
+    def emit(self, op: str) -> str:
+        self.lines.append(f"%v{len(self.lines)} = {op}")
+        return f"%v{len(self.lines) - 1}"
+
+    def value(self, v) -> str:
+        return self.emit(f"llvm.mlir.constant({v!r} : f32) : f32") if isinstance(v, float) else v
+
+    def mul(self, a, b) -> str:
+        return self.emit(f"llvm.fmul {self.value(a)}, {self.value(b)} : f32")
+
+    def approx(self, instruction: str, *operands) -> str:
+        args = [self.value(v) for v in operands]
+        asm = f"{instruction}.approx%s.f32 $0, " + ", ".join(f"${i + 1}" for i in range(len(args))) + ";"
+        kind = f'"{",".join(["=f"] + ["f"] * len(args))}" {", ".join(args)} : ({", ".join(["f32"] * len(args))}) -> f32'
+        ftz, plain = (self.emit(f'llvm.inline_asm "{asm % mode}", {kind}') for mode in (".ftz", ""))
+        return self.emit(f"llvm.select {self.ftz}, {ftz}, {plain} : i1, f32")
+
+
+def _fast_function(name: str) -> str:
+    """LLVM-dialect text defining libdevice's fast `name` (an internal function)."""
+    body = _FAST[name]
+    params = [f"%{p}" for p in body.__code__.co_varnames[1:body.__code__.co_argcount]]
+    f = _FastBody()
+    result = body(f, *params)
+    return (f"llvm.func internal @edsl.fast_{name}({', '.join(f'{p}: f32' for p in params)}) -> f32 {{\n  "
+            + "\n  ".join(f.lines) + f"\n  llvm.return {result} : f32\n}}")
 
 
 def use_libdevice(module: ir.Module, fastmath: bool = False) -> int:
     """Rename the libm declarations of an LLVM-dialect module (and their calls)
-    to libdevice's names (with `fastmath`, its fast versions where it has
-    them); returns how many."""
+    to libdevice's names (with `fastmath`, to definitions of its fast versions
+    in the module where it has them); returns how many."""
     renamed = 0
+    fast = []
     for op in list(module.body.operations):
         op = op.operation
         if op.name != "llvm.func" or op.regions[0].blocks:
             continue
         name = ir.StringAttr(op.attributes["sym_name"]).value
-        new = f"__nv_fast_{name}" if fastmath and name in _FAST else libdevice_name(name)
+        new = f"edsl.fast_{name}" if fastmath and name in _FAST else libdevice_name(name)
         if new is None:
             continue
         ir.SymbolTable.replace_all_symbol_uses(name, new, module.operation)
-        ir.SymbolTable.set_symbol_name(op, new)
+        if new.startswith("edsl.fast_"):
+            fast.append(name)
+            op.erase()
+        else:
+            ir.SymbolTable.set_symbol_name(op, new)
         renamed += 1
+    if fast:
+        defined = ir.Module.parse("\n".join([_REFLECT] + [_fast_function(n) for n in fast]))
+        for op in list(defined.body.operations):
+            module.body.append(op.detach_from_parent())
     return renamed

@@ -525,3 +525,39 @@ def test_libdevice_is_linked_where_the_kernel_or_its_functions_may_call_it(math,
     cc = compile_sm90(reverse_then_math_kernel, {"x_ptr": "*fp32", "o_ptr": "*fp32"}, {"B": 128, "MATH": math})
     assert cc.asm["cubin"]
     assert ("libdevice" in linked[-1]) == math
+
+
+def _softmax_like(y: InOut["memref<?xf32, shared>"]):
+    for i in range(edsl.thread_id(), y.shape[0], edsl.num_threads()):
+        y[i] = edsl.exp(y[i])
+
+
+exp_fast, exp_precise = edsl.dialect(_softmax_like, fastmath=True), edsl.dialect(_softmax_like)
+
+
+@triton.jit
+def exp_kernel(x_ptr, o_ptr, B: tl.constexpr, FAST: tl.constexpr):
+    offs = tl.arange(0, B)
+    y = fl.call(exp_fast if FAST else exp_precise, [tl.load(x_ptr + offs)], [])
+    tl.store(o_ptr + offs, y)
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_fast_math_needs_no_libdevice(fast, monkeypatch):
+    """A function compiled with fastmath computes exp by PTX's ex2.approx
+    (ftz, as Triton's enable_reflect_ftz sets it) in its own module: the
+    kernel links no libdevice. Without fastmath, libdevice's __nv_expf."""
+    linked = []
+    from triton.backends.nvidia import compiler as nvidia
+    stock = nvidia.CUDABackend.make_llir
+
+    def spy(self, src, metadata, options, capability):
+        linked.append([name for name, path in options.extern_libs if os.path.getsize(path) > 1000])
+        return stock(self, src, metadata, options, capability)
+
+    monkeypatch.setattr(nvidia.CUDABackend, "make_llir", spy)
+    cc = compile_sm90(exp_kernel, {"x_ptr": "*fp32", "o_ptr": "*fp32"}, {"B": 128, "FAST": fast})
+    ptx = cc.asm["ptx"]
+    assert ("libdevice" in linked[-1]) != fast
+    assert "__nvvm_reflect" not in ptx and "edsl.cuda_ftz" not in ptx    # resolved and gone
+    assert "ex2.approx.ftz.f32" in ptx      # (libdevice's __nv_expf ends in it too)

@@ -2,6 +2,9 @@
 intrinsics with one meaning on both targets, memory spaces by name, math
 through libdevice, and the errors for what one target does not have."""
 import json
+import pathlib
+import re
+import subprocess
 
 import pytest
 from mlir import ir
@@ -98,11 +101,65 @@ def test_math_goes_to_libdevice():
     assert "@expf(" not in text and "@llvm.exp.f32" not in text   # NVPTX selects neither
 
 
-def test_fastmath_takes_libdevices_fast_versions():
+def test_fastmath_defines_libdevices_fast_versions_in_the_module():
     text = edsl.dialect(math_zoo.fn, fastmath=True).compile("nvptx64").llir
-    for name in ("__nv_fast_expf", "__nv_fast_logf", "__nv_fast_powf", "__nv_tanhf", "__nv_erff", "__nv_exp"):
-        assert f"@{name}(" in text, name                  # (f32 ones where libdevice has them; f64 as ever)
-    assert "@__nv_expf(" not in text
+    for name in ("expf", "logf", "powf"):       # defined here: no libdevice to link for them
+        assert f"define internal float @edsl.fast_{name}(" in text, name
+    assert "@__nv_fast_" not in text and "@__nv_expf(" not in text
+    assert "ex2.approx.ftz.f32 $0, $1;" in text and "lg2.approx.f32 $0, $1;" in text
+    assert '@__nvvm_reflect(ptr @edsl.cuda_ftz)' in text
+    for name in ("__nv_tanhf", "__nv_erff", "__nv_exp"):   # no fast version: libdevice's as ever
+        assert f"@{name}(" in text, name
+
+
+def _libdevice_fast_body(text: str, name: str) -> tuple[list, list]:
+    """libdevice's __nv_fast_<name>, disassembled: its approximate instructions
+    (ftz and not) and the constants it multiplies by, in order."""
+    body = re.search(rf"define float @__nv_fast_{name}\(.*?\n}}", text, re.S)[0]
+    ops = re.findall(r"@llvm\.nvvm\.(\w+)\.approx(\.ftz)?\.f", body)
+    return ops, re.findall(r"fmul float [^\n]*?(0x[0-9A-F]+)", body)
+
+
+def _our_fast_body(text: str, name: str) -> tuple[list, list]:
+    body = re.search(rf"define internal float @edsl\.fast_{name}\(.*?\n}}", text, re.S)[0]
+    ops = [(op, ftz) for op, ftz in re.findall(r'asm "(\w+)\.approx(\.ftz)?\.f32', body)]
+    return ops, re.findall(r"fmul float [^\n]*?(0x[0-9A-F]+)", body)
+
+
+FAST = ["expf", "exp10f", "logf", "log2f", "log10f", "sinf", "cosf", "tanf", "powf"]
+
+
+@pytest.fixture(scope="module")
+def libdevice_text():
+    import llvm
+    import triton
+    libdevice = pathlib.Path(triton.__file__).parent / "backends/nvidia/lib/libdevice.10.bc"
+    dis = pathlib.Path(llvm.__file__).parent / "bin/llvm-dis"
+    return subprocess.run([dis, libdevice, "-o", "-"], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def fast_text():
+    """A module calling libm's nine f32 functions that libdevice has fast
+    versions of, after `use_libdevice(fastmath=True)`, as LLVM IR."""
+    from edsl import codegen
+    from edsl.lowering import to_llvm_ir, use_libdevice
+    calls = "\n".join(f"  %r{i} = llvm.call @{n}({', '.join(['%a'] * (2 if n == 'powf' else 1))}) : "
+                      f"({', '.join(['f32'] * (2 if n == 'powf' else 1))}) -> f32" for i, n in enumerate(FAST))
+    decls = "\n".join(f"llvm.func @{n}({', '.join(['f32'] * (2 if n == 'powf' else 1))}) -> f32" for n in FAST)
+    with codegen.LOCK, codegen.context(), ir.Location.unknown():
+        module = ir.Module.parse(f"{decls}\nllvm.func @f(%a: f32) {{\n{calls}\n  llvm.return\n}}")
+        assert use_libdevice(module, fastmath=True) == len(FAST)
+        return to_llvm_ir(module)
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_fast_functions_are_libdevices_instruction_for_instruction(name, libdevice_text, fast_text):
+    """Each fast function against libdevice's own body (llvm-dis of Triton's
+    libdevice.10.bc): the same approximate instructions, ftz and not, in the
+    same order, and the same constants."""
+    ops, constants = _our_fast_body(fast_text, name)
+    assert ops and (ops, constants) == _libdevice_fast_body(libdevice_text, name)
 
 
 # --- the raw builder style of TLE-Raw, unchanged ------------------------------------------

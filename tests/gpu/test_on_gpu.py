@@ -11,6 +11,7 @@ import textwrap
 import pytest
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import libdevice
 from hypothesis import given, settings, strategies as st
 
 import edsl
@@ -353,3 +354,44 @@ def test_tiles_beyond_48_kib_run_and_the_autotuner_skips_those_beyond_the_gpu():
     o.zero_()
     double_rows.fn[(triton.cdiv(1000, 64),)](x, o, 1000, BM=64)          # 128 KiB of tiles
     torch.testing.assert_close(o, x * 2, rtol=0, atol=0)
+
+
+@edsl.dialect(fastmath=True)
+def fast_math_rows(y: InOut["memref<8x?xf32, shared>"], x: Input["memref<?xf32, shared>"]):
+    for i in range(edsl.thread_id(), x.shape[0], edsl.num_threads()):
+        a = x[i]
+        y[0, i] = edsl.exp(a)
+        y[1, i] = edsl.log(a)
+        y[2, i] = edsl.log2(a)
+        y[3, i] = edsl.log10(a)
+        y[4, i] = edsl.sin(a)
+        y[5, i] = edsl.cos(a)
+        y[6, i] = edsl.tan(a)
+        y[7, i] = a ** 1.5
+
+
+@triton.jit
+def fast_math_kernel(x_ptr, o_ptr, ref_ptr, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    x = tl.load(x_ptr + offs)
+    rows = tl.arange(0, 8)[:, None] * B + offs[None, :]
+    tl.store(o_ptr + rows, fl.call(fast_math_rows, [tl.zeros([8, B], tl.float32)], [x]))
+    tl.store(ref_ptr + 0 * B + offs, libdevice.fast_expf(x))
+    tl.store(ref_ptr + 1 * B + offs, libdevice.fast_logf(x))
+    tl.store(ref_ptr + 2 * B + offs, libdevice.fast_log2f(x))
+    tl.store(ref_ptr + 3 * B + offs, libdevice.fast_log10f(x))
+    tl.store(ref_ptr + 4 * B + offs, libdevice.fast_sinf(x))
+    tl.store(ref_ptr + 5 * B + offs, libdevice.fast_cosf(x))
+    tl.store(ref_ptr + 6 * B + offs, libdevice.fast_tanf(x))
+    tl.store(ref_ptr + 7 * B + offs, libdevice.fast_powf(x, tl.full([B], 1.5, tl.float32)))
+
+
+def test_fast_math_is_libdevices_fast_math_bit_for_bit():
+    """fastmath's exp, log, sin... (defined in the function's module) give the
+    bits of libdevice's __nv_fast_* as Triton calls them, subnormals included."""
+    torch = _torch()
+    x = torch.cat([torch.rand(960, device="cuda") * 40, torch.tensor([1e-39, 3e-42, 1.0, 88.0], device="cuda"),
+                   torch.rand(60, device="cuda") * 1e-3])
+    got, want = torch.zeros(8, 1024, device="cuda"), torch.zeros(8, 1024, device="cuda")
+    fast_math_kernel[(1,)](x, got, want, B=1024, num_warps=4)
+    assert torch.equal(got.view(torch.int32), want.view(torch.int32))
