@@ -5,8 +5,9 @@ Stages (each one's text is in `compiled.asm[name]`):
   mlir    this project's conversion to upstream MLIR (func/arith/math/scf/memref)
   llmlir  the LLVM dialect, through `edsl.lowering.run_pipeline(DEFAULT_PIPELINE)`
   llir    LLVM IR text (for reading; the program is built from `llmlir`)
-  dpubin  the program: a JSON header (kernel name, WRAM use, MRAM scratch of
-          spilled tiles, assertion texts, check sites, tasklets) followed by the host object code of the
+  dpubin  the program: its `KernelRecord` as a line of JSON (kernel name, WRAM use,
+          MRAM scratch of spilled tiles, assertion texts, check sites, tasklets)
+          followed by the host object code of the
           kernel with the DPU runtime library linked in (edsl.dpu.runtime),
           which the driver links into the process at load: a kernel in
           Triton's cache costs a new process milliseconds
@@ -22,6 +23,7 @@ Importing this module is cheap (Triton imports every registered backend at
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -114,6 +116,69 @@ class DpuOptions:
     def hash(self) -> str:
         key = "_".join(f"{k}-{v}" for k, v in sorted(self.__dict__.items()))
         return hashlib.sha256(key.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class KernelRecord:
+    """What compiling a kernel decided that running or exporting it needs:
+    written by the stages (`make_mlir`, `make_llmlir`, `make_dpubin`), carried
+    in the program's header (`to_program` / `from_program`, the only code that
+    names its keys) and read by attribute by the driver, the model and the
+    exporter. Triton's own metadata keeps only its keys (`name`, `shared`)."""
+    name: str
+    tasklets: int = 1                  # each DPU's, which the program is built for
+    wram_bytes: int = 0                # the kernel's WRAM buffers
+    scratch_bytes: int = 0             # the MRAM scratch of tiles kept there (convert.spill)
+    spills: tuple = ()                 # those tiles, described
+    asserts: tuple = ()                # (message, "file:line"), by assertion code
+    # run-time check sites of the kernel and its EDSL functions: (code, file, line, col)
+    # (file "": the kernel's own, see `convert.services.Sites.file_name`)
+    sites: tuple = ()
+    pointer_loads: tuple = ()          # (site code, where): accesses through a pointer loaded from memory
+    stored: tuple | None = None        # pointer parameters stores may go through (None: unknown)
+    regions: bool = False              # calls EDSL functions (fl.call)
+    prints: bool = False               # prints: its launches must not run twice
+    waits: bool = False                # uses an atomic's old value (its programs may wait on others)
+    race_check: bool = False           # the program checks races between tasklets (edsl.dpu.races)
+    mram_shift: int = 0                # how far MRAM addresses are shifted (edsl.dpu.support.MRAM_SHIFT)
+    counters: Any = None               # edsl.lowering.counting.CounterTable, built with dpu_timing
+
+    @staticmethod
+    def from_info(info) -> "KernelRecord":
+        """The record of a kernel as the conversion left it (`convert.core.KernelInfo`)."""
+        return KernelRecord(name=info.name, tasklets=info.tasklets, wram_bytes=info.wram_bytes,
+                            scratch_bytes=info.scratch_bytes, spills=tuple(r.describe() for r in info.spills),
+                            asserts=_frozen(info.asserts), sites=_frozen(info.sites),
+                            pointer_loads=_frozen(info.pointer_loads), stored=_frozen(info.stored),
+                            regions=info.regions, prints=bool(info.prints), waits=info.waits)
+
+    def to_program(self, obj: bytes) -> bytes:
+        """The program: this record as a line of JSON, then the object code `obj`."""
+        fields = dict(self.__dict__, counters=self.counters.to_json() if self.counters is not None else None)
+        return json.dumps(fields).encode() + b"\n" + obj
+
+    @staticmethod
+    def from_program(program: bytes) -> "tuple[KernelRecord, bytes]":
+        """The record and the object code of a program `to_program` wrote."""
+        header, _, obj = program.partition(b"\n")
+        fields = {k: _frozen(v) for k, v in json.loads(header).items()}
+        if fields["counters"] is not None:
+            from ..lowering.counting import CounterTable
+            fields["counters"] = CounterTable.from_json(json.loads(header)["counters"])
+        return KernelRecord(**fields), obj
+
+    def check_sites(self) -> dict:
+        """Run-time check sites by code (`base.errors.SourceLoc`; an
+        `AccessSite` where the access's pointer was loaded from memory)."""
+        from ..base.errors import AccessSite, SourceLoc
+        loaded = dict(self.pointer_loads)
+        return {code: AccessSite(f, line, col, pointer_load=loaded[code]) if code in loaded
+                else SourceLoc(f, line, col) for code, f, line, col in self.sites}
+
+
+def _frozen(value):
+    """`value` with its lists (JSON's, or the conversion's) as tuples, at every depth."""
+    return tuple(_frozen(v) for v in value) if isinstance(value, (list, tuple)) else value
 
 
 def _min_dot_size(lhs_type, rhs_type):
@@ -249,20 +314,10 @@ class DpuBackend(BaseBackend):
         module, info = convert_ttir(mod, debug=options.debug, wram_limit=options.wram_bytes,
                                     tasklets=options.num_tasklets,
                                     fission=options.tasklet_loops and not options.dpu_timing)
+        state["record"] = KernelRecord.from_info(info)
         metadata["name"] = info.name
-        metadata["tasklets"] = info.tasklets
-        metadata["regions"] = info.regions
-        # Tile memory: WRAM, and the MRAM scratch of tiles kept there.
+        # Triton's figure of a kernel's shared memory: here WRAM, and the MRAM scratch of tiles kept there.
         metadata["shared"] = info.wram_bytes + info.scratch_bytes
-        metadata["wram_bytes"] = info.wram_bytes
-        metadata["scratch_bytes"] = info.scratch_bytes
-        metadata["spills"] = [r.describe() for r in info.spills]
-        metadata["asserts"] = info.asserts
-        metadata["sites"] = info.sites
-        metadata["pointer_loads"] = info.pointer_loads
-        metadata["stored"] = info.stored
-        metadata["prints"] = bool(info.prints)      # (its launches must not run twice)
-        metadata["waits"] = info.waits
         state["context"] = module.context
         return module.operation.get_asm(enable_debug_info=True)
 
@@ -272,10 +327,12 @@ class DpuBackend(BaseBackend):
         from ..inject import run_pipeline_with_regions
         from ..lowering import DEFAULT_PIPELINE
         module = ir.Module.parse(src, state["context"])
-        run_pipeline_with_regions(module, DEFAULT_PIPELINE, f"kernel '{metadata['name']}'")
+        record = state["record"]
+        run_pipeline_with_regions(module, DEFAULT_PIPELINE, f"kernel '{record.name}'")
         # (races between tasklets are checked in EDSL functions' code, where a DPU runs several)
-        metadata["race_check"] = options.race_check and bool(metadata["regions"]) and options.num_tasklets > 1
-        if not metadata["race_check"]:
+        race_check = options.race_check and record.regions and options.num_tasklets > 1
+        state["record"] = dataclasses.replace(record, race_check=race_check)
+        if not race_check:
             from ..lowering import strip_race_notes
             strip_race_notes(module)
         if options.dpu_timing:
@@ -297,16 +354,13 @@ class DpuBackend(BaseBackend):
         from ..dpu.runtime import build
         from ..dpu.support import MRAM_SHIFT
         from ..lowering.counting import counter_table
-        table = counter_table(state["module"])
+        record = state["record"]
         # (EDSL functions may reach MRAM without a transfer: their launches keep host addresses)
-        metadata["mram_shift"] = 0 if metadata["regions"] else MRAM_SHIFT
-        obj = build(state["module"], [LAUNCH], f"kernel '{metadata['name']}'", mram_shift=metadata["mram_shift"],
-                    races=metadata["race_check"])
-        header = {key: metadata[key] for key in ("name", "wram_bytes", "asserts", "tasklets", "regions", "race_check",
-                                                  "prints", "waits", "sites", "pointer_loads", "stored",
-                                                  "scratch_bytes", "spills", "mram_shift")}
-        header["counters"] = table.to_json() if table is not None else None
-        return json.dumps(header).encode() + b"\n" + obj
+        record = dataclasses.replace(record, mram_shift=0 if record.regions else MRAM_SHIFT,
+                                     counters=counter_table(state["module"]))
+        obj = build(state["module"], [LAUNCH], f"kernel '{record.name}'", mram_shift=record.mram_shift,
+                    races=record.race_check)
+        return record.to_program(obj)
 
     def add_stages(self, stages, options, language):
         if language != Language.TRITON:

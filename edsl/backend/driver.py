@@ -23,6 +23,7 @@ import os
 import sys
 import threading
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from triton.backends.compiler import GPUTarget
 from triton.backends.driver import DriverBase
@@ -30,12 +31,15 @@ from triton.backends.driver import DriverBase
 from ..target.dpu import MAX_DPUS, MAX_TASKLETS, MRAM_BYTES
 from ..base.errors import ArgumentError, EdslError, caller_location, file_of_kernel_site
 from . import triton_internals
-from .compiler import DPUS_ENV, MAX_NUM_WARPS, default_count
+from .compiler import DPUS_ENV, MAX_NUM_WARPS, KernelRecord, default_count
 
 # 32-bit registers of a DPU tasklet (each of the 24 hardware threads has its own).
 TASKLET_REGS = 24
 
 _state = threading.local()
+if TYPE_CHECKING:
+    from ..dpu.runtime import Program
+
 _programs: dict = {}
 
 
@@ -137,36 +141,31 @@ def _typed_fp8(a):
     return triton.reinterpret(a.view(np.uint8).view(DpuArray), tl.dtype(s.triton))
 
 
+@dataclasses.dataclass(frozen=True)
+class LoadedKernel:
+    """A kernel loaded into this process (Triton's `function` of it): its
+    program and its record."""
+    program: Program
+    record: KernelRecord
+
+
 class DpuUtils:
     """What Triton's `CompiledKernel` asks of a driver's `utils`."""
 
     def load_binary(self, name, kernel, shared, device):
-        program = _programs.get(kernel)
-        if program is None:
-            import json
-
+        loaded = _programs.get(kernel)
+        if loaded is None:
             from ..dpu.runtime import Program
-            from ..base.errors import AccessSite, SourceLoc
-            header, _, obj = kernel.partition(b"\n")
-            meta = json.loads(header)
-            # Lines of the kernel's run-time checks and of the EDSL functions
-            # inlined in it, so that their errors name them.
-            sites = {code: SourceLoc(f, line, col) for code, f, line, col in meta.get("sites", [])}
-            for code, where in meta.get("pointer_loads", []):
-                if code in sites:
-                    sites[code] = AccessSite(*dataclasses.astuple(sites[code]), pointer_load=where)
-            table = None
-            if meta.get("counters"):         # built with dpu_timing
-                from ..lowering.counting import CounterTable
-                table = CounterTable.from_json(meta["counters"])
-            program = Program(obj, meta["name"], sites, table)
-            program.meta = meta
-            _programs[kernel] = program
+            record, obj = KernelRecord.from_program(kernel)
+            # (the sites name the lines of the kernel's run-time checks and of the
+            # EDSL functions inlined in it, so that their errors name them)
+            loaded = _programs[kernel] = LoadedKernel(Program(obj, record.name, record.check_sites(),
+                                                              record.counters), record)
         # Figures for occupancy code (`kernel.n_regs`, `kernel.n_spills`):
         # every tasklet has its 24 registers; spills are the words of the
         # kernel's MRAM scratch (CUDA counts local memory in 32-bit words).
-        n_spills = int(program.meta.get("scratch_bytes", 0)) // 4
-        return program, program, TASKLET_REGS, n_spills, MAX_NUM_WARPS     # Triton's check of num_warps
+        n_spills = loaded.record.scratch_bytes // 4
+        return loaded, loaded, TASKLET_REGS, n_spills, MAX_NUM_WARPS     # Triton's check of num_warps
 
     def unload_module(self, module):
         pass
@@ -220,8 +219,8 @@ class DpuLauncher:
         runtime, values = _runtime_arguments(self.signature, args)
         try:
             dpus = self.num_dpus or default_count(DPUS_ENV, self.machine_dpus)
-            self.report = launch(function, function.meta, (gridX, gridY, gridZ), runtime, values, dpus,
-                                 self.num_tasklets)
+            self.report = launch(function.program, function.record, (gridX, gridY, gridZ), runtime, values,
+                                 dpus, self.num_tasklets)
         except EdslError as err:
             if err.loc is not None and not os.path.isabs(err.loc.filename):
                 where = file_of_kernel_site(err.loc.filename, self.file)

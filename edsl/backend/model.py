@@ -61,6 +61,7 @@ from ..dpu.timing import clock_hz, estimate, launch_estimate
 from ..base.errors import ArgumentError, DpuError
 from ..base.progress import Progress
 from . import bench, ranks
+from .compiler import KernelRecord
 from .dpu_run import DpuJob, DpuRunner, dpu_workers, run_apart
 
 _LAST: list = [None]
@@ -319,41 +320,40 @@ def check_grid(grid) -> tuple[int, int, int]:
     return dims
 
 
-def launch(program: Program, meta: dict, grid, signature, args, num_dpus: int,
+def launch(program: Program, record: KernelRecord, grid, signature, args, num_dpus: int,
            num_tasklets: int) -> LaunchReport:
     """Run every program instance of `grid` on the DPU model."""
     grid = check_grid(grid)
     total = grid[0] * grid[1] * grid[2]
-    tasklets = int(meta.get("tasklets", 1))
-    if tasklets != num_tasklets:
-        raise DpuError(f"kernel '{meta['name']}' was compiled for {tasklets} tasklets, "
+    if record.tasklets != num_tasklets:
+        raise DpuError(f"kernel '{record.name}' was compiled for {record.tasklets} tasklets, "
                        f"not {num_tasklets}")
-    memories, mram, values = _arguments(meta, signature, args)
+    memories, mram, values = _arguments(record, signature, args)
     dpus_used = min(num_dpus, total)
-    report = LaunchReport(kernel=meta["name"], grid=grid, num_dpus=num_dpus,
+    report = LaunchReport(kernel=record.name, grid=grid, num_dpus=num_dpus,
                           dpus_used=dpus_used, num_tasklets=num_tasklets,
                           tasklets_used=num_tasklets if total else 0,
-                          programs=total, wram_bytes=meta["wram_bytes"],
-                          spilled_tiles=list(meta.get("spills", ())), spill_bytes=mram.scratch_bytes)
+                          programs=total, wram_bytes=record.wram_bytes,
+                          spilled_tiles=list(record.spills), spill_bytes=mram.scratch_bytes)
     if total == 0:
         if program.counters is not None:
             report.timing = estimate([], (), clock_hz())
     else:
-        job = _job(program, meta, grid, num_dpus, dpus_used, values, memories, mram)
-        run, shared, race = _run(program, job, mram, meta["name"])
+        job = _job(program, record, grid, num_dpus, dpus_used, values, memories, mram)
+        run, shared, race = _run(program, job, mram, record.name)
         if race is not None:
-            what = f"kernel '{meta['name']}'" + (f" on DPU {race[0]}" if dpus_used > 1 else "")
+            what = f"kernel '{record.name}'" + (f" on DPU {race[0]}" if dpus_used > 1 else "")
             raise _race_error(race[1], what, mram, list(memories.values()), program.sites)
-        _raise_errors(program, meta, run, shared, mram, memories)
+        _raise_errors(program, record, run, shared, mram, memories)
         parts = part_bytes(run, mram)
-        _check_parts(meta["name"], parts, mram, memories, total, num_dpus)
-        _fill_report(report, program, meta, run, mram, memories, parts)
+        _check_parts(record.name, parts, mram, memories, total, num_dpus)
+        _fill_report(report, program, record, run, mram, memories, parts)
     _LAST[0] = report
     bench.count(report)
     return report
 
 
-def _arguments(meta: dict, signature, args) -> tuple[dict[int, Memory], Mram, list]:
+def _arguments(record: KernelRecord, signature, args) -> tuple[dict[int, Memory], Mram, list]:
     """The pointer arguments' memories (by argument number), the launch's
     MRAM image of them, and every argument's ctypes value (pointers as MRAM
     addresses)."""
@@ -361,13 +361,12 @@ def _arguments(meta: dict, signature, args) -> tuple[dict[int, Memory], Mram, li
                 if ty.startswith("*")}
     # Pointers the kernel stores through (None: not known at compile time;
     # then a private copy of a read-only array is compared after the launch).
-    stored = meta.get("stored")
+    stored = record.stored
     for i, m in memories.items():
         if not m.writable and stored is not None and i in stored:
             raise ArgumentError(f"argument '{m.name}' is a read-only array, and kernel "
-                                f"'{meta['name']}' stores through it: pass a writable array")
-    mram = _mram_for(list(memories.values()), not meta.get("regions", False),
-                     int(meta.get("scratch_bytes", 0)), int(meta.get("mram_shift", 0)))
+                                f"'{record.name}' stores through it: pass a writable array")
+    mram = _mram_for(list(memories.values()), not record.regions, record.scratch_bytes, record.mram_shift)
     values = []
     for i, ((name, ty), v) in enumerate(zip(signature, args)):
         values.append(ctypes.c_int64(mram.address(memories[i].ptr)) if i in memories
@@ -375,30 +374,29 @@ def _arguments(meta: dict, signature, args) -> tuple[dict[int, Memory], Mram, li
     return memories, mram, values
 
 
-def _job(program: Program, meta: dict, grid, num_dpus: int, dpus_used: int, values: list,
+def _job(program: Program, record: KernelRecord, grid, num_dpus: int, dpus_used: int, values: list,
          memories: dict[int, Memory], mram: Mram) -> DpuJob:
     """What running the launch's DPUs needs, its MRAM image laid out."""
     # (launches of the program with the same grid, DPUs, tasklets and array bytes do about
     # the same DPU work: `dpu_run.dpu_workers` sizes the thread count from the last one's)
-    threads, busy_key = 1, (grid, num_dpus, int(meta.get("tasklets", 1)), mram.data_bytes)
-    if dpus_used > 1 and not (meta.get("prints") or mram.scratch_bytes or meta.get("regions")
-                              or meta.get("waits")):
+    threads, busy_key = 1, (grid, num_dpus, record.tasklets, mram.data_bytes)
+    if dpus_used > 1 and not (record.prints or mram.scratch_bytes or record.regions or record.waits):
         # One thread for DPUs that share more than the arrays: a kernel that
         # prints, keeps tiles in the (one) MRAM scratch, or calls EDSL
         # functions (their WRAM buffers are the program's globals); and for
         # one that uses an atomic's old value: DPUs at once could spin on a
         # lock between them, whose read-modify-writes are atomic within a DPU.
         threads = dpu_workers(program, busy_key)
-    stored = meta.get("stored")
+    stored = record.stored
     written = None if stored is None else [memories[i] for i in stored if i in memories]
-    return DpuJob(grid=grid, num_dpus=num_dpus, dpus=dpus_used, tasklets=int(meta.get("tasklets", 1)),
+    return DpuJob(grid=grid, num_dpus=num_dpus, dpus=dpus_used, tasklets=record.tasklets,
                   values=values, table=mram.table, scratch=mram.scratch,
-                  spans=mram.array_spans(written), wram_bytes=max(8, int(meta["wram_bytes"])),
-                  threads=threads, once=bool(meta.get("prints")),
+                  spans=mram.array_spans(written), wram_bytes=max(8, record.wram_bytes),
+                  threads=threads, once=record.prints,
                   counters=program.counters.counters if program.counters is not None else 0,
                   mram_shift=mram.shift, busy_key=busy_key,
-                  pages_saved_by_writes=not meta.get("regions", False),
-                  race_check=bool(meta.get("race_check")))
+                  pages_saved_by_writes=not record.regions,
+                  race_check=record.race_check)
 
 
 def _run(program: Program, job: DpuJob, mram: Mram, name: str):
@@ -495,21 +493,21 @@ def _check_parts(kernel: str, parts: np.ndarray, mram: Mram, memories: dict[int,
                    "say), each then running fewer programs")
 
 
-def _raise_errors(program: Program, meta: dict, run: Launch, shared: SharingError | None, mram: Mram,
+def _raise_errors(program: Program, record: KernelRecord, run: Launch, shared: SharingError | None, mram: Mram,
                   memories: dict[int, Memory]) -> None:
     """The launch's error, if it had one: stores into read-only arrays, a
     DPU's error, sharing across DPUs."""
-    if meta.get("stored") is None:
+    if record.stored is None:
         for lo, hi in mram.changed_read_only():
             names = ", ".join(f"'{m.name}'" for m in memories.values() if lo <= m.lo < hi)
-            raise ArgumentError(f"kernel '{meta['name']}' stored into read-only array argument "
+            raise ArgumentError(f"kernel '{record.name}' stored into read-only array argument "
                                 f"{names}; the stores were dropped: pass a writable array")
-    run.raise_error(f"kernel '{meta['name']}'", program.sites, meta.get("asserts", ()))
+    run.raise_error(f"kernel '{record.name}'", program.sites, record.asserts)
     if shared is not None:
-        raise _sharing_error(shared, meta["name"], mram, list(memories.values()), program.sites)
+        raise _sharing_error(shared, record.name, mram, list(memories.values()), program.sites)
 
 
-def _fill_report(report: LaunchReport, program: Program, meta: dict, run: Launch, mram: Mram,
+def _fill_report(report: LaunchReport, program: Program, record: KernelRecord, run: Launch, mram: Mram,
                  memories: dict[int, Memory], parts: np.ndarray) -> None:
     """What the DPUs did: DMA, programs per DPU, host<->MRAM bytes (each DPU's
     `parts`, as `part_bytes` gives them), timing."""
@@ -520,7 +518,7 @@ def _fill_report(report: LaunchReport, program: Program, meta: dict, run: Launch
                                 for dpu in range(run.dpus)]
     # Each DPU receives its parts; the host reads back its parts of the
     # arrays the kernel stores through.
-    stored = meta.get("stored")
+    stored = record.stored
     out = [m for i, m in memories.items() if (i in stored if stored is not None else m.writable)]
     out_regions = sorted({mram.region_of(m.lo) for m in out})
     sent, back = parts.sum(axis=1), parts[:, out_regions].sum(axis=1)

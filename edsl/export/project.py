@@ -28,6 +28,7 @@ from typing import Any, Mapping, Sequence
 from ..target import dtypes
 from ..base import templates
 from ..base.progress import Progress
+from ..backend.compiler import KernelRecord
 from ..backend.model import last_report
 from ..dpu import sharing, support
 from ..target import dpu as abi
@@ -310,7 +311,7 @@ def compile_for_export(fn, params: list[Param], constexprs: dict, num_dpus: int,
     except Exception as err:  # noqa: BLE001 - an internal failure of a compile stage
         raise CompileError(f"kernel '{fn.__name__}' does not compile for the DPU: "
                            f"{type(err).__name__}: {err}") from err
-    return compiled.metadata._asdict(), compiled.asm["llmlir"]
+    return KernelRecord.from_program(compiled.asm["dpubin"])[0], compiled.asm["llmlir"]
 
 
 def translate(llvm_text: str, kernel_name: str, n_params: int) -> P.CProgram:
@@ -417,11 +418,11 @@ def _c_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
-def _per_array(params: list[Param], meta: dict) -> bool:
+def _per_array(params: list[Param], record: KernelRecord) -> bool:
     """Whether a transfer may touch only the array it addresses (one MRAM region
     per array, as on the DPU model), or any byte of the arrays (one region, the
     whole image: the model's choice for a kernel with EDSL regions)."""
-    return any(p.is_pointer for p in params) and not meta.get("regions")
+    return any(p.is_pointer for p in params) and not record.regions
 
 
 def _nregions(params: list[Param], per_array: bool, scratch: int) -> int:
@@ -539,7 +540,7 @@ def _scalar_literal(t: str, value) -> str:
     return f"{v}ll" if v >= 0 else f"({v + 1}ll - 1)"
 
 
-def host_runner(kernel: str, params: list[Param], outputs: list[str], meta: dict, per_array: bool,
+def host_runner(kernel: str, params: list[Param], outputs: list[str], record: KernelRecord, per_array: bool,
                 source: str, prints: bool = False) -> str:
     arrays = [p for p in params if p.is_pointer]
     scalars = [p for p in params if not p.is_pointer]
@@ -573,14 +574,14 @@ def host_runner(kernel: str, params: list[Param], outputs: list[str], meta: dict
                          for k, p in enumerate(arrays))
     asserts = []
     # Positions as the model keeps them, file "" being the kernel's own (`source`).
-    for text, where in meta.get("asserts", []):        # where: "file:line", or "" if unknown
+    for text, where in record.asserts:        # where: "file:line", or "" if unknown
         filename, _, line = where.rpartition(":")
         place = _place(file_of_kernel_site(filename, source), line) if where else ""
         asserts.append(f"    {{{_c_string(text)}, {_c_string(place)}}}")
-    loads = dict(meta.get("pointer_loads", []))
+    loads = dict(record.pointer_loads)
     sites = ",\n".join(f"    {{INT64_C({code}), {_c_string(_place(file_of_kernel_site(name, source), line, col))}, "
                        f"{_c_string(loads[code]) if code in loads else 'NULL'}}}"
-                       for code, name, line, col in meta.get("sites", [])) or "    {0, NULL, NULL}"
+                       for code, name, line, col in record.sites) or "    {0, NULL, NULL}"
     usage = ("usage: %s [data=DIR] [out=DIR] [dpus=N] [grid=X,Y,Z] [check=0|1] [profile=...] "
              + " ".join(f"{p.name}=..." for p in scalars)).rstrip()
     return fill("host_runner.c", kernel=kernel, narrays=len(arrays), defaults=defaults,
@@ -777,23 +778,23 @@ def _compile_to_fit(spec: ExportSpec, shown: Progress):
     for attempt in range(3):
         shown.stage("compiling" if attempt == 0 else f"compiling again for {budget} bytes of WRAM")
         try:
-            meta, llvm_text = compile_for_export(spec.fn, params, spec.constexprs, spec.num_dpus, tasklets,
+            record, llvm_text = compile_for_export(spec.fn, params, spec.constexprs, spec.num_dpus, tasklets,
                                                  spec.debug, budget)
         except DpuError:
             if error is None:
                 raise
             raise error from None               # (keeping tiles in MRAM does not make it fit)
         shown.stage("printing it as C")
-        prog = translate(llvm_text, meta["name"], len(params))
-        per_array, scratch = _per_array(params, meta), int(meta.get("scratch_bytes", 0))
-        wram = abi.align_up(max(int(meta.get("wram_bytes", 0)), abi.DMA_ALIGN))
+        prog = translate(llvm_text, record.name, len(params))
+        per_array, scratch = _per_array(params, record), record.scratch_bytes
+        wram = abi.align_up(max(record.wram_bytes, abi.DMA_ALIGN))
         own = (8 * (abi.CTX_SLOTS * (tasklets + 1) + abi.DPU_SLOTS + 2 * _nregions(params, per_array, scratch))
                + _args_bytes(params, per_array, scratch) + _log_bytes(tasklets)
                + (PRINTF_WRAM_BYTES if prog.needs_stdio else 0))
         need = prog.static_wram_bytes * tasklets + prog.global_wram_bytes + wram + own
         if need <= abi.WRAM_BYTES:
-            return meta, prog, budget, own, need
-        error = DpuError(f"kernel '{meta['name']}': its WRAM buffers need {need} bytes with "
+            return record, prog, budget, own, need
+        error = DpuError(f"kernel '{record.name}': its WRAM buffers need {need} bytes with "
                          f"{tasklets} tasklets, more than the {abi.WRAM_BYTES} bytes of a DPU")
         budget = min(budget, wram) - (need - abi.WRAM_BYTES)
         if budget <= 0:
@@ -805,11 +806,11 @@ def _project_files(spec: ExportSpec, shown: Progress) -> tuple[dict[str, str], s
     """The project's files (name -> text), the kernel's name and its WRAM
     budget: the kernel compiled and printed as DPU C, fitted to the DPU's WRAM."""
     params, num_tasklets = spec.params, spec.num_tasklets
-    meta, prog, budget, own, need = _compile_to_fit(spec, shown)
-    kernel_name = meta["name"]
-    scratch = int(meta.get("scratch_bytes", 0))       # tiles kept in MRAM (edsl.backend.convert.spill)
-    per_array = _per_array(params, meta)
-    wram = abi.align_up(max(int(meta.get("wram_bytes", 0)), abi.DMA_ALIGN))
+    record, prog, budget, own, need = _compile_to_fit(spec, shown)
+    kernel_name = record.name
+    scratch = record.scratch_bytes       # tiles kept in MRAM (edsl.backend.convert.spill)
+    per_array = _per_array(params, record)
+    wram = abi.align_up(max(record.wram_bytes, abi.DMA_ALIGN))
     g = spec.grid
     manifest = {
         "kernel": kernel_name,
@@ -818,7 +819,7 @@ def _project_files(spec: ExportSpec, shown: Progress) -> tuple[dict[str, str], s
         "grid": list(g) if g else None, "num_dpus": spec.num_dpus, "num_tasklets": num_tasklets,
         "outputs": spec.outputs, "debug": spec.debug,
         "mram_regions": "per array" if per_array else "whole image",
-        "scratch_bytes": scratch, "spilled_tiles": list(meta.get("spills", ())),
+        "scratch_bytes": scratch, "spilled_tiles": list(record.spills),
         "wram_bytes": {"kernel_budget": budget, "kernel": wram, "globals": prog.global_wram_bytes,
                        "buffers_per_tasklet": prog.static_wram_bytes, "runtime": own, "total": need},
         "sample_scalars": {p.name: _jsonable(spec.values[p.name]) for p in params
@@ -831,7 +832,7 @@ def _project_files(spec: ExportSpec, shown: Progress) -> tuple[dict[str, str], s
         "dma_rules.h": dma_rules_header(),
         "kernel_args.h": args_header(kernel_name, params, per_array, scratch, num_tasklets),
         "launch_config.h": launch_config(kernel_name, params, g, spec.num_dpus, spec.values),
-        "host_runner.c": host_runner(kernel_name, params, spec.outputs, meta, per_array,
+        "host_runner.c": host_runner(kernel_name, params, spec.outputs, record, per_array,
                                      spec.fn.fn.__code__.co_filename, prog.needs_stdio),
         "Makefile": fill("Makefile", kernel=kernel_name, tasklets=num_tasklets,
                          stdout_bytes=STDOUT_BUFFER_BYTES if prog.needs_stdio else 0),

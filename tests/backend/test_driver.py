@@ -88,15 +88,17 @@ def test_a_compiled_kernel_reports_registers_spills_and_shared_memory():
     kernel._init_handles()
     assert kernel.n_regs == TASKLET_REGS
     assert kernel.n_spills == 0
-    assert kernel.metadata.shared == kernel.metadata.wram_bytes > 0
+    assert kernel.metadata.shared == kernel.function.record.wram_bytes > 0
 
 
 def test_spilled_tiles_count_as_spills():
     x = np.zeros(32768, np.float32)                          # 128 KiB: more than WRAM
     kernel = copy_kernel.warmup(x, x.copy(), BLOCK=32768, grid=(1,))
     kernel._init_handles()
-    assert kernel.metadata.scratch_bytes > 0
-    assert kernel.n_spills == kernel.metadata.scratch_bytes // 4
+    record = kernel.function.record
+    assert record.scratch_bytes > 0 and record.spills
+    assert kernel.n_spills == record.scratch_bytes // 4
+    assert kernel.metadata.shared == record.wram_bytes + record.scratch_bytes
 
 
 def test_occupancy_as_the_fused_softmax_tutorial_computes_it():
