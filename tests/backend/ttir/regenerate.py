@@ -9,7 +9,7 @@ each op's name, operand types and result types, from Triton's `module.walk`).
 Writes `<triton version>/<kernel>-<n>.mlir`: the TTIR as Triton prints it,
 then the view as `// view:` comment lines. Kernels whose op sequence is the
 same as one already kept are left out, and so are the random programs of
-`test_control_flow` (Hypothesis runs with a fixed seed). Paths of this machine are replaced by
+`test_control` (Hypothesis runs with a fixed seed). Paths of this machine are replaced by
 the repository-relative path (and `site-packages/` for installed packages).
 `test_ttir_corpus.py` reads every version's folder.
 """

@@ -28,7 +28,7 @@ def _signatures():
     """symbol -> (Triton's function name, argument dtypes, result dtype), as
     Triton's CUDA libdevice module declares them (scripts/libdevice_doc.py reads them)."""
     spec = importlib.util.spec_from_file_location(
-        "libdevice_doc", pathlib.Path(__file__).resolve().parents[2] / "scripts" / "libdevice_doc.py")
+        "libdevice_doc", pathlib.Path(__file__).resolve().parents[3] / "scripts" / "libdevice_doc.py")
     doc = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(doc)
     return {symbol: (name, [_NP[a] for a in args], _NP[result])

@@ -11,6 +11,7 @@ import edsl.backend
 from edsl.target.dpu import DMA_MAX_BYTES, align_up, dpu_programs
 from edsl.base.errors import ArgumentError, DpuError
 from source_lines import line_of
+import family_ir
 
 DPUS, TASKLETS = strategies()
 
@@ -391,3 +392,12 @@ def test_launches_that_do_not_say_take_dpus_and_tasklets_from_the_environment(mo
     with pytest.raises(ArgumentError, match="EDSL_NUM_DPUS must be an integer from 1 to 2,560, not '0'") as err:
         copy_kernel[(5,)](x, out, x.size, BLOCK=64)
     assert err.value.loc is not None and err.value.loc.filename == __file__
+
+
+# --- the family's IR on the golden corpus (family_ir) ---------------------------------------
+
+def test_corpus_memory_ir_at_1_and_4_tasklets_and_under_a_wram_limit():
+    """Loads and stores are DMA between MRAM and WRAM, each noted for the
+    checks across DPUs."""
+    assert family_ir.check_family({"tt.load", "tt.store", "tt.atomic_rmw"},
+                                  lambda names: ["llvm.call @__dpu_dma(", "llvm.call @__dpu_note("])

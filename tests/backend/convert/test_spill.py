@@ -20,12 +20,12 @@ from edsl.backend.convert.barriers import chunk
 from edsl.backend.convert.spill import LINE_CAPS, geometry
 from edsl.target.dpu import DMA_MAX_BYTES, MRAM_BYTES
 from edsl.base.errors import DpuError
-from test_convert import HEAD, SIG, TAIL, VECTOR
-from test_convert_steps import _kernel_text, corpus_kernel
+from test_converter import HEAD, SIG, TAIL, VECTOR
+from test_steps import _kernel_text, corpus_kernel
 from region_kernels import region_kernel
 from source_lines import line_of
 from tile_kernels import carried_update_kernel, mean_and_variance_kernel, tile_kernel
-from test_tile_ops import dot_kernel
+from test_dot import dot_kernel
 
 BIG = 1 << 20           # a WRAM budget no tile here reaches: the unspilled path
 TASKLETS = st.integers(1, 24)

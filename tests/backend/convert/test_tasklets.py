@@ -16,9 +16,10 @@ import triton_softmax
 from edsl.backend.convert import convert_ttir
 from edsl.target.dpu import Ctx
 from edsl.base.errors import DpuError
-from test_convert import HEAD, SIG, TAIL, VECTOR
+from test_converter import HEAD, SIG, TAIL, VECTOR
 from test_memory import atomic_kernel, column_kernel, copy_kernel
-from test_tile_ops import loop_kernel, reduce_kernel, scan_kernel
+from test_control import loop_kernel
+from test_reduce import reduce_kernel, scan_kernel
 from sharing_kernels import group_sums, read_then_count
 
 COUNTS = [1, 5, 16]

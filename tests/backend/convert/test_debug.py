@@ -11,6 +11,7 @@ import pytest
 import triton
 import triton.language as tl
 from hypothesis import HealthCheck, given, settings, strategies as st
+import family_ir
 
 
 @triton.jit
@@ -214,3 +215,13 @@ def test_tasklets_print_the_lines_once(capfd):
     tensor_kernel[(1,)](x, M=4, N=8, TWO_D=True, HEX=False, num_tasklets=4)
     assert printed(capfd) == gpu_lines(x)
 
+
+# --- the family's IR on the golden corpus (family_ir) ---------------------------------------
+
+def test_corpus_debug_ir_at_1_and_4_tasklets_and_under_a_wram_limit():
+    """`tt.print` becomes the C library's printf (flushed); `tt.assert` the
+    runtime's failure call."""
+    def markers(names):
+        return (["llvm.call @printf(", "llvm.call @fflush("] if "tt.print" in names else []) + \
+            (["llvm.call @__dpu_fail("] if "tt.assert" in names else [])
+    assert family_ir.check_family({"tt.print", "tt.assert"}, markers)

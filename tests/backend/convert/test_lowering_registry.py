@@ -17,7 +17,7 @@ import edsl.backend.convert  # noqa: F401  (imports the family modules: register
 from edsl.backend.convert.core import LOWERINGS
 from test_ttir_corpus import FILES, load
 
-TESTS = pathlib.Path(__file__).resolve().parents[1]
+TESTS = pathlib.Path(__file__).resolve().parents[2]
 ELEMENTWISE = "<elementwise>"      # the pattern of the arith.* / math.* ops with none of their own
 
 # Registered lowerings that neither the corpus nor a test file reaches today.
@@ -26,11 +26,11 @@ ELEMENTWISE = "<elementwise>"      # the pattern of the arith.* / math.* ops wit
 UNREACHED_TODAY = frozenset({
     "scf.execute_region",    # control.lower_execute_region: no corpus kernel has one, no test names it
     "tt.atomic_cas",         # tl.atomic_cas: compiled by test_dpus_own_mram.py, not in the corpus
-    "tt.atomic_poll",        # tl.atomic_poll (Triton 3.7 on): compiled by test_atomic_poll.py only
-    "tt.gather",             # tl.gather: compiled by test_gather_histogram.py, not in the corpus
+    "tt.atomic_poll",        # tl.atomic_poll (Triton 3.7 on): compiled by test_control_atomic_poll.py only
+    "tt.gather",             # tl.gather: compiled by test_shape_gather_and_histogram.py, not in the corpus
     "tt.get_num_programs",   # tl.num_programs: no test kernel of the dpu backend uses it
     "tt.int_to_ptr",         # int.to(tl.pointer_type(..)): compiled by test_memory.py, not in the corpus
-    "tt.map_elementwise",    # tl.map_elementwise: compiled by test_functions.py, not in the corpus
+    "tt.map_elementwise",    # tl.map_elementwise: compiled by test_calls.py, not in the corpus
     "tt.mulhiui",            # tl.umulhi: no test kernel uses it
     "tt.precise_divf",       # tl.div_rn: no test kernel uses it
     "tt.precise_sqrt",       # tl.sqrt_rn: no test kernel uses it
@@ -90,3 +90,16 @@ def test_the_unreached_list_only_shrinks():
     gone = sorted(UNREACHED_TODAY - set(LOWERINGS))
     assert not reached, f"now reached: remove {reached} from UNREACHED_TODAY"
     assert not gone, f"no longer registered: remove {gone} from UNREACHED_TODAY"
+
+
+def test_each_lowering_family_has_its_test_file_with_the_corpus_check():
+    """Each module of edsl/backend/convert that registers lowerings (a family)
+    is tested by tests/backend/convert/test_<family>.py, which checks the
+    family's IR at 1 and 4 tasklets and under a WRAM limit (family_ir)."""
+    families = {pattern._rewrite.__module__.rsplit(".", 1)[-1] for pattern in LOWERINGS.values()}
+    here = pathlib.Path(__file__).parent
+    assert {"elementwise", "shape", "memory", "reduce", "dot", "control", "calls", "debug"} <= families
+    for family in sorted(families):
+        test = here / f"test_{family}.py"
+        assert test.exists(), f"no {test.name} for the lowerings of convert/{family}.py"
+        assert re.search(r"family_ir\.check_(family|kernel)\(", test.read_text()), test.name

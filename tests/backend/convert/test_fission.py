@@ -19,7 +19,8 @@ from edsl.backend.convert.fission import split_tasklets
 from edsl.export.project import Param, compile_for_export
 from edsl.target.dpu import BARRIER, FAIL
 from sharing_kernels import group_sums, read_then_count
-from test_tile_ops import loop_kernel, scan_kernel
+from test_control import loop_kernel
+from test_reduce import scan_kernel
 
 
 @triton.jit

@@ -183,7 +183,7 @@ def test_entries_take_the_arguments_the_abi_lists():
     """The converted kernel, `__dpu_main` and `__dpu_launch` take the kernel's
     parameters and then what `abi.ENTRY` lists for each, in its order."""
     from edsl.target import dpu as abi
-    from test_convert import HEAD, SIG, TAIL, VECTOR
+    from test_converter import HEAD, SIG, TAIL, VECTOR
     module, _ = convert_ttir(HEAD + SIG + VECTOR + TAIL, tasklets=2)
     funcs = {ir.StringAttr(op.attributes["sym_name"]).value: op for op in module.body.operations
              if op.operation.name == "func.func" and op.regions[0].blocks}

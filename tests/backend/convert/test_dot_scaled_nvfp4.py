@@ -25,7 +25,7 @@ from edsl.base.errors import CompileError
 from edsl.export.printer import print_module
 from launch_strategies import strategies
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "export"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "export"))
 from export_helpers import export_and_run, needs_cc, output, run_on_model  # noqa: E402
 
 DPUS, TASKLETS = strategies()

@@ -17,7 +17,10 @@ import pytest
 import triton
 import triton.language as tl
 from hypothesis import given, settings, strategies as st
+from launch_strategies import strategies
+import family_ir
 
+DPUS, TASKLETS = strategies()
 B = 8                       # lanes of the tile the program accumulates
 N_CONDS, N_COUNTS, N_VALUES, N_SLOTS = 4, 2, 4, 3
 
@@ -242,3 +245,41 @@ def test_while_loops_carry_tiles(n, limit, tasklets, seed):
     np.testing.assert_array_equal(out[:block], acc)
     np.testing.assert_array_equal(out[block:2 * block], best)
     assert out[2 * block] == i
+
+
+@triton.jit
+def loop_kernel(x_ptr, out_ptr, count_ptr, rows, C: tl.constexpr):
+    cols = tl.arange(0, C)
+    acc = tl.zeros((C,), dtype=tl.float32)
+    best = tl.full((C,), -1e30, dtype=tl.float32)
+    for i in range(0, rows):
+        x = tl.load(x_ptr + i * C + cols)
+        acc = acc + x
+        best = tl.maximum(best, x)
+    n = 0
+    while n * n < rows:
+        n += 1
+    if rows > 2:
+        acc = acc * 2
+    tl.store(out_ptr + cols, acc + best)
+    tl.store(count_ptr, n)
+
+
+@settings(max_examples=8, deadline=None)
+@given(rows=st.integers(0, 12), seed=st.integers(0, 2**16), dpus=DPUS, tasklets=TASKLETS)
+def test_loops_with_carried_tensors(rows, seed, dpus, tasklets):
+    x = np.random.default_rng(seed).standard_normal((rows, 8)).astype(np.float32)
+    out, count = np.zeros(8, np.float32), np.zeros(1, np.int32)
+    loop_kernel[(1,)](x, out, count, rows, C=8, num_dpus=dpus, num_tasklets=tasklets)
+    acc = x.sum(axis=0) * (2 if rows > 2 else 1)
+    best = x.max(axis=0) if rows else np.full(8, -1e30, np.float32)
+    np.testing.assert_allclose(out, acc + best, rtol=1e-5, atol=1e-5)
+    assert count[0] == int(np.ceil(np.sqrt(rows)))
+
+
+# --- the family's IR on the golden corpus (family_ir) ---------------------------------------
+
+def test_corpus_control_ir_at_1_and_4_tasklets_and_under_a_wram_limit():
+    """Loops stay structured loops of the same kind."""
+    assert family_ir.check_family({"scf.for", "scf.while", "scf.if", "scf.index_switch"},
+                                  lambda names: sorted(names & {"scf.for", "scf.while"}))

@@ -1,13 +1,13 @@
-"""Reductions, scans, tl.dot, shape ops and loops against NumPy."""
+"""Reductions and scans (`tt.reduce`, `tt.scan`) against NumPy, and the
+fixed order of long sums."""
 import ml_dtypes
 import numpy as np
 import triton
 import triton.language as tl
-import pytest
-from edsl.backend import array
 from launch_strategies import strategies
 from tile_kernels import moments_kernel
 from hypothesis import given, settings, strategies as st
+import family_ir
 
 DPUS, TASKLETS = strategies()
 
@@ -136,135 +136,6 @@ def test_scans_along_either_axis_of_a_2d_tile(rows, cols, axis, seed, tasklets):
     np.testing.assert_array_equal(cummax, np.flip(np.maximum.accumulate(flip, axis=axis), axis=axis)[:rows, :cols])
 
 
-@triton.jit
-def dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
-    rm = tl.arange(0, M)
-    rn = tl.arange(0, N)
-    rk = tl.arange(0, K)
-    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
-    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
-    c = tl.dot(a, b, out_dtype=c_ptr.dtype.element_ty)
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
-
-
-@settings(max_examples=6, deadline=None)
-@given(m=st.sampled_from([16, 32]), n=st.sampled_from([16, 32]), k=st.sampled_from([16, 32]),
-       dtype=st.sampled_from([np.float32, np.float16]), seed=st.integers(0, 2**16),
-       tasklets=TASKLETS)
-def test_dot(m, n, k, dtype, seed, tasklets):
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal((m, k)).astype(dtype)
-    b = rng.standard_normal((k, n)).astype(dtype)
-    c = np.zeros((m, n), np.float32)
-    dot_kernel[(1,)](a, b, c, M=m, N=n, K=k, num_tasklets=tasklets)
-    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-4, atol=1e-4)
-
-
-NARROW_DOT_TYPES = [(np.float16, np.float32), (np.float16, np.float16),
-                    (ml_dtypes.bfloat16, np.float32), (ml_dtypes.float8_e5m2, np.float32)]
-
-
-@settings(max_examples=8, deadline=None)
-@given(types=st.sampled_from(NARROW_DOT_TYPES), k=st.sampled_from([16, 64, 128]),
-       seed=st.integers(0, 2**16), tasklets=TASKLETS)
-def test_a_dot_of_narrow_floats_sums_its_exact_products_in_fp64(types, k, seed, tasklets):
-    """Operands narrower than fp32: the products (exact) are summed in fp64 in
-    order of K and rounded once to the result type. Summed in fp32, products
-    of magnitudes spread over 2**16 that cancel leave errors of percents
-    (test_core's test_scaled_dot); summed in fp16, of several fp16 ulps."""
-    src, dst = types
-    rng = np.random.default_rng(seed)
-    a = (rng.standard_normal((16, k)) * 2.0 ** rng.integers(-6, 10, (16, k))).astype(src)
-    b = rng.standard_normal((k, 16)).astype(src)
-    c = np.zeros((16, 16), dst)
-    dot_kernel[(1,)](array(a), array(b), c, M=16, N=16, K=k, num_tasklets=tasklets)
-    products = a.astype(np.float64)[:, :, None] * b.astype(np.float64)[None, :, :]
-    exact = np.cumsum(products, axis=1)[:, -1, :]          # in order of K, each sum exact to fp64
-    np.testing.assert_array_equal(c.view(np.uint8), exact.astype(dst).view(np.uint8))
-
-
-@triton.jit
-def shape_kernel(x_ptr, t_ptr, r_ptr, b_ptr, R: tl.constexpr, C: tl.constexpr):
-    r = tl.arange(0, R)[:, None]
-    c = tl.arange(0, C)[None, :]
-    x = tl.load(x_ptr + r * C + c)
-    xt = tl.trans(x)
-    tl.store(t_ptr + tl.arange(0, C)[:, None] * R + tl.arange(0, R)[None, :], xt)
-    flat = tl.reshape(x, (R * C,))
-    tl.store(r_ptr + tl.arange(0, R * C), flat + 1)
-    row0 = tl.sum(x, axis=1)
-    tl.store(b_ptr + r * C + c, tl.broadcast_to(tl.expand_dims(row0, 1), (R, C)))
-
-
-@pytest.mark.parametrize("tasklets", [1, 3, 16])
-def test_shape_ops(tasklets):
-    x = np.arange(32, dtype=np.float32).reshape(4, 8)
-    t, r, b = np.zeros((8, 4), np.float32), np.zeros(32, np.float32), np.zeros((4, 8), np.float32)
-    shape_kernel[(1,)](x, t, r, b, R=4, C=8, num_tasklets=tasklets)
-    np.testing.assert_array_equal(t, x.T)
-    np.testing.assert_array_equal(r, x.ravel() + 1)
-    np.testing.assert_array_equal(b, np.repeat(x.sum(axis=1, keepdims=True), 8, axis=1))
-
-
-@triton.jit
-def loop_kernel(x_ptr, out_ptr, count_ptr, rows, C: tl.constexpr):
-    cols = tl.arange(0, C)
-    acc = tl.zeros((C,), dtype=tl.float32)
-    best = tl.full((C,), -1e30, dtype=tl.float32)
-    for i in range(0, rows):
-        x = tl.load(x_ptr + i * C + cols)
-        acc = acc + x
-        best = tl.maximum(best, x)
-    n = 0
-    while n * n < rows:
-        n += 1
-    if rows > 2:
-        acc = acc * 2
-    tl.store(out_ptr + cols, acc + best)
-    tl.store(count_ptr, n)
-
-
-@settings(max_examples=8, deadline=None)
-@given(rows=st.integers(0, 12), seed=st.integers(0, 2**16), dpus=DPUS, tasklets=TASKLETS)
-def test_loops_with_carried_tensors(rows, seed, dpus, tasklets):
-    x = np.random.default_rng(seed).standard_normal((rows, 8)).astype(np.float32)
-    out, count = np.zeros(8, np.float32), np.zeros(1, np.int32)
-    loop_kernel[(1,)](x, out, count, rows, C=8, num_dpus=dpus, num_tasklets=tasklets)
-    acc = x.sum(axis=0) * (2 if rows > 2 else 1)
-    best = x.max(axis=0) if rows else np.full(8, -1e30, np.float32)
-    np.testing.assert_allclose(out, acc + best, rtol=1e-5, atol=1e-5)
-    assert count[0] == int(np.ceil(np.sqrt(rows)))
-
-
-@triton.jit
-def pair_kernel(x_ptr, y_ptr, out_ptr, flag_ptr, N: tl.constexpr):
-    offs = tl.arange(0, N)
-    x = tl.load(x_ptr + offs)
-    y = tl.load(y_ptr + offs)
-    a, b = tl.split(tl.join(x, y))
-    tl.store(out_ptr + offs, a - b)
-    tl.store(out_ptr + N + offs, tl.clamp(x, -1.0, 1.0))
-    tl.store(out_ptr + 2 * N + tl.arange(0, 1), tl.sum(tl.cat(a, b, can_reorder=True), axis=0)[None])
-    flag = tl.load(flag_ptr + tl.arange(0, 1)) > 0
-    if flag.item():
-        tl.store(out_ptr + 2 * N + 1 + tl.arange(0, 1), tl.full((1,), 1.0, tl.float32))
-
-
-@pytest.mark.parametrize("tasklets", [1, 4])
-@pytest.mark.parametrize("flag", [0, 1])
-def test_join_split_cat_and_item(tasklets, flag):
-    """`tl.split` (two named results in the TTIR), `tl.join`, `tl.cat` and the
-    `.item()` of a one-element tile (`tt.unsplat`)."""
-    rng = np.random.default_rng(5)
-    x, y = rng.standard_normal(16).astype(np.float32), rng.standard_normal(16).astype(np.float32)
-    out = np.zeros(34, np.float32)
-    pair_kernel[(1,)](x, y, out, np.array([flag], np.int32), N=16, num_tasklets=tasklets)
-    np.testing.assert_array_equal(out[:16], x - y)
-    np.testing.assert_array_equal(out[16:32], np.clip(x, -1, 1))
-    np.testing.assert_allclose(out[32], x.sum() + y.sum(), rtol=1e-5)
-    assert out[33] == flag
-
-
 @settings(max_examples=4, deadline=None)
 @given(seed=st.integers(0, 2 ** 16), long=st.booleans())
 def test_reductions_of_long_expressions_stay_loops_in_host_code(seed, long):
@@ -334,3 +205,10 @@ def test_a_long_sum_is_one_fixed_order_and_emits_each_element_once(log_n, long, 
         # One step's reads and the cells of the groups: 80 at any n >= 64
         # (1,024 at n = 256 and up while each pass had its own code).
         assert k.asm["mlir"].count("memref.load") <= 5 * PASS
+
+
+# --- the family's IR on the golden corpus (family_ir) ---------------------------------------
+
+def test_corpus_reduce_ir_at_1_and_4_tasklets_and_under_a_wram_limit():
+    """Each tasklet reduces its share; 4 tasklets meet at barriers to combine them."""
+    assert family_ir.check_family({"tt.reduce", "tt.scan", "tt.histogram"}, barriers_at_4=True)

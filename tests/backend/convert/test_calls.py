@@ -8,6 +8,11 @@ from hypothesis import given, settings, strategies as st
 
 from launch_strategies import strategies
 
+import family_ir
+from edsl.backend import triton_internals
+from edsl.backend.compiler import TARGET
+from test_kernel_record import calls_double
+
 DPUS, TASKLETS = strategies()
 
 
@@ -168,3 +173,15 @@ module {
     with pytest.raises(CompileError, match="recursive call of 'f'") as err:
         convert_ttir(text)
     assert (err.value.loc.filename, err.value.loc.lineno) == ("k.py", 7)
+
+
+# --- the family's IR (family_ir), on a kernel traced here: the corpus's fl.call
+# kernels name EDSL functions of the processes that traced them ---------------------------
+
+def test_fl_call_ir_at_1_and_4_tasklets_and_under_a_wram_limit():
+    """An fl.call becomes an `edsl.region` whose extract/pack placeholders hand
+    the tiles' descriptors to the function's body."""
+    compiled = triton_internals.compile_kernel(calls_double, {"x_ptr": "*fp32", "o_ptr": "*fp32",
+                                                              "BLOCK": "constexpr"}, {"BLOCK": 64}, TARGET, {})
+    family_ir.check_kernel("calls_double", compiled.asm["ttir"],
+                           ["edsl.region", "edsl.extract_aligned_ptr", "edsl.pack", "llvm.call @edsl_dpu_me("])

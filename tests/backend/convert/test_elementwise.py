@@ -11,6 +11,7 @@ from triton.language.extra import libdevice
 from triton.language.extra.cuda import libdevice as cuda_libdevice
 from launch_strategies import strategies
 from hypothesis import given, settings, strategies as st
+import family_ir
 
 DPUS, TASKLETS = strategies()
 
@@ -315,3 +316,15 @@ def test_casts(n, seed, dpus, tasklets):
     np.testing.assert_array_equal(outs[2], _bf16_round(x))
     np.testing.assert_array_equal(outs[3], x.view(np.int32))
     np.testing.assert_array_equal(outs[4], (x > 0).astype(np.uint8))
+
+
+# --- the family's IR on the golden corpus (family_ir) ---------------------------------------
+
+ELEMENTWISE_OPS = {"math.absf", "math.exp", "math.exp2", "math.log", "math.log2", "math.sqrt", "math.rsqrt",
+                   "math.sin", "math.cos", "math.tanh", "math.erf", "math.floor", "math.ceil", "math.fma",
+                   "tt.fp_to_fp", "tt.bitcast", "tt.clampf", "tt.extern_elementwise"}
+
+
+def test_corpus_elementwise_ir_at_1_and_4_tasklets_and_under_a_wram_limit():
+    """The math ops of the TTIR stay math ops (the pipeline lowers them)."""
+    assert family_ir.check_family(ELEMENTWISE_OPS, lambda names: sorted(n for n in names if n.startswith("math.")))
