@@ -40,24 +40,35 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 SIM_FILES = ("defs.h", "mram.h", "barrier.h", "alloc.h", "stdio.h", "dpu.h", "dpu_sim_rt.c", "dpu_sim_host.c")
 
 # Triton scalar/element type -> (C type, NumPy dtype, kind) for the export.
-TYPES = {
-    "i1": ("uint8_t", "bool", "bool"), "u1": ("uint8_t", "bool", "bool"),
-    "i8": ("int8_t", "int8", "int"), "i16": ("int16_t", "int16", "int"),
-    "i32": ("int32_t", "int32", "int"), "i64": ("int64_t", "int64", "int"),
-    "u8": ("uint8_t", "uint8", "uint"), "u16": ("uint16_t", "uint16", "uint"),
-    "u32": ("uint32_t", "uint32", "uint"), "u64": ("uint64_t", "uint64", "uint"),
-    "fp32": ("float", "float32", "float"), "fp64": ("double", "float64", "float"),
-    # 16-bit floats are stored as their bits: the C of the DPU toolchain has no
-    # 16-bit float type, and the program converts them as the model does
-    # (edsl.lowering.floats: integer code, round to nearest even).
-    "fp16": ("uint16_t", "float16", "half"), "bf16": ("uint16_t", "bfloat16", "half"),
-    # 8-bit floats, the same way (arrays only: Triton passes no 8-bit float
-    # scalars); their outputs are checked bit for bit. (fp8e4b15 arrays have no
-    # NumPy dtype Triton takes: Triton reads them as uint8 reinterpreted.)
-    **{t: ("uint8_t", dtypes.by_triton(t).numpy, "fp8") for t in ("fp8e4nv", "fp8e5", "fp8e4b8", "fp8e5b16")},
-}
-_NUMPY_TO_TRITON = {v[1]: k for k, v in TYPES.items() if not k.startswith("u1")}
-_NUMPY_TO_TRITON["bool"] = "i1"
+# The Triton types an export takes, in the order its errors list them; their
+# facts come from the one type table (edsl.target.dtypes).
+EXPORTED = ("i1", "u1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "fp32", "fp64", "fp16", "bf16",
+            # (fp8e4b15 arrays have no NumPy dtype Triton takes: Triton reads them as uint8 reinterpreted)
+            "fp8e4nv", "fp8e5", "fp8e4b8", "fp8e5b16")
+
+
+def _c_type(t: str) -> str:
+    """The C type an export stores a value of Triton type `t` in. 16- and
+    8-bit floats are stored as their bits: the C of the DPU toolchain has no
+    16-bit float type, and the program converts them as the model does
+    (edsl.lowering.floats: integer code, round to nearest even); booleans
+    as a byte."""
+    s = dtypes.by_triton(t)
+    native = s.is_int and s.width > 1 or s.mlir in dtypes.NATIVE_FLOATS
+    return s.c if native else f"uint{8 * s.nbytes}_t"
+
+
+def _kind(t: str) -> str:
+    """How the host runner reads and checks a value of Triton type `t`:
+    bool, int, uint, float, half (16-bit floats) or fp8 (their outputs are
+    checked bit for bit)."""
+    s = dtypes.by_triton(t)
+    if s.is_int:
+        return "bool" if s.width == 1 else "uint" if s.unsigned else "int"
+    return {1: "fp8", 2: "half"}.get(s.nbytes, "float")
+
+
+_NUMPY_TO_TRITON = {dtypes.by_triton(t).numpy: t for t in EXPORTED if t != "u1"}
 
 # Names a parameter's C field may not take: C's, the SDK's, the runner's and the
 # argument struct's own fields.
@@ -186,10 +197,10 @@ def _check_type(name: str, t) -> str:
                             f"'i32', not {t!r}")
     t = t.strip()
     base = t[1:] if t.startswith("*") else t
-    if base not in TYPES:
+    if base not in EXPORTED:
         kind = "element type" if t.startswith("*") else "type"
         raise ArgumentError(f"argument '{name}': unknown or unsupported {kind} '{base}' "
-                            f"(supported: {', '.join(TYPES)})")
+                            f"(supported: {', '.join(EXPORTED)})")
     return t
 
 
@@ -449,7 +460,7 @@ def args_header(kernel: str, params: list[Param], per_array: bool, scratch: int,
             fields.append(f"    uint64_t {p.cname} EDSL_ARG;  /* {p.type}: offset of the array from "
                           "DPU_MRAM_HEAP_POINTER (DMA-aligned) */")
         else:
-            fields.append(f"    {TYPES[p.type][0]} {p.cname} EDSL_ARG;  /* {p.type} */")
+            fields.append(f"    {_c_type(p.type)} {p.cname} EDSL_ARG;  /* {p.type} */")
     what = ("the bytes of each array, in argument order" if per_array
             else "the whole image of the arrays")
     if scratch:
@@ -458,7 +469,7 @@ def args_header(kernel: str, params: list[Param], per_array: bool, scratch: int,
                 size=_args_bytes(params, per_array, scratch), nregions=_nregions(params, per_array, scratch),
                 regions_what=what, scratch_bytes=scratch, tasklets=tasklets,
                 log=_defines([("LOG_ENTRY", abi.LOG_ENTRY), ("LOG_WRAM_ENTRIES", LOG_WRAM_ENTRIES)]),
-                half_scalars=int(any(TYPES[p.type][2] == "half" for p in params if not p.is_pointer)))
+                half_scalars=int(any(_kind(p.type) == "half" for p in params if not p.is_pointer)))
 
 
 ROUTE_NOTE = ("Route: the kernel's final LLVM-dialect MLIR printed as C (one function per "
@@ -517,7 +528,7 @@ def launch_config(kernel: str, params: list[Param], grid, num_dpus: int, values:
 
 
 def _scalar_literal(t: str, value) -> str:
-    kind = TYPES[t][2]
+    kind = _kind(t)
     v = value.item() if hasattr(value, "item") else value
     if kind == "float":
         v = float(v)
@@ -547,14 +558,14 @@ def host_runner(kernel: str, params: list[Param], outputs: list[str], record: Ke
     kinds = {"int": "KIND_INT", "uint": "KIND_UINT", "float": "KIND_FLOAT", "bool": "KIND_UINT",
              "half": "KIND_FLOAT", "bf16": "KIND_BF16", "fp8": "KIND_UINT"}   # (fp16 is KIND_FLOAT by its size)
     table = ",\n".join(
-        f'    {{"{p.name}", {_elem_size(p.elem)}, {kinds.get(p.elem) or kinds[TYPES[p.elem][2]]}, '
+        f'    {{"{p.name}", {_elem_size(p.elem)}, {kinds.get(p.elem) or kinds[_kind(p.elem)]}, '
         f'{1 if p.name in outputs else 0}, NULL, 0, 0}}' for p in arrays)
     defaults = "\n".join(
         f"  int have_{p.cname} = EDSL_HAVE_DEFAULT_{p.cname};\n"
-        f"  args.{p.cname} = ({TYPES[p.type][0]})EDSL_DEFAULT_{p.cname};" for p in scalars)
+        f"  args.{p.cname} = ({_c_type(p.type)})EDSL_DEFAULT_{p.cname};" for p in scalars)
     parse = []
     for p in scalars:
-        kind = TYPES[p.type][2]
+        kind = _kind(p.type)
         if kind == "half":              # the bits by dtypes.float_bits' rule; a value beyond fp16 refused
             set_value = (f"if (!edsl_scalar_half_bits(strtod(value, &end), {int(p.type == 'bf16')}, "
                          f"&args.{p.cname})) {{\n"
@@ -563,7 +574,7 @@ def host_runner(kernel: str, params: list[Param], outputs: list[str], record: Ke
         else:
             conv = {"float": "strtod(value, &end)", "uint": "strtoull(value, &end, 0)",
                     "bool": "strtoull(value, &end, 0)", "int": "strtoll(value, &end, 0)"}[kind]
-            set_value = f"args.{p.cname} = ({TYPES[p.type][0]}){conv};"
+            set_value = f"args.{p.cname} = ({_c_type(p.type)}){conv};"
         parse.append(f'    }} else if (strcmp(key, "{p.name}") == 0) {{\n'
                      f"      {set_value}\n"
                      f"      have_{p.cname} = 1;")
@@ -929,4 +940,4 @@ def _write(out: Path, overwrite: bool, files: dict, data: dict, result: ExportRe
     return result
 
 
-__all__ = ["export", "ExportResult", "TYPES"]
+__all__ = ["export", "ExportResult", "EXPORTED"]

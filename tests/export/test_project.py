@@ -666,3 +666,31 @@ def test_sums_whose_group_loops_stay_loops_export_as_the_model_runs_them(tmp_pat
     want = run_on_model(moments_kernel, args, constants, (1,), tasklets=tasklets)[2]
     export_and_run(tmp_path / "moments", moments_kernel, args, constants, (1,), tasklets=tasklets)
     np.testing.assert_array_equal(output(tmp_path / "moments", "out_ptr", want), want)
+
+
+# -- the exported types, from the one type table ---------------------------------
+
+@triton.jit
+def shift_add(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(y_ptr + offs, (tl.load(x_ptr + offs, mask=m) >> 1) + tl.load(y_ptr + offs, mask=m), mask=m)
+
+
+def test_each_exported_type_has_its_c_storage_and_numpy_dtype():
+    for t in project_mod.EXPORTED:
+        s = edsl.target.dtypes.by_triton(t)
+        assert project_mod._c_type(t) == (s.c if s.c not in (None, "bool") else f"uint{8 * s.nbytes}_t"), t
+        if t != "u1":
+            assert project_mod._type_of_value("a", np.zeros(2, edsl.target.dtypes.numpy_dtype(s))) == "*" + t
+
+
+@needs_cc
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64])
+def test_integer_arrays_of_every_width_export_by_their_dtype(tmp_path, dtype):
+    """The signature comes from the sample arrays' dtypes (uint16 included),
+    and the exported program computes what the model computes."""
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(1).integers(info.min, info.max, 300, dtype=dtype, endpoint=True)
+    y = np.arange(300).astype(dtype)
+    export_and_run(tmp_path / "k", shift_add, (x, y, 300), {"BLOCK": 128}, (3,), dpus=2)
