@@ -161,11 +161,13 @@ class KernelRecord:
     def from_program(program: bytes) -> "tuple[KernelRecord, bytes]":
         """The record and the object code of a program `to_program` wrote."""
         header, _, obj = program.partition(b"\n")
-        fields = {k: _frozen(v) for k, v in json.loads(header).items()}
-        if fields["counters"] is not None:
+        data = json.loads(header)
+        fields = {k: _frozen(v) for k, v in data.items() if k != "counters"}
+        counters = None
+        if data["counters"] is not None:
             from ..lowering.counting import CounterTable
-            fields["counters"] = CounterTable.from_json(json.loads(header)["counters"])
-        return KernelRecord(**fields), obj
+            counters = CounterTable.from_json(data["counters"])
+        return KernelRecord(**fields, counters=counters), obj
 
     def check_sites(self) -> dict:
         """Run-time check sites by code (`base.errors.SourceLoc`; an
