@@ -10,14 +10,16 @@ result: what a call returns is the memory of its operands). The attributes
 that pin a target CPU are dropped, since LLVM inlines a function only into
 callers with the same ones and Triton's kernels have none; so are the module
 flags, which Triton sets for the kernel. Calls of libm's functions, which
-the project's CUDA header declares, go to libdevice's (linked after).
+the project's CUDA header declares, go to libdevice's (linked after); the
+fast ones (`__expf`, `__logf`, ...) are defined in the module, as for EDSL
+functions compiled with fastmath (edsl.lowering.libdevice).
 """
 from __future__ import annotations
 
 import re
 
 from ..codegen import cuda
-from ..lowering.libdevice import libdevice_name
+from ..lowering.libdevice import FAST, FAST_PREFIX, fast_functions_llvm, libdevice_name
 
 _IDENT = r"[-\w$.]+"
 
@@ -33,10 +35,19 @@ def link_ready(llvm: str, fn: cuda.LlvmFunction, symbol: str) -> str:
     text = llvm
     for name in sorted(defined, key=len, reverse=True):
         text = _rename(text, name, f"{symbol}.{name}")
+    fast = sorted(n[len(FAST_PREFIX):] for n in declared - defined
+                  if n.startswith(FAST_PREFIX) and n[len(FAST_PREFIX):] in FAST)
     for name in declared - defined:
         target = libdevice_name(name)
         if target is not None:
             text = _rename(text, name, target)
+    for name in fast:     # (defined here, as for EDSL functions: no libdevice to link for them)
+        text = re.sub(r"^declare [^@]*@" + re.escape(FAST_PREFIX + name) + r"\(.*\n", "", text, flags=re.M)
+        text = _rename(text, FAST_PREFIX + name, f"{symbol}.edsl.fast_{name}")
+    if fast:
+        if not re.search(r"^declare i32 @__nvvm_reflect\(", text, re.M):
+            text += "\ndeclare i32 @__nvvm_reflect(ptr)\n"
+        text += "\n" + fast_functions_llvm(fast, f"{symbol}.") + "\n"
     text = re.sub(r"^(attributes #\d+ = \{)(.*)\}$", lambda m: f"{m[1]} {_portable(m[2])} }}", text, flags=re.M)
     text = re.sub(r"^!llvm\.(?:module\.flags|ident) = .*$", "", text, flags=re.M)
     params = ", ".join(f"{t} %a{k}" for k, t in enumerate(fn.params))

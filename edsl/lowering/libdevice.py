@@ -86,7 +86,7 @@ def lowering_for(symbol: str) -> tuple[str, str] | None:
 # named differently by the LLVM of these bindings and by Triton's.
 _LOG2_E, _LOG2_10, _LN_2, _LOG10_2 = (float(np.float32(v)) for v in (
     math.log2(math.e), math.log2(10), math.log(2), math.log10(2)))
-_FAST = {   # libm name -> its body, over a builder `f` and the parameters
+FAST = {   # libm name -> its body, over a builder `f` and the parameters
     "expf": lambda f, a: f.approx("ex2", f.mul(a, _LOG2_E)),
     "exp10f": lambda f, a: f.approx("ex2", f.mul(a, _LOG2_10)),
     "logf": lambda f, a: f.mul(f.approx("lg2", a), _LN_2),
@@ -130,12 +130,31 @@ class _FastBody:
 
 def _fast_function(name: str) -> str:
     """LLVM-dialect text defining libdevice's fast `name` (an internal function)."""
-    body = _FAST[name]
+    body = FAST[name]
     params = [f"%{p}" for p in body.__code__.co_varnames[1:body.__code__.co_argcount]]
     f = _FastBody()
     result = body(f, *params)
     return (f"llvm.func internal @edsl.fast_{name}({', '.join(f'{p}: f32' for p in params)}) -> f32 {{\n  "
             + "\n  ".join(f.lines) + f"\n  llvm.return {result} : f32\n}}")
+
+
+FAST_PREFIX = "__nv_fast_"      # libdevice's names of its fast functions: __nv_fast_<libm name>
+
+
+def fast_functions_llvm(names, prefix: str) -> str:
+    """LLVM IR text defining libdevice's fast versions of the libm functions
+    `names` as internal functions `@<prefix>edsl.fast_<name>` (the same
+    definitions `use_libdevice` gives EDSL functions), for modules that are
+    LLVM IR already (CUDA C functions, edsl.inject.cuda_module); without
+    the module header and flags, and without `__nvvm_reflect`'s declaration."""
+    from . import to_llvm_ir
+    from .. import codegen
+    text = "\n".join([_REFLECT] + [_fast_function(n) for n in names])
+    text = text.replace("@edsl.", f"@{prefix}edsl.")
+    with codegen.LOCK, codegen.context(), ir.Location.unknown():
+        llvm = to_llvm_ir(ir.Module.parse(text))
+    return "\n".join(line for line in llvm.splitlines()
+                     if not line.startswith(("; ModuleID", "source_filename", "!", "declare i32 @__nvvm_reflect")))
 
 
 def use_libdevice(module: ir.Module, fastmath: bool = False) -> int:
@@ -149,7 +168,7 @@ def use_libdevice(module: ir.Module, fastmath: bool = False) -> int:
         if op.name != "llvm.func" or op.regions[0].blocks:
             continue
         name = ir.StringAttr(op.attributes["sym_name"]).value
-        new = f"edsl.fast_{name}" if fastmath and name in _FAST else libdevice_name(name)
+        new = f"edsl.fast_{name}" if fastmath and name in FAST else libdevice_name(name)
         if new is None:
             continue
         ir.SymbolTable.replace_all_symbol_uses(name, new, module.operation)

@@ -92,6 +92,36 @@ def test_link_ready_renames_definitions_strips_target_attributes_and_adds_the_wr
     assert "call %struct.anon @__edsl_gpu_fn_abc_edsl._Z7Softmax" in wrapper[2]
 
 
+# A function calling CUDA's __expf and __fdividef (clang 22 prints the header's
+# calls of libdevice's fast functions so).
+FAST = """define dso_local float @Fast(float noundef %0) local_unnamed_addr #0 {
+  %2 = tail call float @__nv_fast_expf(float noundef %0) #3
+  %3 = tail call float @__nv_fast_fdividef(float noundef %2, float noundef %0) #3
+  ret float %3
+}
+
+declare dso_local float @__nv_fast_expf(float noundef) local_unnamed_addr #2
+declare dso_local float @__nv_fast_fdividef(float noundef, float noundef) local_unnamed_addr #2
+
+attributes #0 = { convergent mustprogress norecurse nounwind "target-cpu"="sm_90" }
+"""
+
+
+def test_link_ready_defines_the_fast_functions_fastmath_defines():
+    """__expf is defined in the module (edsl.lowering.libdevice's definition,
+    as EDSL functions' fastmath has it), no longer declared; a fast function
+    it does not define (__fdividef) stays libdevice's."""
+    fn = cuda.functions(FAST)["Fast"]
+    text = link_ready(FAST, fn, "__edsl_gpu_fn_abc_Fast")
+    assert "@__nv_fast_expf" not in text
+    assert "call float @__edsl_gpu_fn_abc_Fast.edsl.fast_expf(float noundef %0)" in text
+    assert re.search(r"^define internal float @__edsl_gpu_fn_abc_Fast\.edsl\.fast_expf\(float", text, re.M)
+    assert '@__edsl_gpu_fn_abc_Fast.edsl.cuda_ftz = private constant [11 x i8] c"__CUDA_FTZ\\00"' in text
+    assert text.count("declare i32 @__nvvm_reflect(ptr)") == 1
+    assert 'asm "ex2.approx.ftz.f32 $0, $1;"' in text and 'asm "ex2.approx.f32 $0, $1;"' in text
+    assert "declare dso_local float @__nv_fast_fdividef(" in text and "!llvm.module.flags" not in text
+
+
 needs_clang = pytest.mark.skipif(importlib.util.find_spec("ziglang") is None,
                                  reason="compiles with the ziglang package's clang (pip install triton-edsl[cuda])")
 

@@ -3,12 +3,14 @@ CUDA tutorials: a grid-stride add through pointers, a row softmax on a tile
 that returns its descriptor (one-list form), a tile matmul in the outs/ins
 form, a template instantiated per define; compiled for sm_90 anywhere (the
 ziglang package's clang), run against torch on a GPU."""
+import os
 import pathlib
 import re
 
 import pytest
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import libdevice
 from triton.runtime.errors import OutOfResources
 
 import edsl.tle.language.raw as tle_raw
@@ -43,6 +45,11 @@ def typed_add_f16(*args, **kwargs):
 
 @dialect(name="cuda", file=CU / "typed_add.cu", extern_func_name="TypedAdd_float", defines={"ELEM": "float"})
 def typed_add_f32(*args, **kwargs):
+    ...
+
+
+@dialect(name="cuda", file=CU / "fast_math.cu")
+def fast_math(*args, **kwargs):
     ...
 
 
@@ -83,6 +90,45 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constex
 
 
 PTRS3 = {"x_ptr": "*fp32", "y_ptr": "*fp32", "o_ptr": "*fp32", "n": "i32"}
+
+
+@triton.jit
+def fast_math_kernel(x_ptr, o_ptr, n):
+    tle_raw.call(fast_math, [o_ptr, x_ptr, n])
+
+
+@triton.jit
+def libdevice_fast_math_kernel(x_ptr, o_ptr, n, B: tl.constexpr):
+    offs = tl.arange(0, B)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(o_ptr + 0 * n + offs, libdevice.fast_expf(x), mask=offs < n)
+    tl.store(o_ptr + 1 * n + offs, libdevice.fast_logf(x), mask=offs < n)
+    tl.store(o_ptr + 2 * n + offs, libdevice.fast_log2f(x), mask=offs < n)
+    tl.store(o_ptr + 3 * n + offs, libdevice.fast_log10f(x), mask=offs < n)
+    tl.store(o_ptr + 4 * n + offs, libdevice.fast_sinf(x), mask=offs < n)
+    tl.store(o_ptr + 5 * n + offs, libdevice.fast_cosf(x), mask=offs < n)
+    tl.store(o_ptr + 6 * n + offs, libdevice.fast_tanf(x), mask=offs < n)
+    tl.store(o_ptr + 7 * n + offs, libdevice.fast_exp10f(x), mask=offs < n)
+
+
+def test_fast_intrinsics_are_defined_in_the_module_not_linked_from_libdevice(monkeypatch):
+    """`__expf` and its kin compile to the approximate instructions, defined
+    with the function (as EDSL functions' fastmath): the kernel links no
+    libdevice, and their ftz choice is resolved."""
+    linked = []
+    from triton.backends.nvidia import compiler as nvidia
+    stock = nvidia.CUDABackend.make_llir
+
+    def spy(self, src, metadata, options, capability):
+        linked.append([name for name, path in options.extern_libs if os.path.getsize(path) > 1000])
+        return stock(self, src, metadata, options, capability)
+
+    monkeypatch.setattr(nvidia.CUDABackend, "make_llir", spy)
+    ptx = compile_sm90(fast_math_kernel, {"x_ptr": "*fp32", "o_ptr": "*fp32", "n": "i32"}).asm["ptx"]
+    assert "libdevice" not in linked[-1]
+    for op in ("ex2", "lg2", "sin", "cos", "div"):
+        assert f"{op}.approx.ftz.f32" in ptx, op
+    assert "__nvvm_reflect" not in ptx          # (resolved by NVPTX's NVVMReflect)
 
 
 def test_pointer_function_compiles_inlined_for_sm90():
@@ -219,3 +265,10 @@ def test_cuda_functions_against_torch():
     c = torch.empty(200, 100, device="cuda")
     matmul_kernel[(triton.cdiv(200, 32), triton.cdiv(100, 32))](a, b, c, 200, 100, 150, BM=32, BN=32, BK=32)
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-3)
+
+    x = torch.cat([torch.rand(960, device="cuda") * 40, torch.tensor([1e-39, 3e-42, 1.0, 88.0], device="cuda"),
+                   torch.rand(60, device="cuda") * 1e-3])
+    got, want = torch.zeros(8 * 1024, device="cuda"), torch.zeros(8 * 1024, device="cuda")
+    fast_math_kernel[(1,)](x, got, 1024, num_warps=4)
+    libdevice_fast_math_kernel[(1,)](x, want, 1024, B=1024, num_warps=4)
+    assert torch.equal(got.view(torch.int32), want.view(torch.int32))      # libdevice's bits, subnormals included
