@@ -148,10 +148,9 @@ def fast_functions_llvm(names, prefix: str) -> str:
     LLVM IR already (CUDA C functions, edsl.inject.cuda_module); without
     the module header and flags, and without `__nvvm_reflect`'s declaration."""
     from . import to_llvm_ir
-    from .. import codegen
     text = "\n".join([_REFLECT] + [_fast_function(n) for n in names])
     text = text.replace("@edsl.", f"@{prefix}edsl.")
-    with codegen.LOCK, codegen.context(), ir.Location.unknown():
+    with ir.Context(), ir.Location.unknown():
         llvm = to_llvm_ir(ir.Module.parse(text))
     return "\n".join(line for line in llvm.splitlines()
                      if not line.startswith(("; ModuleID", "source_filename", "!", "declare i32 @__nvvm_reflect")))
