@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import pathlib
 import re
 
@@ -34,3 +35,18 @@ def example(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def linked_libraries(monkeypatch) -> list:
+    """The names of the extern libraries (not the empty stand-in) each
+    compile hands Triton's make_llir, appended as the compiles run."""
+    linked = []
+    from triton.backends.nvidia import compiler as nvidia
+    stock = nvidia.CUDABackend.make_llir
+
+    def spy(self, src, metadata, options, capability):
+        linked.append([name for name, path in options.extern_libs if os.path.getsize(path) > 1000])
+        return stock(self, src, metadata, options, capability)
+
+    monkeypatch.setattr(nvidia.CUDABackend, "make_llir", spy)
+    return linked

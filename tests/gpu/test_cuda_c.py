@@ -3,7 +3,6 @@ CUDA tutorials: a grid-stride add through pointers, a row softmax on a tile
 that returns its descriptor (one-list form), a tile matmul in the outs/ins
 form, a template instantiated per define; compiled for sm_90 anywhere (the
 ziglang package's clang), run against torch on a GPU."""
-import os
 import pathlib
 import re
 
@@ -16,7 +15,7 @@ from triton.runtime.errors import OutOfResources
 import edsl.tle.language.raw as tle_raw
 from edsl.base.errors import CompileError
 from edsl.tle.raw import dialect
-from gpu_helpers import barriers, compile_sm90, example, static_shared
+from gpu_helpers import barriers, compile_sm90, example, linked_libraries, static_shared
 
 pytest.importorskip("ziglang", reason="CUDA C raw functions need the ziglang package (pip install triton-edsl[cuda])")
 
@@ -115,15 +114,7 @@ def test_fast_intrinsics_are_defined_in_the_module_not_linked_from_libdevice(mon
     """`__expf` and its kin compile to the approximate instructions, defined
     with the function (as EDSL functions' fastmath): the kernel links no
     libdevice, and their ftz choice is resolved."""
-    linked = []
-    from triton.backends.nvidia import compiler as nvidia
-    stock = nvidia.CUDABackend.make_llir
-
-    def spy(self, src, metadata, options, capability):
-        linked.append([name for name, path in options.extern_libs if os.path.getsize(path) > 1000])
-        return stock(self, src, metadata, options, capability)
-
-    monkeypatch.setattr(nvidia.CUDABackend, "make_llir", spy)
+    linked = linked_libraries(monkeypatch)
     ptx = compile_sm90(fast_math_kernel, {"x_ptr": "*fp32", "o_ptr": "*fp32", "n": "i32"}).asm["ptx"]
     assert "libdevice" not in linked[-1]
     for op in ("ex2", "lg2", "sin", "cos", "div"):

@@ -23,7 +23,7 @@ from edsl.base.errors import CompileError
 from edsl.gpu import stages
 from edsl.inject import gpu_library as library
 from edsl.inject.gpu_library import Operand, RunPlan, TileSlot
-from gpu_helpers import barriers, compile_sm90, example, static_shared
+from gpu_helpers import barriers, compile_sm90, example, linked_libraries, static_shared
 from gpu_kernels import prefix_sum, reverse, reverse_2d
 
 
@@ -511,24 +511,9 @@ def reverse_then_math_kernel(x_ptr, o_ptr, B: tl.constexpr, MATH: tl.constexpr):
     tl.store(o_ptr + offs, y)
 
 
-def _linked_libraries(monkeypatch) -> list:
-    """The names of the extern libraries (not the empty stand-in) each
-    compile hands Triton's make_llir, appended as the compiles run."""
-    linked = []
-    from triton.backends.nvidia import compiler as nvidia
-    stock = nvidia.CUDABackend.make_llir
-
-    def spy(self, src, metadata, options, capability):
-        linked.append([name for name, path in options.extern_libs if os.path.getsize(path) > 1000])
-        return stock(self, src, metadata, options, capability)
-
-    monkeypatch.setattr(nvidia.CUDABackend, "make_llir", spy)
-    return linked
-
-
 @pytest.mark.parametrize("math", [False, True])
 def test_libdevice_is_linked_where_the_kernel_or_its_functions_may_call_it(math, monkeypatch):
-    linked = _linked_libraries(monkeypatch)
+    linked = linked_libraries(monkeypatch)
     cc = compile_sm90(reverse_then_math_kernel, {"x_ptr": "*fp32", "o_ptr": "*fp32"}, {"B": 128, "MATH": math})
     assert cc.asm["cubin"]
     assert ("libdevice" in linked[-1]) == math
@@ -554,7 +539,7 @@ def test_fast_math_needs_no_libdevice(fast, monkeypatch):
     """A function compiled with fastmath computes exp by PTX's ex2.approx
     (ftz, as Triton's enable_reflect_ftz sets it) in its own module: the
     kernel links no libdevice. Without fastmath, libdevice's __nv_expf."""
-    linked = _linked_libraries(monkeypatch)
+    linked = linked_libraries(monkeypatch)
     cc = compile_sm90(exp_kernel, {"x_ptr": "*fp32", "o_ptr": "*fp32"}, {"B": 128, "FAST": fast})
     ptx = cc.asm["ptx"]
     assert ("libdevice" in linked[-1]) != fast
