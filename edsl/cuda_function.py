@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import os
 
-from .base.errors import CompileError
-from .codegen import cuda
+from .codegen import clang, cuda, llvm_ir
 
 
 class CudaFunction:
@@ -23,24 +22,9 @@ class CudaFunction:
 
     def __init__(self, fn, file=None, source: str | None = None, defines: dict | None = None,
                  extern_func_name: str = "", deferred: bool = False):
-        if (file is None) == (source is None):
-            raise CompileError(f"dialect(name=\"cuda\") over {fn.__name__}: give the CUDA C as file= or source=, "
-                               f"one of them")
-        if file is not None:
-            filename = os.path.abspath(os.fspath(file))
-            try:
-                with open(filename, encoding="utf-8") as f:
-                    text = f.read()
-            except OSError as e:
-                raise CompileError(f"dialect(name=\"cuda\") over {fn.__name__}: cannot read {filename}: "
-                                   f"{e.strerror}") from None
-        else:
-            code = getattr(fn, "__code__", None)
-            filename = f"{fn.__name__}.cu" if code is None else \
-                os.path.join(os.path.dirname(os.path.abspath(code.co_filename)), f"{fn.__name__}.cu")
-            text = source
+        filename, text = clang.read_source('dialect(name="cuda")', file, source, fn, ".cu")
         defines = tuple(sorted((str(k), None if v is None else str(v)) for k, v in (defines or {}).items()))
-        self.cuda_source = cuda.CudaSource(text, filename, defines, (os.path.dirname(filename),))
+        self.cuda_source = clang.Source(text, filename, defines, (os.path.dirname(filename),))
         self.extern_func_name = str(extern_func_name or "")
         self.deferred = bool(deferred)
         self.__name__ = fn.__name__
@@ -50,7 +34,7 @@ class CudaFunction:
         self.__wrapped__ = fn
         self.__triton_aggregate__ = True  # a global Triton admits in kernels (see EdslFunction)
         self._identity: str | None = None
-        self._compiled: dict[str, tuple[str, cuda.LlvmFunction]] = {}   # arch -> (LLVM IR, called function)
+        self._compiled: dict[str, tuple[str, llvm_ir.LlvmFunction]] = {}   # arch -> (LLVM IR, called function)
 
     def __repr__(self) -> str:
         return f"<edsl CUDA function {self.__qualname__} ({self.cuda_source.filename})>"
@@ -71,23 +55,23 @@ class CudaFunction:
         from .gpu.cache_key import kernel_key_part
         return kernel_key_part(self)
 
-    def _compile(self, arch: str) -> tuple[str, cuda.LlvmFunction]:
+    def _compile(self, arch: str) -> tuple[str, llvm_ir.LlvmFunction]:
         if arch not in self._compiled:
             llvm = cuda.compile_llvm(self.cuda_source, arch)
-            self._compiled[arch] = llvm, cuda.pick(llvm, self.extern_func_name, self.cuda_source.filename)
+            self._compiled[arch] = llvm, llvm_ir.pick(llvm, self.extern_func_name, self.cuda_source.filename)
         return self._compiled[arch]
 
     def llvm(self, arch: str) -> str:
         """Its module's LLVM IR for `arch` (`sm_90a`...)."""
         return self._compile(arch)[0]
 
-    def llvm_function(self, arch: str) -> cuda.LlvmFunction:
+    def llvm_function(self, arch: str) -> llvm_ir.LlvmFunction:
         """The function `fl.call` calls (extern_func_name's, else the one visible)."""
         return self._compile(arch)[1]
 
     def returned_params(self, arch: str) -> list[int] | None:
         """The parameters whose memory it returns (None: not traceable)."""
-        return cuda.returned_params(self.llvm(arch), self.llvm_function(arch))
+        return llvm_ir.returned_params(self.llvm(arch), self.llvm_function(arch))
 
 
 __all__ = ["CudaFunction"]

@@ -376,11 +376,11 @@ def _call_cuda(fn: CudaFunction, args: list, ins: list | None, output_indices, s
 def _cuda_specs(fn: CudaFunction, operands: list, arch: str) -> tuple[list, list[int]]:
     """The parameters of `fn` as `operands` fill them, and the first LLVM
     parameter of each operand."""
-    from .codegen import cuda
+    from .codegen import llvm_ir
     from .gpu import placeholders
     from .hostcall import ArgSpec
     llvm_fn = fn.llvm_function(arch)
-    params = [(t, cuda.mlir_type(t)) for t in llvm_fn.params]
+    params = [(t, llvm_ir.mlir_type(t)) for t in llvm_fn.params]
     signature = f"{llvm_fn.source_name}({', '.join(llvm_fn.params)})"
     specs, first, k = [], [], 0
 

@@ -440,14 +440,15 @@ def dialect(fn=None, *, name: str = "mlir", pipeline=None, fastmath: bool = Fals
             extern_func_name: str = "", file=None, source: str | None = None, defines: dict | None = None,
             compiler: str = "clang", **tle_options):
     """Compile a Python function with `Input[...]`/`InOut[...]` parameters through MLIR,
-    or take a raw function in CUDA C (`name="cuda"`).
+    or take a raw function in CUDA C (`name="cuda"`) or in UPMEM C (`name="c"`).
 
     Used bare (`@edsl.dialect`) or with options (`@edsl.dialect(name="mlir", ...)`).
 
     Args:
         fn: The function (given when the decorator is used bare).
         name: The raw function's language: "mlir" (Python in natural or MLIR-builder
-            style) or "cuda" (CUDA C, for NVIDIA GPUs: a `CudaFunction`).
+            style), "cuda" (CUDA C, for NVIDIA GPUs: a `CudaFunction`) or "c" (UPMEM
+            DPU C, run by the DPU model: a `CFunction`).
         pipeline: Upstream MLIR pass names lowering it to the LLVM dialect (default: the target's).
         fastmath: Let float arithmetic be reassociated and contracted (on a GPU, also
             take libdevice's fast f32 math functions).
@@ -456,25 +457,29 @@ def dialect(fn=None, *, name: str = "mlir", pipeline=None, fastmath: bool = Fals
             show; `fl.call` compiles for the backend of the calling kernel.
         deferred: TLE-Raw's option, accepted and kept (`.deferred`): the function
             is always compiled with the kernel that calls it.
-        extern_func_name: TLE-Raw's option: for CUDA C, the function of the source to
-            call (its name in the source or its symbol); kept for an EDSL function.
-        file: CUDA C: the `.cu` file (its folder is searched for its includes).
-        source: CUDA C: the source text, instead of a file.
-        defines: CUDA C: preprocessor macros, `{"NAME": value}` (TLE-Raw's `defines`;
+        extern_func_name: TLE-Raw's option: for CUDA C and C, the function of the source
+            to call (its name in the source or its symbol; default for C: the stub's name);
+            kept for an EDSL function.
+        file: CUDA C and C: the `.cu` or `.c` file (its folder is searched for its includes).
+        source: CUDA C and C: the source text, instead of a file.
+        defines: CUDA C and C: preprocessor macros, `{"NAME": value}` (TLE-Raw's `defines`;
             its older `macros` is taken too).
         compiler: CUDA C: "clang" (the ziglang package's); nvcc is not used.
         **tle_options: TLE-Raw's other CUDA options: `macros` (its older `defines`) and
             `hint` are taken; `extern` and `library` (nvcc, NVSHMEM) are refused, saying why.
 
     Returns:
-        An `EdslFunction` or `CudaFunction`, or a decorator making one.
+        An `EdslFunction`, `CudaFunction` or `CFunction`, or a decorator making one.
     """
     if name == "cuda":
         return _cuda_dialect(fn, file, source, defines, compiler, extern_func_name, deferred, tle_options)
+    if name == "c":
+        return _c_dialect(fn, file, source, defines, extern_func_name, tle_options)
     if tle_options or file is not None or source is not None or defines is not None:
         given = sorted(tle_options) + [k for k, v in (("file", file), ("source", source), ("defines", defines))
                                        if v is not None]
-        raise TypeError(f"dialect(name={name!r}) takes no {', '.join(given)}: those are for name=\"cuda\"")
+        raise TypeError(f"dialect(name={name!r}) takes no {', '.join(given)}: those are for name=\"cuda\" "
+                        f"and name=\"c\"")
     options = dict(name=name, pipeline=pipeline, fastmath=fastmath, bounds_check=bounds_check, target=target,
                    deferred=deferred, extern_func_name=extern_func_name)
     if fn is None:
@@ -502,4 +507,16 @@ def _cuda_dialect(fn, file, source, defines, compiler, extern_func_name, deferre
     def make(f):
         return CudaFunction(f, file=file, source=source, defines=defines, extern_func_name=extern_func_name,
                             deferred=deferred)
+    return make if fn is None else make(fn)
+
+
+def _c_dialect(fn, file, source, defines, extern_func_name, options):
+    from .c_function import CFunction
+    if "macros" in options:  # TLE-Raw's earlier name for `defines`
+        defines = {**options.pop("macros"), **(defines or {})}
+    if options:
+        raise TypeError(f"dialect(name=\"c\") takes no {', '.join(sorted(options))}")
+
+    def make(f):
+        return CFunction(f, file=file, source=source, defines=defines, extern_func_name=extern_func_name)
     return make if fn is None else make(fn)

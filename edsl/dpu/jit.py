@@ -72,7 +72,7 @@ def _llvm() -> ctypes.CDLL:
         "LLVMContextCreate": (_vp, []), "LLVMContextDispose": (None, [_vp]),
         "LLVMCreateMemoryBufferWithMemoryRangeCopy": (_vp, [_cp, ctypes.c_size_t, _cp]),
         "LLVMParseIRInContext": (ctypes.c_int, [_vp, _vp, ctypes.POINTER(_vp), ctypes.POINTER(_vp)]),
-        "LLVMDisposeModule": (None, [_vp]),
+        "LLVMDisposeModule": (None, [_vp]), "LLVMLinkModules2": (ctypes.c_int, [_vp, _vp]),
         "LLVMCreatePassBuilderOptions": (_vp, []), "LLVMDisposePassBuilderOptions": (None, [_vp]),
         "LLVMRunPasses": (_vp, [_vp, _cp, _vp, _vp]),
         "LLVMTargetMachineEmitToMemoryBuffer": (ctypes.c_int, [_vp, _vp, ctypes.c_int,
@@ -139,31 +139,27 @@ def host_key() -> str:
     return hashlib.sha256("\0".join((*host(), version)).encode()).hexdigest()[:16]
 
 
-def compile_object(llvm_ir: str, opt_level: int = 3) -> bytes:
-    """Object code of LLVM IR text for this host, optimized at `opt_level`."""
+def compile_object(llvm_ir: str, opt_level: int = 3, linked: tuple = ()) -> bytes:
+    """Object code of LLVM IR text for this host, optimized at `opt_level`,
+    with the modules of `linked` (LLVM IR texts: raw functions in C) linked in."""
     lib = _llvm()
     triple, cpu, features = host()
     target = _vp()
     err = _vp()
     if lib.LLVMGetTargetFromTriple(triple.encode(), ctypes.byref(target), ctypes.byref(err)):
         raise LoweringError(f"no LLVM target for {triple}: {_message(err.value)}")
-    size = llvm_ir.count("\n  ")                                          # instructions, about
+    size = sum(text.count("\n  ") for text in (llvm_ir, *linked))             # instructions, about
     codegen = min(max(opt_level, 0), 3) if size <= LARGEST_OPTIMIZED_PROGRAM else 0
     level = codegen if size <= LARGEST_O3_PROGRAM else min(codegen, 1)
     tm = lib.LLVMCreateTargetMachine(target, triple.encode(), cpu.encode(), features.encode(),
                                      codegen, 2, 0)                       # PIC, default code model
     ctx = lib.LLVMContextCreate()
     try:
-        data = llvm_ir.encode()
-        buf = lib.LLVMCreateMemoryBufferWithMemoryRangeCopy(data, len(data), b"program")
-        module = _vp()
-        if lib.LLVMParseIRInContext(ctx, buf, ctypes.byref(module), ctypes.byref(err)):
-            raise LoweringError(f"LLVM cannot read the program's IR: {_message(err.value)}")
+        module = _parse(lib, ctx, tm, llvm_ir)
         try:
-            lib.LLVMSetTarget(module, triple.encode())
-            layout = lib.LLVMCreateTargetDataLayout(tm)
-            lib.LLVMSetModuleDataLayout(module, layout)
-            lib.LLVMDisposeTargetData(layout)
+            for text in linked:
+                if lib.LLVMLinkModules2(module, _parse(lib, ctx, tm, text)):    # (takes the linked module)
+                    raise LoweringError("LLVM cannot link a raw function's module into the program")
             options = lib.LLVMCreatePassBuilderOptions()
             failure = _error(lib.LLVMRunPasses(module, f"default<O{level}>".encode(), tm, options))
             lib.LLVMDisposePassBuilderOptions(options)
@@ -181,6 +177,20 @@ def compile_object(llvm_ir: str, opt_level: int = 3) -> bytes:
     finally:
         lib.LLVMContextDispose(ctx)
         lib.LLVMDisposeTargetMachine(tm)
+
+
+def _parse(lib, ctx, tm, llvm_ir: str):
+    """A module of LLVM IR text in `ctx`, for the host of target machine `tm`."""
+    data = llvm_ir.encode()
+    buf = lib.LLVMCreateMemoryBufferWithMemoryRangeCopy(data, len(data), b"program")
+    module, err = _vp(), _vp()
+    if lib.LLVMParseIRInContext(ctx, buf, ctypes.byref(module), ctypes.byref(err)):
+        raise LoweringError(f"LLVM cannot read the program's IR: {_message(err.value)}")
+    lib.LLVMSetTarget(module, host()[0].encode())
+    layout = lib.LLVMCreateTargetDataLayout(tm)
+    lib.LLVMSetModuleDataLayout(module, layout)
+    lib.LLVMDisposeTargetData(layout)
+    return module
 
 
 @functools.lru_cache(None)

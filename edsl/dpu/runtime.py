@@ -109,8 +109,7 @@ class LaunchReport:
 # ---- programs ---------------------------------------------------------------------------
 
 def _add_packed_entry(module, name: str) -> None:
-    """`_edsl_packed_<name>(ptr)`: calls llvm.func `name` with the values its
-    argument array points to, and stores the result into the last slot."""
+    """`_edsl_packed_<name>(ptr)` (`packed_entry`) for llvm.func `name` of `module`."""
     from mlir import ir
     table = ir.SymbolTable(module.operation)
     fn = table[name].operation
@@ -122,51 +121,58 @@ def _add_packed_entry(module, name: str) -> None:
         if term.name == "llvm.return":
             results = [str(v.type) for v in term.operands]
             break
-    result = f" -> {results[0]}" if results else ""
-    lines = [f"llvm.func @{name}({', '.join(arg_types)}){result}",       # (declared, to verify)
-             f"llvm.func @{PACKED_PREFIX}{name}(%args: !llvm.ptr) {{"]
-    values = []
-    for i, t in enumerate(arg_types + results):
-        lines.append(f"  %p{i} = llvm.getelementptr %args[{i}] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr")
-        lines.append(f"  %q{i} = llvm.load %p{i} : !llvm.ptr -> !llvm.ptr")
-        if i < len(arg_types):
-            lines.append(f"  %a{i} = llvm.load %q{i} : !llvm.ptr -> {t}")
-            values.append(f"%a{i}")
-    signature = f"({', '.join(arg_types)}) -> {results[0] if results else '()'}"
-    call = f"llvm.call @{name}({', '.join(values)}) : {signature}"
-    if results:
-        lines.append(f"  %r = {call}")
-        lines.append(f"  llvm.store %r, %q{len(arg_types)} : {results[0]}, !llvm.ptr")
-    else:
-        lines.append(f"  {call}")
-    lines += ["  llvm.return", "}"]
-    wrapper = ir.Module.parse("\n".join(lines), module.context)
+    wrapper = ir.Module.parse(packed_entry(name, arg_types, results[0] if results else None), module.context)
     packed = list(wrapper.body.operations)[-1].operation
     packed.detach_from_parent()
     module.body.append(packed)
 
 
+def packed_entry(name: str, arg_types: list[str], result: str | None) -> str:
+    """LLVM dialect: a declaration of llvm.func `name` and `_edsl_packed_<name>(ptr)`,
+    which calls it with the values its argument array points to, and stores
+    the result into the last slot."""
+    lines = [f"llvm.func @{name}({', '.join(arg_types)}){f' -> {result}' if result else ''}",
+             f"llvm.func @{PACKED_PREFIX}{name}(%args: !llvm.ptr) {{"]
+    values = []
+    for i, t in enumerate(arg_types + ([result] if result else [])):
+        lines.append(f"  %p{i} = llvm.getelementptr %args[{i}] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr")
+        lines.append(f"  %q{i} = llvm.load %p{i} : !llvm.ptr -> !llvm.ptr")
+        if i < len(arg_types):
+            lines.append(f"  %a{i} = llvm.load %q{i} : !llvm.ptr -> {t}")
+            values.append(f"%a{i}")
+    call = f"llvm.call @{name}({', '.join(values)}) : ({', '.join(arg_types)}) -> {result or '()'}"
+    if result:
+        lines.append(f"  %r = {call}")
+        lines.append(f"  llvm.store %r, %q{len(arg_types)} : {result}, !llvm.ptr")
+    else:
+        lines.append(f"  {call}")
+    lines += ["  llvm.return", "}"]
+    return "\n".join(lines)
+
+
 def build(module, entries: list[str], what: str, opt_level: int = 3, mram_shift: int = 0,
-          races: bool = False) -> bytes:
+          races: bool = False, linked: tuple = (), exported: frozenset = frozenset()) -> bytes:
     """Object code for an LLVM-dialect `module` (changed in place): the runtime
     library linked in (its MRAM addresses the host's plus `mram_shift`,
     `support.MRAM_SHIFT` or 0; `races`: with the check of races between
     tasklets), a packed wrapper per entry, compiled for this host
-    (from the on-disk cache when this machine compiled the same IR before).
+    (from the on-disk cache when this machine compiled the same IR before);
+    `linked`: modules of LLVM IR linked in (raw functions in C), calling the
+    runtime's functions named in `exported`.
     Links it once here, so that a symbol the host cannot give is an error
     naming it and the line that needs it."""
     from ..lowering import to_llvm_ir, verify
     from ..lowering.floats import soft_float_storage
-    support.link(module, mram_shift, internal=True, races=races)
+    support.link(module, mram_shift, internal=True, races=races, exported=exported)
     for name in entries:
         _add_packed_entry(module, name)
     soft_float_storage(module.operation)
     verify(module)
     llir = to_llvm_ir(module)
-    key = hashlib.sha256(f"{jit.host_key()}\0O{opt_level}\0{llir}".encode()).hexdigest()
+    key = hashlib.sha256("\0".join((jit.host_key(), f"O{opt_level}", llir, *linked)).encode()).hexdigest()
     obj = cache.load_bytes(key, "o")
     if obj is None:
-        obj = jit.compile_object(llir, opt_level)
+        obj = jit.compile_object(llir, opt_level, linked)
         try:
             jit.ObjectProgram(obj, what).address(support.CTX_KEY)
         except jit.MissingSymbols as err:

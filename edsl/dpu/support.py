@@ -217,14 +217,16 @@ def _lowered(source: str) -> str:
         return str(module)
 
 
-def link(module, mram_shift: int = 0, internal: bool = False, races: bool = False) -> None:
+def link(module, mram_shift: int = 0, internal: bool = False, races: bool = False,
+         exported: frozenset = frozenset()) -> None:
     """Define in `module` (LLVM dialect) every runtime symbol it declares or
     may call: the library's functions replace its declarations of them. Its
     MRAM addresses are the host's plus `mram_shift` (0 or MRAM_SHIFT).
     `internal`: the library's functions but those the host calls
     (`HOST_ENTRIES`) get internal linkage, so that LLVM drops those the
     program does not use before optimizing them (a third of a small kernel's
-    compile time: docs/benchmarks.md). `races`: with the check of races
+    compile time: docs/benchmarks.md); those named in `exported` too keep
+    theirs (raw functions in C call them). `races`: with the check of races
     between tasklets (edsl.dpu.races), where the launch asks for it."""
     from mlir import ir
     library = ir.Module.parse(library_text(mram_shift, races), module.context)
@@ -239,7 +241,7 @@ def link(module, mram_shift: int = 0, internal: bool = False, races: bool = Fals
             if defined:
                 continue              # (a program may define `syscall` & co itself: keep it)
             existing.operation.erase()
-        if internal and op.name == "llvm.func" and op.regions[0].blocks and name not in HOST_ENTRIES:
+        if internal and op.name == "llvm.func" and op.regions[0].blocks and name not in HOST_ENTRIES | exported:
             op.attributes["linkage"] = hidden
         op.detach_from_parent()
         module.body.append(op)

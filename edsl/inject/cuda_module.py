@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from ..codegen import cuda
+from ..codegen import llvm_ir
 from ..lowering.libdevice import FAST, FAST_PREFIX, fast_functions_llvm, libdevice_name
 
 _IDENT = r"[-\w$.]+"
@@ -28,9 +28,9 @@ def _rename(text: str, old: str, new: str) -> str:
     return re.sub(r"@" + re.escape(old) + r"(?![-\w$.])", "@" + new, text)
 
 
-def link_ready(llvm: str, fn: cuda.LlvmFunction, symbol: str) -> str:
+def link_ready(llvm: str, fn: llvm_ir.LlvmFunction, symbol: str) -> str:
     """`llvm` with its definitions under `symbol`'s prefix, `fn` reachable as `@symbol`."""
-    defined = set(cuda.functions(llvm)) | set(re.findall(r"^@(" + _IDENT + r") = ", llvm, re.M))
+    defined = set(llvm_ir.functions(llvm)) | set(re.findall(r"^@(" + _IDENT + r") = ", llvm, re.M))
     declared = set(re.findall(r"^declare [^@]*@(" + _IDENT + r")\(", llvm, re.M))
     text = llvm
     for name in sorted(defined, key=len, reverse=True):

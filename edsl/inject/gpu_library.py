@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from .. import codegen
-from ..codegen import cuda
+from ..codegen import llvm_ir
 from . import cuda_module
 from ..target import dtypes
 from ..base.errors import CompileError
@@ -271,7 +271,7 @@ def build(plans: list[RunPlan], elems, arch: str = nvptx.DEFAULT_ARCH) -> tuple[
                 llvm = plan.function.llvm(arch)
                 fn = plan.function.llvm_function(arch)
                 foreign[callee] = cuda_module.link_ready(llvm, fn, callee)
-                signatures[callee] = ([cuda.mlir_type(t) for t in fn.params], "void")
+                signatures[callee] = ([llvm_ir.mlir_type(t) for t in fn.params], "void")
             else:
                 functions[callee] = _function_module(plan.function, callee)
                 signatures[callee] = _signature(ir.SymbolTable(functions[callee].operation)[callee])

@@ -269,6 +269,8 @@ class Ctx(IntEnum):
     RACE = 31            # model: the tasklet's race log (RaceLog slots), 0: no race check (`RACE_NOTE`)
     FOOTPRINT = 32       # model: the tasklet's footprint, [lo, hi) per MRAM region (REGIONS), the
                          # hull of the bytes its transfers touched there (0: not kept)
+    C_STOP = 33          # model: the jump buffer a raw function in C returns to when a fault stops
+                         # its tasklet (edsl.codegen.upmem_c), 0 outside one
 
 
 # (a whole number of 64-byte host cache lines: a tasklet's counters and another's do not share one)

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from edsl.base.errors import CompileError
-from edsl.codegen import cuda
+from edsl.codegen import clang, cuda, llvm_ir
 from edsl.inject.cuda_module import link_ready
 
 # clang -x cuda --cuda-device-only -O2 -S -emit-llvm of a function returning a
@@ -48,7 +48,7 @@ attributes #5 = { nocallback nocreateundeforpoison nofree nosync nounwind specul
 
 
 def test_signatures_visibility_and_source_names():
-    fns = cuda.functions(DESCRIPTOR)
+    fns = llvm_ir.functions(DESCRIPTOR)
     soft = fns["_Z7SoftmaxPU3AS3fS0_lllS0_S0_lll"]
     assert soft.params == ("ptr addrspace(3)",) * 2 + ("i64",) * 3 + ("ptr addrspace(3)",) * 2 + ("i64",) * 3
     assert soft.result == "%struct.anon" and soft.external and soft.source_name == "Softmax"
@@ -57,28 +57,28 @@ def test_signatures_visibility_and_source_names():
 
 
 def test_pick_by_name_or_the_one_visible():
-    assert cuda.pick(DESCRIPTOR, "Softmax", "f.cu").name.startswith("_Z7Softmax")
-    assert cuda.pick(DESCRIPTOR, "ret", "f.cu").name == "ret"
+    assert llvm_ir.pick(DESCRIPTOR, "Softmax", "f.cu").name.startswith("_Z7Softmax")
+    assert llvm_ir.pick(DESCRIPTOR, "ret", "f.cu").name == "ret"
     with pytest.raises(CompileError, match=r"defines 2 __device__ functions \(Softmax, ret\).*extern_func_name"):
-        cuda.pick(DESCRIPTOR, "", "f.cu")
+        llvm_ir.pick(DESCRIPTOR, "", "f.cu")
     with pytest.raises(CompileError, match="no function named 'Nope'"):
-        cuda.pick(DESCRIPTOR, "Nope", "f.cu")
+        llvm_ir.pick(DESCRIPTOR, "Nope", "f.cu")
 
 
 def test_returned_memory_traced_to_parameters():
-    fns = cuda.functions(DESCRIPTOR)
-    assert cuda.returned_params(DESCRIPTOR, fns["_Z7SoftmaxPU3AS3fS0_lllS0_S0_lll"]) == [0]
-    assert cuda.returned_params(DESCRIPTOR, fns["ret"]) == [0]        # through the addrspacecast
-    assert cuda.returned_params(DESCRIPTOR, fns["helper"]) == []
+    fns = llvm_ir.functions(DESCRIPTOR)
+    assert llvm_ir.returned_params(DESCRIPTOR, fns["_Z7SoftmaxPU3AS3fS0_lllS0_S0_lll"]) == [0]
+    assert llvm_ir.returned_params(DESCRIPTOR, fns["ret"]) == [0]        # through the addrspacecast
+    assert llvm_ir.returned_params(DESCRIPTOR, fns["helper"]) == []
 
 
 def test_parameter_types_in_the_llvm_dialect():
-    assert [cuda.mlir_type(t) for t in ("ptr addrspace(3)", "ptr", "i64", "half", "float", "{ i32 }")] == \
+    assert [llvm_ir.mlir_type(t) for t in ("ptr addrspace(3)", "ptr", "i64", "half", "float", "{ i32 }")] == \
         ["!llvm.ptr<3>", "!llvm.ptr", "i64", "f16", "f32", ""]
 
 
 def test_link_ready_renames_definitions_strips_target_attributes_and_adds_the_wrapper():
-    fn = cuda.functions(DESCRIPTOR)["_Z7SoftmaxPU3AS3fS0_lllS0_S0_lll"]
+    fn = llvm_ir.functions(DESCRIPTOR)["_Z7SoftmaxPU3AS3fS0_lllS0_S0_lll"]
     text = link_ready(DESCRIPTOR, fn, "__edsl_gpu_fn_abc_edsl")
     assert "@__edsl_gpu_fn_abc_edsl._Z7SoftmaxPU3AS3fS0_lllS0_S0_lll(" in text
     assert "@__edsl_gpu_fn_abc_edsl.helper(" in text and "@__edsl_gpu_fn_abc_edsl.ret(" in text
@@ -111,7 +111,7 @@ def test_link_ready_defines_the_fast_functions_fastmath_defines():
     """__expf is defined in the module (edsl.lowering.libdevice's definition,
     as EDSL functions' fastmath has it), no longer declared; a fast function
     it does not define (__fdividef) stays libdevice's."""
-    fn = cuda.functions(FAST)["Fast"]
+    fn = llvm_ir.functions(FAST)["Fast"]
     text = link_ready(FAST, fn, "__edsl_gpu_fn_abc_Fast")
     assert "@__nv_fast_expf" not in text
     assert "call float @__edsl_gpu_fn_abc_Fast.edsl.fast_expf(float noundef %0)" in text
@@ -127,7 +127,7 @@ needs_clang = pytest.mark.skipif(importlib.util.find_spec("ziglang") is None,
 
 
 def _compile(text, **defines):
-    return cuda.compile_llvm(cuda.CudaSource(text, "/virtual/k.cu", tuple(defines.items())), "sm_90a")
+    return cuda.compile_llvm(clang.Source(text, "/virtual/k.cu", tuple(defines.items())), "sm_90a")
 
 
 @needs_clang
@@ -151,7 +151,7 @@ extern "C" __device__ float f(__attribute__((address_space(1))) float *p, half h
 def test_defines_and_templates():
     src = """template <typename T> __device__ T twice(T x) { return x + x; }
 extern "C" __device__ ELEM NAME(ELEM x) { return twice<ELEM>(x); }"""
-    fns = cuda.functions(_compile(src, ELEM="double", NAME="twice_d"))
+    fns = llvm_ir.functions(_compile(src, ELEM="double", NAME="twice_d"))
     assert fns["twice_d"].params == ("double",) and fns["twice_d"].result == "double"
 
 
@@ -181,6 +181,6 @@ define dso_local ptr addrspace(1) @either(ptr addrspace(1) %0, ptr addrspace(1) 
 
 
 def test_a_struct_of_descriptors_returns_several_and_disagreeing_returns_none():
-    fns = cuda.functions(TWO)
-    assert cuda.returned_params(TWO, fns["two"]) == [5, 0]           # in the struct's order
-    assert cuda.returned_params(TWO, fns["either"]) is None          # which one depends on the run
+    fns = llvm_ir.functions(TWO)
+    assert llvm_ir.returned_params(TWO, fns["two"]) == [5, 0]           # in the struct's order
+    assert llvm_ir.returned_params(TWO, fns["either"]) is None          # which one depends on the run

@@ -1,0 +1,163 @@
+"""A raw DPU function in UPMEM C: `@edsl.dialect(name="c", file=...)` (or
+`source=...`) over a Python stub whose name it takes.
+
+It runs on the DPU model (`f.run(...)`, each tasklet running the whole
+function, as on a DPU launched with NR_TASKLETS tasklets): compiled by the
+ziglang package's clang for this host against the project's SDK headers
+(edsl.codegen.upmem_c), linked with the model's runtime, its transfers
+checked and its faults reported at the `.c` file's line. Its parameters are
+read from the compiled function: a `__mram_ptr` pointer takes a NumPy array
+in MRAM, a plain pointer a NumPy array in WRAM, a number a scalar of its
+type. Arrays are updated in place.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+
+import numpy as np
+from mlir import ir
+
+from . import codegen
+from .base.errors import ArgumentError, DpuError
+from .codegen import clang, llvm_ir, upmem_c
+from .dpu import runtime
+from .dpu.runtime import LaunchReport, Program
+from .hostcall import ArgSpec, pack_arguments
+from .target.dpu import MAX_TASKLETS, MRAM_ADDRSPACE, WRAM_BYTES
+
+
+class CFunction:
+    """A raw function in UPMEM C the DPU model runs (see the module docstring)."""
+
+    def __init__(self, fn, file=None, source: str | None = None, defines: dict | None = None,
+                 extern_func_name: str = ""):
+        filename, text = clang.read_source('dialect(name="c")', file, source, fn, ".c")
+        defines = tuple(sorted((str(k), None if v is None else str(v)) for k, v in (defines or {}).items()))
+        self.c_source = clang.Source(text, filename, defines, (os.path.dirname(filename),))
+        self.extern_func_name = str(extern_func_name or "")
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__doc__ = fn.__doc__
+        self.__module__ = fn.__module__
+        self.__wrapped__ = fn
+        self._compiled: dict[int, upmem_c.CompiledC] = {}     # tasklets -> compiled
+        self._programs: dict[int, bytes] = {}                  # tasklets -> object code
+        self.last_stats: LaunchReport | None = None
+
+    def __repr__(self) -> str:
+        return f"<edsl DPU C function {self.__qualname__} ({self.c_source.filename})>"
+
+    def compiled(self, tasklets: int = 1) -> upmem_c.CompiledC:
+        """Its module compiled with NR_TASKLETS = `tasklets`."""
+        if tasklets not in self._compiled:
+            self._compiled[tasklets] = upmem_c.compile_c(self.c_source, tasklets, self.extern_func_name,
+                                                         self.__name__)
+        return self._compiled[tasklets]
+
+    def llvm(self, tasklets: int = 1) -> str:
+        """Its module's LLVM IR (NR_TASKLETS = `tasklets`)."""
+        return self.compiled(tasklets).llvm
+
+    def specs(self, tasklets: int = 1) -> list[ArgSpec]:
+        """What each parameter takes: an array (in MRAM or WRAM) or a scalar."""
+        fn = self.compiled(tasklets).function
+        specs = []
+        for k, t in enumerate(fn.params):
+            mlir = llvm_ir.mlir_type(t)
+            if mlir.startswith("!llvm.ptr"):
+                space = MRAM_ADDRSPACE if mlir == f"!llvm.ptr<{MRAM_ADDRSPACE}>" else 0
+                specs.append(ArgSpec(f"parameter {k}", f"{'__mram_ptr ' if space else ''}pointer", "ptr",
+                                     memory_space=space))
+            else:
+                specs.append(ArgSpec(f"parameter {k}", t, "scalar", scalar=mlir))
+        return specs
+
+    def _program(self, tasklets: int) -> Program:
+        """A program of the function, loaded anew (its variables as a DPU's WRAM
+        holds them once its program is loaded)."""
+        compiled = self.compiled(tasklets)
+        if tasklets not in self._programs:
+            fn = compiled.function
+            args = [llvm_ir.mlir_type(t) for t in fn.params]
+            result = None if fn.result == "void" else llvm_ir.mlir_type(fn.result)
+            text = "\n".join([runtime.packed_entry(fn.name, args, result),
+                              f"llvm.func @{upmem_c.RUN}(!llvm.ptr, !llvm.ptr)",
+                              f"llvm.func @{runtime.PACKED_PREFIX}{_ENTRY}(%args: !llvm.ptr) {{",
+                              f"  %f = llvm.mlir.addressof @{runtime.PACKED_PREFIX}{fn.name} : !llvm.ptr",
+                              f"  llvm.call @{upmem_c.RUN}(%f, %args) : (!llvm.ptr, !llvm.ptr) -> ()",
+                              "  llvm.return", "}"])
+            with codegen.LOCK, codegen.context():
+                module = ir.Module.parse(text)
+                self._programs[tasklets] = runtime.build(module, [], f"{self.__name__}()",
+                                                         linked=(compiled.llvm,),
+                                                         exported=upmem_c.RUNTIME_SYMBOLS)
+        return Program(self._programs[tasklets], self.__name__, compiled.sites)
+
+    def __call__(self, *args):
+        self.run(*args)
+
+    def run(self, *args, tasklets: int = 1) -> LaunchReport:
+        """Run on the host DPU model; arrays are updated in place.
+
+        Args:
+            *args: The function's arguments: NumPy arrays for pointers (C-contiguous; those
+                of WRAM pointers within a DPU's WRAM), numbers for scalars.
+            tasklets: Tasklets of the DPU (1 to 24, its NR_TASKLETS), each running the
+                whole function.
+
+        Returns:
+            What the launch did (also kept in `last_stats`).
+        """
+        from .function import _caller_loc
+        loc = _caller_loc()
+        if not isinstance(tasklets, int) or not 1 <= tasklets <= MAX_TASKLETS:
+            raise DpuError(f"a DPU runs 1 to {MAX_TASKLETS} tasklets, not {tasklets!r}", loc)
+        specs = self.specs(tasklets)
+        if len(args) != len(specs):
+            raise ArgumentError(f"{self.__name__}() takes {len(specs)} arguments "
+                                f"({', '.join(s.type_text for s in specs)}), {len(args)} given", loc)
+        wram = 0
+        for spec, a in zip(specs, args):
+            if spec.kind == "ptr" and isinstance(a, np.ndarray):
+                if not a.flags.c_contiguous or not a.flags.writeable:
+                    raise ArgumentError(f"argument {spec.name!r}: a C-contiguous, writable NumPy array is "
+                                        f"needed", loc)
+                wram += a.nbytes if spec.memory_space != MRAM_ADDRSPACE else 0
+        if wram > WRAM_BYTES:
+            raise ArgumentError(f"{self.__name__}(): its WRAM arrays take {wram} bytes, more than the "
+                                f"{WRAM_BYTES} bytes of a DPU's WRAM", loc)
+        packed, keep = _packed(specs, args, self.compiled(tasklets).function.result, loc)
+        program = self._program(tasklets)
+        entry = program.entry(_ENTRY)
+        # Its MRAM pointers are the arrays' host addresses: the MRAM it may
+        # reach is the whole address space.
+        launch = runtime.Launch(1, tasklets, [0, 2 ** 63 - 1])
+
+        def tasklet(tid: int) -> None:
+            ctx = launch.address(0, tid)
+            program.enter(ctx)
+            entry(packed)
+            program.exit(ctx)
+        launch.run(tasklet)
+        launch.raise_error(f"{self.__name__}()", program.sites)
+        del keep
+        report = LaunchReport(self.__name__, num_tasklets=tasklets, tasklets_used=tasklets, wram_bytes=wram,
+                              **launch.totals(), per_dpu_programs=[1], per_tasklet_dma=launch.per_tasklet_dma())
+        self.last_stats = report
+        return report
+
+
+_ENTRY = "c_entry"   # the packed entry that runs the function until it returns or a fault stops it
+
+
+def _packed(specs: list[ArgSpec], args: tuple, result: str, loc):
+    """The argument array of the packed entry, a slot for the result last."""
+    packed, keep = pack_arguments(specs, args, loc)
+    if result != "void":
+        keep.append(ctypes.c_int64())       # (the result's slot: a scalar of 8 bytes at most)
+        packed = (ctypes.c_void_p * len(keep))(*(ctypes.addressof(k) for k in keep))
+    return packed, keep
+
+
+__all__ = ["CFunction"]

@@ -1,0 +1,59 @@
+/* Included before a raw DPU function in C (edsl.codegen.upmem_c): the UPMEM
+ * SDK's qualifiers, and the DPU model's runtime entry points, whose names the
+ * compile defines (EDSL_ME...: edsl.target.dpu). A call that fails on the
+ * hardware (a DMA rule broken, an assert) records the error at the caller's
+ * line and stops the tasklet, as a DPU fault stops it. */
+#ifndef EDSL_DPU_H
+#define EDSL_DPU_H
+#include <stdint.h>
+#include <stddef.h>
+#include <stdbool.h>
+
+#define __mram_ptr __attribute__((address_space(255)))
+#define __mram __mram_ptr
+#define __mram_noinit __mram_ptr
+#define __dma_aligned __attribute__((aligned(8)))
+#define __host
+#define __keep __attribute__((used))
+#define __noinline __attribute__((noinline))
+
+/* A site: the line of the main source file that made a call (EDSL_SITE_BASE:
+ * where C sites start, above the EDSL ones). */
+#define EDSL_SITE ((int64_t)EDSL_SITE_BASE + (__INCLUDE_LEVEL__ == 0 ? __LINE__ : 0))
+
+extern uint32_t EDSL_ME(void);
+extern void EDSL_BARRIER(int64_t site);
+extern void EDSL_MRAM_READ(int64_t mram, int64_t wram, int64_t n, int64_t site, int64_t mram_end,
+                           int64_t wram_end);
+extern void EDSL_MRAM_WRITE(int64_t mram, int64_t wram, int64_t n, int64_t site, int64_t mram_end,
+                            int64_t wram_end);
+extern void EDSL_ASSERT_FAIL(int64_t site);
+extern void *EDSL_CTX(void);
+
+/* Stop the running tasklet: back to where __edsl_run entered the function
+ * (the jump buffer in the tasklet's context slot EDSL_CTX_C_STOP). */
+__attribute__((noreturn, noinline)) static void __edsl_stop(void) {
+    void **buffer = (void **)(uintptr_t)((int64_t *)EDSL_CTX())[EDSL_CTX_C_STOP];
+    __builtin_longjmp(buffer, 1);
+}
+
+/* Run the packed entry of the raw function on `args` until it returns or a
+ * fault stops the tasklet. */
+void __edsl_run(void (*packed)(void **), void **args) {
+    void *buffer[5];
+    int64_t *ctx = (int64_t *)EDSL_CTX();
+    int64_t outer = ctx[EDSL_CTX_C_STOP];
+    ctx[EDSL_CTX_C_STOP] = (int64_t)(uintptr_t)buffer;
+    if (__builtin_setjmp(buffer) == 0)
+        packed(args);
+    ctx[EDSL_CTX_C_STOP] = outer;
+}
+
+/* Stop the tasklet if its DPU has stopped on an error (its own or another
+ * tasklet's): the state slot EDSL_DPU_FAILED the tasklets of a DPU share. */
+static inline void __edsl_stop_if_failed(void) {
+    int64_t *state = (int64_t *)(uintptr_t)((int64_t *)EDSL_CTX())[EDSL_CTX_DPU];
+    if (__atomic_load_n(&state[EDSL_DPU_FAILED], __ATOMIC_ACQUIRE) != 0)
+        __edsl_stop();
+}
+#endif

@@ -1,0 +1,20 @@
+/* The UPMEM SDK's mram.h: DMA between MRAM and WRAM, the DMA rules checked
+ * at the caller's line (8-byte aligned addresses, 8 to 2048 bytes, a multiple
+ * of 8) and the launch's MRAM bounds. */
+#ifndef EDSL_MRAM_H
+#define EDSL_MRAM_H
+#include "edsl_dpu.h"
+
+static inline void __edsl_mram_read(const __mram_ptr void *from, void *to, unsigned int nb_of_bytes, int64_t site) {
+    EDSL_MRAM_READ((int64_t)(uintptr_t)from, (int64_t)(uintptr_t)to, nb_of_bytes, site, INT64_MAX, INT64_MAX);
+    __edsl_stop_if_failed();
+}
+
+static inline void __edsl_mram_write(const void *from, __mram_ptr void *to, unsigned int nb_of_bytes, int64_t site) {
+    EDSL_MRAM_WRITE((int64_t)(uintptr_t)to, (int64_t)(uintptr_t)from, nb_of_bytes, site, INT64_MAX, INT64_MAX);
+    __edsl_stop_if_failed();
+}
+
+#define mram_read(from, to, nb_of_bytes) __edsl_mram_read((from), (to), (nb_of_bytes), EDSL_SITE)
+#define mram_write(from, to, nb_of_bytes) __edsl_mram_write((from), (to), (nb_of_bytes), EDSL_SITE)
+#endif

@@ -1,0 +1,83 @@
+"""Raw DPU functions in UPMEM C compiled for the DPU model
+(edsl.codegen.upmem_c): what is refused when they compile, at the line."""
+import re
+
+import pytest
+
+import edsl
+from edsl.base.errors import CompileError
+from edsl.codegen import clang, upmem_c
+
+pytest.importorskip("ziglang", reason="raw functions in C are compiled by the clang of the ziglang package")
+
+
+def compile_text(text: str, name: str = "f", tasklets: int = 4) -> upmem_c.CompiledC:
+    return upmem_c.compile_c(clang.Source(text, "/virtual/k.c"), tasklets, "", name)
+
+
+def test_the_function_and_its_runtime_calls():
+    c = compile_text("#include <defs.h>\n#include <mram.h>\n"
+                     "void f(__mram_ptr int *m, int *w) { mram_read(m, w, 8); w[0] += me(); }\n")
+    assert c.function.name == "f"
+    assert c.function.params == ("ptr addrspace(255)", "ptr")
+    assert "call void @edsl_dpu_mram_read(" in c.llvm and "call i32 @edsl_dpu_me()" in c.llvm
+    # (the site of line 3, for the model's errors)
+    assert re.search(rf"i64 (noundef )?{upmem_c.SITE_BASE + 3}\b", c.llvm)
+    assert c.sites[upmem_c.SITE_BASE + 3].lineno == 3
+    assert c.globals == ()
+
+
+def test_nr_tasklets_is_the_launchs():
+    c = compile_text("#include <defs.h>\nint sums[NR_TASKLETS];\nvoid f(void) { sums[me()] = 1; }\n", tasklets=11)
+    assert "[11 x i32]" in c.llvm
+    assert c.globals == ("sums",)
+
+
+def test_a_clang_error_is_at_the_c_line():
+    with pytest.raises(CompileError, match="undeclared identifier 'nope'") as err:
+        compile_text("void f(int *w) {\n  w[0] = nope;\n}\n")
+    assert (err.value.loc.filename, err.value.loc.lineno) == ("/virtual/k.c", 2)
+
+
+def test_a_barrier_for_fewer_tasklets_is_refused_where_it_is_declared():
+    with pytest.raises(CompileError, match="barriers hold every tasklet") as err:
+        compile_text("#include <barrier.h>\n\nBARRIER_INIT(b, 2);\nvoid f(void) { barrier_wait(&b); }\n")
+    assert err.value.loc.lineno == 3
+
+
+def test_an_access_through_an_mram_pointer_is_refused_at_its_line():
+    with pytest.raises(CompileError, match="access through a __mram_ptr pointer") as err:
+        compile_text("void f(__mram_ptr int *m, int *w) {\n  w[0] = 1;\n  w[1] = m[3];\n}\n")
+    assert err.value.loc.lineno == 3
+    with pytest.raises(CompileError, match="access through a __mram_ptr pointer") as err:
+        compile_text("void f(__mram_ptr int *m, int *w) {\n  m[1] = w[0];\n}\n")
+    assert err.value.loc.lineno == 2
+
+
+def test_an_mram_variable_is_refused():
+    with pytest.raises(CompileError, match="MRAM variable 'table'") as err:
+        compile_text("#include <mram.h>\n__mram_noinit int table[64];\n"
+                     "void f(int *w) { mram_read(table, w, 8); }\n")
+    assert err.value.loc.lineno == 2
+
+
+def test_the_function_is_named_by_the_stub_or_extern_func_name():
+    two = "void f(int *w) { w[0] = 1; }\nvoid g(int *w) { w[0] = 2; }\n"
+    assert compile_text(two, "g").function.name == "g"
+    with pytest.raises(CompileError, match=r"defines 2 non-static functions \(f, g\).*extern_func_name"):
+        compile_text(two, "h")
+    src = clang.Source(two, "/virtual/k.c")
+    assert upmem_c.compile_c(src, 1, "f", "h").function.name == "f"
+
+
+def test_dialect_c_over_a_source_string():
+    @edsl.dialect(name="c", source="void twice(int *w, int n) { for (int k = 0; k < n; k++) w[k] *= 2; }\n")
+    def twice():
+        """Doubles w[:n]."""
+    import numpy as np
+    w = np.arange(10, dtype=np.int32)
+    twice.run(w, 7)
+    assert list(w) == [0, 2, 4, 6, 8, 10, 12, 7, 8, 9]
+    assert twice.c_source.filename.endswith("twice.c")
+    with pytest.raises(TypeError, match="takes no hint"):
+        edsl.dialect(name="c", source="", hint="pipeline")
