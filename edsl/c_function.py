@@ -41,12 +41,30 @@ class CFunction:
         self.__doc__ = fn.__doc__
         self.__module__ = fn.__module__
         self.__wrapped__ = fn
+        self.__triton_aggregate__ = True  # a global Triton admits in kernels: fl.call then says why not
+        self._identity: str | None = None
         self._compiled: dict[int, upmem_c.CompiledC] = {}     # tasklets -> compiled
         self._programs: dict[int, bytes] = {}                  # tasklets -> object code
         self.last_stats: LaunchReport | None = None
 
     def __repr__(self) -> str:
         return f"<edsl DPU C function {self.__qualname__} ({self.c_source.filename})>"
+
+    @property
+    def identity(self) -> str:
+        """What identifies its code: the preprocessed source, defines and the name called."""
+        if self._identity is None:
+            self._identity = f"c:{upmem_c.digest(self.c_source)}:{self.extern_func_name}:{self.__name__}"
+        return self._identity
+
+    @property
+    def __annotations__(self) -> dict:  # hashed by Triton 3.9 into the keys of kernels naming it
+        return {"edsl": self.identity}
+
+    @property
+    def hash_attrs(self) -> tuple:
+        from .gpu.cache_key import kernel_key_part
+        return kernel_key_part(self)
 
     def compiled(self, tasklets: int = 1) -> upmem_c.CompiledC:
         """Its module compiled with NR_TASKLETS = `tasklets`."""

@@ -203,6 +203,9 @@ def call(fn, args, ins=None, output_indices=None, hint="", _semantic=None, _gene
         operand itself), one, a tuple, or None where there are none.
     """
     fn = _unwrap(fn)
+    if type(fn).__name__ == "CFunction":
+        raise TypeError(f"fl.call({fn.__name__}): a raw function in UPMEM C runs on the DPU model by itself "
+                        f"({fn.__name__}.run(...)); Triton kernels cannot call one yet")
     if not isinstance(fn, (EdslFunction, CudaFunction)):
         raise TypeError(f"fl.call: the first argument must be an @edsl.dialect function, not {type(fn).__name__}")
     args, ins = _elements(args), None if _unwrap(ins) is None else _elements(ins)
