@@ -13,63 +13,39 @@ type. Arrays are updated in place.
 from __future__ import annotations
 
 import ctypes
-import os
 
 import numpy as np
 from mlir import ir
 
 from . import codegen
 from .base.errors import ArgumentError, DpuError
-from .codegen import clang, llvm_ir, upmem_c
+from .codegen import llvm_ir, upmem_c
 from .dpu import runtime
 from .dpu.runtime import LaunchReport, Program
 from .hostcall import ArgSpec, pack_arguments
+from .source_function import SourceFunction
 from .target.dpu import MAX_TASKLETS, MRAM_ADDRSPACE, WRAM_BYTES
 
 
-class CFunction:
+class CFunction(SourceFunction):
     """A raw function in UPMEM C the DPU model runs (see the module docstring)."""
+    LANGUAGE = "c"
+    SUFFIX = ".c"
 
     def __init__(self, fn, file=None, source: str | None = None, defines: dict | None = None,
                  extern_func_name: str = ""):
-        filename, text = clang.read_source('dialect(name="c")', file, source, fn, ".c")
-        defines = tuple(sorted((str(k), None if v is None else str(v)) for k, v in (defines or {}).items()))
-        self.c_source = clang.Source(text, filename, defines, (os.path.dirname(filename),))
-        self.extern_func_name = str(extern_func_name or "")
-        self.__name__ = fn.__name__
-        self.__qualname__ = fn.__qualname__
-        self.__doc__ = fn.__doc__
-        self.__module__ = fn.__module__
-        self.__wrapped__ = fn
-        self.__triton_aggregate__ = True  # a global Triton admits in kernels: fl.call then says why not
-        self._identity: str | None = None
+        super().__init__(fn, file, source, defines, extern_func_name)
         self._compiled: dict[int, upmem_c.CompiledC] = {}     # tasklets -> compiled
         self._programs: dict[int, bytes] = {}                  # tasklets -> object code
         self.last_stats: LaunchReport | None = None
 
-    def __repr__(self) -> str:
-        return f"<edsl DPU C function {self.__qualname__} ({self.c_source.filename})>"
-
-    @property
-    def identity(self) -> str:
-        """What identifies its code: the preprocessed source, defines and the name called."""
-        if self._identity is None:
-            self._identity = f"c:{upmem_c.digest(self.c_source)}:{self.extern_func_name}:{self.__name__}"
-        return self._identity
-
-    @property
-    def __annotations__(self) -> dict:  # hashed by Triton 3.9 into the keys of kernels naming it
-        return {"edsl": self.identity}
-
-    @property
-    def hash_attrs(self) -> tuple:
-        from .gpu.cache_key import kernel_key_part
-        return kernel_key_part(self)
+    def _digest(self) -> str:
+        return upmem_c.digest(self.source)
 
     def compiled(self, tasklets: int = 1) -> upmem_c.CompiledC:
         """Its module compiled with NR_TASKLETS = `tasklets`."""
         if tasklets not in self._compiled:
-            self._compiled[tasklets] = upmem_c.compile_c(self.c_source, tasklets, self.extern_func_name,
+            self._compiled[tasklets] = upmem_c.compile_c(self.source, tasklets, self.extern_func_name,
                                                          self.__name__)
         return self._compiled[tasklets]
 

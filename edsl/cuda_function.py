@@ -12,53 +12,28 @@ architecture when a kernel calling it compiles (edsl.codegen.cuda).
 """
 from __future__ import annotations
 
-import os
+from .codegen import cuda, llvm_ir
+from .source_function import SourceFunction
 
-from .codegen import clang, cuda, llvm_ir
 
-
-class CudaFunction:
+class CudaFunction(SourceFunction):
     """A CUDA C function `fl.call` can call (see the module docstring)."""
+    LANGUAGE = "cuda"
+    SUFFIX = ".cu"
 
     def __init__(self, fn, file=None, source: str | None = None, defines: dict | None = None,
                  extern_func_name: str = "", deferred: bool = False):
-        filename, text = clang.read_source('dialect(name="cuda")', file, source, fn, ".cu")
-        defines = tuple(sorted((str(k), None if v is None else str(v)) for k, v in (defines or {}).items()))
-        self.cuda_source = clang.Source(text, filename, defines, (os.path.dirname(filename),))
-        self.extern_func_name = str(extern_func_name or "")
+        super().__init__(fn, file, source, defines, extern_func_name)
         self.deferred = bool(deferred)
-        self.__name__ = fn.__name__
-        self.__qualname__ = fn.__qualname__
-        self.__doc__ = fn.__doc__
-        self.__module__ = fn.__module__
-        self.__wrapped__ = fn
-        self.__triton_aggregate__ = True  # a global Triton admits in kernels (see EdslFunction)
-        self._identity: str | None = None
         self._compiled: dict[str, tuple[str, llvm_ir.LlvmFunction]] = {}   # arch -> (LLVM IR, called function)
 
-    def __repr__(self) -> str:
-        return f"<edsl CUDA function {self.__qualname__} ({self.cuda_source.filename})>"
-
-    @property
-    def identity(self) -> str:
-        """What identifies its code: the preprocessed source, defines and the name called."""
-        if self._identity is None:
-            self._identity = f"cuda:{cuda.digest(self.cuda_source)}:{self.extern_func_name}:{self.__name__}"
-        return self._identity
-
-    @property
-    def __annotations__(self) -> dict:  # hashed by Triton 3.9 into the keys of kernels calling it
-        return {"edsl": self.identity}
-
-    @property
-    def hash_attrs(self) -> tuple:
-        from .gpu.cache_key import kernel_key_part
-        return kernel_key_part(self)
+    def _digest(self) -> str:
+        return cuda.digest(self.source)
 
     def _compile(self, arch: str) -> tuple[str, llvm_ir.LlvmFunction]:
         if arch not in self._compiled:
-            llvm = cuda.compile_llvm(self.cuda_source, arch)
-            self._compiled[arch] = llvm, llvm_ir.pick(llvm, self.extern_func_name, self.cuda_source.filename)
+            llvm = cuda.compile_llvm(self.source, arch)
+            self._compiled[arch] = llvm, llvm_ir.pick(llvm, self.extern_func_name, self.source.filename)
         return self._compiled[arch]
 
     def llvm(self, arch: str) -> str:

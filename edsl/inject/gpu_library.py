@@ -267,7 +267,7 @@ def build(plans: list[RunPlan], elems, arch: str = nvptx.DEFAULT_ARCH) -> tuple[
             callee = function_symbol(plan.function)
             if callee in signatures:
                 continue
-            if getattr(plan.function, "cuda_source", None) is not None:   # CUDA C (edsl.cuda_function)
+            if getattr(plan.function, "LANGUAGE", None) == "cuda":   # CUDA C (edsl.cuda_function)
                 llvm = plan.function.llvm(arch)
                 fn = plan.function.llvm_function(arch)
                 foreign[callee] = cuda_module.link_ready(llvm, fn, callee)

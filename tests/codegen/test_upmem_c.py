@@ -78,6 +78,6 @@ def test_dialect_c_over_a_source_string():
     w = np.arange(10, dtype=np.int32)
     twice.run(w, 7)
     assert list(w) == [0, 2, 4, 6, 8, 10, 12, 7, 8, 9]
-    assert twice.c_source.filename.endswith("twice.c")
+    assert twice.source.filename.endswith("twice.c")
     with pytest.raises(TypeError, match="takes no hint"):
         edsl.dialect(name="c", source="", hint="pipeline")
