@@ -8,14 +8,14 @@
 Route: the kernel's final LLVM-dialect MLIR (the `llmlir` stage of the `dpu`
 backend), with the DPU runtime library linked in as the model links it, is
 printed as C by `printer` -- one C function per `llvm.func`, blocks as
-labels, one statement per op; `project` fills the files' templates
-(`templates/`) around it. The UPMEM toolchain is LLVM 12 and
-cannot read today's opaque-pointer LLVM IR, and C is what it reads best; C
-written only against the SDK's headers (`defs.h`, `mram.h`, `barrier.h`)
-also builds with the host C compiler against this project's stand-ins for
-those headers (`sdk/`), so the source that is tested here is the source
-that goes to hardware. The JIT of the DPU model stays the runtime of
-`kernel[grid](...)`; the tests run both and compare.
+labels, one statement per op; `generate` fills the files' templates
+(`templates/`) around it, and `project` writes them. The UPMEM toolchain
+is LLVM 12 and cannot read today's opaque-pointer LLVM IR, and C is what
+it reads best; C written only against the SDK's headers (`defs.h`,
+`mram.h`, `barrier.h`) also builds with the host C compiler against this
+project's stand-ins for those headers (`sdk/`), so the source that is
+tested here is the source that goes to hardware. The JIT of the DPU model
+stays the runtime of `kernel[grid](...)`; the tests run both and compare.
 
 Layer: after the backend (it compiles through it) and the DPU runtime facts;
 nothing imports this package but the public API and the `edsl` command.

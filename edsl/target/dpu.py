@@ -66,7 +66,7 @@ class DmaRuleCheck(NamedTuple):
 
 
 # The rules, once: the check here, the runtime library's (edsl.dpu.support)
-# and the exported project's C (edsl.export.project) are generated from them.
+# and the exported project's C (edsl.export.generate) are generated from them.
 DMA_RULES = (
     DmaRuleCheck(DmaRule.SIZE, "nbytes", (DMA_MIN_BYTES, DMA_MAX_BYTES), False,
                  f"DMA size {{}} bytes: must be a multiple of {DMA_ALIGN} "

@@ -18,7 +18,7 @@ import edsl
 from edsl.target import dpu as abi
 from edsl.base.errors import DpuError
 from sharing_kernels import BLOCK, count, flag, group_sums, read_then_count, scatter, take_tickets, wait_for
-from edsl.export import project
+from edsl.export import generate
 from export_helpers import build, export_and_run, export_with_data_and_run, masked, needs_cc, output, run
 
 SHARING_EXIT = 5
@@ -193,7 +193,7 @@ def test_a_scalar_every_tasklet_reads_is_read_before_any_tasklet_writes_in_the_r
 
 
 def test_the_log_codes_in_c_decode_the_abis_kinds():
-    codes = dict(project._log_codes())
+    codes = dict(generate._log_codes())
     for op in abi.AtomicOp:
         for old_used in (False, True):
             for size, float_type in ((1, None), (2, "bf16"), (4, "f32"), (8, None), (2, "f16"), (8, "f64")):

@@ -21,7 +21,7 @@ from edsl import Input, fl
 from edsl.target import dpu as abi
 from edsl.base.errors import ArgumentError, DpuError
 from edsl.export import export
-from edsl.export import project as project_mod
+from edsl.export import arguments, generate, project as project_mod
 from edsl.export.cli import main as cli_main
 from export_helpers import (assert_sdk_only, build, export_and_run, export_with_data_and_run, masked, needs_cc, output,
                             run, run_on_model)
@@ -155,8 +155,8 @@ def faulty(tmp_path_factory):
     d = tmp_path_factory.mktemp("faulty")
     (d / "faulty.c").write_text(FAULTY)
     (d / "host.c").write_text(FAULTY_HOST)
-    (d / "dpu_abi.h").write_text(project_mod.abi_header())       # the stand-ins' limits
-    (d / "dma_rules.h").write_text(project_mod.dma_rules_header())  # ... and DMA rules
+    (d / "dpu_abi.h").write_text(generate.abi_header())       # the stand-ins' limits
+    (d / "dma_rules.h").write_text(generate.dma_rules_header())  # ... and DMA rules
     for cmd in (["cc", "-O1", "-std=gnu11", "-fPIC", "-shared", "-Wl,-Bsymbolic", "-I.", f"-I{SDK}",
                  "-DNR_TASKLETS=3", "-o", "faulty.so", "faulty.c", str(SDK / "dpu_sim_rt.c"), "-lpthread"],
                 ["cc", "-O1", "-std=gnu11", "-I.", f"-I{SDK}", "-o", "host", "host.c", str(SDK / "dpu_sim_host.c"),
@@ -536,7 +536,7 @@ TEMPLATES = ROOT / "edsl" / "export" / "templates"
 def test_abi_header_is_the_abi_module():
     """dpu_abi.h (used by the DPU program, the runner and the SDK stand-ins)
     says what edsl.target.dpu says, and nothing else defines those facts in C."""
-    defines = dict(re.findall(r"#define EDSL_(\w+) (-?\d+)", project_mod.abi_header()))
+    defines = dict(re.findall(r"#define EDSL_(\w+) (-?\d+)", generate.abi_header()))
     want = {name: getattr(abi, name) for name in ("WRAM_BYTES", "MRAM_BYTES", "MAX_TASKLETS", "DMA_ALIGN",
                                                   "DMA_MIN_BYTES", "DMA_MAX_BYTES", "READ", "WRITE",
                                                   "CTX_SLOTS", "DPU_SLOTS", "WAIT_REPEATS")}
@@ -560,8 +560,8 @@ def test_abi_header_is_the_abi_module():
 def dma_rules_c(tmp_path_factory):
     """The generated dma_rules.h compiled as a library: rules(m, w, n), message(m, w, n)."""
     d = tmp_path_factory.mktemp("dma_rules")
-    (d / "dpu_abi.h").write_text(project_mod.abi_header())
-    (d / "dma_rules.h").write_text(project_mod.dma_rules_header())
+    (d / "dpu_abi.h").write_text(generate.abi_header())
+    (d / "dma_rules.h").write_text(generate.dma_rules_header())
     (d / "rules.c").write_text('#include "dma_rules.h"\n'
                                "int rules(uint64_t m, uint64_t w, int64_t n) { return edsl_dma_rules_broken(m, w, n); }\n"
                                "void message(char *out, uint64_t m, uint64_t w, int64_t n) "
@@ -678,11 +678,11 @@ def shift_add(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 
 
 def test_each_exported_type_has_its_c_storage_and_numpy_dtype():
-    for t in project_mod.EXPORTED:
+    for t in arguments.EXPORTED:
         s = edsl.target.dtypes.by_triton(t)
-        assert project_mod._c_type(t) == (s.c if s.c not in (None, "bool") else f"uint{8 * s.nbytes}_t"), t
+        assert arguments.c_type(t) == (s.c if s.c not in (None, "bool") else f"uint{8 * s.nbytes}_t"), t
         if t != "u1":
-            assert project_mod._type_of_value("a", np.zeros(2, edsl.target.dtypes.numpy_dtype(s))) == "*" + t
+            assert arguments._type_of_value("a", np.zeros(2, edsl.target.dtypes.numpy_dtype(s))) == "*" + t
 
 
 @needs_cc

@@ -46,6 +46,6 @@ from .intrinsics import BARRIER_VAR, CTX_ARRAY, LOG_FLUSH, PRIMITIVES, PROGRAM_N
 from .module import _RESERVED, CProgram, Printer, print_module
 
 # (`_RESERVED`: the C names a printed symbol keeps clear of, which
-# edsl.export.project keeps its own names clear of too.)
+# edsl.export.arguments keeps its own names clear of too.)
 __all__ = ["print_module", "Printer", "CProgram", "PRIMITIVES", "PROGRAM_NAMES", "CTX_ARRAY",
            "BARRIER_VAR", "LOG_FLUSH", "_RESERVED"]

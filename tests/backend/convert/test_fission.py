@@ -16,7 +16,8 @@ import triton_matmul
 import triton_softmax
 from edsl.backend.convert import new_context
 from edsl.backend.convert.fission import split_tasklets
-from edsl.export.project import Param, compile_for_export
+from edsl.export.arguments import ExportSpec, Param
+from edsl.export.build import compile_for_export
 from edsl.target.dpu import BARRIER, FAIL
 from sharing_kernels import group_sums, read_then_count
 from test_control import loop_kernel
@@ -154,7 +155,9 @@ def test_the_model_splits_a_kernel_at_its_barriers_and_the_exporter_does_not():
     assert mlir(dpu_timing=True).count(f"llvm.call @{BARRIER}(") >= 2     # (counts are each tasklet's)
     params = [Param(n, n, t) for n, t in [("out_ptr", "*fp32"), ("in_ptr", "*fp32"), ("n_cols", "i32"),
                                           ("row_stride", "i32")]]
-    _, text = compile_for_export(triton_softmax.softmax_kernel, params, {"BLOCK": 256}, 1, 16)
+    spec = ExportSpec(fn=triton_softmax.softmax_kernel, params=params, constexprs={"BLOCK": 256}, values={},
+                      grid=None, num_dpus=1, num_tasklets=16, outputs=[], debug=False, sampled=False)
+    _, text = compile_for_export(spec)
     assert f"@{BARRIER}(" in text
 
 

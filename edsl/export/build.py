@@ -1,0 +1,146 @@
+"""The kernel compiled for an export and printed as the DPU program's C:
+its final LLVM-dialect module (the `llmlir` stage of the `dpu` backend)
+with the DPU runtime library linked in, printed by `edsl.export.printer`,
+with a WRAM budget that leaves the exported program its own WRAM."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..backend.compiler import KernelRecord
+from ..base.errors import CompileError, DpuError, EdslError
+from ..base.progress import Progress
+from ..dpu import support
+from ..target import dpu as abi
+from . import layout
+from . import printer as P
+from .arguments import ExportSpec
+
+
+def compile_for_export(spec: ExportSpec, wram_bytes: int = abi.WRAM_BYTES) -> tuple[KernelRecord, str]:
+    """(record, LLVM-dialect text) of the kernel of `spec`, without launching:
+    the `llmlir` stage, the kernel before the runtime library is linked in.
+    `wram_bytes`: the WRAM the kernel's buffers may take (beyond it, tiles are
+    kept in MRAM)."""
+    from ..backend import triton_internals
+    from ..backend.compiler import TARGET
+    fn, constexprs = spec.fn, spec.constexprs
+    sig = {}
+    by_name = {p.name: p for p in spec.params}
+    for p in fn.params:
+        sig[p.name] = "constexpr" if p.name in constexprs else by_name[p.name].type
+    try:
+        compiled = triton_internals.compile_kernel(fn, sig, constexprs, TARGET,
+                                                   {"num_dpus": spec.num_dpus, "num_tasklets": spec.num_tasklets,
+                                                    "debug": spec.debug, "wram_bytes": wram_bytes,
+                                                    "tasklet_loops": False, "race_check": False})
+    except EdslError:
+        raise
+    except triton_internals.compilation_error_class() as err:
+        raise CompileError(f"kernel '{fn.__name__}' does not compile for the DPU: {err}") from None
+    except Exception as err:  # noqa: BLE001 - an internal failure of a compile stage
+        raise CompileError(f"kernel '{fn.__name__}' does not compile for the DPU: "
+                           f"{type(err).__name__}: {err}") from err
+    return KernelRecord.from_program(compiled.asm["dpubin"])[0], compiled.asm["llmlir"]
+
+
+def translate(llvm_text: str, kernel_name: str, n_params: int) -> P.CProgram:
+    """The DPU program's functions, printed from the kernel's LLVM-dialect text
+    with the DPU runtime library linked in (edsl.dpu.support)."""
+    from mlir import ir
+
+    from ..base import dialects  # noqa: F401  (the bindings find edsl's dialects before any op)
+    from ..lowering.floats import soft_float_storage
+    ctx = ir.Context()
+    ctx.allow_unregistered_dialects = True
+    module = ir.Module.parse(llvm_text, ctx)
+    with ctx:
+        support.link(module)
+        # 16-bit floats as the integers of their bits, as the model builds its
+        # program (edsl.dpu.runtime.build): they only move once the soft-float
+        # pass has made their conversions integer code, which is printed as is.
+        soft_float_storage(module.operation)
+        table = ir.SymbolTable(module.operation)
+        main = table[abi.MAIN] if abi.MAIN in table else None
+        if main is None or not main.regions[0].blocks:
+            raise CompileError(f"kernel '{kernel_name}': its program has no '{abi.MAIN}' entry")
+        # (the kernel's parameters, then `abi.ENTRY[MAIN]` lowered)
+        types = [str(a.type) for a in main.regions[0].blocks[0].arguments]
+        if types[n_params:] != abi.lowered_entry_types(abi.MAIN):
+            raise CompileError(f"kernel '{kernel_name}': '{abi.MAIN}' has an unexpected signature "
+                               f"({', '.join(types)})")
+    return P.print_module(module, [abi.MAIN])
+
+
+@dataclass(frozen=True)
+class Build:
+    """The kernel of an export compiled and printed: its record, its C, the
+    WRAM budget it was compiled with, whether its transfers have a region
+    per array (`layout.per_array`), and the WRAM the program takes beside
+    the kernel's buffers: its own (`layout.runtime_bytes`) and the printed
+    C's buffers of all tasklets and globals (`static_bytes`)."""
+    record: KernelRecord
+    program: P.CProgram
+    budget: int
+    per_array: bool
+    runtime_bytes: int
+    static_bytes: int
+
+    @property
+    def name(self) -> str:
+        return self.record.name
+
+    @property
+    def scratch(self) -> int:
+        """The MRAM scratch of the tiles kept there (edsl.backend.convert.spill)."""
+        return self.record.scratch_bytes
+
+    @property
+    def wram(self) -> int:
+        """The kernel's WRAM buffers as the program allocates them."""
+        return abi.align_up(max(self.record.wram_bytes, abi.DMA_ALIGN))
+
+    @property
+    def total_bytes(self) -> int:
+        return self.static_bytes + self.wram + self.runtime_bytes
+
+
+def _printed(spec: ExportSpec, record: KernelRecord, llvm_text: str, budget: int) -> Build:
+    prog = translate(llvm_text, record.name, len(spec.params))
+    return Build(record, prog, budget, layout.per_array(spec.params, record),
+                 layout.runtime_bytes(spec, record, prog.needs_stdio),
+                 prog.static_wram_bytes * spec.num_tasklets + prog.global_wram_bytes)
+
+
+def compile_to_fit(spec: ExportSpec, shown: Progress) -> Build:
+    """The kernel compiled and printed so that its WRAM and the exported
+    program's own fit a DPU's.
+
+    The program's own WRAM (`layout.runtime_bytes`, the printed C's buffers)
+    depends on the compile: EDSL regions, a scratch of tiles kept in MRAM,
+    printf. The first compile has the whole WRAM, as the model has it, so a
+    kernel that fits beside the program compiles once and keeps the model's
+    budget (a budget cut before compiling would change every export: its
+    `kernel_budget`, its reference run). One that does not fit compiles
+    again with what that program leaves it, keeping more tiles in MRAM
+    (edsl.backend.convert.spill); a third time only if that compile's
+    program needs more still (a new scratch is one more region)."""
+    budget, error = abi.WRAM_BYTES, None
+    for attempt in range(3):
+        shown.stage("compiling" if attempt == 0 else f"compiling again for {budget} bytes of WRAM")
+        try:
+            record, llvm_text = compile_for_export(spec, budget)
+        except DpuError:
+            if error is None:
+                raise
+            raise error from None               # (keeping tiles in MRAM does not make it fit)
+        shown.stage("printing it as C")
+        built = _printed(spec, record, llvm_text, budget)
+        need = built.total_bytes
+        if need <= abi.WRAM_BYTES:
+            return built
+        error = DpuError(f"kernel '{built.name}': its WRAM buffers need {need} bytes with "
+                         f"{spec.num_tasklets} tasklets, more than the {abi.WRAM_BYTES} bytes of a DPU")
+        budget = min(budget, built.wram) - (need - abi.WRAM_BYTES)
+        if budget <= 0:
+            break
+    raise error

@@ -1,0 +1,352 @@
+"""The files of an exported project, filled from the `string.Template`s in
+`templates/`: the DPU ABI and DMA rules as C headers, the argument struct
+shared by host and DPU, the DPU program around the kernel's printed C, the
+launch defaults, the host runner, the Makefile, the README and the manifest."""
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from ..base import templates
+from ..base.errors import file_of_kernel_site
+from ..dpu import sharing
+from ..target import dpu as abi
+from ..target import dtypes
+from . import printer as P
+from .arguments import ExportSpec, c_type, value_kind
+from .build import Build
+from .layout import LOG_WRAM_ENTRIES, STDOUT_BUFFER_BYTES, args_bytes, nregions
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def fill(name: str, **fields) -> str:
+    """Template `name` of templates/ with every placeholder filled by `fields`."""
+    return templates.fill(TEMPLATES / name, **fields)
+
+
+def _defines(pairs) -> str:
+    return "\n".join(f"#define EDSL_{name} {value}" for name, value in pairs)
+
+
+def abi_header() -> str:
+    """dpu_abi.h: the DPU ABI (edsl.target.dpu) as C macros."""
+    limits = ("WRAM_BYTES", "MRAM_BYTES", "MAX_TASKLETS", "DMA_ALIGN", "DMA_MIN_BYTES", "DMA_MAX_BYTES")
+    return fill("dpu_abi.h",
+                limits=_defines((name, getattr(abi, name)) for name in limits),
+                directions=_defines([("READ", abi.READ), ("WRITE", abi.WRITE)]),
+                ctx=_defines([*((f"CTX_{s.name}", int(s)) for s in abi.Ctx), ("CTX_SLOTS", abi.CTX_SLOTS)]),
+                dpu=_defines([*((f"DPU_{s.name}", int(s)) for s in abi.Dpu), ("DPU_SLOTS", abi.DPU_SLOTS)]),
+                errors=_defines((f"ERR_{e.name}", int(e)) for e in abi.Err),
+                messages=_defines([*((f"MESSAGE_{e.name}", _c_string(text)) for e, text in abi.MESSAGES.items()),
+                                   ("FIXED_MESSAGES", ", ".join(f"{{EDSL_ERR_{e.name}, EDSL_MESSAGE_{e.name}}}"
+                                                                for e in abi.MESSAGES)),
+                                   ("MESSAGE_OUTSIDE_ARRAYS", _c_string(abi.OUTSIDE_ARRAYS)),
+                                   ("WAIT_REPEATS", abi.WAIT_REPEATS),
+                                   ("MESSAGE_WAITS_FOREVER", _c_string(abi.WAITS_FOREVER)),
+                                   *_split_message("MESSAGE_OUTSIDE_ARRAYS_LOADED", abi.OUTSIDE_ARRAYS_LOADED)]))
+
+
+def _split_message(name: str, text: str) -> list[tuple[str, str]]:
+    """A message with one `{where}` as the C strings before and after it."""
+    before, after = text.split("{where}")
+    return [(f"{name}_BEFORE", _c_string(before)), (f"{name}_AFTER", _c_string(after))]
+
+
+def _log_codes() -> list[tuple[str, Any]]:
+    """The access log's codes (abi.Access, abi.AtomicOp, the fields of an
+    atomic's kind) as (name, value) pairs for C."""
+    merged = sum(1 << int(op) for op in abi.MERGED_ATOMICS)
+    return [*((f"ACCESS_{a.name}", int(a)) for a in abi.Access),
+            *((name, getattr(abi, name)) for name in ("ACCESS_MASK", "ATOMIC_OP_SHIFT", "ATOMIC_OP_MASK",
+                                                       "ATOMIC_OLD_USED", "ATOMIC_FLOAT_SHIFT",
+                                                       "ATOMIC_FLOAT_MASK", "ATOMIC_SIZE_SHIFT")),
+            *((f"ATOMIC_{op.name}", int(op)) for op in abi.AtomicOp),
+            *((f"ATOMIC_FLOAT_{t.upper()}", v) for t, v in abi.ATOMIC_FLOAT.items()),
+            ("MERGED_ATOMICS", f"{merged:#x}u"),
+            ("MIXED", f"({sharing.MIXED})"), ("MIXED_ATOMICS", f"({sharing.MIXED_ATOMICS})")]
+
+
+def dma_rules_header() -> str:
+    """dma_rules.h: the DMA rules (edsl.target.dpu.DMA_RULES) as C."""
+    checks, messages = [], []
+    for check in abi.DMA_RULES:
+        v = check.operand                  # (the C functions' parameters have the same names)
+        cond = f"{v} % EDSL_DMA_ALIGN"
+        if check.bounds:
+            cond += f" || {v} < {check.bounds[0]} || {v} > {check.bounds[1]}"
+        checks.append(f"  if ({cond})\n    broken |= {int(check.rule)};")
+        fmt, arg = ("0x%llx", f"(unsigned long long){v}") if check.hex else ("%lld", f"(long long){v}")
+        text = _c_string(check.message.replace("%", "%%")).replace("{}", fmt)
+        messages.append(f"  if (broken & {int(check.rule)}) {{\n    snprintf(out, size, {text}, {arg});\n"
+                        f"    return;\n  }}")
+    return fill("dma_rules.h", checks="\n".join(checks), messages="\n".join(messages))
+
+
+def _c_string(text: str) -> str:
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif 32 <= ord(ch) < 127:
+            out.append(ch)
+        else:
+            out.append("?")
+    return '"' + "".join(out) + '"'
+
+
+def args_header(spec: ExportSpec, built: Build) -> str:
+    params, per_array, scratch = spec.params, built.per_array, built.scratch
+    fields = []
+    for p in params:
+        if p.is_pointer:
+            fields.append(f"    uint64_t {p.cname} EDSL_ARG;  /* {p.type}: offset of the array from "
+                          "DPU_MRAM_HEAP_POINTER (DMA-aligned) */")
+        else:
+            fields.append(f"    {c_type(p.type)} {p.cname} EDSL_ARG;  /* {p.type} */")
+    what = ("the bytes of each array, in argument order" if per_array
+            else "the whole image of the arrays")
+    if scratch:
+        what += ", then the scratch" if per_array else " and the scratch"
+    return fill("kernel_args.h", kernel=built.name, fields="\n".join(fields),
+                size=args_bytes(params, per_array, scratch), nregions=nregions(params, per_array, scratch),
+                regions_what=what, scratch_bytes=scratch, tasklets=spec.num_tasklets,
+                log=_defines([("LOG_ENTRY", abi.LOG_ENTRY), ("LOG_WRAM_ENTRIES", LOG_WRAM_ENTRIES)]),
+                half_scalars=int(any(value_kind(p.type) == "half" for p in params if not p.is_pointer)))
+
+
+ROUTE_NOTE = ("Route: the kernel's final LLVM-dialect MLIR printed as C (one function per "
+              "llvm.func, blocks as labels). The UPMEM compiler is LLVM 12 and cannot read "
+              "today's opaque-pointer LLVM IR; C built from the SDK headers compiles with "
+              "it, and the same file runs on the host against edsl's SDK stand-ins.")
+
+
+# The C of each argument of `abi.ENTRY[MAIN]` in the DPU program's main
+# (templates/dpu_program.c); the WRAM memref as its descriptor's fields.
+MAIN_ARGS = {"grid_x": "args->grid_x", "grid_y": "args->grid_y", "grid_z": "args->grid_z",
+             "first": "args->first_program", "end": "args->end_program",
+             "wram": "(void *)edsl_wram, (void *)edsl_wram, 0, sizeof edsl_wram, 1", "ctx": "(void *)ctx"}
+
+
+def dpu_program(spec: ExportSpec, built: Build) -> str:
+    prog = built.program
+    args = [f"heap + args->{p.cname}" if p.is_pointer else f"args->{p.cname}" for p in spec.params]
+    args += [MAIN_ARGS[a.name] for a in abi.ENTRY[abi.MAIN]]
+    return fill("dpu_program.c", kernel=built.name, tasklets=spec.num_tasklets, wram_bytes=built.wram,
+                stdio=_stdio(prog),
+                route=textwrap.fill(ROUTE_NOTE, 86, initial_indent=" * ", subsequent_indent=" * "),
+                needs_math=int(prog.needs_math), types="\n".join(prog.types),
+                globals="\n".join(prog.globals), prototypes="\n".join(prog.prototypes),
+                functions="\n\n".join(prog.functions), main=prog.names[abi.MAIN],
+                main_args=", ".join(args))
+
+
+def _stdio(prog: P.CProgram) -> str:
+    """The DPU program's stdio (a kernel that prints): the SDK's printf and
+    its log buffer in MRAM, which the host runner reads after the launch."""
+    if not prog.needs_stdio:
+        return ""
+    return textwrap.dedent(f"""\
+        /* tl.device_print: the SDK's printf writes this DPU's log, a buffer of
+         * EDSL_STDOUT_BUFFER_BYTES in MRAM (the Makefile's STDOUT_BUFFER_SIZE),
+         * which the host runner prints after the launch (dpu_log_read). */
+        #include <stdio.h>
+        #ifndef EDSL_STDOUT_BUFFER_BYTES
+        #define EDSL_STDOUT_BUFFER_BYTES {STDOUT_BUFFER_BYTES}
+        #endif
+        STDOUT_BUFFER_INIT(EDSL_STDOUT_BUFFER_BYTES);
+        """)
+
+
+def launch_config(spec: ExportSpec, kernel: str) -> str:
+    g, values = spec.grid or (0, 0, 0), spec.values
+    lines = []
+    for p in spec.params:
+        if p.is_pointer:
+            continue
+        have = p.name in values
+        lines.append(f"#define EDSL_HAVE_DEFAULT_{p.cname} {int(have)}")
+        lines.append(f"#define EDSL_DEFAULT_{p.cname} "
+                     f"{_scalar_literal(p.type, values[p.name]) if have else 0}")
+    return fill("launch_config.h", kernel=kernel, kernel_string=_c_string(kernel), dpus=spec.num_dpus,
+                grid_x=g[0], grid_y=g[1], grid_z=g[2], scalars="\n".join(lines) or "/* (none) */")
+
+
+def _scalar_literal(t: str, value) -> str:
+    kind = value_kind(t)
+    v = value.item() if hasattr(value, "item") else value
+    if kind == "float":
+        v = float(v)
+        if math.isnan(v):
+            return "NAN"
+        if math.isinf(v):
+            return "INFINITY" if v > 0 else "(-INFINITY)"
+        if t == "fp32":
+            import numpy as np
+            v = float(np.float32(v))
+        return v.hex()
+    if kind == "half":                 # the bits, rounded as the model rounds the value
+        return f"0x{dtypes.value_bits(dtypes.by_triton(t), float(v)).value:04x}u"
+    if kind == "bool":
+        return "1" if v else "0"
+    v = int(v)
+    if kind == "uint":
+        return f"{v}ull"
+    return f"{v}ll" if v >= 0 else f"({v + 1}ll - 1)"
+
+
+def host_runner(spec: ExportSpec, built: Build) -> str:
+    record, outputs, prints = built.record, spec.outputs, built.program.needs_stdio
+    source = spec.fn.fn.__code__.co_filename
+    arrays = spec.arrays
+    scalars = [p for p in spec.params if not p.is_pointer]
+    kinds = {"int": "KIND_INT", "uint": "KIND_UINT", "float": "KIND_FLOAT", "bool": "KIND_UINT",
+             "half": "KIND_FLOAT", "bf16": "KIND_BF16", "fp8": "KIND_UINT"}   # (fp16 is KIND_FLOAT by its size)
+    table = ",\n".join(
+        f'    {{"{p.name}", {_elem_size(p.elem)}, {kinds.get(p.elem) or kinds[value_kind(p.elem)]}, '
+        f'{1 if p.name in outputs else 0}, NULL, 0, 0}}' for p in arrays)
+    defaults = "\n".join(
+        f"  int have_{p.cname} = EDSL_HAVE_DEFAULT_{p.cname};\n"
+        f"  args.{p.cname} = ({c_type(p.type)})EDSL_DEFAULT_{p.cname};" for p in scalars)
+    parse = []
+    for p in scalars:
+        kind = value_kind(p.type)
+        if kind == "half":              # the bits by dtypes.float_bits' rule; a value beyond fp16 refused
+            set_value = (f"if (!edsl_scalar_half_bits(strtod(value, &end), {int(p.type == 'bf16')}, "
+                         f"&args.{p.cname})) {{\n"
+                         f'        fprintf(stderr, "{dtypes.beyond_range(p.name, p.type, "%s")}\\n", value);\n'
+                         f"        return 2;\n      }}")
+        else:
+            conv = {"float": "strtod(value, &end)", "uint": "strtoull(value, &end, 0)",
+                    "bool": "strtoull(value, &end, 0)", "int": "strtoll(value, &end, 0)"}[kind]
+            set_value = f"args.{p.cname} = ({c_type(p.type)}){conv};"
+        parse.append(f'    }} else if (strcmp(key, "{p.name}") == 0) {{\n'
+                     f"      {set_value}\n"
+                     f"      have_{p.cname} = 1;")
+    missing = "\n".join(
+        f'  if (!have_{p.cname}) {{\n    fprintf(stderr, "missing a value for scalar argument '
+        f"'{p.name}' ({p.name}=...)\\n\");\n    return 2;\n  }}" for p in scalars)
+    set_ptrs = "\n".join(f"    per_dpu[i].{p.cname} = arrays[{k}].slot - arrays[{k}].lo[i];"
+                         for k, p in enumerate(arrays))
+    asserts = []
+    # Positions as the model keeps them, file "" being the kernel's own (`source`).
+    for text, where in record.asserts:        # where: "file:line", or "" if unknown
+        filename, _, line = where.rpartition(":")
+        place = _place(file_of_kernel_site(filename, source), line) if where else ""
+        asserts.append(f"    {{{_c_string(text)}, {_c_string(place)}}}")
+    loads = dict(record.pointer_loads)
+    sites = ",\n".join(f"    {{INT64_C({code}), {_c_string(_place(file_of_kernel_site(name, source), line, col))}, "
+                       f"{_c_string(loads[code]) if code in loads else 'NULL'}}}"
+                       for code, name, line, col in record.sites) or "    {0, NULL, NULL}"
+    usage = ("usage: %s [data=DIR] [out=DIR] [dpus=N] [grid=X,Y,Z] [check=0|1] [profile=...] "
+             + " ".join(f"{p.name}=..." for p in scalars)).rstrip()
+    return fill("host_runner.c", kernel=built.name, narrays=len(arrays), defaults=defaults,
+                arrays=(f"static struct array arrays[] = {{\n{table}\n}};" if arrays
+                        else "static struct array arrays[1];"),
+                region_per_array=int(built.per_array),
+                parse="\n".join(parse), missing=missing, set_ptrs=set_ptrs,
+                asserts=",\n".join(asserts) or "    {NULL, NULL}", sites=sites,
+                usage=usage, log_codes=_defines(_log_codes()), atomic_names=_atomic_names(),
+                prints=int(prints), stdout_bytes=STDOUT_BUFFER_BYTES if prints else 0,
+                sharing_advice=_c_string(abi.SHARING_ADVICE))
+
+
+def _atomic_names() -> str:
+    """The C table of the atomics' names (abi.AtomicOp), by code."""
+    names = {int(op): op.name.lower() for op in abi.AtomicOp}
+    return ",\n".join(f"    {_c_string(names[k]) if k in names else 'NULL'}" for k in range(max(names) + 1))
+
+
+def _place(filename: str, line, col=0) -> str:
+    """A source position as the runner names it: as the model's errors do
+    (`edsl.base.errors.SourceLoc`), but with the file's base name (the project is
+    built and run on another machine); "" if unknown."""
+    if not filename:
+        return ""
+    return f"{filename.replace(chr(92), '/').rsplit('/', 1)[-1]}:{line}:{(col or 0) + 1}"
+
+
+def _elem_size(t: str) -> int:
+    return dtypes.numpy_dtype(dtypes.by_triton(t)).itemsize
+
+
+def readme(spec: ExportSpec, built: Build) -> str:
+    prog, grid = built.program, spec.grid
+    arguments = "\n".join(
+        f"| `{p.name}` | `{p.type}` | {'array (`data/' + p.name + '.bin`)' if p.is_pointer else 'scalar'}"
+        f"{', gathered and checked' if p.name in spec.outputs else ''} |" for p in spec.params)
+    data = ("`data/` holds the sample inputs (`<name>.bin`) and the outputs the DPU model "
+            "computed for them (`<name>.expected.bin`); the runner checks against them."
+            if spec.sampled else
+            "No data was exported: write each array argument to `data/<name>.bin` (raw, "
+            "little-endian, C order) and give the scalars on the command line.")
+    regions = ("the array it addresses" if built.per_array
+               else "the arrays (any of them: the kernel's EDSL regions get the whole image)")
+    return fill("README.md", kernel=built.name, arguments=arguments,
+                grid=f"`{grid[0]},{grid[1]},{grid[2]}`" if grid else "none (give `grid=X,Y,Z`)",
+                dpus=spec.num_dpus, tasklets=spec.num_tasklets, data=data,
+                math=(", `math.h`" if prog.needs_math else "") + (", `stdio.h`" if prog.needs_stdio else ""),
+                dma_max=abi.DMA_MAX_BYTES,
+                dma_align=abi.DMA_ALIGN, regions=regions, wram_bytes=built.wram, static_bytes=built.static_bytes,
+                route=ROUTE_NOTE, prints=PRINTS_NOTE if prog.needs_stdio else "")
+
+
+PRINTS_NOTE = f"""\
+- Prints (`tl.device_print`): the kernel's `printf` is the SDK's DPU `printf`
+  (`stdio.h`), which stores each line in the DPU's log buffer in MRAM
+  (`STDOUT_BUFFER_INIT`, {STDOUT_BUFFER_BYTES} bytes by default: `make ...
+  STDOUT_BUFFER_SIZE=<bytes>` after `make clean`); after the launch the runner
+  prints each DPU's log with `dpu_log_read` (after a `=== DPU#... ===` line),
+  DPU by DPU: the lines edsl's DPU model prints, in its order. A log its
+  buffer cannot hold is an error (exit status 3). The DPU's `printf` has no
+  `%a`: hex floats are formatted by the program (`edsl_hexfloat`) and
+  printed with `%s`.
+"""
+
+
+def manifest(spec: ExportSpec, built: Build) -> str:
+    """manifest.json: what was exported, and how the program uses WRAM and MRAM."""
+    prog, g = built.program, spec.grid
+    fields = {
+        "kernel": built.name,
+        "params": [{"name": p.name, "type": p.type, "c_name": p.cname} for p in spec.params],
+        "constants": {k: _jsonable(v) for k, v in spec.constexprs.items()},
+        "grid": list(g) if g else None, "num_dpus": spec.num_dpus, "num_tasklets": spec.num_tasklets,
+        "outputs": spec.outputs, "debug": spec.debug,
+        "mram_regions": "per array" if built.per_array else "whole image",
+        "scratch_bytes": built.scratch, "spilled_tiles": list(built.record.spills),
+        "wram_bytes": {"kernel_budget": built.budget, "kernel": built.wram, "globals": prog.global_wram_bytes,
+                       "buffers_per_tasklet": prog.static_wram_bytes, "runtime": built.runtime_bytes,
+                       "total": built.total_bytes},
+        "sample_scalars": {p.name: _jsonable(spec.values[p.name]) for p in spec.params
+                           if not p.is_pointer and p.name in spec.values},
+        "stdout_buffer_bytes": STDOUT_BUFFER_BYTES if prog.needs_stdio else 0,
+    }
+    return json.dumps(fields, indent=2) + "\n"
+
+
+def _jsonable(v):
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, (int, float, str, bool)) or v is None:
+        return v
+    return repr(v)
+
+
+def project_files(spec: ExportSpec, built: Build) -> dict[str, str]:
+    """The project's files but sim/ and data/: name -> text."""
+    return {
+        "dpu_program.c": dpu_program(spec, built),
+        "dpu_abi.h": abi_header(),
+        "dma_rules.h": dma_rules_header(),
+        "kernel_args.h": args_header(spec, built),
+        "launch_config.h": launch_config(spec, built.name),
+        "host_runner.c": host_runner(spec, built),
+        "Makefile": fill("Makefile", kernel=built.name, tasklets=spec.num_tasklets,
+                         stdout_bytes=STDOUT_BUFFER_BYTES if built.program.needs_stdio else 0),
+        "README.md": readme(spec, built),
+        "manifest.json": manifest(spec, built),
+    }
