@@ -3,7 +3,7 @@ package (edsl.codegen.clang) to LLVM IR for this host, where the DPU model
 runs them.
 
 No UPMEM SDK is used: the SDK's DPU headers the model honours (`defs.h`,
-`mram.h`, `barrier.h`, `assert.h`) are the project's own, in
+`mram.h`, `barrier.h`, `assert.h`, `stdio.h`) are the project's own, in
 `upmem_include/`, `edsl_dpu.h` included before the source. They call the
 model's runtime (edsl.target.dpu: its symbols are defined for the compile
 from there), so a transfer is checked against the DMA rules and the launch's

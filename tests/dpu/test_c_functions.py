@@ -154,3 +154,10 @@ def test_fl_call_of_a_c_function_says_it_cannot_yet():
 
     with pytest.raises(Exception, match="raw function in UPMEM C runs on the DPU model by itself"):
         kernel[(1,)](np.zeros(8, np.int64))
+
+
+def test_printf_prints_on_the_host(capfd):
+    hello = c_function("faults.c", "hello")
+    hello.run(7, tasklets=3)
+    lines = sorted(capfd.readouterr().out.splitlines())
+    assert lines == [f"tasklet {t} of 3: n = 7" for t in range(3)]

@@ -44,3 +44,10 @@ void tasklet_sum(int64_t *total, int64_t n) {
         total[0] = t;
     }
 }
+
+#include <stdio.h>
+
+// Each tasklet prints a line.
+void hello(int32_t n) {
+    printf("tasklet %u of %d: n = %d\n", me(), NR_TASKLETS, n);
+}
