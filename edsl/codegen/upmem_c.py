@@ -8,7 +8,9 @@ No UPMEM SDK is used: the SDK's DPU headers the model honours (`defs.h`,
 model's runtime (edsl.target.dpu: its symbols are defined for the compile
 from there), so a transfer is checked against the DMA rules and the launch's
 MRAM, and a fault stops the tasklet and is reported at the source's line:
-each such call passes `EDSL_SITE`, `SITE_BASE` plus its line.
+each such call passes `EDSL_SITE`: `SITE_BASE`, plus its file's index
+(`EDSL_FILE_INDEX`: 0 for the source, then the files it includes) times
+`FILE_SITES`, plus its line.
 
 What the model cannot check yet is refused when the function compiles,
 naming the line where clang's line table has it: a load or store through a
@@ -29,9 +31,10 @@ from .clang import Source
 INCLUDE_DIR = os.path.join(os.path.dirname(__file__), "upmem_include")
 PRELUDE = "edsl_dpu.h"
 LANGUAGE = "DPU C"
-# Site codes of a C source's lines: SITE_BASE + line (an EDSL function's
-# sites count from 0; SITE_BASE alone: a line of a file the source includes).
+# Site codes of a C source's lines: SITE_BASE + file index * FILE_SITES + line
+# (an EDSL function's sites count from 0).
 SITE_BASE = 1 << 32
+FILE_SITES = 1 << 24
 # The runtime's entry points the headers call, as the compile names them.
 _RUNTIME = {"EDSL_ME": dpu.ME, "EDSL_BARRIER": dpu.BARRIER, "EDSL_MRAM_READ": dpu.MRAM_READ,
             "EDSL_MRAM_WRITE": dpu.MRAM_WRITE, "EDSL_ASSERT_FAIL": dpu.ASSERT_FAIL, "EDSL_CTX": dpu.CTX}
@@ -39,9 +42,12 @@ RUNTIME_SYMBOLS = frozenset(_RUNTIME.values())
 RUN = "__edsl_run"      # (packed entry, args): runs a packed entry until it returns or a fault stops it
 
 
-def flags(source: Source, tasklets: int) -> list[str]:
+def flags(source: Source, tasklets: int, files: tuple = ()) -> list[str]:
+    """clang's flags; `files`: the files the source includes, as `__FILE__` names them there."""
+    index = "".join(f'__builtin_strcmp(__FILE__, "{f}") == 0 ? {k} : ' for k, f in enumerate(files, 1)) + "0"
     defines = [f"-D{k}={v}" for k, v in _RUNTIME.items()]
-    defines += [f"-DEDSL_SITE_BASE={SITE_BASE}", f"-DEDSL_CTX_C_STOP={int(dpu.Ctx.C_STOP)}",
+    defines += [f"-DEDSL_SITE_BASE={SITE_BASE}", f"-DEDSL_FILE_SITES={FILE_SITES}",
+                f"-DEDSL_FILE_INDEX=({index})", f"-DEDSL_CTX_C_STOP={int(dpu.Ctx.C_STOP)}",
                 f"-DEDSL_CTX_DPU={int(dpu.Ctx.DPU)}", f"-DEDSL_DPU_FAILED={int(dpu.Dpu.FAILED)}",
                 f"-DNR_TASKLETS={tasklets}"]
     return ["-x", "c", "-std=gnu11", "-ffreestanding", "-nostdlibinc", "-fno-stack-protector",
@@ -57,6 +63,23 @@ def digest(source: Source) -> str:
     return clang.digest(preprocessed(source), source)
 
 
+_MARKER = re.compile(r'^# \d+ "((?:[^"\\]|\\.)*)"', re.M)
+
+
+def included_files(source: Source) -> tuple:
+    """The user's files the source includes, as `__FILE__` names them
+    (not the project's headers nor clang's)."""
+    text = clang.run(source, flags(source, 1) + ["-E"], LANGUAGE)
+    ours = (os.path.join(INCLUDE_DIR, ""), os.path.join(clang.builtin_headers(), ""))
+    found = []
+    for name in _MARKER.findall(text):
+        if name.startswith("<") or name == source.filename or name in found:
+            continue
+        if not os.path.abspath(os.path.join(os.path.dirname(source.filename), name)).startswith(ours):
+            found.append(name)
+    return tuple(found)
+
+
 @dataclass(frozen=True)
 class CompiledC:
     """A C source compiled for the DPU model with a number of tasklets."""
@@ -70,16 +93,31 @@ def compile_c(source: Source, tasklets: int, extern_func_name: str, name: str) -
     """The source's LLVM IR for the DPU model (-O2), its function `extern_func_name`
     (else the one named `name`, else the one it makes visible), checked for what the
     model cannot run."""
-    llvm = clang.run(source, flags(source, tasklets) + ["-O2", "-gline-tables-only", "-S", "-emit-llvm",
-                                                        "-o", "-"], LANGUAGE)
+    files = included_files(source)
+    llvm = clang.run(source, flags(source, tasklets, files) + ["-O2", "-gline-tables-only", "-S", "-emit-llvm",
+                                                               "-o", "-"], LANGUAGE)
     defined = llvm_ir.functions(llvm)
     wanted = extern_func_name or (name if name in defined else "")
     function = llvm_ir.pick(llvm, wanted, source.filename, kind="non-static", ignore=(RUN,))
     _refuse_unchecked(llvm, source)
-    lines = source.text.count("\n") + 1
-    sites = {SITE_BASE + k: SourceLoc(source.filename, k, 0) for k in range(1, lines + 1)}
-    sites[SITE_BASE] = SourceLoc(source.filename, 0, 0)
-    return CompiledC(llvm, function, sites, _written_globals(llvm))
+    return CompiledC(llvm, function, _sites(source, files), _written_globals(llvm))
+
+
+def _sites(source: Source, files: tuple) -> dict:
+    """The SourceLoc of each site code: every line of the source and of the files it includes."""
+    sites = {}
+    texts = [(source.filename, source.text)]
+    for name in files:
+        path = os.path.normpath(os.path.join(os.path.dirname(source.filename), name))
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                texts.append((path, f.read()))
+        except OSError:
+            texts.append((path, ""))
+    for k, (path, text) in enumerate(texts):
+        base = SITE_BASE + k * FILE_SITES
+        sites |= {base + line: SourceLoc(path, line, 0) for line in range(1, text.count("\n") + 2)}
+    return sites
 
 
 _MRAM_ACCESS = re.compile(r"^\s*(?:%\S+ = )?(?:load|store|atomicrmw|cmpxchg)\b[^\n]*ptr addrspace\(255\).*$|"

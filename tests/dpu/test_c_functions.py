@@ -161,3 +161,15 @@ def test_printf_prints_on_the_host(capfd):
     hello.run(7, tasklets=3)
     lines = sorted(capfd.readouterr().out.splitlines())
     assert lines == [f"tasklet {t} of 3: n = 7" for t in range(3)]
+
+
+def test_a_fault_in_an_included_file_is_reported_at_its_line():
+    copy_twice = c_function("copy_twice.c", "copy_twice")
+    src = np.arange(64, dtype=np.int64)
+    dst = np.zeros_like(src)
+    copy_twice.run(dst, src, 512)
+    assert (dst == src).all()
+    with pytest.raises(edsl.DpuError, match="mram_read breaks the DMA rules") as err:
+        copy_twice.run(dst, src, 12)
+    assert err.value.loc.filename == os.path.join(SOURCES, "include", "chunks.h")
+    assert err.value.loc.lineno == line_of(os.path.join("include", "chunks.h"), "helper-read")

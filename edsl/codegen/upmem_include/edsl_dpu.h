@@ -17,9 +17,9 @@
 #define __keep __attribute__((used))
 #define __noinline __attribute__((noinline))
 
-/* A site: the line of the main source file that made a call (EDSL_SITE_BASE:
- * where C sites start, above the EDSL ones). */
-#define EDSL_SITE ((int64_t)EDSL_SITE_BASE + (__INCLUDE_LEVEL__ == 0 ? __LINE__ : 0))
+/* A site: the file and line that made a call (EDSL_SITE_BASE: where C sites
+ * start, above the EDSL ones; EDSL_FILE_INDEX: the file's, folded by clang). */
+#define EDSL_SITE ((int64_t)EDSL_SITE_BASE + (int64_t)EDSL_FILE_INDEX * EDSL_FILE_SITES + __LINE__)
 
 extern uint32_t EDSL_ME(void);
 extern void EDSL_BARRIER(int64_t site);
