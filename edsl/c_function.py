@@ -8,7 +8,8 @@ ziglang package's clang for this host against the project's SDK headers
 checked and its faults reported at the `.c` file's line. Its parameters are
 read from the compiled function: a `__mram_ptr` pointer takes a NumPy array
 in MRAM, a plain pointer a NumPy array in WRAM, a number a scalar of its
-type. Arrays are updated in place.
+type. Arrays are updated in place. A transfer of MRAM must stay within
+one of its MRAM arrays, as on a DPU it stays within the DPU's MRAM.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from .dpu import runtime
 from .dpu.runtime import LaunchReport, Program
 from .hostcall import ArgSpec, pack_arguments
 from .source_function import SourceFunction
-from .target.dpu import MAX_TASKLETS, MRAM_ADDRSPACE, WRAM_BYTES
+from .target.dpu import MAX_TASKLETS, MRAM_ADDRSPACE, WRAM_BYTES, align_up
 
 
 class CFunction(SourceFunction):
@@ -125,8 +126,11 @@ class CFunction(SourceFunction):
         program = self._program(tasklets)
         entry = program.entry(_ENTRY)
         # Its MRAM pointers are the arrays' host addresses: the MRAM it may
-        # reach is the whole address space.
-        launch = runtime.Launch(1, tasklets, [0, 2 ** 63 - 1])
+        # reach is its MRAM arrays, each transfer within one of them (to the
+        # end of its last 8-byte block, which a direct access moves whole).
+        mram = [(a.ctypes.data, align_up(a.ctypes.data + a.nbytes)) for spec, a in zip(specs, args)
+                if spec.kind == "ptr" and spec.memory_space == MRAM_ADDRSPACE and a.nbytes]
+        launch = runtime.Launch(1, tasklets, sorted(mram) or [(0, 0)])
 
         def tasklet(tid: int) -> None:
             ctx = launch.address(0, tid)

@@ -12,10 +12,13 @@ each such call passes `EDSL_SITE`: `SITE_BASE`, plus its file's index
 (`EDSL_FILE_INDEX`: 0 for the source, then the files it includes) times
 `FILE_SITES`, plus its line.
 
-What the model cannot check yet is refused when the function compiles,
-naming the line where clang's line table has it: a load or store through a
-`__mram_ptr` pointer (the model checks MRAM accesses made by `mram_read` and
-`mram_write`), and variables in MRAM.
+A load or store of a scalar through a `__mram_ptr` pointer becomes a call
+of the prelude's `__edsl_mram_load`/`__edsl_mram_store`, which move the
+8-byte blocks holding it by the same checked DMA, at the access's line in
+clang's line table (`checked_mram_accesses`). What the model cannot check
+yet is refused when the function compiles, at that line: other accesses
+through `__mram_ptr` pointers (atomics, block copies, vectors, pointers
+kept in MRAM) and variables in MRAM.
 """
 from __future__ import annotations
 
@@ -40,6 +43,9 @@ _RUNTIME = {"EDSL_ME": dpu.ME, "EDSL_BARRIER": dpu.BARRIER, "EDSL_MRAM_READ": dp
             "EDSL_MRAM_WRITE": dpu.MRAM_WRITE, "EDSL_ASSERT_FAIL": dpu.ASSERT_FAIL, "EDSL_CTX": dpu.CTX}
 RUNTIME_SYMBOLS = frozenset(_RUNTIME.values())
 RUN = "__edsl_run"      # (packed entry, args): runs a packed entry until it returns or a fault stops it
+# (address, size, site) -> bits, (address, size, bits, site) -> (): a load, a store through a __mram_ptr
+MRAM_LOAD, MRAM_STORE = "__edsl_mram_load", "__edsl_mram_store"
+_PRELUDE_FUNCTIONS = (RUN, MRAM_LOAD, MRAM_STORE)
 
 
 def flags(source: Source, tasklets: int, files: tuple = ()) -> list[str]:
@@ -50,7 +56,9 @@ def flags(source: Source, tasklets: int, files: tuple = ()) -> list[str]:
                 f"-DEDSL_FILE_INDEX=({index})", f"-DEDSL_CTX_C_STOP={int(dpu.Ctx.C_STOP)}",
                 f"-DEDSL_CTX_DPU={int(dpu.Ctx.DPU)}", f"-DEDSL_DPU_FAILED={int(dpu.Dpu.FAILED)}",
                 f"-DNR_TASKLETS={tasklets}"]
+    # (no vectorizing: accesses through __mram_ptr pointers stay scalars, as checked_mram_accesses reads them)
     return ["-x", "c", "-std=gnu11", "-ffreestanding", "-nostdlibinc", "-fno-stack-protector",
+            "-fno-vectorize", "-fno-slp-vectorize",
             "-isystem", clang.builtin_headers(), "-I", INCLUDE_DIR, "-include", PRELUDE, *defines] + source.flags()
 
 
@@ -98,7 +106,8 @@ def compile_c(source: Source, tasklets: int, extern_func_name: str, name: str) -
                                                                "-o", "-"], LANGUAGE)
     defined = llvm_ir.functions(llvm)
     wanted = extern_func_name or (name if name in defined else "")
-    function = llvm_ir.pick(llvm, wanted, source.filename, kind="non-static", ignore=(RUN,))
+    function = llvm_ir.pick(llvm, wanted, source.filename, kind="non-static", ignore=_PRELUDE_FUNCTIONS)
+    llvm = checked_mram_accesses(llvm, (source.filename, *files))
     _refuse_unchecked(llvm, source)
     return CompiledC(llvm, function, _sites(source, files), _written_globals(llvm))
 
@@ -126,6 +135,85 @@ _MRAM_GLOBAL = re.compile(r"^@([-\w$.]+) = [^\n]*addrspace\(255\)", re.M)
 _LOCATION = re.compile(r"^(!\d+) = (?:distinct )?!DILocation\(line: (\d+), column: (\d+)", re.M)
 
 
+_SCALAR_ACCESS = re.compile(
+    r"^(?P<indent>\s*)(?:(?P<result>%[-\w.]+) = load (?P<ltype>i8|i16|i32|i64|half|bfloat|float|double), |"
+    r"store (?P<stype>i8|i16|i32|i64|half|bfloat|float|double) (?P<value>[^,]+), )"
+    r"ptr addrspace\(255\) (?P<ptr>%[-\w.]+), align \d+(?P<rest>.*)$", re.M)
+_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "half": 16, "bfloat": 16, "float": 32, "double": 64}
+_DBG = re.compile(r"!dbg (!\d+)")
+
+
+def checked_mram_accesses(llvm: str, files: tuple) -> str:
+    """`llvm` with each load and store of a scalar through an MRAM pointer
+    made a call of `__edsl_mram_load` / `__edsl_mram_store` (edsl_dpu.h), its
+    site the access's line in the line table; `files`: the source, then the
+    files it includes, as __FILE__ names them (their site indices)."""
+    places = _line_table(llvm, files)
+    count = 0
+
+    def rewrite(m: re.Match) -> str:
+        nonlocal count
+        count += 1
+        t = m["ltype"] or m["stype"]
+        bits, tmp, ind = _BITS[t], f"%edsl.mram{count}", m["indent"]
+        dbg = _DBG.search(m["rest"])
+        site = places.get(dbg[1], SITE_BASE) if dbg else SITE_BASE
+        tail = f", !dbg {dbg[1]}" if dbg else ""
+        lines = [f"{ind}{tmp}.a = ptrtoint ptr addrspace(255) {m['ptr']} to i64"]
+        integer = f"i{bits}"
+        if m["ltype"]:
+            call = f"call i64 @{MRAM_LOAD}(i64 {tmp}.a, i64 {bits // 8}, i64 {site}){tail}"
+            lines.append(f"{ind}{tmp}.b = {call}")
+            if t == "i64":
+                lines.append(f"{ind}{m['result']} = bitcast i64 {tmp}.b to i64")
+            elif t == "double":
+                lines.append(f"{ind}{m['result']} = bitcast i64 {tmp}.b to double")
+            elif t == integer:
+                lines.append(f"{ind}{m['result']} = trunc i64 {tmp}.b to {t}")
+            else:
+                lines += [f"{ind}{tmp}.c = trunc i64 {tmp}.b to {integer}",
+                          f"{ind}{m['result']} = bitcast {integer} {tmp}.c to {t}"]
+        else:
+            value = m["value"]
+            if t != integer:
+                lines.append(f"{ind}{tmp}.c = bitcast {t} {value} to {integer}")
+                t, value = integer, f"{tmp}.c"
+            lines.append(f"{ind}{tmp}.b = " + (f"zext {t} {value} to i64" if bits < 64 else
+                                               f"bitcast i64 {value} to i64"))
+            lines.append(f"{ind}call void @{MRAM_STORE}(i64 {tmp}.a, i64 {bits // 8}, i64 {tmp}.b, "
+                         f"i64 {site}){tail}")
+        return "\n".join(lines)
+    return _SCALAR_ACCESS.sub(rewrite, llvm)
+
+
+_METADATA = re.compile(r"^(!\d+) = (?:distinct )?!(\w+)\((.*)\)$", re.M)
+
+
+def _line_table(llvm: str, files: tuple) -> dict:
+    """The site of each DILocation of `llvm` (by metadata id): its file's index
+    in `files` (0 if not found) and its line."""
+    nodes = {k: (kind, body) for k, kind, body in _METADATA.findall(llvm)}
+
+    def field(body: str, name: str) -> str | None:
+        m = re.search(rf"\b{name}: (!\d+|\d+|\"(?:[^\"\\]|\\.)*\")", body)
+        return m[1] if m else None
+
+    def file_of(scope: str | None) -> str:
+        for _ in range(64):
+            kind, body = nodes.get(scope or "", ("", ""))
+            if kind == "DIFile":
+                return body and (field(body, "filename") or '""')[1:-1]
+            scope = field(body, "file") or field(body, "scope")
+        return ""
+    sites = {}
+    for k, (kind, body) in nodes.items():
+        if kind == "DILocation":
+            name = file_of(field(body, "scope"))
+            index = files.index(name) if name in files else 0
+            sites[k] = SITE_BASE + index * FILE_SITES + int(field(body, "line") or 0)
+    return sites
+
+
 def _refuse_unchecked(llvm: str, source: Source) -> None:
     m = _MRAM_GLOBAL.search(llvm)
     if m:
@@ -136,9 +224,10 @@ def _refuse_unchecked(llvm: str, source: Source) -> None:
     if m:
         dbg = re.search(r"!dbg (!\d+)", m.group(0))
         line, col = {k: (int(n), int(c)) for k, n, c in _LOCATION.findall(llvm)}.get(dbg and dbg[1], (0, 1))
-        raise CompileError("an access through a __mram_ptr pointer: the DPU model checks MRAM only where "
-                           "mram_read and mram_write reach it; copy the bytes to WRAM with mram_read (and "
-                           "back with mram_write)", SourceLoc(source.filename, line, col - 1))
+        raise CompileError("an access through a __mram_ptr pointer that is not a load or store of one number "
+                           "(an atomic, a block copy, a pointer kept in MRAM): the DPU model checks MRAM "
+                           "where it can move the bytes by DMA; copy them to WRAM with mram_read (and back "
+                           "with mram_write)", SourceLoc(source.filename, line, col - 1))
 
 
 def _declared_at(source: Source, name: str) -> SourceLoc:
@@ -154,8 +243,8 @@ _GLOBAL = re.compile(r"^@([-\w$.]+) = (?:[a-z_]+ )*?global ", re.M)
 def _written_globals(llvm: str) -> tuple:
     """The module's variables that are not constants (clang's `global`, not
     `constant`)."""
-    return tuple(m[1] for m in _GLOBAL.finditer(llvm))
+    return tuple(m[1] for m in _GLOBAL.finditer(llvm) if not m[1].startswith("llvm."))
 
 
-__all__ = ["CompiledC", "INCLUDE_DIR", "LANGUAGE", "PRELUDE", "RUN", "RUNTIME_SYMBOLS", "SITE_BASE",
+__all__ = ["CompiledC", "checked_mram_accesses", "INCLUDE_DIR", "LANGUAGE", "PRELUDE", "RUN", "RUNTIME_SYMBOLS", "SITE_BASE",
            "compile_c", "digest", "flags", "preprocessed"]

@@ -45,13 +45,29 @@ def test_a_barrier_for_fewer_tasklets_is_refused_where_it_is_declared():
     assert err.value.loc.lineno == 3
 
 
-def test_an_access_through_an_mram_pointer_is_refused_at_its_line():
-    with pytest.raises(CompileError, match="access through a __mram_ptr pointer") as err:
-        compile_text("void f(__mram_ptr int *m, int *w) {\n  w[0] = 1;\n  w[1] = m[3];\n}\n")
+def test_loads_and_stores_through_an_mram_pointer_are_checked_calls():
+    c = compile_text("typedef struct { int a; float b; } pair;\n"
+                     "void f(__mram_ptr int *m, __mram_ptr pair *p, int *w) {\n"
+                     "  w[1] = m[3];\n"
+                     "  p[1].b = 2.0f;\n"
+                     "}\n")
+    body = c.llvm.split("define dso_local void @f(")[1].split("\n}")[0]
+    assert not re.search(r"(load|store) .*ptr addrspace\(255\)", body)
+    assert re.search(rf"call i64 @__edsl_mram_load\(i64 %edsl\.mram\d+\.a, i64 4, i64 {upmem_c.SITE_BASE + 3}\)",
+                     c.llvm)
+    assert re.search(rf"call void @__edsl_mram_store\(i64 %edsl\.mram\d+\.a, i64 4, i64 %edsl\.mram\d+\.b, "
+                     rf"i64 {upmem_c.SITE_BASE + 4}\)", c.llvm)
+
+
+def test_other_accesses_through_an_mram_pointer_are_refused_at_their_line():
+    with pytest.raises(CompileError, match="not a load or store of one number") as err:
+        compile_text("void f(__mram_ptr int *m, int *w) {\n  w[0] = 1;\n"
+                     "  __atomic_fetch_add(&m[1], 1, __ATOMIC_RELAXED);\n}\n")
     assert err.value.loc.lineno == 3
-    with pytest.raises(CompileError, match="access through a __mram_ptr pointer") as err:
-        compile_text("void f(__mram_ptr int *m, int *w) {\n  m[1] = w[0];\n}\n")
-    assert err.value.loc.lineno == 2
+    with pytest.raises(CompileError, match="not a load or store of one number") as err:
+        compile_text("typedef struct { int v[40]; } big;\n"
+                     "void f(__mram_ptr big *m) {\n  m[1] = m[0];\n}\n")
+    assert err.value.loc.lineno == 3
 
 
 def test_an_mram_variable_is_refused():

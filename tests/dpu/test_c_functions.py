@@ -173,3 +173,31 @@ def test_a_fault_in_an_included_file_is_reported_at_its_line():
         copy_twice.run(dst, src, 12)
     assert err.value.loc.filename == os.path.join(SOURCES, "include", "chunks.h")
     assert err.value.loc.lineno == line_of(os.path.join("include", "chunks.h"), "helper-read")
+
+
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(1, 300), tasklets=st.sampled_from([1, 5, 16]), seed=st.integers(0, 2 ** 32 - 1))
+def test_loads_and_stores_through_mram_pointers(n, tasklets, seed):
+    direct = c_function("direct.c", "direct")
+    rng = np.random.default_rng(seed)
+    m = rng.integers(-1000, 1000, n, dtype=np.int32)
+    c = rng.integers(-100, 100, n, dtype=np.int8)
+    d = rng.standard_normal(n)
+    p = np.zeros(3, dtype=[("a", np.int32), ("b", np.float32)])
+    p[0] = (7, 0.25)
+    want_m, want_c, want_d = m * 3 + 1, (c - 2).astype(np.int8), d * 0.5
+    direct.run(m, c, d, p, n, tasklets=tasklets)
+    assert (m == want_m).all() and (c == want_c).all() and (d == want_d).all()
+    assert p[1]["b"] == np.float32(7.25) and p[2] == p[1]
+
+
+def test_mram_beyond_the_arrays_is_refused_at_the_line():
+    element = c_function("direct.c", "element")
+    m = np.arange(10, dtype=np.int32)
+    element.run(m, 9)
+    for k in (10, -3, 10 ** 12):
+        with pytest.raises(edsl.DpuError, match="outside") as err:
+            element.run(m, k)
+        assert err.value.loc.lineno == line_of("direct.c", "element")
+    with pytest.raises(edsl.DpuError, match="outside"):
+        copy_chunks.run(np.zeros(8, np.int64), np.zeros(8, np.int64), 128, 64, 0)

@@ -56,4 +56,28 @@ static inline void __edsl_stop_if_failed(void) {
     if (__atomic_load_n(&state[EDSL_DPU_FAILED], __ATOMIC_ACQUIRE) != 0)
         __edsl_stop();
 }
+
+/* A load or store through a __mram_ptr pointer, rewritten into a call by
+ * edsl.codegen.upmem_c: the 8-byte aligned blocks holding its `size` bytes
+ * moved by the model's checked DMA (a store reads them, changes its bytes and
+ * writes them back). */
+__attribute__((used, noinline)) uint64_t __edsl_mram_load(int64_t address, int64_t size, int64_t site) {
+    int64_t start = address & ~(int64_t)7, end = (address + size + 7) & ~(int64_t)7;
+    uint64_t blocks[2] = {0, 0}, value = 0;
+    EDSL_MRAM_READ(start, (int64_t)(uintptr_t)blocks, end - start, site, INT64_MAX, INT64_MAX);
+    __edsl_stop_if_failed();
+    __builtin_memcpy(&value, (uint8_t *)blocks + (address - start), (size_t)size);
+    return value;
+}
+
+__attribute__((used, noinline)) void __edsl_mram_store(int64_t address, int64_t size, uint64_t value,
+                                                       int64_t site) {
+    int64_t start = address & ~(int64_t)7, end = (address + size + 7) & ~(int64_t)7;
+    uint64_t blocks[2] = {0, 0};
+    EDSL_MRAM_READ(start, (int64_t)(uintptr_t)blocks, end - start, site, INT64_MAX, INT64_MAX);
+    __edsl_stop_if_failed();
+    __builtin_memcpy((uint8_t *)blocks + (address - start), &value, (size_t)size);
+    EDSL_MRAM_WRITE(start, (int64_t)(uintptr_t)blocks, end - start, site, INT64_MAX, INT64_MAX);
+    __edsl_stop_if_failed();
+}
 #endif
