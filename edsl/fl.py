@@ -29,6 +29,7 @@ from .target import dtypes, nvptx
 from .target.machines import DPU, NVPTX, Target
 from .function import EdslFunction
 from .cuda_function import CudaFunction
+from .c_function import CFunction
 from .inject.callees import placeholder_symbol
 
 def _check_counts(name, out_specs, in_specs, outs, ins) -> None:
@@ -203,7 +204,7 @@ def call(fn, args, ins=None, output_indices=None, hint="", _semantic=None, _gene
         operand itself), one, a tuple, or None where there are none.
     """
     fn = _unwrap(fn)
-    if type(fn).__name__ == "CFunction":
+    if isinstance(fn, CFunction):
         raise TypeError(f"fl.call({fn.__name__}): a raw function in UPMEM C runs on the DPU model by itself "
                         f"({fn.__name__}.run(...)); Triton kernels cannot call one yet")
     if not isinstance(fn, (EdslFunction, CudaFunction)):

@@ -34,17 +34,13 @@ def arith_kernel(x_ptr, y_ptr, add_ptr, mul_ptr, sub_ptr, div_ptr, rem_ptr, n, B
 
 def _int_reference(x, y):
     """Triton's integer semantics: wrap-around, C (truncating) division and remainder."""
-    with np.errstate(over="ignore"):
-        q = np.trunc(x.astype(np.float64) / y.astype(np.float64))
     if np.issubdtype(x.dtype, np.signedinteger):
-        big = x.astype(object) // y.astype(object)
         big = np.array([abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
                         for a, b in zip(x.astype(object), y.astype(object))], dtype=object)
         div = big.astype(np.int64).astype(x.dtype) if len(x) else x.copy()
         rem = (x.astype(object) - big * y.astype(object)).astype(np.int64).astype(x.dtype) if len(x) else x.copy()
     else:
         div, rem = x // y, x % y
-    del q
     return x + y, x * y, x - y, div, rem
 
 
