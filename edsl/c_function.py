@@ -36,23 +36,29 @@ class CFunction(SourceFunction):
     def __init__(self, fn, file=None, source: str | None = None, defines: dict | None = None,
                  extern_func_name: str = ""):
         super().__init__(fn, file, source, defines, extern_func_name)
-        self._compiled: dict[int, upmem_c.CompiledC] = {}     # tasklets -> compiled
+        self._compiled: dict[tuple, upmem_c.CompiledC] = {}   # (tasklets, slot) -> compiled
         self._programs: dict[int, bytes] = {}                  # tasklets -> object code
         self.last_stats: LaunchReport | None = None
 
     def _digest(self) -> str:
         return upmem_c.digest(self.source)
 
-    def compiled(self, tasklets: int = 1) -> upmem_c.CompiledC:
-        """Its module compiled with NR_TASKLETS = `tasklets`."""
-        if tasklets not in self._compiled:
-            self._compiled[tasklets] = upmem_c.compile_c(self.source, tasklets, self.extern_func_name,
-                                                         self.__name__)
-        return self._compiled[tasklets]
+    def compiled(self, tasklets: int = 1, slot: int = 0) -> upmem_c.CompiledC:
+        """Its module compiled with NR_TASKLETS = `tasklets`, its site codes in
+        `slot` (`upmem_c.site_base`: a kernel's C functions each have one)."""
+        key = (tasklets, slot)
+        if key not in self._compiled:
+            self._compiled[key] = upmem_c.compile_c(self.source, tasklets, self.extern_func_name, self.__name__,
+                                                    slot)
+        return self._compiled[key]
 
     def llvm(self, tasklets: int = 1) -> str:
         """Its module's LLVM IR (NR_TASKLETS = `tasklets`)."""
         return self.compiled(tasklets).llvm
+
+    def returned_params(self, tasklets: int = 1) -> list[int] | None:
+        """The parameters whose memory it returns (None: not traceable)."""
+        return llvm_ir.returned_params(self.llvm(tasklets), self.compiled(tasklets).function)
 
     def specs(self, tasklets: int = 1) -> list[ArgSpec]:
         """What each parameter takes: an array (in MRAM or WRAM) or a scalar."""

@@ -204,10 +204,7 @@ def call(fn, args, ins=None, output_indices=None, hint="", _semantic=None, _gene
         operand itself), one, a tuple, or None where there are none.
     """
     fn = _unwrap(fn)
-    if isinstance(fn, CFunction):
-        raise TypeError(f"fl.call({fn.__name__}): a raw function in UPMEM C runs on the DPU model by itself "
-                        f"({fn.__name__}.run(...)); Triton kernels cannot call one yet")
-    if not isinstance(fn, (EdslFunction, CudaFunction)):
+    if not isinstance(fn, (EdslFunction, CudaFunction, CFunction)):
         raise TypeError(f"fl.call: the first argument must be an @edsl.dialect function, not {type(fn).__name__}")
     args, ins = _elements(args), None if _unwrap(ins) is None else _elements(ins)
     backend = None if _semantic is None else getattr(_semantic.builder.options, "backend_name", None)
@@ -217,6 +214,11 @@ def call(fn, args, ins=None, output_indices=None, hint="", _semantic=None, _gene
             raise TypeError(f"fl.call({fn.__name__}): a CUDA C function runs in kernels for NVIDIA GPUs, not "
                             f"under {where}")
         return _call_cuda(fn, args, ins, output_indices, _semantic)
+    if isinstance(fn, CFunction):
+        if _semantic is not None and backend != "dpu":
+            raise TypeError(f"fl.call({fn.__name__}): a UPMEM C function runs in kernels on the dpu backend, "
+                            f"not on {backend!r}")
+        return _call_c(fn, args, ins, output_indices, _semantic, _generator)
     if _semantic is None:  # Triton's interpreter (TRITON_INTERPRET=1) runs kernels as Python
         form = _edsl_form(fn, DPU, args, ins, output_indices)
         return form.results(_interpret(fn, form.outs, form.ins))
@@ -241,9 +243,14 @@ def _call_dpu(fn: EdslFunction, outs: list, ins: list, _semantic, _generator) ->
     # Operands in the order of the function's parameters.
     by_kind = {True: iter(outs), False: iter(ins)}
     operands = [next(by_kind[s.inout]) for s in specs]
+    return _placeholder(placeholder_symbol(fn), operands, outs, _semantic, _generator)
+
+
+def _placeholder(symbol: str, operands: list, outs: list, _semantic, _generator) -> list:
+    """A `tt.call` of the body-less function `symbol` on `operands`, returning
+    the new values of the tiles `outs`."""
     builder = _semantic.builder
     module = _generator.module
-    symbol = placeholder_symbol(fn)
     if not module.has_function(symbol):
         from .backend.triton_internals import libtriton
         detached = libtriton().ir.builder(_generator.context)  # a declaration is built with no insertion point
@@ -268,15 +275,20 @@ def _interpret(fn: EdslFunction, outs: list, ins: list) -> list:
     """Under TRITON_INTERPRET=1: run the host-compiled function on the tiles'
     NumPy data (one tasklet), so the tile code around a region can be debugged;
     the InOut tiles' new values."""
-    import numpy as np
     specs = fn.params_for(DPU)
     out_specs = [s for s in specs if s.inout]
     in_specs = [s for s in specs if not s.inout]
     _check_counts(fn.__name__, out_specs, in_specs, outs, ins)
     by_kind = {True: iter(outs), False: iter(ins)}
+    return _run_interpreted(fn, specs, [next(by_kind[s.inout]) for s in specs])
+
+
+def _run_interpreted(fn, specs: list, operands: list) -> list:
+    """`fn.run` on the NumPy data of `operands` (in the order of `specs`):
+    the InOut tiles' new values."""
+    import numpy as np
     args, new = [], []
-    for spec in specs:
-        v = next(by_kind[spec.inout])
+    for spec, v in zip(specs, operands):
         data = v.handle.data if isinstance(v, tl.tensor) else v
         if operand_kind(spec, DPU) == "tile":
             a = np.array(data, dtype=spec.dtype, order="C", copy=True)
@@ -290,6 +302,78 @@ def _interpret(fn: EdslFunction, outs: list, ins: list) -> list:
                             f"supported under TRITON_INTERPRET=1")
     fn.run(*args)
     return [tl.tensor(type(v.handle)(a, v.handle.dtype), v.type) for a, v in new]
+
+
+# --- UPMEM C on the dpu backend ------------------------------------------------------------
+
+def _call_c(fn: CFunction, args: list, ins: list | None, output_indices, semantic, generator):
+    """fl.call of a UPMEM C function: a tile passes as a pointer to its
+    elements in WRAM (row-major; an out's copy, which the function updates
+    in place), a Triton pointer as a `__mram_ptr` pointer, a scalar as its
+    parameter's type. In the one-list form the outputs are `output_indices`,
+    else the operands whose memory the function returns."""
+    name = fn.__name__
+    tasklets = 1 if semantic is None else semantic.builder.options.num_tasklets
+    operands = args + (ins or [])
+    specs = _c_specs(fn, operands, tasklets)
+    if ins is not None:
+        outputs, returned = set(range(len(args))), []
+        for k in outputs:
+            if specs[k].kind != "memref":
+                raise TypeError(f"fl.call({name}): out {k} is {_describe(_unwrap(operands[k]))}; the outs are "
+                                f"tiles the function updates (what it writes through a pointer is in memory: "
+                                f"pass the pointer among the ins)")
+    else:
+        if output_indices is not None:
+            returned = output_indices_of(output_indices, len(operands), name)
+        else:
+            returned = fn.returned_params(tasklets)
+            if returned is None:
+                raise TypeError(f"fl.call({name}): cannot tell which operands the C function returns; name "
+                                f"them with output_indices=[...]")
+        outputs = set(returned)
+    specs = [dataclasses.replace(s, inout=k in outputs and s.kind == "memref") for k, s in enumerate(specs)]
+    form = _Form(name, specs, returned, DPU, args, ins, output_indices)
+    if semantic is None:
+        return form.results(_run_interpreted(fn, specs, operands))
+    operands = [v if s.kind == "memref" else _operand(s, v, f"operand {k}", name, semantic)
+                for k, (s, v) in enumerate(zip(specs, operands))]
+    written = tuple(k for k, s in enumerate(specs) if s.inout)
+    return form.results(_placeholder(placeholder_symbol(fn, written), operands, [operands[k] for k in written],
+                                     semantic, generator))
+
+
+def _c_specs(fn: CFunction, operands: list, tasklets: int) -> list:
+    """The parameters of C function `fn` as `operands` fill them, one each."""
+    from .codegen import llvm_ir
+    from .hostcall import ArgSpec
+    c_fn = fn.compiled(tasklets).function
+    signature = f"{c_fn.source_name}({', '.join(c_fn.params)})"
+    if len(operands) != len(c_fn.params):
+        raise TypeError(f"fl.call({fn.__name__}): {len(operands)} operands for the {len(c_fn.params)} "
+                        f"parameters of {signature}")
+    specs = []
+    for k, (t, v) in enumerate(zip(c_fn.params, map(_unwrap, operands))):
+        mlir = llvm_ir.mlir_type(t)
+        if isinstance(v, tl.tensor) and v.type.is_block():
+            scalar = dtypes.of_triton_dtype(v.type.scalar)
+            if mlir != "!llvm.ptr" or scalar is None:
+                raise TypeError(f"fl.call({fn.__name__}): operand {k} ({_describe(v)}) passes as a pointer to "
+                                f"its elements in WRAM; parameter {k} of {signature} is {t}")
+            shape = tuple(int(d) for d in v.type.shape)
+            specs.append(ArgSpec(f"operand {k}", f"memref<{'x'.join(map(str, shape))}x{scalar.mlir}>", "memref",
+                                 shape=shape, memory_space=DPU.tile_space))
+        elif isinstance(v, tl.tensor) and v.type.is_ptr():
+            if mlir != f"!llvm.ptr<{DPU.pointer_space}>":
+                raise TypeError(f"fl.call({fn.__name__}): operand {k} is a pointer to the DPU's MRAM; parameter "
+                                f"{k} of {signature} is {t} (declare it a __mram_ptr pointer)")
+            specs.append(ArgSpec(f"operand {k}", t, "ptr", memory_space=DPU.pointer_space))
+        else:
+            if not mlir or mlir.startswith("!llvm.ptr") or dtypes.by_mlir(mlir) is None:
+                raise TypeError(f"fl.call({fn.__name__}): operand {k} ({_describe(v)}) is a scalar; parameter "
+                                f"{k} of {signature} is {t}")
+            specs.append(ArgSpec(f"operand {k}", t, "scalar", scalar=mlir))
+    return specs
 
 
 # --- the nvidia backend ------------------------------------------------------------------

@@ -3,6 +3,7 @@ source (`file=` or `source=`), its macros, the function of the source it
 stands for, and its identity in the keys of Triton kernels naming it."""
 from __future__ import annotations
 
+import hashlib
 import os
 
 from .codegen import clang
@@ -40,6 +41,11 @@ class SourceFunction:
         if self._identity is None:
             self._identity = f"{self.LANGUAGE}:{self._digest()}:{self.extern_func_name}:{self.__name__}"
         return self._identity
+
+    @property
+    def cache_key(self) -> str:
+        """A digest of `identity` (names its `fl.call` placeholders)."""
+        return hashlib.sha256(self.identity.encode()).hexdigest()
 
     @property
     def __annotations__(self) -> dict:  # hashed by Triton 3.9 into the keys of kernels naming it

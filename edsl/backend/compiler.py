@@ -137,6 +137,7 @@ class KernelRecord:
     pointer_loads: tuple = ()          # (site code, where): accesses through a pointer loaded from memory
     stored: tuple | None = None        # pointer parameters stores may go through (None: unknown)
     regions: bool = False              # calls EDSL functions (fl.call)
+    c_functions: tuple = ()            # the names of the UPMEM C functions it calls (fl.call)
     prints: bool = False               # prints: its launches must not run twice
     waits: bool = False                # uses an atomic's old value (its programs may wait on others)
     race_check: bool = False           # the program checks races between tasklets (edsl.dpu.races)
@@ -150,7 +151,8 @@ class KernelRecord:
                             scratch_bytes=info.scratch_bytes, spills=tuple(r.describe() for r in info.spills),
                             asserts=_frozen(info.asserts), sites=_frozen(info.sites),
                             pointer_loads=_frozen(info.pointer_loads), stored=_frozen(info.stored),
-                            regions=info.regions, prints=bool(info.prints), waits=info.waits)
+                            regions=info.regions, prints=bool(info.prints), waits=info.waits,
+                            c_functions=tuple(c.function.source_name for _, c, _ in info.c_functions))
 
     def to_program(self, obj: bytes) -> bytes:
         """The program: this record as a line of JSON, then the object code `obj`."""
@@ -316,7 +318,14 @@ class DpuBackend(BaseBackend):
         module, info = convert_ttir(mod, debug=options.debug, wram_limit=options.wram_bytes,
                                     tasklets=options.num_tasklets,
                                     fission=options.tasklet_loops and not options.dpu_timing)
+        if options.dpu_timing and info.c_functions:
+            from ..base.errors import CompileError
+            _, c, loc = info.c_functions[0]
+            raise CompileError(f"kernel '{info.name}': the time estimate (dpu_timing) does not count the code of "
+                               f"UPMEM C functions yet ({c.function.source_name}); compile without it", loc)
         state["record"] = KernelRecord.from_info(info)
+        # (the C functions' modules, linked into the program)
+        state["linked"] = tuple(c.llvm for _, c, _ in info.c_functions)
         metadata["name"] = info.name
         # Triton's figure of a kernel's shared memory: here WRAM, and the MRAM scratch of tiles kept there.
         metadata["shared"] = info.wram_bytes + info.scratch_bytes
@@ -360,8 +369,10 @@ class DpuBackend(BaseBackend):
         # (EDSL functions may reach MRAM without a transfer: their launches keep host addresses)
         record = dataclasses.replace(record, mram_shift=0 if record.regions else MRAM_SHIFT,
                                      counters=counter_table(state["module"]))
+        from ..codegen.upmem_c import RUNTIME_SYMBOLS
+        linked = state.get("linked", ())
         obj = build(state["module"], [LAUNCH], f"kernel '{record.name}'", mram_shift=record.mram_shift,
-                    races=record.race_check)
+                    races=record.race_check, linked=linked, exported=RUNTIME_SYMBOLS if linked else frozenset())
         return record.to_program(obj)
 
     def add_stages(self, stages, options, language):

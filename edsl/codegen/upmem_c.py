@@ -8,7 +8,7 @@ No UPMEM SDK is used: the SDK's DPU headers the model honours (`defs.h`,
 model's runtime (edsl.target.dpu: its symbols are defined for the compile
 from there), so a transfer is checked against the DMA rules and the launch's
 MRAM, and a fault stops the tasklet and is reported at the source's line:
-each such call passes `EDSL_SITE`: `SITE_BASE`, plus its file's index
+each such call passes `EDSL_SITE`: its base (`site_base`), plus its file's index
 (`EDSL_FILE_INDEX`: 0 for the source, then the files it includes) times
 `FILE_SITES`, plus its line.
 
@@ -34,8 +34,10 @@ from .clang import Source
 INCLUDE_DIR = os.path.join(os.path.dirname(__file__), "upmem_include")
 PRELUDE = "edsl_dpu.h"
 LANGUAGE = "DPU C"
-# Site codes of a C source's lines: SITE_BASE + file index * FILE_SITES + line
-# (an EDSL function's sites count from 0).
+# Site codes of a C source's lines: its base + file index * FILE_SITES + line
+# (an EDSL function's sites count from 0). The base is SITE_BASE times one
+# plus the function's slot: a kernel calling several C functions compiles
+# each in a slot of its own, so their codes never meet.
 SITE_BASE = 1 << 32
 FILE_SITES = 1 << 24
 # The runtime's entry points the headers call, as the compile names them.
@@ -48,11 +50,16 @@ MRAM_LOAD, MRAM_STORE = "__edsl_mram_load", "__edsl_mram_store"
 _PRELUDE_FUNCTIONS = (RUN, MRAM_LOAD, MRAM_STORE)
 
 
-def flags(source: Source, tasklets: int, files: tuple = ()) -> list[str]:
+def site_base(slot: int) -> int:
+    """Where the site codes of a C function compiled in `slot` start."""
+    return SITE_BASE * (1 + slot)
+
+
+def flags(source: Source, tasklets: int, files: tuple = (), slot: int = 0) -> list[str]:
     """clang's flags; `files`: the files the source includes, as `__FILE__` names them there."""
     index = "".join(f'__builtin_strcmp(__FILE__, "{f}") == 0 ? {k} : ' for k, f in enumerate(files, 1)) + "0"
     defines = [f"-D{k}={v}" for k, v in _RUNTIME.items()]
-    defines += [f"-DEDSL_SITE_BASE={SITE_BASE}", f"-DEDSL_FILE_SITES={FILE_SITES}",
+    defines += [f"-DEDSL_SITE_BASE={site_base(slot)}", f"-DEDSL_FILE_SITES={FILE_SITES}",
                 f"-DEDSL_FILE_INDEX=({index})", f"-DEDSL_CTX_C_STOP={int(dpu.Ctx.C_STOP)}",
                 f"-DEDSL_CTX_DPU={int(dpu.Ctx.DPU)}", f"-DEDSL_DPU_FAILED={int(dpu.Dpu.FAILED)}",
                 f"-DNR_TASKLETS={tasklets}"]
@@ -96,23 +103,28 @@ class CompiledC:
     sites: dict = field(hash=False)     # site code -> SourceLoc
     globals: tuple = ()                 # the module's variables written at run time (a DPU's WRAM)
 
+    @property
+    def prints(self) -> bool:
+        """Whether it prints (stdio.h's printf calls the host's vprintf)."""
+        return re.search(r"\bcall\b[^\n]*@vprintf\(", self.llvm) is not None
 
-def compile_c(source: Source, tasklets: int, extern_func_name: str, name: str) -> CompiledC:
+
+def compile_c(source: Source, tasklets: int, extern_func_name: str, name: str, slot: int = 0) -> CompiledC:
     """The source's LLVM IR for the DPU model (-O2), its function `extern_func_name`
     (else the one named `name`, else the one it makes visible), checked for what the
-    model cannot run."""
+    model cannot run; its site codes from `site_base(slot)`."""
     files = included_files(source)
-    llvm = clang.run(source, flags(source, tasklets, files) + ["-O2", "-gline-tables-only", "-S", "-emit-llvm",
+    llvm = clang.run(source, flags(source, tasklets, files, slot) + ["-O2", "-gline-tables-only", "-S", "-emit-llvm",
                                                                "-o", "-"], LANGUAGE)
     defined = llvm_ir.functions(llvm)
     wanted = extern_func_name or (name if name in defined else "")
     function = llvm_ir.pick(llvm, wanted, source.filename, kind="non-static", ignore=_PRELUDE_FUNCTIONS)
-    llvm = checked_mram_accesses(llvm, (source.filename, *files))
+    llvm = checked_mram_accesses(llvm, (source.filename, *files), slot)
     _refuse_unchecked(llvm, source)
-    return CompiledC(llvm, function, _sites(source, files), _written_globals(llvm))
+    return CompiledC(llvm, function, _sites(source, files, slot), _written_globals(llvm))
 
 
-def _sites(source: Source, files: tuple) -> dict:
+def _sites(source: Source, files: tuple, slot: int) -> dict:
     """The SourceLoc of each site code: every line of the source and of the files it includes."""
     sites = {}
     texts = [(source.filename, source.text)]
@@ -124,7 +136,7 @@ def _sites(source: Source, files: tuple) -> dict:
         except OSError:
             texts.append((path, ""))
     for k, (path, text) in enumerate(texts):
-        base = SITE_BASE + k * FILE_SITES
+        base = site_base(slot) + k * FILE_SITES
         sites |= {base + line: SourceLoc(path, line, 0) for line in range(1, text.count("\n") + 2)}
     return sites
 
@@ -143,12 +155,12 @@ _BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "half": 16, "bfloat": 16, "fl
 _DBG = re.compile(r"!dbg (!\d+)")
 
 
-def checked_mram_accesses(llvm: str, files: tuple) -> str:
+def checked_mram_accesses(llvm: str, files: tuple, slot: int = 0) -> str:
     """`llvm` with each load and store of a scalar through an MRAM pointer
     made a call of `__edsl_mram_load` / `__edsl_mram_store` (edsl_dpu.h), its
     site the access's line in the line table; `files`: the source, then the
     files it includes, as __FILE__ names them (their site indices)."""
-    places = _line_table(llvm, files)
+    places = _line_table(llvm, files, site_base(slot))
     count = 0
 
     def rewrite(m: re.Match) -> str:
@@ -157,7 +169,7 @@ def checked_mram_accesses(llvm: str, files: tuple) -> str:
         t = m["ltype"] or m["stype"]
         bits, tmp, ind = _BITS[t], f"%edsl.mram{count}", m["indent"]
         dbg = _DBG.search(m["rest"])
-        site = places.get(dbg[1], SITE_BASE) if dbg else SITE_BASE
+        site = places.get(dbg[1], site_base(slot)) if dbg else site_base(slot)
         tail = f", !dbg {dbg[1]}" if dbg else ""
         lines = [f"{ind}{tmp}.a = ptrtoint ptr addrspace(255) {m['ptr']} to i64"]
         integer = f"i{bits}"
@@ -189,9 +201,9 @@ def checked_mram_accesses(llvm: str, files: tuple) -> str:
 _METADATA = re.compile(r"^(!\d+) = (?:distinct )?!(\w+)\((.*)\)$", re.M)
 
 
-def _line_table(llvm: str, files: tuple) -> dict:
-    """The site of each DILocation of `llvm` (by metadata id): its file's index
-    in `files` (0 if not found) and its line."""
+def _line_table(llvm: str, files: tuple, base: int) -> dict:
+    """The site of each DILocation of `llvm` (by metadata id): `base`, its file's
+    index in `files` (0 if not found) and its line."""
     nodes = {k: (kind, body) for k, kind, body in _METADATA.findall(llvm)}
 
     def field(body: str, name: str) -> str | None:
@@ -210,7 +222,7 @@ def _line_table(llvm: str, files: tuple) -> dict:
         if kind == "DILocation":
             name = file_of(field(body, "scope"))
             index = files.index(name) if name in files else 0
-            sites[k] = SITE_BASE + index * FILE_SITES + int(field(body, "line") or 0)
+            sites[k] = base + index * FILE_SITES + int(field(body, "line") or 0)
     return sites
 
 
@@ -219,7 +231,7 @@ def _refuse_unchecked(llvm: str, source: Source) -> None:
     if m:
         raise CompileError(f"the MRAM variable {m[1]!r}: the DPU model runs raw functions in C without MRAM "
                            f"variables of their own (__mram, __mram_noinit); take an MRAM pointer parameter",
-                           _declared_at(source, m[1]))
+                           declared_at(source, m[1]))
     m = _MRAM_ACCESS.search(llvm)
     if m:
         dbg = re.search(r"!dbg (!\d+)", m.group(0))
@@ -230,7 +242,7 @@ def _refuse_unchecked(llvm: str, source: Source) -> None:
                            "with mram_write)", SourceLoc(source.filename, line, col - 1))
 
 
-def _declared_at(source: Source, name: str) -> SourceLoc:
+def declared_at(source: Source, name: str) -> SourceLoc:
     for k, line in enumerate(source.text.splitlines(), 1):
         if re.search(rf"\b{re.escape(name)}\b", line):
             return SourceLoc(source.filename, k, 0)
@@ -246,5 +258,5 @@ def _written_globals(llvm: str) -> tuple:
     return tuple(m[1] for m in _GLOBAL.finditer(llvm) if not m[1].startswith("llvm."))
 
 
-__all__ = ["CompiledC", "checked_mram_accesses", "INCLUDE_DIR", "LANGUAGE", "PRELUDE", "RUN", "RUNTIME_SYMBOLS", "SITE_BASE",
-           "compile_c", "digest", "flags", "preprocessed"]
+__all__ = ["CompiledC", "checked_mram_accesses", "INCLUDE_DIR", "LANGUAGE", "PRELUDE", "RUN", "RUNTIME_SYMBOLS",
+           "SITE_BASE", "compile_c", "declared_at", "digest", "flags", "preprocessed", "site_base"]

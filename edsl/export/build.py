@@ -40,7 +40,11 @@ def compile_for_export(spec: ExportSpec, wram_bytes: int = abi.WRAM_BYTES) -> tu
     except Exception as err:  # noqa: BLE001 - an internal failure of a compile stage
         raise CompileError(f"kernel '{fn.__name__}' does not compile for the DPU: "
                            f"{type(err).__name__}: {err}") from err
-    return KernelRecord.from_program(compiled.asm["dpubin"])[0], compiled.asm["llmlir"]
+    record = KernelRecord.from_program(compiled.asm["dpubin"])[0]
+    if record.c_functions:
+        raise CompileError(f"kernel '{fn.__name__}' calls UPMEM C functions ({', '.join(record.c_functions)}), "
+                           f"which the exporter does not write into SDK projects yet; the DPU model runs it")
+    return record, compiled.asm["llmlir"]
 
 
 def translate(llvm_text: str, kernel_name: str, n_params: int) -> P.CProgram:

@@ -142,20 +142,6 @@ def test_arguments_are_checked_against_the_c_parameters():
         tasklet_sum.run(np.zeros(9000, np.int64), 4)
 
 
-def test_fl_call_of_a_c_function_says_it_cannot_yet():
-    import triton
-    import triton.language as tl
-    from edsl import fl
-
-    @triton.jit
-    def kernel(x_ptr):
-        x = tl.load(x_ptr + tl.arange(0, 8))
-        fl.call(tasklet_sum, [x], [])
-
-    with pytest.raises(Exception, match="raw function in UPMEM C runs on the DPU model by itself"):
-        kernel[(1,)](np.zeros(8, np.int64))
-
-
 def test_printf_prints_on_the_host(capfd):
     hello = c_function("faults.c", "hello")
     hello.run(7, tasklets=3)

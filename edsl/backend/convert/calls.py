@@ -17,7 +17,8 @@ from mlir.dialects import arith, llvm, memref
 from ...target.dpu import MRAM_ADDRSPACE, WRAM_BYTES, Ctx, is_mram
 from ..ttir_reader import user_location
 from ...inject import ParamKind, build_region, descriptor_type, stage_operands
-from ...inject.callees import PREFIX, callee
+from ...inject.callees import PREFIX, callee, outputs_of
+from .c_calls import lower_c_call
 from .control import lower_body
 from .core import Tile, byte_size, lowers
 from .wram import WramFull
@@ -40,8 +41,19 @@ def lower_call(conv, op) -> None:
     fn = callee(symbol)
     if fn is None:
         raise conv.sites.error(op, f"fl.call to an EDSL function unknown in this process ({symbol})")
+    if getattr(fn, "LANGUAGE", "") == "c":        # (a UPMEM C function: edsl.c_function)
+        outputs = outputs_of(symbol)
+        check_operands_fit_wram(op, fn.__name__, [(f"operand {k}", v, "the tile and the function's copy")
+                                                  for k, v in enumerate(op.operands)
+                                                  if isinstance(v.type, ir.RankedTensorType)])
+        lower_c_call(conv, op, fn, outputs)
+        return
     params = fn.info_for("upmem-dpu").params
-    _check_operands_fit_wram(conv, op, fn.__name__, params)
+    check_operands_fit_wram(op, fn.__name__, [
+        (p.name, v, "InOut: the tile and its updated copy" if p.param.is_inout else "")
+        for p, v in zip(params, op.operands)
+        if isinstance(p.mlir_type, ir.MemRefType) and not is_mram(p.mlir_type)
+        and isinstance(v.type, ir.RankedTensorType)])
     compiled = fn.compile("upmem-dpu")
     conv.info.sites += [[code, conv.sites.file_name(s.filename), s.lineno, s.col]
                         for code, s in compiled.sites.items()]
@@ -73,24 +85,19 @@ def lower_call(conv, op) -> None:
         conv.values.set(result, Tile(tile.shape, tile.elem, buf=value, accesses=conv.buffers.accesses))
 
 
-def _check_operands_fit_wram(conv, op, name: str, params) -> None:
-    """The call's tile operands stay in WRAM (the EDSL function addresses them
-    as memrefs; none is kept in MRAM) with a copy of each InOut one: more
-    than a DPU's WRAM is an error at the call's line naming each operand."""
-    sizes = []
-    for p, v in zip(params, op.operands):
-        t = p.mlir_type
-        vt = v.type
-        if isinstance(t, ir.MemRefType) and not is_mram(t) and isinstance(vt, ir.RankedTensorType):
-            nbytes = byte_size(vt.element_type) * math.prod(vt.shape) * (2 if p.param.is_inout else 1)
-            sizes.append((p.name, nbytes, p.param.is_inout))
+def check_operands_fit_wram(op, name: str, tiles: list) -> None:
+    """The call's tile operands, `tiles` as (parameter name, operand, copy),
+    stay in WRAM (the function reads and writes them there; none is kept in
+    MRAM), those with a `copy` (what it is) twice: more than a DPU's WRAM is
+    an error at the call's line naming each operand."""
+    sizes = [(p, byte_size(v.type.element_type) * math.prod(v.type.shape) * (2 if copy else 1), copy)
+             for p, v, copy in tiles]
     total = sum(n for _, n, _ in sizes)
     if total > WRAM_BYTES:
-        each = ", ".join(f"{n!r} {b} bytes" + (" (InOut: the tile and its updated copy)" if io else "")
-                         for n, b, io in sizes)
+        each = ", ".join(f"{n!r} {b} bytes" + (f" ({copy})" if copy else "") for n, b, copy in sizes)
         raise WramFull(f"fl.call of {name}: its tile operands need {total} bytes of WRAM, more than the "
                        f"{WRAM_BYTES} bytes of a DPU: {each}. They stay in WRAM, where the function reads "
-                       "and writes them as memrefs (tiles the kernel keeps in MRAM cannot be passed); pass "
+                       "and writes them (tiles the kernel keeps in MRAM cannot be passed); pass "
                        "smaller tiles, or a pointer to MRAM instead of a tile", user_location(op.location))
 
 

@@ -347,6 +347,9 @@ class KernelInfo:
     stored: list | None = None          # pointer parameters stores may go through (None: unknown)
     spills: list[SpillRecord] = field(default_factory=list)   # tiles kept in MRAM
     scratch_bytes: int = 0              # the DPU's MRAM scratch they take
+    # the UPMEM C functions it calls, each compiled in its slot (its index):
+    # (identity, upmem_c.CompiledC, the first call's SourceLoc), linked into its program
+    c_functions: list = field(default_factory=list)
 
     @property
     def wram_bytes(self) -> int:

@@ -38,8 +38,9 @@ __attribute__((noreturn, noinline)) static void __edsl_stop(void) {
 }
 
 /* Run the packed entry of the raw function on `args` until it returns or a
- * fault stops the tasklet. */
-void __edsl_run(void (*packed)(void **), void **args) {
+ * fault stops the tasklet. (This and the transfers below are weak: a kernel
+ * calling several C functions links one copy.) */
+__attribute__((weak)) void __edsl_run(void (*packed)(void **), void **args) {
     void *buffer[5];
     int64_t *ctx = (int64_t *)EDSL_CTX();
     int64_t outer = ctx[EDSL_CTX_C_STOP];
@@ -61,7 +62,7 @@ static inline void __edsl_stop_if_failed(void) {
  * edsl.codegen.upmem_c: the 8-byte aligned blocks holding its `size` bytes
  * moved by the model's checked DMA (a store reads them, changes its bytes and
  * writes them back). */
-__attribute__((used, noinline)) uint64_t __edsl_mram_load(int64_t address, int64_t size, int64_t site) {
+__attribute__((used, noinline, weak)) uint64_t __edsl_mram_load(int64_t address, int64_t size, int64_t site) {
     int64_t start = address & ~(int64_t)7, end = (address + size + 7) & ~(int64_t)7;
     uint64_t blocks[2] = {0, 0}, value = 0;
     EDSL_MRAM_READ(start, (int64_t)(uintptr_t)blocks, end - start, site, INT64_MAX, INT64_MAX);
@@ -70,7 +71,7 @@ __attribute__((used, noinline)) uint64_t __edsl_mram_load(int64_t address, int64
     return value;
 }
 
-__attribute__((used, noinline)) void __edsl_mram_store(int64_t address, int64_t size, uint64_t value,
+__attribute__((used, noinline, weak)) void __edsl_mram_store(int64_t address, int64_t size, uint64_t value,
                                                        int64_t site) {
     int64_t start = address & ~(int64_t)7, end = (address + size + 7) & ~(int64_t)7;
     uint64_t blocks[2] = {0, 0};
