@@ -91,7 +91,7 @@ class CFunction(SourceFunction):
             with codegen.LOCK, codegen.context():
                 module = ir.Module.parse(text)
                 self._programs[tasklets] = runtime.build(module, [], f"{self.__name__}()",
-                                                         linked=(compiled.llvm,),
+                                                         linked=((compiled.llvm, fn.name),),
                                                          exported=upmem_c.RUNTIME_SYMBOLS)
         return Program(self._programs[tasklets], self.__name__, compiled.sites)
 

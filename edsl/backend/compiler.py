@@ -325,7 +325,7 @@ class DpuBackend(BaseBackend):
                                f"UPMEM C functions yet ({c.function.source_name}); compile without it", loc)
         state["record"] = KernelRecord.from_info(info)
         # (the C functions' modules, linked into the program)
-        state["linked"] = tuple(c.llvm for _, c, _ in info.c_functions)
+        state["linked"] = tuple((c.llvm, c.function.name) for _, c, _ in info.c_functions)
         metadata["name"] = info.name
         # Triton's figure of a kernel's shared memory: here WRAM, and the MRAM scratch of tiles kept there.
         metadata["shared"] = info.wram_bytes + info.scratch_bytes

@@ -243,9 +243,15 @@ def _refuse_unchecked(llvm: str, source: Source) -> None:
 
 
 def declared_at(source: Source, name: str) -> SourceLoc:
-    for k, line in enumerate(source.text.splitlines(), 1):
-        if re.search(rf"\b{re.escape(name)}\b", line):
-            return SourceLoc(source.filename, k, 0)
+    """The line declaring variable `name`: where the name is followed by its
+    array sizes, an initializer or the declaration's end, outside comments
+    (else its first line)."""
+    lines = source.text.splitlines()
+    declaring = re.compile(rf"\b{re.escape(name)}\b\s*(?:\[[^\]]*\]\s*)*[=;,]")
+    for pattern in (declaring, re.compile(rf"\b{re.escape(name)}\b")):
+        for k, line in enumerate(lines, 1):
+            if pattern.search(line.split("//")[0]):
+                return SourceLoc(source.filename, k, 0)
     return SourceLoc(source.filename, 0, 0)
 
 

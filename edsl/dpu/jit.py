@@ -33,6 +33,7 @@ from ..base.errors import LoweringError
 _vp, _cp, _u64 = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64
 _SymbolPredicate = ctypes.CFUNCTYPE(ctypes.c_int, _vp, _vp)
 _ErrorReporter = ctypes.CFUNCTYPE(None, _vp, _vp)
+_DiagnosticHandler = ctypes.CFUNCTYPE(None, _vp, _vp)
 
 # Programs of more instructions than this are optimized at O1 whatever the
 # level asked: O3's value-range passes (correlated value propagation, GVN)
@@ -90,6 +91,13 @@ def _llvm() -> ctypes.CDLL:
         "LLVMOrcSymbolStringPoolEntryStr": (_cp, [_vp]),
         "LLVMOrcLLJITAddObjectFile": (_vp, [_vp, _vp, _vp]),
         "LLVMOrcLLJITLookup": (_vp, [_vp, ctypes.POINTER(_u64), _cp]),
+        "LLVMContextSetDiagnosticHandler": (None, [_vp, _DiagnosticHandler, _vp]),
+        "LLVMGetDiagInfoDescription": (_vp, [_vp]),
+        "LLVMGetFirstFunction": (_vp, [_vp]), "LLVMGetNextFunction": (_vp, [_vp]),
+        "LLVMGetFirstGlobal": (_vp, [_vp]), "LLVMGetNextGlobal": (_vp, [_vp]),
+        "LLVMIsDeclaration": (ctypes.c_int, [_vp]), "LLVMGetLinkage": (ctypes.c_int, [_vp]),
+        "LLVMSetLinkage": (None, [_vp, ctypes.c_int]),
+        "LLVMGetValueName2": (_cp, [_vp, ctypes.POINTER(ctypes.c_size_t)]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(lib, name)
@@ -141,25 +149,34 @@ def host_key() -> str:
 
 def compile_object(llvm_ir: str, opt_level: int = 3, linked: tuple = ()) -> bytes:
     """Object code of LLVM IR text for this host, optimized at `opt_level`,
-    with the modules of `linked` (LLVM IR texts: raw functions in C) linked in."""
+    with the modules of `linked` linked in: (LLVM IR text, the one function
+    it exports) of raw functions in C, their other definitions made internal
+    (two may define one name), weak ones kept weak (one copy of them stays)."""
     lib = _llvm()
     triple, cpu, features = host()
     target = _vp()
     err = _vp()
     if lib.LLVMGetTargetFromTriple(triple.encode(), ctypes.byref(target), ctypes.byref(err)):
         raise LoweringError(f"no LLVM target for {triple}: {_message(err.value)}")
-    size = sum(text.count("\n  ") for text in (llvm_ir, *linked))             # instructions, about
+    size = sum(text.count("\n  ") for text in (llvm_ir, *(t for t, _ in linked)))   # instructions, about
     codegen = min(max(opt_level, 0), 3) if size <= LARGEST_OPTIMIZED_PROGRAM else 0
     level = codegen if size <= LARGEST_O3_PROGRAM else min(codegen, 1)
     tm = lib.LLVMCreateTargetMachine(target, triple.encode(), cpu.encode(), features.encode(),
                                      codegen, 2, 0)                       # PIC, default code model
     ctx = lib.LLVMContextCreate()
+    diagnostics: list[str] = []
+    # (LLVM's own handler ends the process on an error, such as a link's)
+    handler = _DiagnosticHandler(lambda info, _: diagnostics.append(_message(lib.LLVMGetDiagInfoDescription(info))))
+    lib.LLVMContextSetDiagnosticHandler(ctx, handler, None)
     try:
         module = _parse(lib, ctx, tm, llvm_ir)
         try:
-            for text in linked:
-                if lib.LLVMLinkModules2(module, _parse(lib, ctx, tm, text)):    # (takes the linked module)
-                    raise LoweringError("LLVM cannot link a raw function's module into the program")
+            for text, exported in linked:
+                other = _parse(lib, ctx, tm, text)
+                _internalize(lib, other, exported)
+                if lib.LLVMLinkModules2(module, other):    # (takes the linked module)
+                    raise LoweringError(f"LLVM cannot link a raw function's module into the program: "
+                                        f"{'; '.join(diagnostics)}")
             options = lib.LLVMCreatePassBuilderOptions()
             failure = _error(lib.LLVMRunPasses(module, f"default<O{level}>".encode(), tm, options))
             lib.LLVMDisposePassBuilderOptions(options)
@@ -177,6 +194,23 @@ def compile_object(llvm_ir: str, opt_level: int = 3, linked: tuple = ()) -> byte
     finally:
         lib.LLVMContextDispose(ctx)
         lib.LLVMDisposeTargetMachine(tm)
+
+
+_EXTERNAL, _INTERNAL = 0, 8          # LLVMLinkage values
+
+
+def _internalize(lib, module, exported: str) -> None:
+    """Every definition of `module` internal but `exported` and weak ones."""
+    for first, after in ((lib.LLVMGetFirstFunction, lib.LLVMGetNextFunction),
+                         (lib.LLVMGetFirstGlobal, lib.LLVMGetNextGlobal)):
+        value = first(module)
+        while value:
+            size = ctypes.c_size_t()
+            name = lib.LLVMGetValueName2(value, ctypes.byref(size))
+            if not lib.LLVMIsDeclaration(value) and lib.LLVMGetLinkage(value) == _EXTERNAL \
+                    and name != exported.encode():
+                lib.LLVMSetLinkage(value, _INTERNAL)
+            value = after(value)
 
 
 def _parse(lib, ctx, tm, llvm_ir: str):

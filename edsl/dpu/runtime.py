@@ -157,8 +157,9 @@ def build(module, entries: list[str], what: str, opt_level: int = 3, mram_shift:
     `support.MRAM_SHIFT` or 0; `races`: with the check of races between
     tasklets), a packed wrapper per entry, compiled for this host
     (from the on-disk cache when this machine compiled the same IR before);
-    `linked`: modules of LLVM IR linked in (raw functions in C), calling the
-    runtime's functions named in `exported`.
+    `linked`: modules of LLVM IR linked in, (text, the function it exports)
+    of raw functions in C, which call the runtime's functions named in
+    `exported`.
     Links it once here, so that a symbol the host cannot give is an error
     naming it and the line that needs it."""
     from ..lowering import to_llvm_ir, verify
@@ -169,7 +170,8 @@ def build(module, entries: list[str], what: str, opt_level: int = 3, mram_shift:
     soft_float_storage(module.operation)
     verify(module)
     llir = to_llvm_ir(module)
-    key = hashlib.sha256("\0".join((jit.host_key(), f"O{opt_level}", llir, *linked)).encode()).hexdigest()
+    parts = (jit.host_key(), f"O{opt_level}", llir, *(part for pair in linked for part in pair))
+    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()
     obj = cache.load_bytes(key, "o")
     if obj is None:
         obj = jit.compile_object(llir, opt_level, linked)

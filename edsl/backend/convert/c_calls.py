@@ -64,6 +64,10 @@ def _compiled(conv, op, fn) -> upmem_c.CompiledC:
     slot = known.index(fn.identity) if fn.identity in known else len(known)
     compiled = fn.compiled(conv.tasklets.count, slot)
     if slot == len(known):
+        clash = [c.function for _, c, _ in conv.info.c_functions if c.function.name == compiled.function.name]
+        if clash:
+            raise conv.sites.error(op, f"fl.call of {fn.__name__}: the kernel calls another C function named "
+                                       f"'{clash[0].source_name}'; C functions of one kernel need names of their own")
         if compiled.globals:
             name = compiled.globals[0]
             raise CompileError(f"fl.call of {fn.__name__}: the C function's variable {name!r} (a file-scope or "

@@ -1,0 +1,280 @@
+"""fl.call of raw DPU functions in UPMEM C from Triton kernels on the `dpu`
+backend (edsl.backend.convert.c_calls): results against NumPy at several
+tasklets and DPUs, the same bytes as the C function run alone, faults at the
+C line, and clear errors for what the model does not run yet."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import triton
+import triton.language as tl
+from hypothesis import given, settings, strategies as st
+
+import edsl
+from edsl import fl
+
+pytest.importorskip("ziglang", reason="raw functions in C are compiled by the clang of the ziglang package")
+
+SOURCES = os.path.join(os.path.dirname(__file__), "c_sources")
+
+
+def c_function(file: str, name: str):
+    def stub():
+        """A function of a C source."""
+    stub.__name__ = stub.__qualname__ = name
+    return edsl.dialect(name="c", file=os.path.join(SOURCES, file))(stub)
+
+
+def line_of(file: str, marker: str) -> int:
+    with open(os.path.join(SOURCES, file)) as f:
+        hits = [n for n, text in enumerate(f, 1) if text.rstrip().endswith(f"// <{marker}>")]
+    assert len(hits) == 1, marker
+    return hits[0]
+
+
+axpy = c_function("kernel_calls.c", "axpy")
+tile_sum = c_function("kernel_calls.c", "tile_sum")
+scribble = c_function("kernel_calls.c", "scribble")
+read_words = c_function("kernel_calls.c", "read_words")
+show = c_function("kernel_calls.c", "show")
+copy_chunks = c_function("copy_chunks.c", "copy_chunks")
+count = c_function("with_state.c", "count")
+
+
+@triton.jit
+def axpy_kernel(x_ptr, y_ptr, a, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    y = tl.load(y_ptr + offs, mask=offs < n, other=0.0)
+    y = fl.call(axpy, [y], [x, a, BLOCK])
+    tl.store(y_ptr + offs, y, mask=offs < n)
+
+
+@settings(max_examples=12, deadline=None)
+@given(n=st.integers(1, 300), block=st.sampled_from([8, 32, 64]), tasklets=st.sampled_from([1, 3, 16]),
+       dpus=st.sampled_from([1, 4]), a=st.floats(-4, 4, width=32), seed=st.integers(0, 2 ** 32 - 1))
+def test_a_tile_function_against_numpy(n, block, tasklets, dpus, a, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    want = y + np.float32(a) * x
+    axpy_kernel[(triton.cdiv(n, block),)](x, y, a, n, BLOCK=block, num_tasklets=tasklets, num_dpus=dpus)
+    np.testing.assert_array_equal(y, want)
+
+
+@triton.jit
+def sum_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr, TASKLETS: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    total = tl.zeros([1], dtype=tl.int64)
+    partial = tl.zeros([TASKLETS], dtype=tl.int64)
+    total = fl.call(tile_sum, [total, partial, x, BLOCK], output_indices=[0])
+    tl.store(out_ptr + tl.program_id(0) + tl.arange(0, 1), total)
+
+
+@settings(max_examples=8, deadline=None)
+@given(programs=st.integers(1, 6), tasklets=st.sampled_from([1, 2, 16]), seed=st.integers(0, 2 ** 32 - 1))
+def test_tasklets_meet_at_a_barrier_of_the_c_function(programs, tasklets, seed):
+    """The one-list form with output_indices; a barrier inside the function."""
+    x = np.random.default_rng(seed).integers(-2 ** 31, 2 ** 31, programs * 64, dtype=np.int32)
+    out = np.zeros(programs, np.int64)
+    sum_kernel[(programs,)](x, out, BLOCK=64, TASKLETS=tasklets, num_tasklets=tasklets)
+    np.testing.assert_array_equal(out, x.reshape(programs, 64).astype(np.int64).sum(axis=1))
+
+
+@triton.jit
+def scribble_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    fl.call(scribble, [], [x, BLOCK])
+    tl.store(y_ptr + offs, x + 1)
+
+
+def test_an_input_tile_the_function_writes_stays_as_it_was():
+    x = np.arange(16, dtype=np.int32)
+    y = np.zeros(16, np.int32)
+    scribble_kernel[(1,)](x, y, BLOCK=16, num_tasklets=4)
+    np.testing.assert_array_equal(y, x + 1)
+
+
+@triton.jit
+def copy_kernel(dst_ptr, src_ptr, nbytes, chunk, BLOCK: tl.constexpr):
+    start = tl.program_id(0) * BLOCK
+    fl.call(copy_chunks, [dst_ptr + start, src_ptr + start, tl.minimum(nbytes - start * 8, BLOCK * 8), chunk, 0])
+
+
+@settings(max_examples=10, deadline=None)
+@given(eights=st.integers(1, 90), chunk=st.sampled_from([8, 64, 12, 4096]),
+       tasklets=st.sampled_from([1, 3, 16]), seed=st.integers(0, 2 ** 32 - 1))
+def test_mram_pointers_copy_as_the_function_run_alone(eights, chunk, tasklets, seed):
+    """The same bytes, or the same DMA-rule error at the same line, as `f.run`
+    (the copies stay within the arrays: blocks of 1024 bytes, ends on 64)."""
+    words = 8 * eights
+    src = np.random.default_rng(seed).integers(-2 ** 62, 2 ** 62, words, dtype=np.int64)
+    block = 128
+    outcomes = []
+    for run in ("kernel", "alone"):
+        dst = np.zeros(words, np.int64)
+        try:
+            if run == "kernel":
+                copy_kernel[(triton.cdiv(words, block),)](dst, src, words * 8, chunk, BLOCK=block,
+                                                          num_tasklets=tasklets, num_dpus=2)
+            else:
+                for start in range(0, words, block):
+                    n = min(words - start, block)
+                    copy_chunks.run(dst[start:start + n], src[start:start + n], n * 8, chunk, 0, tasklets=tasklets)
+            outcomes.append(("ok", dst.tobytes()))
+        except edsl.DpuError as err:
+            outcomes.append(("error", err.loc.lineno, "breaks the DMA rules" in str(err)))
+    assert outcomes[0] == outcomes[1]
+    if outcomes[0][0] == "error":
+        assert outcomes[0] == ("error", line_of("copy_chunks.c", "read"), True)
+    else:
+        assert outcomes[0][1] == src.tobytes()
+
+
+@triton.jit
+def two_functions_kernel(x_ptr, y_ptr, m_ptr, words, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    y = fl.call(axpy, [y], [x, 2.0, BLOCK])
+    tl.store(y_ptr + offs, y)
+    first = tl.zeros([1], dtype=tl.int64)
+    first = fl.call(read_words, [first], [m_ptr, words])
+    tl.store(m_ptr + tl.arange(0, 1), first)
+
+
+def test_a_fault_is_reported_at_the_line_of_its_own_c_function():
+    """Two C functions in one kernel: each has its own site codes, so the
+    fault in the second names its file and line, and the first's result stands."""
+    x = np.ones(16, np.float32)
+    y = np.zeros(16, np.float32)
+    m = np.arange(600, dtype=np.int64)
+    two_functions_kernel[(1,)](x, y, m, 3, BLOCK=16, num_tasklets=2)
+    np.testing.assert_array_equal(y, 2 * x)
+    with pytest.raises(edsl.DpuError, match=r"mram_read breaks the DMA rules: .*4800 .*2048") as err:
+        two_functions_kernel[(1,)](x, y, m, 600, BLOCK=16, num_tasklets=2)
+    assert os.path.basename(err.value.loc.filename) == "kernel_calls.c"
+    assert err.value.loc.lineno == line_of("kernel_calls.c", "read-words")
+
+
+@triton.jit
+def show_kernel(x_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.program_id(0) * BLOCK + tl.arange(0, BLOCK))
+    fl.call(show, [], [x])
+
+
+def test_printf_of_the_c_function_prints_once_per_program(capfd):
+    show_kernel[(3,)](np.arange(12, dtype=np.int32), BLOCK=4, num_tasklets=4)
+    lines = sorted(line for line in capfd.readouterr().out.splitlines() if line.startswith("first element"))
+    assert lines == ["first element 0", "first element 4", "first element 8"]
+
+
+@triton.jit
+def count_kernel(out_ptr):
+    t = tl.zeros([1], dtype=tl.int32)
+    t = fl.call(count, [t], [])
+    tl.store(out_ptr + tl.arange(0, 1), t)
+
+
+def test_variables_of_the_c_file_are_refused_at_their_line():
+    with pytest.raises(edsl.CompileError, match="variable 'calls'.*one copy for every DPU") as err:
+        count_kernel[(1,)](np.zeros(1, np.int32))
+    assert err.value.loc.lineno == line_of("with_state.c", "calls")
+
+
+def test_the_time_estimate_and_the_exporter_refuse_c_calls(tmp_path):
+    x = np.ones(8, np.float32)
+    y = np.zeros(8, np.float32)
+    with pytest.raises(edsl.CompileError, match=r"dpu_timing\) does not count the code of UPMEM C functions") as err:
+        axpy_kernel[(1,)](x, y, 1.0, 8, BLOCK=8, dpu_timing=True)
+    assert err.value.loc.filename == __file__
+    from edsl.export import export
+    with pytest.raises(edsl.CompileError, match=r"calls UPMEM C functions \(axpy\), which the exporter"):
+        export(axpy_kernel, tmp_path / "out", sample_args=(x, y, 1.0, 8), constants={"BLOCK": 8}, grid=(1,))
+    assert not (tmp_path / "out").exists()
+
+
+@triton.jit
+def tile_for_mram_kernel(x_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 8))
+    fl.call(copy_chunks, [], [x, x_ptr, 8, 8, 0])
+
+
+@triton.jit
+def pointer_for_wram_kernel(x_ptr):
+    fl.call(axpy, [], [x_ptr, x_ptr, 1.0, 8])
+
+
+@triton.jit
+def too_few_kernel(x_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 8))
+    fl.call(axpy, [x], [x])
+
+
+@triton.jit
+def pointer_out_kernel(x_ptr):
+    fl.call(copy_chunks, [x_ptr], [x_ptr, 8, 8, 0])
+
+
+@pytest.mark.parametrize("kernel, message", [
+    (tile_for_mram_kernel, r"operand 0 \(a tensor of fp32 with shape \[8\]\) passes as a pointer to its elements "
+                           r"in WRAM; parameter 0 of copy_chunks\(ptr addrspace\(255\)"),
+    (pointer_for_wram_kernel, r"operand 0 is a pointer to the DPU's MRAM; parameter 0 of axpy\(ptr, ptr, float, "
+                              r"i32\) is ptr \(declare it a __mram_ptr pointer\)"),
+    (too_few_kernel, r"2 operands for the 4 parameters of axpy\(ptr, ptr, float, i32\)"),
+    (pointer_out_kernel, r"out 0 is a scalar pointer<fp32>; the outs are tiles the function updates \(what it "
+                        r"writes through a pointer is in memory"),
+])
+def test_operands_are_checked_against_the_c_parameters(kernel, message):
+    with pytest.raises(Exception, match=message):
+        kernel[(1,)](np.zeros(8, np.float32))
+
+
+def test_triton_interpreter_runs_the_c_function_on_the_tiles(tmp_path):
+    """Under TRITON_INTERPRET=1 the call runs the function on the tiles' data."""
+    pytest.importorskip("torch", reason="Triton's interpreter (TRITON_INTERPRET=1) needs torch")
+    from interpreter_probe import interpreter_problem
+    if interpreter_problem():
+        pytest.skip(f"Triton's interpreter does not run here: {interpreter_problem()}")
+    script = tmp_path / "interpret.py"
+    script.write_text(textwrap.dedent(f'''
+        import sys, torch
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        import edsl.backend; edsl.backend.activate()
+        from test_c_calls import axpy_kernel
+        x = torch.arange(20, dtype=torch.float32); y = torch.ones(20)
+        axpy_kernel[(3,)](x, y, 0.5, 20, BLOCK=8)
+        assert torch.equal(y, 1 + 0.5 * torch.arange(20, dtype=torch.float32)), y
+        print("interpreted")
+    '''))
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(__file__)), env.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and "interpreted" in done.stdout, done.stderr[-3000:]
+
+
+def _other_axpy():
+    def axpy():
+        """Another function named axpy."""
+    return edsl.dialect(name="c", source="void axpy(float *y, float a) { y[0] = a; }")(axpy)
+
+
+@triton.jit
+def same_names_kernel(x_ptr, y_ptr, OTHER: tl.constexpr):
+    offs = tl.arange(0, 8)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    y = fl.call(axpy, [y], [x, 2.0, 8])
+    y = fl.call(OTHER, [y], [1.0])
+    tl.store(y_ptr + offs, y)
+
+
+def test_two_c_functions_of_one_name_are_refused_at_the_second_call():
+    with pytest.raises(edsl.CompileError, match="another C function named 'axpy'") as err:
+        same_names_kernel[(1,)](np.zeros(8, np.float32), np.zeros(8, np.float32), OTHER=_other_axpy())
+    assert err.value.loc.filename == __file__
