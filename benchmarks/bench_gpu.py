@@ -6,6 +6,9 @@
   `cuda` extra), timed by
   `triton.testing.do_bench` (median), next to the torch operation computing
   the same; the ratio is fl.call time / torch time.
+* matmul, 4096^3 f16 (CUDA C, tensor cores): `examples/gpu_matmul_cuda.py`,
+  wgmma fed by cp.async in the raw function, next to `torch.matmul` on the
+  same operands (B K-major for both), with both TFLOP/s.
 * call overhead: a kernel whose EDSL function does nothing, next to the same
   kernel without the call (staging the tiles in shared memory, three barriers).
 * softmax: the fl.call softmaxes, an EDSL function on the row's tile
@@ -188,9 +191,24 @@ def main():
         rows.append(("top-16 of 1024 rows x 4096 (CUDA C: keys in registers, per-warp selection, one merge)",
                      do_bench(lambda: tkc.topk(x, 16)), do_bench(lambda: torch.topk(x, 16, dim=1))))
 
+    mmc = cuda_example("gpu_matmul_cuda")
+    tensor_cores = None
+    if mmc:
+        n = 4096
+        a = torch.randn(n, n, device="cuda", generator=gen).half()
+        b = torch.randn(n, n, device="cuda", generator=gen).half().t()   # K-major (see the example), for both
+        want = a.float() @ b.float()
+        assert ((mmc.matmul(a, b).float() - want).abs() / (want.abs() + 1)).max().item() < 2e-3
+        tensor_cores = do_bench(lambda: mmc.matmul(a, b)), do_bench(lambda: torch.matmul(a, b))
+        rows.append(("matmul, 4096^3 f16 (CUDA C, tensor cores)", *tensor_cores))
+
     print("| kernel | fl.call | torch | fl.call / torch |\n|---|---|---|---|")
     for name, ours, theirs in rows:
         print(f"| {name} | {ours:.3f} ms | {theirs:.3f} ms | {ours / theirs:.2f}x |")
+    if tensor_cores:
+        flops = 2 * 4096 ** 3
+        print(f"matmul 4096^3 f16: CUDA C (wgmma) {flops / tensor_cores[0] / 1e9:.0f} TFLOP/s, "
+              f"torch.matmul {flops / tensor_cores[1] / 1e9:.0f} TFLOP/s")
 
     x = torch.randn(4096 * 1024, device="cuda", generator=gen)
     o = torch.empty_like(x)
