@@ -137,7 +137,8 @@ class KernelRecord:
     pointer_loads: tuple = ()          # (site code, where): accesses through a pointer loaded from memory
     stored: tuple | None = None        # pointer parameters stores may go through (None: unknown)
     regions: bool = False              # calls EDSL functions (fl.call)
-    c_functions: tuple = ()            # the names of the UPMEM C functions it calls (fl.call)
+    # the UPMEM C functions it calls (fl.call): (name, macros, ((file, text), ...): its source first)
+    c_functions: tuple = ()
     prints: bool = False               # prints: its launches must not run twice
     waits: bool = False                # uses an atomic's old value (its programs may wait on others)
     race_check: bool = False           # the program checks races between tasklets (edsl.dpu.races)
@@ -152,7 +153,8 @@ class KernelRecord:
                             asserts=_frozen(info.asserts), sites=_frozen(info.sites),
                             pointer_loads=_frozen(info.pointer_loads), stored=_frozen(info.stored),
                             regions=info.regions, prints=bool(info.prints), waits=info.waits,
-                            c_functions=tuple(c.function.source_name for _, c, _ in info.c_functions))
+                            c_functions=tuple((c.compiled.function.name, c.defines, c.files())
+                                              for c in info.c_functions))
 
     def to_program(self, obj: bytes) -> bytes:
         """The program: this record as a line of JSON, then the object code `obj`."""
@@ -320,12 +322,13 @@ class DpuBackend(BaseBackend):
                                     fission=options.tasklet_loops and not options.dpu_timing)
         if options.dpu_timing and info.c_functions:
             from ..base.errors import CompileError
-            _, c, loc = info.c_functions[0]
+            called = info.c_functions[0]
             raise CompileError(f"kernel '{info.name}': the time estimate (dpu_timing) does not count the code of "
-                               f"UPMEM C functions yet ({c.function.source_name}); compile without it", loc)
+                               f"UPMEM C functions yet ({called.compiled.function.source_name}); compile without "
+                               f"it", called.loc)
         state["record"] = KernelRecord.from_info(info)
         # (the C functions' modules, linked into the program)
-        state["linked"] = tuple((c.llvm, c.function.name) for _, c, _ in info.c_functions)
+        state["linked"] = tuple((c.compiled.llvm, c.compiled.function.name) for c in info.c_functions)
         metadata["name"] = info.name
         # Triton's figure of a kernel's shared memory: here WRAM, and the MRAM scratch of tiles kept there.
         metadata["shared"] = info.wram_bytes + info.scratch_bytes

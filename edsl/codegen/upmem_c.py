@@ -102,6 +102,8 @@ class CompiledC:
     function: llvm_ir.LlvmFunction      # the function run or called
     sites: dict = field(hash=False)     # site code -> SourceLoc
     globals: tuple = ()                 # the module's variables written at run time (a DPU's WRAM)
+    included: tuple = ()                # the files the source includes, as its #includes name them
+    texts: tuple = ()                   # (path, text) of the source, then of those files
 
     @property
     def prints(self) -> bool:
@@ -121,12 +123,13 @@ def compile_c(source: Source, tasklets: int, extern_func_name: str, name: str, s
     function = llvm_ir.pick(llvm, wanted, source.filename, kind="non-static", ignore=_PRELUDE_FUNCTIONS)
     llvm = checked_mram_accesses(llvm, (source.filename, *files), slot)
     _refuse_unchecked(llvm, source)
-    return CompiledC(llvm, function, _sites(source, files, slot), _written_globals(llvm))
+    texts = _texts(source, files)
+    return CompiledC(llvm, function, _sites(texts, slot), _written_globals(llvm), files, texts)
 
 
-def _sites(source: Source, files: tuple, slot: int) -> dict:
-    """The SourceLoc of each site code: every line of the source and of the files it includes."""
-    sites = {}
+def _texts(source: Source, files: tuple) -> tuple:
+    """(path, text) of the source, then of each file it includes (`files`, as
+    `__FILE__` names them; "" where one cannot be read)."""
     texts = [(source.filename, source.text)]
     for name in files:
         path = os.path.normpath(os.path.join(os.path.dirname(source.filename), name))
@@ -135,6 +138,12 @@ def _sites(source: Source, files: tuple, slot: int) -> dict:
                 texts.append((path, f.read()))
         except OSError:
             texts.append((path, ""))
+    return tuple(texts)
+
+
+def _sites(texts: tuple, slot: int) -> dict:
+    """The SourceLoc of each site code: every line of the source and of the files it includes."""
+    sites = {}
     for k, (path, text) in enumerate(texts):
         base = site_base(slot) + k * FILE_SITES
         sites |= {base + line: SourceLoc(path, line, 0) for line in range(1, text.count("\n") + 2)}

@@ -41,15 +41,18 @@ def compile_for_export(spec: ExportSpec, wram_bytes: int = abi.WRAM_BYTES) -> tu
         raise CompileError(f"kernel '{fn.__name__}' does not compile for the DPU: "
                            f"{type(err).__name__}: {err}") from err
     record = KernelRecord.from_program(compiled.asm["dpubin"])[0]
-    if record.c_functions:
-        raise CompileError(f"kernel '{fn.__name__}' calls UPMEM C functions ({', '.join(record.c_functions)}), "
-                           f"which the exporter does not write into SDK projects yet; the DPU model runs it")
+    if record.c_functions and spec.num_dpus > 1:
+        names = ", ".join(name for name, _, _ in record.c_functions)
+        raise CompileError(f"kernel '{fn.__name__}' calls the UPMEM C functions {names}, whose transfers are not "
+                           f"in the DPUs' access logs, which the exported runner needs to merge several DPUs' "
+                           f"results: export it for one DPU (num_dpus=1)")
     return record, compiled.asm["llmlir"]
 
 
-def translate(llvm_text: str, kernel_name: str, n_params: int) -> P.CProgram:
+def translate(llvm_text: str, kernel_name: str, n_params: int, c_functions: tuple = ()) -> P.CProgram:
     """The DPU program's functions, printed from the kernel's LLVM-dialect text
-    with the DPU runtime library linked in (edsl.dpu.support)."""
+    with the DPU runtime library linked in (edsl.dpu.support); `c_functions`:
+    the names of the UPMEM C functions it calls, compiled beside it."""
     from mlir import ir
 
     from ..base import dialects  # noqa: F401  (the bindings find edsl's dialects before any op)
@@ -58,6 +61,7 @@ def translate(llvm_text: str, kernel_name: str, n_params: int) -> P.CProgram:
     ctx.allow_unregistered_dialects = True
     module = ir.Module.parse(llvm_text, ctx)
     with ctx:
+        _direct_c_calls(module)
         support.link(module)
         # 16-bit floats as the integers of their bits, as the model builds its
         # program (edsl.dpu.runtime.build): they only move once the soft-float
@@ -72,7 +76,34 @@ def translate(llvm_text: str, kernel_name: str, n_params: int) -> P.CProgram:
         if types[n_params:] != abi.lowered_entry_types(abi.MAIN):
             raise CompileError(f"kernel '{kernel_name}': '{abi.MAIN}' has an unexpected signature "
                                f"({', '.join(types)})")
-    return P.print_module(module, [abi.MAIN])
+    return P.print_module(module, [abi.MAIN], foreign=frozenset(c_functions))
+
+
+def _direct_c_calls(module) -> None:
+    """Each `__edsl_run(packed, args)` (the DPU model's guard, which stops a
+    faulting tasklet of a C function: a DPU stops on a fault itself) as a
+    call of the C function's packed entry."""
+    from mlir import ir
+    from mlir.dialects import llvm
+
+    from ..codegen.upmem_c import RUN
+    guarded = []
+
+    def visit(op):
+        if op.name == "llvm.call" and "callee" in op.attributes \
+                and ir.FlatSymbolRefAttr(op.attributes["callee"]).value == RUN:
+            guarded.append(op)
+        return ir.WalkResult.ADVANCE
+    module.operation.walk(visit)
+    for call in guarded:
+        packed, args = call.operands
+        entry = packed.owner
+        with ir.InsertionPoint(call), call.location:
+            llvm.call(None, [args], [], [], callee=ir.FlatSymbolRefAttr.get(
+                ir.FlatSymbolRefAttr(entry.attributes["global_name"]).value))
+        call.erase()
+        if not list(entry.results[0].uses):
+            entry.erase()
 
 
 @dataclass(frozen=True)
@@ -109,7 +140,7 @@ class Build:
 
 
 def _printed(spec: ExportSpec, record: KernelRecord, llvm_text: str, budget: int) -> Build:
-    prog = translate(llvm_text, record.name, len(spec.params))
+    prog = translate(llvm_text, record.name, len(spec.params), tuple(name for name, _, _ in record.c_functions))
     return Build(record, prog, budget, layout.per_array(spec.params, record),
                  layout.runtime_bytes(spec, record, prog.needs_stdio),
                  prog.static_wram_bytes * spec.num_tasklets + prog.global_wram_bytes)

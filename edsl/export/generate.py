@@ -161,7 +161,7 @@ def _stdio(prog: P.CProgram) -> str:
         """)
 
 
-def launch_config(spec: ExportSpec, kernel: str) -> str:
+def launch_config(spec: ExportSpec, kernel: str, c_functions: tuple = ()) -> str:
     g, values = spec.grid or (0, 0, 0), spec.values
     lines = []
     for p in spec.params:
@@ -172,7 +172,8 @@ def launch_config(spec: ExportSpec, kernel: str) -> str:
         lines.append(f"#define EDSL_DEFAULT_{p.cname} "
                      f"{_scalar_literal(p.type, values[p.name]) if have else 0}")
     return fill("launch_config.h", kernel=kernel, kernel_string=_c_string(kernel), dpus=spec.num_dpus,
-                grid_x=g[0], grid_y=g[1], grid_z=g[2], scalars="\n".join(lines) or "/* (none) */")
+                grid_x=g[0], grid_y=g[1], grid_z=g[2], scalars="\n".join(lines) or "/* (none) */",
+                c_functions=_c_string(", ".join(c_functions)))
 
 
 def _scalar_literal(t: str, value) -> str:
@@ -336,17 +337,45 @@ def _jsonable(v):
     return repr(v)
 
 
+def c_sources(record) -> tuple[dict, list]:
+    """The UPMEM C sources the kernel calls, each in a folder `c/<k>/` of its
+    own with the files it includes, named as its `#include`s name them (name
+    -> text), and the files to compile beside the DPU program. A source with
+    macros (`dialect(defines=...)`) is compiled through a file defining them,
+    then including it."""
+    from ..base.errors import CompileError
+    files: dict[str, str] = {}
+    compiled: dict[tuple, str] = {}
+    for name, defines, texts in record.c_functions:
+        if (defines, texts) in compiled:
+            continue
+        folder = f"c/{len(compiled)}"
+        for relative, text in texts:
+            if relative.startswith(("..", "/")):
+                raise CompileError(f"the C function {name} includes '{relative}', outside its source's folder: the "
+                                   f"exported project holds the source's folder only")
+            files[f"{folder}/{relative}"] = text
+        compiled[(defines, texts)] = f"{folder}/{texts[0][0]}"
+        if defines:
+            lines = [f"#define {k}" + ("" if v is None else f" {v}") for k, v in defines]
+            files[f"{folder}/defines.c"] = "\n".join(lines + [f'#include "{texts[0][0]}"', ""])
+            compiled[(defines, texts)] = f"{folder}/defines.c"
+    return files, list(compiled.values())
+
+
 def project_files(spec: ExportSpec, built: Build) -> dict[str, str]:
     """The project's files but sim/ and data/: name -> text."""
-    return {
+    sources, compiled = c_sources(built.record)
+    return {**sources,
         "dpu_program.c": dpu_program(spec, built),
         "dpu_abi.h": abi_header(),
         "dma_rules.h": dma_rules_header(),
         "kernel_args.h": args_header(spec, built),
-        "launch_config.h": launch_config(spec, built.name),
+        "launch_config.h": launch_config(spec, built.name, tuple(name for name, _, _ in built.record.c_functions)),
         "host_runner.c": host_runner(spec, built),
         "Makefile": fill("Makefile", kernel=built.name, tasklets=spec.num_tasklets,
-                         stdout_bytes=STDOUT_BUFFER_BYTES if built.program.needs_stdio else 0),
+                         stdout_bytes=STDOUT_BUFFER_BYTES if built.program.needs_stdio else 0,
+                         c_sources=" ".join(compiled)),
         "README.md": readme(spec, built),
         "manifest.json": manifest(spec, built),
     }

@@ -181,6 +181,7 @@ def _write(out: Path, overwrite: bool, files: dict, data: dict, result: ExportRe
         raise ArgumentError(f"cannot write {out}: {err.strerror or err}") from None
     try:
         for name, text in files.items():
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             (tmp / name).write_text(text)
         (tmp / "sim").mkdir()
         for name in SIM_FILES:

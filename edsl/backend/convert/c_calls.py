@@ -24,7 +24,7 @@ from ...inject import stage_operands
 from ...inject.runtime_calls import runtime_call
 from ..ttir_reader import user_location
 from .builders import c64, i64
-from .core import Tile, byte_size
+from .core import CalledC, Tile, byte_size
 
 
 def lower_c_call(conv, op, fn, outputs: tuple) -> None:
@@ -60,11 +60,12 @@ def lower_c_call(conv, op, fn, outputs: tuple) -> None:
 def _compiled(conv, op, fn) -> upmem_c.CompiledC:
     """`fn` compiled for this kernel: its tasklets, its slot (the order in
     which the kernel first calls its C functions)."""
-    known = [identity for identity, _, _ in conv.info.c_functions]
+    known = [c.identity for c in conv.info.c_functions]
     slot = known.index(fn.identity) if fn.identity in known else len(known)
     compiled = fn.compiled(conv.tasklets.count, slot)
     if slot == len(known):
-        clash = [c.function for _, c, _ in conv.info.c_functions if c.function.name == compiled.function.name]
+        clash = [c.compiled.function for c in conv.info.c_functions
+                 if c.compiled.function.name == compiled.function.name]
         if clash:
             raise conv.sites.error(op, f"fl.call of {fn.__name__}: the kernel calls another C function named "
                                        f"'{clash[0].source_name}'; C functions of one kernel need names of their own")
@@ -74,7 +75,7 @@ def _compiled(conv, op, fn) -> upmem_c.CompiledC:
                                f"static variable written at run time) would be one copy for every DPU of the "
                                f"model, which runs them in one process; kernels call C functions without such "
                                f"variables (pass the state as an operand)", upmem_c.declared_at(fn.source, name))
-        conv.info.c_functions.append((fn.identity, compiled, user_location(op.location)))
+        conv.info.c_functions.append(CalledC(fn.identity, compiled, fn.source.defines, user_location(op.location)))
         if compiled.prints:
             conv.info.prints.append(f"fl.call of {fn.__name__}")
         conv.info.sites += [[code, conv.sites.file_name(s.filename), s.lineno, s.col] for code, s in compiled.sites.items()]

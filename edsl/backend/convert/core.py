@@ -33,6 +33,7 @@ conversion places the barriers (`barriers.place_barriers`).
 """
 from __future__ import annotations
 
+import os
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -328,6 +329,22 @@ def store_elem(accesses: AccessRecord, v: ir.Value, buf, ivs, who=None) -> None:
     memref.store(to_stored(v, ir.MemRefType(buf.type).element_type), *at)
 
 
+@dataclass(frozen=True)
+class CalledC:
+    """A UPMEM C function a kernel calls, compiled in its slot (its index in
+    `KernelInfo.c_functions`) and linked into the kernel's program."""
+    identity: str
+    compiled: object                    # codegen.upmem_c.CompiledC
+    defines: tuple                      # its source's macros, (name, value)
+    loc: object                         # base.errors.SourceLoc of its first call
+
+    def files(self) -> tuple:
+        """(name, text) of its source and the files that includes, each named
+        relative to the source's folder (an SDK project's copy of them)."""
+        folder = os.path.dirname(self.compiled.texts[0][0])
+        return tuple((os.path.relpath(path, folder), text) for path, text in self.compiled.texts)
+
+
 @dataclass
 class KernelInfo:
     """What the conversion learned about a kernel, for the driver and the report."""
@@ -347,9 +364,7 @@ class KernelInfo:
     stored: list | None = None          # pointer parameters stores may go through (None: unknown)
     spills: list[SpillRecord] = field(default_factory=list)   # tiles kept in MRAM
     scratch_bytes: int = 0              # the DPU's MRAM scratch they take
-    # the UPMEM C functions it calls, each compiled in its slot (its index):
-    # (identity, upmem_c.CompiledC, the first call's SourceLoc), linked into its program
-    c_functions: list = field(default_factory=list)
+    c_functions: list[CalledC] = field(default_factory=list)   # in their slots (c_calls)
 
     @property
     def wram_bytes(self) -> int:

@@ -105,6 +105,9 @@ def _call(fp, op):
     if target is not None and target.regions[0].blocks:
         fp.emit(f"{lhs}{fp.p.cname(callee)}({', '.join(args)});")
         return
+    if callee in fp.p.foreign:
+        fp.emit(f"{lhs}{fp.p.foreign_name(callee, op)}({', '.join(args)});")
+        return
     if callee in _LIBM:
         fp.p.out.needs_math = True
         fp.emit(f"{lhs}{callee}({', '.join(args)});")

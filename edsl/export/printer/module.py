@@ -61,8 +61,9 @@ class Printer:
     `all_tasklets`: every tasklet runs them (as the exported program's do), so
     each alloca buffer is one per tasklet."""
 
-    def __init__(self, module: ir.Module, *, all_tasklets: bool = True):
+    def __init__(self, module: ir.Module, *, all_tasklets: bool = True, foreign: frozenset = frozenset()):
         self.module = module
+        self.foreign = foreign         # functions of C sources compiled beside the program (by their C names)
         self.funcs: dict[str, ir.Operation] = {}
         self.globals: dict[str, ir.Operation] = {}
         for op in module.body.operations:
@@ -189,6 +190,21 @@ class Printer:
         self.out.static_wram_bytes += nbytes
         return f"{name}[me()]" if self._all_tasklets else name
 
+    def foreign_name(self, symbol: str, op) -> str:
+        """The C name of `symbol`, a function of a C source compiled beside
+        the program, declared by a prototype from its declaration here."""
+        if symbol not in self.out.names:
+            if symbol in _RESERVED or symbol in self.out.names.values():
+                raise _err(op, f"the C function '{symbol}' has the name of one of the DPU program's; rename it")
+            self.out.names[symbol] = symbol
+            # (its parameters are numbers and pointers: the type's text splits at its commas)
+            text = str(ir.TypeAttr(self.funcs[symbol].attributes["function_type"]).value)
+            m = re.match(r"!llvm\.func<(.*?) \((.*)\)>$", text)
+            ret = "void" if m[1] == "void" else self.ctype(_llvm_type(m[1]), op)
+            params = [self.ctype(_llvm_type(t), op) for t in m[2].split(", ") if t] or ["void"]
+            self.out.prototypes.insert(0, f"extern {_decl(ret, symbol)}({', '.join(params)});")
+        return symbol
+
     def global_ref(self, symbol: str, op) -> str:
         g = self.globals.get(symbol)
         if g is None:
@@ -233,6 +249,11 @@ class Printer:
             self.out.globals.append(text)
             self.out.global_wram_bytes += _type_bytes(t)
         return f"(void *)&{name}"
+
+
+def _llvm_type(text: str) -> ir.Type:
+    """A type as `!llvm.func<>` prints it (LLVM's own without their `!llvm.`)."""
+    return ir.Type.parse(re.sub(r"^(ptr|struct|array)\b", r"!llvm.\1", text))
 
 
 def _callees(fn) -> list[str]:
@@ -328,9 +349,7 @@ class _FunctionPrinter:
             raise _err(self.fn, f"unexpected function type {ftype_text}")
         if m.group(1) == "void":
             return "void"
-        # (types of the LLVM dialect print without their `!llvm.` inside `!llvm.func<>`)
-        text = re.sub(r"^(ptr|struct|array)\b", r"!llvm.\1", m.group(1))
-        return self.p.ctype(ir.Type.parse(text), self.fn)
+        return self.p.ctype(_llvm_type(m.group(1)), self.fn)
 
     # ops -------------------------------------------------------------------
     def op(self, op) -> None:
@@ -385,7 +404,10 @@ class _FunctionPrinter:
         return f"(uint32_t){self.v(value)}" if w < 32 else self.v(value)
 
 
-def print_module(module: ir.Module, roots: list[str], *, all_tasklets: bool = True) -> CProgram:
-    """Print the functions reachable from `roots` (in a context owning `module`)."""
+def print_module(module: ir.Module, roots: list[str], *, all_tasklets: bool = True,
+                 foreign: frozenset = frozenset()) -> CProgram:
+    """Print the functions reachable from `roots` (in a context owning `module`);
+    `foreign`: the functions of C sources compiled beside the program, which
+    they may call."""
     with module.context:
-        return Printer(module, all_tasklets=all_tasklets).print_from(roots)
+        return Printer(module, all_tasklets=all_tasklets, foreign=foreign).print_from(roots)

@@ -816,6 +816,12 @@ ${missing}
     fprintf(stderr, "dpus must be at least 1\n");
     return 2;
   }
+  if (nr_dpus > 1 && EDSL_C_FUNCTIONS[0]) {
+    fprintf(stderr, "error: kernel '%s' calls the UPMEM C functions %s, whose transfers are not in the DPUs' "
+            "access logs, which merging several DPUs' results needs: run it on one DPU (dpus=1)\n",
+            EDSL_KERNEL_NAME, EDSL_C_FUNCTIONS);
+    return 2;
+  }
 
   /* Arrays: each DPU's part of each array at the array's DMA-aligned slot of
    * MRAM, as large as its largest part (`offset`: its place in the image of
