@@ -21,7 +21,7 @@ from mlir import ir
 from . import codegen
 from .base.errors import ArgumentError, DpuError
 from .codegen import llvm_ir, upmem_c
-from .dpu import runtime
+from .dpu import races, runtime
 from .dpu.runtime import LaunchReport, Program
 from .hostcall import ArgSpec, pack_arguments
 from .source_function import SourceFunction
@@ -37,7 +37,7 @@ class CFunction(SourceFunction):
                  extern_func_name: str = ""):
         super().__init__(fn, file, source, defines, extern_func_name)
         self._compiled: dict[tuple, upmem_c.CompiledC] = {}   # (tasklets, slot) -> compiled
-        self._programs: dict[int, bytes] = {}                  # tasklets -> object code
+        self._programs: dict[tuple, bytes] = {}                # (tasklets, race check) -> object code
         self.last_stats: LaunchReport | None = None
 
     def _digest(self) -> str:
@@ -74,11 +74,12 @@ class CFunction(SourceFunction):
                 specs.append(ArgSpec(f"parameter {k}", t, "scalar", scalar=mlir))
         return specs
 
-    def _program(self, tasklets: int) -> Program:
+    def _program(self, tasklets: int, races: bool) -> Program:
         """A program of the function, loaded anew (its variables as a DPU's WRAM
-        holds them once its program is loaded)."""
+        holds them once its program is loaded); `races`: with the check of
+        races between tasklets."""
         compiled = self.compiled(tasklets)
-        if tasklets not in self._programs:
+        if (tasklets, races) not in self._programs:
             fn = compiled.function
             args = [llvm_ir.mlir_type(t) for t in fn.params]
             result = None if fn.result == "void" else llvm_ir.mlir_type(fn.result)
@@ -90,15 +91,15 @@ class CFunction(SourceFunction):
                               "  llvm.return", "}"])
             with codegen.LOCK, codegen.context():
                 module = ir.Module.parse(text)
-                self._programs[tasklets] = runtime.build(module, [], f"{self.__name__}()",
-                                                         linked=((compiled.llvm, fn.name),),
-                                                         exported=upmem_c.RUNTIME_SYMBOLS)
-        return Program(self._programs[tasklets], self.__name__, compiled.sites)
+                self._programs[tasklets, races] = runtime.build(module, [], f"{self.__name__}()", races=races,
+                                                                linked=(compiled.linked(races),),
+                                                                exported=upmem_c.RUNTIME_SYMBOLS)
+        return Program(self._programs[tasklets, races], self.__name__, compiled.sites)
 
     def __call__(self, *args):
         self.run(*args)
 
-    def run(self, *args, tasklets: int = 1) -> LaunchReport:
+    def run(self, *args, tasklets: int = 1, race_check: bool | None = None) -> LaunchReport:
         """Run on the host DPU model; arrays are updated in place.
 
         Args:
@@ -106,6 +107,9 @@ class CFunction(SourceFunction):
                 of WRAM pointers within a DPU's WRAM), numbers for scalars.
             tasklets: Tasklets of the DPU (1 to 24, its NR_TASKLETS), each running the
                 whole function.
+            race_check: Refuse two tasklets touching the same bytes with no barrier
+                between them, one writing (an `edsl.DpuError` naming both lines);
+                default: the environment variable EDSL_RACE_CHECK.
 
         Returns:
             What the launch did (also kept in `last_stats`).
@@ -129,7 +133,8 @@ class CFunction(SourceFunction):
             raise ArgumentError(f"{self.__name__}(): its WRAM arrays take {wram} bytes, more than the "
                                 f"{WRAM_BYTES} bytes of a DPU's WRAM", loc)
         packed, keep = _packed(specs, args, self.compiled(tasklets).function.result, loc)
-        program = self._program(tasklets)
+        check_races = races.requested(race_check) and tasklets > 1
+        program = self._program(tasklets, check_races)
         entry = program.entry(_ENTRY)
         # Its MRAM pointers are the arrays' host addresses: the MRAM it may
         # reach is its MRAM arrays, each transfer within one of them (to the
@@ -137,14 +142,22 @@ class CFunction(SourceFunction):
         mram = [(a.ctypes.data, align_up(a.ctypes.data + a.nbytes)) for spec, a in zip(specs, args)
                 if spec.kind == "ptr" and spec.memory_space == MRAM_ADDRSPACE and a.nbytes]
         launch = runtime.Launch(1, tasklets, sorted(mram) or [(0, 0)])
+        if check_races:
+            launch.keep_race_logs()
 
         def tasklet(tid: int) -> None:
             ctx = launch.address(0, tid)
             program.enter(ctx)
             entry(packed)
             program.exit(ctx)
-        launch.run(tasklet)
-        launch.raise_error(f"{self.__name__}()", program.sites)
+        try:
+            launch.run(tasklet)
+            launch.raise_error(f"{self.__name__}()", program.sites)
+            if check_races:
+                races.raise_first(launch.take_race_logs(0), f"{self.__name__}()", program.sites,
+                                  [(s.name, a) for s, a in zip(specs, args) if isinstance(a, np.ndarray)])
+        finally:
+            launch.free_race_logs()
         del keep
         report = LaunchReport(self.__name__, num_tasklets=tasklets, tasklets_used=tasklets, wram_bytes=wram,
                               **launch.totals(), per_dpu_programs=[1], per_tasklet_dma=launch.per_tasklet_dma())

@@ -367,18 +367,8 @@ class EdslFunction:
 
 
     def _raise_race(self, launch, program: Program, specs, args) -> None:
-        race = races.first_race(launch.take_race_logs(0))
-        if race is None:
-            return
         arrays = [(s.name, a) for s, a in zip(specs, args) if isinstance(a, np.ndarray) and a.flags.c_contiguous]
-
-        def name(address: int, mram: bool) -> str | None:
-            for pname, a in arrays:
-                if a.ctypes.data <= address < a.ctypes.data + a.nbytes:
-                    return f"element {(address - a.ctypes.data) // a.itemsize} of {pname!r}"
-            return None
-        text, loc = races.message(race, f"{self.__name__}()", program.sites, name)
-        raise DpuError(text, loc)
+        races.raise_first(launch.take_race_logs(0), f"{self.__name__}()", program.sites, arrays)
 
 
 def _caller_loc() -> SourceLoc:

@@ -327,8 +327,7 @@ class DpuBackend(BaseBackend):
                                f"UPMEM C functions yet ({called.compiled.function.source_name}); compile without "
                                f"it", called.loc)
         state["record"] = KernelRecord.from_info(info)
-        # (the C functions' modules, linked into the program)
-        state["linked"] = tuple((c.compiled.llvm, c.compiled.function.name) for c in info.c_functions)
+        state["c_functions"] = [c.compiled for c in info.c_functions]     # (linked into the program)
         metadata["name"] = info.name
         # Triton's figure of a kernel's shared memory: here WRAM, and the MRAM scratch of tiles kept there.
         metadata["shared"] = info.wram_bytes + info.scratch_bytes
@@ -373,7 +372,7 @@ class DpuBackend(BaseBackend):
         record = dataclasses.replace(record, mram_shift=0 if record.regions else MRAM_SHIFT,
                                      counters=counter_table(state["module"]))
         from ..codegen.upmem_c import RUNTIME_SYMBOLS
-        linked = state.get("linked", ())
+        linked = tuple(c.linked(record.race_check) for c in state.get("c_functions", ()))
         obj = build(state["module"], [LAUNCH], f"kernel '{record.name}'", mram_shift=record.mram_shift,
                     races=record.race_check, linked=linked, exported=RUNTIME_SYMBOLS if linked else frozenset())
         return record.to_program(obj)

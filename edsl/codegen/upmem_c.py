@@ -43,7 +43,7 @@ FILE_SITES = 1 << 24
 # The runtime's entry points the headers call, as the compile names them.
 _RUNTIME = {"EDSL_ME": dpu.ME, "EDSL_BARRIER": dpu.BARRIER, "EDSL_MRAM_READ": dpu.MRAM_READ,
             "EDSL_MRAM_WRITE": dpu.MRAM_WRITE, "EDSL_ASSERT_FAIL": dpu.ASSERT_FAIL, "EDSL_CTX": dpu.CTX}
-RUNTIME_SYMBOLS = frozenset(_RUNTIME.values())
+RUNTIME_SYMBOLS = frozenset(_RUNTIME.values()) | {dpu.RACE_NOTE}     # (RACE_NOTE: `with_race_notes`)
 RUN = "__edsl_run"      # (packed entry, args): runs a packed entry until it returns or a fault stops it
 # (address, size, site) -> bits, (address, size, bits, site) -> (): a load, a store through a __mram_ptr
 MRAM_LOAD, MRAM_STORE = "__edsl_mram_load", "__edsl_mram_store"
@@ -102,8 +102,16 @@ class CompiledC:
     function: llvm_ir.LlvmFunction      # the function run or called
     sites: dict = field(hash=False)     # site code -> SourceLoc
     globals: tuple = ()                 # the module's variables written at run time (a DPU's WRAM)
-    included: tuple = ()                # the files the source includes, as its #includes name them
+    included: tuple = ()                # the files the source includes, as `__FILE__` names them
     texts: tuple = ()                   # (path, text) of the source, then of those files
+    slot: int = 0                       # where its site codes are (`site_base`)
+
+    def linked(self, races: bool = False) -> tuple[str, str]:
+        """(LLVM IR, the function's name) to link into a program; `races`: its
+        WRAM accesses logged for the check of races between tasklets."""
+        if not races:
+            return self.llvm, self.function.name
+        return with_race_notes(self.llvm, (self.texts[0][0], *self.included), self.slot), self.function.name
 
     @property
     def prints(self) -> bool:
@@ -124,7 +132,7 @@ def compile_c(source: Source, tasklets: int, extern_func_name: str, name: str, s
     llvm = checked_mram_accesses(llvm, (source.filename, *files), slot)
     _refuse_unchecked(llvm, source)
     texts = _texts(source, files)
-    return CompiledC(llvm, function, _sites(texts, slot), _written_globals(llvm), files, texts)
+    return CompiledC(llvm, function, _sites(texts, slot), _written_globals(llvm), files, texts, slot)
 
 
 def _texts(source: Source, files: tuple) -> tuple:
@@ -207,6 +215,93 @@ def checked_mram_accesses(llvm: str, files: tuple, slot: int = 0) -> str:
     return _SCALAR_ACCESS.sub(rewrite, llvm)
 
 
+_WRAM_ACCESS = re.compile(r"^(?P<indent>\s*)(?:%[-\w.$]+ = )?(?:tail )?(?P<op>load|store|atomicrmw|cmpxchg|"
+                          r"call void @llvm\.mem(?:cpy|move|set)\.p0)\b(?P<rest>.*)$", re.M)
+_ORDERING = re.compile(r"\s+(?:syncscope\(\"[^\"]*\"\)\s+)?(?:unordered|monotonic|acquire|release|acq_rel|seq_cst)"
+                       r"(?:\s+(?:unordered|monotonic|acquire|release|acq_rel|seq_cst))?\s*$")
+_CALL_POINTER = re.compile(r"ptr (?:(?:noundef|nonnull|noalias|readonly|writeonly|align \d+|"
+                           r"(?:dereferenceable|captures)\([^)]*\)) )*(%[-\w.$]+|@[-\w.$]+)")
+
+
+def with_race_notes(llvm: str, files: tuple, slot: int = 0) -> str:
+    """`llvm` (a compiled function's module) with each access of WRAM, a load,
+    store, atomic or block copy through a pointer of address space 0, logged
+    for the check of races between tasklets (`dpu.RACE_NOTE`, at the access's
+    line): the WRAM side of its transfers is logged by the runtime."""
+    places = _line_table(llvm, files, site_base(slot))
+    count = 0
+
+    def note(indent: str, kind: int, pointer: str, size: str, site: int) -> list[str]:
+        nonlocal count
+        count += 1
+        return [f"{indent}%edsl.race{count} = ptrtoint ptr {pointer} to i64",
+                f"{indent}call void @{dpu.RACE_NOTE}(i64 {kind}, i64 %edsl.race{count}, i64 {size}, i64 {site})"]
+
+    def rewrite(m: re.Match) -> str:
+        op, rest, indent = m["op"], m["rest"], m["indent"]
+        dbg = _DBG.search(rest)
+        site = places.get(dbg[1], site_base(slot)) if dbg else site_base(slot)
+        lines = [m.group(0)]
+        if op.startswith("call"):
+            pointers = _CALL_POINTER.findall(rest)
+            size = re.search(r", i64 ([-\w.%]+), i1 ", rest)
+            if not pointers or size is None or "addrspace" in rest:
+                return m.group(0)
+            size = size[1]
+            lines += note(indent, int(dpu.Access.WRITE), pointers[0], size, site)
+            if "memset" not in op:
+                lines += note(indent, int(dpu.Access.READ), pointers[1], size, site)
+            return "\n".join(lines)
+        atomic = op in ("atomicrmw", "cmpxchg") or re.match(r"\s+atomic\b", rest) is not None
+        parts = _split_top(re.sub(r"^\s+(?:atomic |volatile |weak )*", "", rest))
+        if op == "load":
+            kind, t, pointer = dpu.Access.READ, parts[0], parts[1]
+        elif op == "store":
+            kind, t, pointer = dpu.Access.WRITE, _first_type(parts[0]), parts[1]
+        elif op == "atomicrmw":
+            kind, t, pointer = dpu.Access.ATOMIC, _first_type(parts[1]), parts[0].split(" ", 1)[1]
+        else:
+            kind, t, pointer = dpu.Access.ATOMIC, _first_type(parts[1]), parts[0]
+        if not pointer.startswith("ptr "):       # (MRAM's: its transfers are logged by the runtime)
+            return m.group(0)
+        kind = dpu.Access.ATOMIC if atomic else kind
+        pointer = _ORDERING.sub("", pointer[len("ptr "):])
+        size = f"ptrtoint (ptr getelementptr ({t}, ptr null, i32 1) to i64)"
+        return "\n".join(lines + note(indent, int(kind), pointer, size, site))
+    text = _WRAM_ACCESS.sub(rewrite, llvm)
+    if count and f"@{dpu.RACE_NOTE}(" not in llvm:
+        text += f"\ndeclare void @{dpu.RACE_NOTE}(i64, i64, i64, i64)\n"
+    return text
+
+
+def _split_top(text: str) -> list[str]:
+    """`text` split at its commas outside brackets, each part stripped."""
+    parts, depth, start = [], 0, 0
+    for k, ch in enumerate(text):
+        if ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:k].strip())
+            start = k + 1
+    parts.append(text[start:].strip())
+    return parts
+
+
+def _first_type(text: str) -> str:
+    """The type that starts `text` (`i32 %v`, `{ i32, i8 } %s`, `[4 x i8] c"..."`)."""
+    if text[:1] in "[{<(":
+        depth = 0
+        for k, ch in enumerate(text):
+            depth += ch in "([{<"
+            depth -= ch in ")]}>"
+            if depth == 0:
+                return text[:k + 1]
+    m = re.match(r"ptr addrspace\(\d+\)|\S+", text)
+    return m.group(0)
+
+
 _METADATA = re.compile(r"^(!\d+) = (?:distinct )?!(\w+)\((.*)\)$", re.M)
 
 
@@ -274,4 +369,5 @@ def _written_globals(llvm: str) -> tuple:
 
 
 __all__ = ["CompiledC", "checked_mram_accesses", "INCLUDE_DIR", "LANGUAGE", "PRELUDE", "RUN", "RUNTIME_SYMBOLS",
-           "SITE_BASE", "compile_c", "declared_at", "digest", "flags", "preprocessed", "site_base"]
+           "SITE_BASE", "compile_c", "declared_at", "digest", "flags", "preprocessed", "site_base",
+           "with_race_notes"]

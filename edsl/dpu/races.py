@@ -23,6 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..codegen.upmem_c import SITE_BASE
 from ..target.dpu import ACCESS_MASK, RACE_MRAM, Access
 
 
@@ -152,6 +153,24 @@ def requested(option: bool | None) -> bool:
     return os.environ.get(ENVIRONMENT, "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def raise_first(logs: Sequence[np.ndarray], what: str, sites, arrays: Sequence) -> None:
+    """The first race among one DPU's tasklet race `logs`, raised as a
+    DpuError (none: nothing), the byte named by the array of `arrays`,
+    (name, NumPy array), that holds it."""
+    from ..base.errors import DpuError
+    race = first_race(logs)
+    if race is None:
+        return
+
+    def name(address: int, mram: bool) -> str | None:
+        for pname, a in arrays:
+            if a.ctypes.data <= address < a.ctypes.data + a.nbytes:
+                return f"element {(address - a.ctypes.data) // a.itemsize} of {pname!r}"
+        return None
+    text, loc = message(race, what, sites, name)
+    raise DpuError(text, loc)
+
+
 def message(race: Race, what: str, sites, name=None) -> tuple[str, object]:
     """The words of `race` and the source position to show (its first access's).
     `name(address, mram)`: how the launch names that byte ("element 3 of
@@ -167,8 +186,9 @@ def message(race: Race, what: str, sites, name=None) -> tuple[str, object]:
             return ""
         other = f" of {loc.filename}" if first is not None and loc.filename != first.filename else ""
         return f" at line {loc.lineno}{other} (column {(loc.col or 0) + 1})"
+    barrier = "barrier_wait" if a.site >= SITE_BASE else "edsl.barrier()"   # (in C, or in the EDSL)
     text = (f"{what}: tasklets {a.tasklet} and {b.tasklet} race on {where}: tasklet {a.tasklet} {a.verb} it"
             f"{at(a)} and tasklet {b.tasklet} {b.verb} it{at(b)}, with no barrier between them; on UPMEM the "
-            "tasklets interleave and the result depends on their order (separate the accesses with "
-            "edsl.barrier(), or give each tasklet its own elements)")
+            f"tasklets interleave and the result depends on their order (separate the accesses with "
+            f"{barrier}, or give each tasklet its own elements)")
     return text, sites.get(a.site)

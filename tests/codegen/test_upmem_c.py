@@ -97,3 +97,28 @@ def test_dialect_c_over_a_source_string():
     assert twice.source.filename.endswith("twice.c")
     with pytest.raises(TypeError, match="takes no hint"):
         edsl.dialect(name="c", source="", hint="pipeline")
+
+
+def test_race_notes_log_each_wram_access_at_its_line():
+    """Loads, stores, atomics and block copies of WRAM each log their bytes
+    (`with_race_notes`), at the line; accesses of MRAM are the runtime's to log."""
+    c = compile_text("#include <defs.h>\n#include <mram.h>\n#include <stdint.h>\n"
+                     "struct pair { int64_t a, b; };\n"
+                     "void f(int *w, short *s, struct pair *p, struct pair *q, __mram_ptr int64_t *m, int n) {\n"
+                     "  w[1] = w[0] + n;\n"                                  # line 6: a load, a store
+                     "  __atomic_fetch_add(&w[2], 1, __ATOMIC_RELAXED);\n"   # line 7: an atomic
+                     "  *q = *p;\n"                                          # line 8: a copy of 16 bytes
+                     "  s[3] = (short)m[1];\n"                               # line 9: an MRAM load, a store
+                     "}\n")
+    text = upmem_c.with_race_notes(c.llvm, ("/virtual/k.c",))
+    notes = re.findall(r"call void @edsl_dpu_race_note\(i64 (\d+), i64 %\S+, i64 (.+?), i64 (\d+)\)", text)
+    kinds = {(int(k), size, int(site) - upmem_c.SITE_BASE) for k, size, site in notes}
+    i32 = "ptrtoint (ptr getelementptr (i32, ptr null, i32 1) to i64)"
+    i16 = "ptrtoint (ptr getelementptr (i16, ptr null, i32 1) to i64)"
+    assert (1, i32, 6) in kinds and (2, i32, 6) in kinds
+    assert any(k == 3 and line == 7 for k, _, line in kinds)
+    copies = {(k, line) for k, size, line in kinds if line == 8}
+    assert copies == {(1, 8), (2, 8)}
+    assert (2, i16, 9) in kinds
+    assert not any("addrspace(255)" in line for line in text.splitlines() if "%edsl.race" in line)
+    assert text.count("declare void @edsl_dpu_race_note(i64, i64, i64, i64)") == 1

@@ -1,7 +1,8 @@
 """fl.call of raw DPU functions in UPMEM C from Triton kernels on the `dpu`
 backend (edsl.backend.convert.c_calls): results against NumPy at several
 tasklets and DPUs, the same bytes as the C function run alone, faults at the
-C line, and clear errors for what the model does not run yet."""
+C line, races between tasklets in the C code at their lines, and clear
+errors for what the model does not run yet."""
 import os
 import subprocess
 import sys
@@ -187,16 +188,12 @@ def test_variables_of_the_c_file_are_refused_at_their_line():
     assert err.value.loc.lineno == line_of("with_state.c", "calls")
 
 
-def test_the_time_estimate_and_the_exporter_refuse_c_calls(tmp_path):
+def test_the_time_estimate_refuses_c_calls():
     x = np.ones(8, np.float32)
     y = np.zeros(8, np.float32)
     with pytest.raises(edsl.CompileError, match=r"dpu_timing\) does not count the code of UPMEM C functions") as err:
         axpy_kernel[(1,)](x, y, 1.0, 8, BLOCK=8, dpu_timing=True)
     assert err.value.loc.filename == __file__
-    from edsl.export import export
-    with pytest.raises(edsl.CompileError, match=r"calls UPMEM C functions \(axpy\), which the exporter"):
-        export(axpy_kernel, tmp_path / "out", sample_args=(x, y, 1.0, 8), constants={"BLOCK": 8}, grid=(1,))
-    assert not (tmp_path / "out").exists()
 
 
 @triton.jit
@@ -278,3 +275,32 @@ def test_two_c_functions_of_one_name_are_refused_at_the_second_call():
     with pytest.raises(edsl.CompileError, match="another C function named 'axpy'") as err:
         same_names_kernel[(1,)](np.zeros(8, np.float32), np.zeros(8, np.float32), OTHER=_other_axpy())
     assert err.value.loc.filename == __file__
+
+
+racy_sum = c_function("kernel_calls.c", "racy_sum")
+
+
+@triton.jit
+def racy_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    total = fl.call(racy_sum, [tl.zeros([1], dtype=tl.int64)], [x, BLOCK])
+    tl.store(out_ptr + tl.arange(0, 1), total)
+
+
+@pytest.mark.parametrize("alone", [True, False])
+def test_a_race_in_the_c_function_is_reported_at_its_line(alone):
+    """Tasklets adding into one element with no barrier: on UPMEM their
+    loads and stores interleave."""
+    x = np.arange(64, dtype=np.int32)
+    total = np.zeros(1, np.int64)
+    with pytest.raises(edsl.DpuError, match=r"tasklets \d+ and \d+ race on .*separate the accesses with "
+                                            r"barrier_wait") as err:
+        if alone:
+            racy_sum.run(total, x, 64, tasklets=4, race_check=True)
+        else:
+            racy_kernel[(1,)](x, total, BLOCK=64, num_tasklets=4, race_check=True)
+    assert os.path.basename(err.value.loc.filename) == "kernel_calls.c"
+    assert err.value.loc.lineno == line_of("kernel_calls.c", "racy")
+    total[0] = 0
+    racy_sum.run(total, x, 64, tasklets=1, race_check=True)       # (one tasklet: no race)
+    assert total[0] == x.sum()

@@ -48,3 +48,9 @@ void show(const int32_t *x) {
     if (me() == 0)
         printf("first element %d\n", x[0]);
 }
+
+// Every tasklet adds into total[0] with no barrier: a race.
+void racy_sum(int64_t *total, const int32_t *x, int32_t n) {
+    for (int32_t i = me(); i < n; i += NR_TASKLETS)
+        total[0] += x[i];  // <racy>
+}
