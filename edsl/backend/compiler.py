@@ -137,7 +137,8 @@ class KernelRecord:
     pointer_loads: tuple = ()          # (site code, where): accesses through a pointer loaded from memory
     stored: tuple | None = None        # pointer parameters stores may go through (None: unknown)
     regions: bool = False              # calls EDSL functions (fl.call)
-    # the UPMEM C functions it calls (fl.call): (name, macros, ((file, text), ...): its source first)
+    # the UPMEM C functions it calls (fl.call): (name, macros, ((file, text), ...): its source
+    # first, whether it loads or stores through __mram_ptr pointers itself)
     c_functions: tuple = ()
     prints: bool = False               # prints: its launches must not run twice
     waits: bool = False                # uses an atomic's old value (its programs may wait on others)
@@ -153,8 +154,8 @@ class KernelRecord:
                             asserts=_frozen(info.asserts), sites=_frozen(info.sites),
                             pointer_loads=_frozen(info.pointer_loads), stored=_frozen(info.stored),
                             regions=info.regions, prints=bool(info.prints), waits=info.waits,
-                            c_functions=tuple((c.compiled.function.name, c.defines, c.files())
-                                              for c in info.c_functions))
+                            c_functions=tuple((c.compiled.function.name, c.defines, c.files(),
+                                               c.compiled.direct_mram) for c in info.c_functions))
 
     def to_program(self, obj: bytes) -> bytes:
         """The program: this record as a line of JSON, then the object code `obj`."""

@@ -106,6 +106,12 @@ class CompiledC:
     texts: tuple = ()                   # (path, text) of the source, then of those files
     slot: int = 0                       # where its site codes are (`site_base`)
 
+    @property
+    def direct_mram(self) -> bool:
+        """Whether it loads or stores through `__mram_ptr` pointers itself (a
+        DPU moves those bytes without its program's transfers)."""
+        return re.search(rf"\bcall\b[^\n]*@(?:{MRAM_LOAD}|{MRAM_STORE})\(", self.llvm) is not None
+
     def linked(self, races: bool = False) -> tuple[str, str]:
         """(LLVM IR, the function's name) to link into a program; `races`: its
         WRAM accesses logged for the check of races between tasklets."""

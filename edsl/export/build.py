@@ -41,12 +41,19 @@ def compile_for_export(spec: ExportSpec, wram_bytes: int = abi.WRAM_BYTES) -> tu
         raise CompileError(f"kernel '{fn.__name__}' does not compile for the DPU: "
                            f"{type(err).__name__}: {err}") from err
     record = KernelRecord.from_program(compiled.asm["dpubin"])[0]
-    if record.c_functions and spec.num_dpus > 1:
-        names = ", ".join(name for name, _, _ in record.c_functions)
-        raise CompileError(f"kernel '{fn.__name__}' calls the UPMEM C functions {names}, whose transfers are not "
-                           f"in the DPUs' access logs, which the exported runner needs to merge several DPUs' "
-                           f"results: export it for one DPU (num_dpus=1)")
+    direct = direct_mram_functions(record)
+    if direct and spec.num_dpus > 1:
+        raise CompileError(f"kernel '{fn.__name__}' calls the UPMEM C functions {', '.join(direct)}, which load or "
+                           f"store through __mram_ptr pointers themselves: a DPU moves those bytes without a "
+                           f"transfer its access log holds, which the exported runner needs to merge several "
+                           f"DPUs' results; export it for one DPU (num_dpus=1), or move the bytes with "
+                           f"mram_read / mram_write")
     return record, compiled.asm["llmlir"]
+
+
+def direct_mram_functions(record: KernelRecord) -> tuple:
+    """The names of the C functions the kernel calls that reach MRAM without transfers."""
+    return tuple(name for name, _, _, direct in record.c_functions if direct)
 
 
 def translate(llvm_text: str, kernel_name: str, n_params: int, c_functions: tuple = ()) -> P.CProgram:
@@ -76,7 +83,9 @@ def translate(llvm_text: str, kernel_name: str, n_params: int, c_functions: tupl
         if types[n_params:] != abi.lowered_entry_types(abi.MAIN):
             raise CompileError(f"kernel '{kernel_name}': '{abi.MAIN}' has an unexpected signature "
                                f"({', '.join(types)})")
-    return P.print_module(module, [abi.MAIN], foreign=frozenset(c_functions))
+    # (the C functions' transfers go through the runtime's, which the program then keeps: generate.C_CALLS)
+    roots = [abi.MAIN] + ([abi.MRAM_READ, abi.MRAM_WRITE] if c_functions else [])
+    return P.print_module(module, roots, foreign=frozenset(c_functions))
 
 
 def _direct_c_calls(module) -> None:
@@ -140,7 +149,7 @@ class Build:
 
 
 def _printed(spec: ExportSpec, record: KernelRecord, llvm_text: str, budget: int) -> Build:
-    prog = translate(llvm_text, record.name, len(spec.params), tuple(name for name, _, _ in record.c_functions))
+    prog = translate(llvm_text, record.name, len(spec.params), tuple(c[0] for c in record.c_functions))
     return Build(record, prog, budget, layout.per_array(spec.params, record),
                  layout.runtime_bytes(spec, record, prog.needs_stdio),
                  prog.static_wram_bytes * spec.num_tasklets + prog.global_wram_bytes)

@@ -16,7 +16,7 @@ from export_helpers import export_and_run, needs_cc, run
 
 pytest.importorskip("ziglang", reason="raw functions in C are compiled by the clang of the ziglang package")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "dpu"))
-from test_c_calls import SOURCES, axpy_kernel, copy_kernel, sum_kernel  # noqa: E402
+from test_c_calls import SOURCES, axpy_kernel, c_function, copy_kernel, sum_kernel  # noqa: E402
 
 pytestmark = needs_cc
 
@@ -29,7 +29,7 @@ def test_a_tile_function_runs_in_the_exported_project(tmp_path):
     assert (tmp_path / "axpy" / "c" / "0" / "kernel_calls.c").read_text() == \
         open(os.path.join(SOURCES, "kernel_calls.c")).read()
     assert "extern void axpy(void *, void *, float, uint32_t);" in (tmp_path / "axpy" / "dpu_program.c").read_text()
-    assert "C_SOURCES = c/0/kernel_calls.c\n" in (tmp_path / "axpy" / "Makefile").read_text()
+    assert "C_SOURCES = c/0/edsl.c\n" in (tmp_path / "axpy" / "Makefile").read_text()
 
 
 @pytest.mark.parametrize("tasklets", [1, 4])
@@ -44,18 +44,39 @@ def test_mram_pointers_and_a_barrier_in_c_run_in_the_exported_project(tmp_path, 
                    tasklets=tasklets)
 
 
-def test_several_dpus_are_refused_at_export_and_by_the_runner(tmp_path):
-    """The C function's transfers are not in the DPUs' access logs, which the
-    runner's merge across DPUs needs."""
-    x = np.ones(64, np.float32)
-    y = np.zeros(64, np.float32)
-    with pytest.raises(edsl.CompileError, match="calls the UPMEM C functions axpy, whose transfers are not in the "
-                                                "DPUs' access logs.*num_dpus=1"):
-        export_and_run(tmp_path / "two", axpy_kernel, (x, y, 1.0, 64), {"BLOCK": 32}, (2,), dpus=2)
-    export_and_run(tmp_path / "one", axpy_kernel, (x, y, 1.0, 64), {"BLOCK": 32}, (2,))
+def test_the_c_functions_transfers_merge_across_dpus(tmp_path):
+    """Their mram_read / mram_write are the program's (edsl_c_calls.h), logged
+    as the kernel's own: the runner merges several DPUs' results as the model does."""
+    x = np.random.default_rng(4).standard_normal(200).astype(np.float32)
+    y = np.zeros(200, np.float32)
+    export_and_run(tmp_path / "axpy", axpy_kernel, (x, y, 1.0, 200), {"BLOCK": 32}, (7,), dpus=3, tasklets=2)
+    src = np.random.default_rng(5).integers(-2 ** 62, 2 ** 62, 296, dtype=np.int64)
+    export_and_run(tmp_path / "copy", copy_kernel, (np.zeros(296, np.int64), src, 296 * 8, 64), {"BLOCK": 128},
+                   (3,), dpus=3, tasklets=2)
+    assert '#include "../../edsl_c_calls.h"\n#include "copy_chunks.c"\n' in \
+        (tmp_path / "copy" / "c" / "0" / "edsl.c").read_text()
+
+
+direct = c_function("direct.c", "element")
+
+
+@triton.jit
+def direct_kernel(m_ptr, out_ptr):
+    fl.call(direct, [], [m_ptr, 0])
+    tl.store(out_ptr + tl.arange(0, 1), tl.load(m_ptr + tl.arange(0, 1)))
+
+
+def test_direct_mram_accesses_keep_the_export_on_one_dpu(tmp_path):
+    """Loads and stores through __mram_ptr pointers move bytes no transfer of
+    the program logs: refused on several DPUs at export, and by the runner."""
+    m = np.arange(8, dtype=np.int32)
+    out = np.zeros(1, np.int32)
+    with pytest.raises(edsl.CompileError, match=r"calls the UPMEM C functions element, which load or store through "
+                                                r"__mram_ptr pointers themselves.*num_dpus=1"):
+        export_and_run(tmp_path / "two", direct_kernel, (m, out), {}, (1,), dpus=2)
+    export_and_run(tmp_path / "one", direct_kernel, (m, out), {}, (1,))
     r = run(tmp_path / "one", "dpus=2")
-    assert r.returncode == 2
-    assert "calls the UPMEM C functions axpy" in r.stderr and "run it on one DPU (dpus=1)" in r.stderr
+    assert r.returncode == 2 and "calls the UPMEM C functions element" in r.stderr and "(dpus=1)" in r.stderr
 
 
 def _with_macro_and_header():
@@ -83,6 +104,6 @@ def test_macros_and_included_files_go_with_the_source(tmp_path):
     y[:] = 0
     export_and_run(tmp_path / "scaled", scaled_kernel, (x, y), {"BLOCK": 32}, (2,), tasklets=2)
     folder = tmp_path / "scaled" / "c" / "0"
-    assert (folder / "defines.c").read_text() == '#define SCALE 3\n#include "scaled_copy.c"\n'
+    assert (folder / "edsl.c").read_text().endswith('#define SCALE 3\n#include "../../edsl_c_calls.h"\n'
+                                                    '#include "scaled_copy.c"\n')
     assert (folder / "helpers" / "scale.h").exists()
-    assert "C_SOURCES = c/0/defines.c\n" in (tmp_path / "scaled" / "Makefile").read_text()

@@ -817,9 +817,9 @@ ${missing}
     return 2;
   }
   if (nr_dpus > 1 && EDSL_C_FUNCTIONS[0]) {
-    fprintf(stderr, "error: kernel '%s' calls the UPMEM C functions %s, whose transfers are not in the DPUs' "
-            "access logs, which merging several DPUs' results needs: run it on one DPU (dpus=1)\n",
-            EDSL_KERNEL_NAME, EDSL_C_FUNCTIONS);
+    fprintf(stderr, "error: kernel '%s' calls the UPMEM C functions %s, which load or store through __mram_ptr "
+            "pointers themselves, bytes the DPUs' access logs do not hold, which merging several DPUs' results "
+            "needs: run it on one DPU (dpus=1)\n", EDSL_KERNEL_NAME, EDSL_C_FUNCTIONS);
     return 2;
   }
 

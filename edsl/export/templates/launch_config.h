@@ -8,8 +8,9 @@
 #define EDSL_DEFAULT_GRID_X ${grid_x}u   /* 0: the grid must be given (grid=X,Y,Z) */
 #define EDSL_DEFAULT_GRID_Y ${grid_y}u
 #define EDSL_DEFAULT_GRID_Z ${grid_z}u
-/* The UPMEM C functions the kernel calls ("": none): their transfers are not
- * in the DPU's access log, which merging several DPUs' results needs. */
+/* The UPMEM C functions the kernel calls that load or store through __mram_ptr
+ * pointers themselves ("": none): a DPU moves those bytes without a transfer
+ * its access log holds, which merging several DPUs' results needs. */
 #define EDSL_C_FUNCTIONS ${c_functions}
 
 /* Tolerances of the check against <name>.expected.bin (floats; integers must match). */
