@@ -33,8 +33,8 @@ class LlvmFunction:
         return self.name[m.end():m.end() + int(m[1])] if m else self.name
 
 
-def _split_top(text: str) -> list[str]:
-    """`text` split at commas outside brackets."""
+def split_top(text: str) -> list[str]:
+    """`text` split at commas outside brackets, each part stripped."""
     parts, depth, start = [], 0, 0
     for k, ch in enumerate(text):
         if ch in "([{<":
@@ -53,11 +53,17 @@ _TYPE = re.compile(r"ptr(?: addrspace\(\d+\))?|i\d+|half|bfloat|float|double|<\d
                    r"%[-\w$.]+|%\"[^\"]+\"|\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}|\[[^\]]*\]|void")
 
 
+def leading_type(text: str) -> str | None:
+    """The LLVM type `text` starts with (`i32 %v`, `{ i32, i8 } %s`), or None."""
+    m = _TYPE.match(text)
+    return m.group(0) if m else None
+
+
 def _leading_type(param: str) -> str:
-    m = _TYPE.match(param)
-    if m is None:
+    t = leading_type(param)
+    if t is None:
         raise CompileError(f"unexpected LLVM parameter {param!r}")
-    return m.group(0)
+    return t
 
 
 def _result_type(head: str) -> str:
@@ -75,7 +81,7 @@ def functions(llvm: str) -> dict[str, LlvmFunction]:
     for m in _DEFINE.finditer(llvm):
         name = m["name"].strip('"')
         words = m["head"].split()
-        params = tuple(_leading_type(p) for p in _split_top(m["params"]) if p != "...")
+        params = tuple(_leading_type(p) for p in split_top(m["params"]) if p != "...")
         found[name] = LlvmFunction(name, params, _result_type(m["head"]), not any(w in _LINKAGES for w in words))
     return found
 
@@ -121,7 +127,7 @@ def returned_params(llvm: str, fn: LlvmFunction) -> list[int] | None:
     body = _body(llvm, fn.name)
     defs = {m[1]: m[2] for m in re.finditer(r"^\s*(%[-\w$.]+) = (.*)$", body, re.M)}
     params = [(p.split()[-1] if p.split()[-1].startswith("%") else f"%{k}")
-              for k, p in enumerate(_split_top(_DEFINE.match(_define_line(llvm, fn.name))["params"]))]
+              for k, p in enumerate(split_top(_DEFINE.match(_define_line(llvm, fn.name))["params"]))]
     found = {_returned(value, fn.result, defs, params)
              for value in re.findall(r"^\s*ret \S.* (%[-\w$.]+)\s*$", body, re.M)}
     return list(found.pop()) if len(found) == 1 and None not in found else None

@@ -259,16 +259,16 @@ def with_race_notes(llvm: str, files: tuple, slot: int = 0) -> str:
                 lines += note(indent, int(dpu.Access.READ), pointers[1], size, site)
             return "\n".join(lines)
         atomic = op in ("atomicrmw", "cmpxchg") or re.match(r"\s+atomic\b", rest) is not None
-        parts = _split_top(re.sub(r"^\s+(?:atomic |volatile |weak )*", "", rest))
+        parts = llvm_ir.split_top(re.sub(r"^\s+(?:atomic |volatile |weak )*", "", rest))
         if op == "load":
             kind, t, pointer = dpu.Access.READ, parts[0], parts[1]
         elif op == "store":
-            kind, t, pointer = dpu.Access.WRITE, _first_type(parts[0]), parts[1]
+            kind, t, pointer = dpu.Access.WRITE, llvm_ir.leading_type(parts[0]), parts[1]
         elif op == "atomicrmw":
-            kind, t, pointer = dpu.Access.ATOMIC, _first_type(parts[1]), parts[0].split(" ", 1)[1]
+            kind, t, pointer = dpu.Access.ATOMIC, llvm_ir.leading_type(parts[1]), parts[0].split(" ", 1)[1]
         else:
-            kind, t, pointer = dpu.Access.ATOMIC, _first_type(parts[1]), parts[0]
-        if not pointer.startswith("ptr "):       # (MRAM's: its transfers are logged by the runtime)
+            kind, t, pointer = dpu.Access.ATOMIC, llvm_ir.leading_type(parts[1]), parts[0]
+        if not pointer.startswith("ptr ") or t is None:     # (MRAM's: its transfers are logged by the runtime)
             return m.group(0)
         kind = dpu.Access.ATOMIC if atomic else kind
         pointer = _ORDERING.sub("", pointer[len("ptr "):])
@@ -278,34 +278,6 @@ def with_race_notes(llvm: str, files: tuple, slot: int = 0) -> str:
     if count and f"@{dpu.RACE_NOTE}(" not in llvm:
         text += f"\ndeclare void @{dpu.RACE_NOTE}(i64, i64, i64, i64)\n"
     return text
-
-
-def _split_top(text: str) -> list[str]:
-    """`text` split at its commas outside brackets, each part stripped."""
-    parts, depth, start = [], 0, 0
-    for k, ch in enumerate(text):
-        if ch in "([{<":
-            depth += 1
-        elif ch in ")]}>":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:k].strip())
-            start = k + 1
-    parts.append(text[start:].strip())
-    return parts
-
-
-def _first_type(text: str) -> str:
-    """The type that starts `text` (`i32 %v`, `{ i32, i8 } %s`, `[4 x i8] c"..."`)."""
-    if text[:1] in "[{<(":
-        depth = 0
-        for k, ch in enumerate(text):
-            depth += ch in "([{<"
-            depth -= ch in ")]}>"
-            if depth == 0:
-                return text[:k + 1]
-    m = re.match(r"ptr addrspace\(\d+\)|\S+", text)
-    return m.group(0)
 
 
 _METADATA = re.compile(r"^(!\d+) = (?:distinct )?!(\w+)\((.*)\)$", re.M)

@@ -96,15 +96,9 @@ def _direct_c_calls(module) -> None:
     from mlir.dialects import llvm
 
     from ..codegen.upmem_c import RUN
-    guarded = []
-
-    def visit(op):
-        if op.name == "llvm.call" and "callee" in op.attributes \
-                and ir.FlatSymbolRefAttr(op.attributes["callee"]).value == RUN:
-            guarded.append(op)
-        return ir.WalkResult.ADVANCE
-    module.operation.walk(visit)
-    for call in guarded:
+    from ..lowering.walk import collect
+    for call in collect(module, lambda op: op.name == "llvm.call" and "callee" in op.attributes
+                        and ir.FlatSymbolRefAttr(op.attributes["callee"]).value == RUN):
         packed, args = call.operands
         entry = packed.owner
         with ir.InsertionPoint(call), call.location:

@@ -78,7 +78,8 @@ def _compiled(conv, op, fn) -> upmem_c.CompiledC:
         conv.info.c_functions.append(CalledC(fn.identity, compiled, fn.source.defines, user_location(op.location)))
         if compiled.prints:
             conv.info.prints.append(f"fl.call of {fn.__name__}")
-        conv.info.sites += [[code, conv.sites.file_name(s.filename), s.lineno, s.col] for code, s in compiled.sites.items()]
+        conv.info.sites += [[code, conv.sites.file_name(s.filename), s.lineno, s.col]
+                            for code, s in compiled.sites.items()]
     return compiled
 
 
