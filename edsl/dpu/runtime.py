@@ -43,8 +43,9 @@ from ..base import cache
 from ..base.errors import DpuError, LoweringError, SourceLoc
 from . import jit, support
 from ..target.dpu import (CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, HOST_CACHE_LINE, LOG_ENDS, LOG_ENTRY, MAX_TASKLETS,
-                          MESSAGES, OUTSIDE_ARRAYS, OUTSIDE_ARRAYS_LOADED, RACE_ENTRY, RACE_LOG_SLOTS, READ,
-                          WAIT_REPEATS, WAITS_FOREVER, Ctx, Dpu, Err, RaceLog, align_up, dma_violation)
+                          OUTSIDE_ARRAYS, OUTSIDE_ARRAYS_LOADED, OVERRUN_SIDES, POLL_ON_MODEL, RACE_ENTRY,
+                          RACE_LOG_SLOTS, READ, TRANSFER_NAMES, WRITE, Ctx, Dpu, Err, RaceLog, align_up,
+                          dma_violation, error_message)
 from .timing import TimingEstimate
 
 if TYPE_CHECKING:
@@ -635,34 +636,18 @@ class Launch:
         c = self.ctx[dpu, tid]
         code, site = int(c[Ctx.ERROR]), int(c[Ctx.ERR_SITE])
         mram, wram, n = int(c[Ctx.ERR_MRAM]), int(c[Ctx.ERR_WRAM]), int(c[Ctx.ERR_BYTES])
-        kind = "mram_write" if int(c[Ctx.ERR_DIR]) != READ else "mram_read"
-        loc = sites.get(site)
-        if code == Err.DMA_RULE:
-            message = f"{kind} breaks the DMA rules: {dma_violation(mram, wram, n)}"
-        elif code == Err.MRAM_BOUNDS:
-            loaded = getattr(loc, "pointer_load", "")
-            why = OUTSIDE_ARRAYS_LOADED.format(where=loaded) if loaded else OUTSIDE_ARRAYS
-            message = f"{kind} of {n} bytes at MRAM address {mram:#x} {why}"
-        elif code in (Err.MRAM_OVERRUN, Err.WRAM_OVERRUN):
-            side = {(Err.MRAM_OVERRUN, "mram_read"): "MRAM source", (Err.WRAM_OVERRUN, "mram_read"): "WRAM buffer",
-                    (Err.MRAM_OVERRUN, "mram_write"): "MRAM destination",
-                    (Err.WRAM_OVERRUN, "mram_write"): "WRAM source"}[code, kind]
-            message = f"{kind}: {n} bytes overrun the {side}"
-        elif code in MESSAGES:
-            message = MESSAGES[code]
-        elif code == Err.DEVICE_ASSERT and 0 < site <= len(asserts):
+        direction = WRITE if int(c[Ctx.ERR_DIR]) != READ else READ
+        loc, text = sites.get(site), None
+        if code == Err.DEVICE_ASSERT and 0 < site <= len(asserts):
             text, place = asserts[site - 1]
-            message = f"device assertion failed (program {mram}): {text}"
             filename, _, line = place.rpartition(":")
             loc = SourceLoc(filename, int(line), 0) if place else None
-        elif code == Err.WAIT:
-            message = (f"the same access of {n} bytes at MRAM address {mram:#x}, {WAIT_REPEATS} times "
-                       f"in a row: {WAITS_FOREVER}")
-        elif code == Err.POLL:
-            message = (f"tl.atomic_poll waits forever: the value is {mram}, not {wram}, and the DPU "
-                       "model runs one program at a time, so nothing can change it (timeout_ns= gives up)")
-        else:
-            message = f"error code {code}"
+        loaded = getattr(loc, "pointer_load", "")
+        why = {Err.MRAM_BOUNDS: OUTSIDE_ARRAYS_LOADED.format(where=loaded) if loaded else OUTSIDE_ARRAYS,
+               Err.POLL: POLL_ON_MODEL}.get(code, "")
+        message = error_message(code, kind=TRANSFER_NAMES[direction], nbytes=n, mram=mram, wram=wram,
+                                rule=dma_violation(mram, wram, n), side=OVERRUN_SIDES.get((code, direction), ""),
+                                why=why, text=text)
         where = f"{what} on DPU {dpu}" if self.dpus > 1 else what
         raise DpuError(f"{where}: {message}", loc)
 

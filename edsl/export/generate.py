@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import string
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -41,12 +42,8 @@ def abi_header() -> str:
                 ctx=_defines([*((f"CTX_{s.name}", int(s)) for s in abi.Ctx), ("CTX_SLOTS", abi.CTX_SLOTS)]),
                 dpu=_defines([*((f"DPU_{s.name}", int(s)) for s in abi.Dpu), ("DPU_SLOTS", abi.DPU_SLOTS)]),
                 errors=_defines((f"ERR_{e.name}", int(e)) for e in abi.Err),
-                messages=_defines([*((f"MESSAGE_{e.name}", _c_string(text)) for e, text in abi.MESSAGES.items()),
-                                   ("FIXED_MESSAGES", ", ".join(f"{{EDSL_ERR_{e.name}, EDSL_MESSAGE_{e.name}}}"
-                                                                for e in abi.MESSAGES)),
-                                   ("MESSAGE_OUTSIDE_ARRAYS", _c_string(abi.OUTSIDE_ARRAYS)),
+                messages=_defines([("MESSAGE_OUTSIDE_ARRAYS", _c_string(abi.OUTSIDE_ARRAYS)),
                                    ("WAIT_REPEATS", abi.WAIT_REPEATS),
-                                   ("MESSAGE_WAITS_FOREVER", _c_string(abi.WAITS_FOREVER)),
                                    *_split_message("MESSAGE_OUTSIDE_ARRAYS_LOADED", abi.OUTSIDE_ARRAYS_LOADED)]))
 
 
@@ -84,6 +81,41 @@ def dma_rules_header() -> str:
         messages.append(f"  if (broken & {int(check.rule)}) {{\n    snprintf(out, size, {text}, {arg});\n"
                         f"    return;\n  }}")
     return fill("dma_rules.h", checks="\n".join(checks), messages="\n".join(messages))
+
+
+def error_messages_header() -> str:
+    """error_messages.h: the wording of the run-time errors (edsl.target.dpu.ERROR_FORMATS) as C."""
+    cases = [f"  case EDSL_ERR_{abi.Err(code).name}:\n{_c_format(fmt)}" for code, fmt in abi.ERROR_FORMATS.items()]
+    sides = [f"  if (code == EDSL_ERR_{code.name} && write == {int(direction == abi.WRITE)})\n"
+             f"    return {_c_string(side)};" for (code, direction), side in abi.OVERRUN_SIDES.items()]
+    fields = "\n".join(f"  {'const char *' if t is str else 'int64_t '}{name};" for name, t in abi.ERROR_OPERANDS.items())
+    return fill("error_messages.h", fields=fields, cases="\n".join(cases), sides="\n".join(sides),
+                unknown=_c_format(abi.UNKNOWN_ERROR, indent="  "),
+                read=_c_string(abi.TRANSFER_NAMES[abi.READ]), write=_c_string(abi.TRANSFER_NAMES[abi.WRITE]))
+
+
+def _c_format(fmt: str, indent: str = "    ") -> str:
+    """C that writes format `fmt` (of ERROR_FORMATS) of the operands `o` to
+    `out` and returns; where a text operand is NULL, it falls through."""
+    text, args, texts = [], [], []
+    for literal, name, spec, _ in string.Formatter().parse(fmt):
+        text.append(literal.replace("%", "%%"))
+        if name is None:
+            continue
+        if abi.ERROR_OPERANDS[name] is str:
+            text.append("%s")
+            texts.append(f"o->{name}")
+        elif spec == "#x":
+            text.append("0x%llx")
+        else:
+            assert not spec, (fmt, spec)
+            text.append("%lld")
+        cast = "" if abi.ERROR_OPERANDS[name] is str else "(unsigned long long)" if spec else "(long long)"
+        args.append(f"{cast}o->{name}")
+    call = f"snprintf(out, size, {', '.join([_c_string(''.join(text)), *args])});"
+    if not texts:
+        return f"{indent}{call}\n{indent}return;"
+    return f"{indent}if ({' && '.join(texts)}) {{\n{indent}  {call}\n{indent}  return;\n{indent}}}\n{indent}break;"
 
 
 def _c_string(text: str) -> str:
@@ -393,6 +425,7 @@ def project_files(spec: ExportSpec, built: Build) -> dict[str, str]:
         "dpu_program.c": dpu_program(spec, built),
         "dpu_abi.h": abi_header(),
         "dma_rules.h": dma_rules_header(),
+        "error_messages.h": error_messages_header(),
         "kernel_args.h": args_header(spec, built),
         "launch_config.h": launch_config(spec, built.name, direct_mram_functions(built.record)),
         "host_runner.c": host_runner(spec, built),

@@ -8,6 +8,7 @@ error codes. Importing this module is cheap (no MLIR, no NumPy).
 """
 from __future__ import annotations
 
+import string
 from enum import IntEnum, IntFlag
 from typing import NamedTuple
 
@@ -476,7 +477,7 @@ WAITS_FOREVER = ("it waits for a value that another program writes: on UPMEM a D
                  "it while it waits")
 
 # What an error means, for the codes whose message has no operands: the model
-# and the exported host runner say the same.
+# and the exported host runner say the same (`ERROR_FORMATS`).
 MESSAGES = {
     Err.ASSERT: "assertion failed",
     Err.INDEX: "index out of bounds",
@@ -484,3 +485,57 @@ MESSAGES = {
     Err.DEADLOCK: ("deadlock at a barrier: tasklets that finished will never reach it "
                    "(every tasklet must reach every barrier)"),
 }
+
+# The operands an error's message names (`ERROR_FORMATS`), and their types: the
+# context's ERR_* slots (`mram` also a program id, or a polled value), and what
+# the reader of the context makes of them: the transfer's name (`TRANSFER_NAMES`,
+# by ERR_DIR), the DMA rule it breaks (`dma_violation`), the buffer it overruns
+# (`OVERRUN_SIDES`), why it is wrong (`OUTSIDE_ARRAYS...`, or the model's
+# `POLL_ON_MODEL`), the text of a `tl.device_assert`.
+ERROR_OPERANDS = {"code": int, "nbytes": int, "mram": int, "wram": int,
+                  "kind": str, "rule": str, "side": str, "why": str, "text": str}
+
+# The wording of each error with its operands (`str.format` fields; `{mram:#x}`
+# is an address in hex), once: the model formats it (`error_message`) and the
+# exported host runner's C is generated from it (edsl.export.generate). A
+# message whose text operand the reader lacks is `UNKNOWN_ERROR`.
+ERROR_FORMATS = {
+    Err.DMA_RULE: "{kind} breaks the DMA rules: {rule}",
+    Err.MRAM_BOUNDS: "{kind} of {nbytes} bytes at MRAM address {mram:#x} {why}",
+    Err.MRAM_OVERRUN: "{kind}: {nbytes} bytes overrun the {side}",
+    Err.WRAM_OVERRUN: "{kind}: {nbytes} bytes overrun the {side}",
+    Err.DEVICE_ASSERT: "device assertion failed (program {mram}): {text}",
+    Err.WAIT: (f"the same access of {{nbytes}} bytes at MRAM address {{mram:#x}}, {WAIT_REPEATS} times "
+               f"in a row: {WAITS_FOREVER}"),
+    # (`why`: what the model adds, `POLL_ON_MODEL`; nothing on a DPU)
+    Err.POLL: "tl.atomic_poll waits forever: the value is {mram}, not {wram}{why}",
+    **MESSAGES,
+}
+UNKNOWN_ERROR = "error code {code}"
+
+POLL_ON_MODEL = (", and the DPU model runs one program at a time, so nothing can change it "
+                 "(timeout_ns= gives up)")
+
+# The name of a transfer by its direction (a context's ERR_DIR slot).
+TRANSFER_NAMES = {READ: "mram_read", WRITE: "mram_write"}
+
+# The buffer an EDSL transfer overruns, by error code and direction.
+OVERRUN_SIDES = {(Err.MRAM_OVERRUN, READ): "MRAM source", (Err.MRAM_OVERRUN, WRITE): "MRAM destination",
+                 (Err.WRAM_OVERRUN, READ): "WRAM buffer", (Err.WRAM_OVERRUN, WRITE): "WRAM source"}
+
+
+def error_operands(fmt: str) -> list[tuple[str, str]]:
+    """The (operand, format spec) fields of an error format, in order."""
+    return [(name, spec) for _, name, spec, _ in _FORMATTER.parse(fmt) if name is not None]
+
+
+def error_message(code: int, **operands) -> str:
+    """The message of error `code` with its operands (`ERROR_OPERANDS`; a
+    text operand that is None: the reader lacks it)."""
+    fmt = ERROR_FORMATS.get(code)
+    if fmt is None or any(operands.get(name) is None for name, _ in error_operands(fmt)):
+        return UNKNOWN_ERROR.format(code=code)
+    return fmt.format(code=code, **operands)
+
+
+_FORMATTER = string.Formatter()

@@ -556,20 +556,26 @@ def test_abi_header_is_the_abi_module():
         assert not re.search(r"\b(?:status|ctx)\w*\[\s*\d+\s*\]", code), path.name   # slots by name
 
 
+def _header_library(tmp_path_factory, header: str, text: str, source: str) -> ctypes.CDLL:
+    """Generated header `header` (its `text`, with dpu_abi.h) and C `source`
+    that calls it, compiled as a library."""
+    d = tmp_path_factory.mktemp(header.split(".")[0])
+    (d / "dpu_abi.h").write_text(generate.abi_header())
+    (d / header).write_text(text)
+    (d / "lib.c").write_text(f'#include "{header}"\n{source}')
+    r = subprocess.run(["cc", "-O1", "-fPIC", "-shared", "-Wall", "-Werror", "-I.", "-o", "lib.so", "lib.c"], cwd=d,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return ctypes.CDLL(str(d / "lib.so"))
+
+
 @pytest.fixture(scope="module")
 def dma_rules_c(tmp_path_factory):
     """The generated dma_rules.h compiled as a library: rules(m, w, n), message(m, w, n)."""
-    d = tmp_path_factory.mktemp("dma_rules")
-    (d / "dpu_abi.h").write_text(generate.abi_header())
-    (d / "dma_rules.h").write_text(generate.dma_rules_header())
-    (d / "rules.c").write_text('#include "dma_rules.h"\n'
-                               "int rules(uint64_t m, uint64_t w, int64_t n) { return edsl_dma_rules_broken(m, w, n); }\n"
-                               "void message(char *out, uint64_t m, uint64_t w, int64_t n) "
-                               "{ edsl_dma_violation(out, 256, m, w, n); }\n")
-    r = subprocess.run(["cc", "-O1", "-fPIC", "-shared", "-I.", "-o", "rules.so", "rules.c"], cwd=d,
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    lib = ctypes.CDLL(str(d / "rules.so"))
+    lib = _header_library(tmp_path_factory, "dma_rules.h", generate.dma_rules_header(),
+                          "int rules(uint64_t m, uint64_t w, int64_t n) { return edsl_dma_rules_broken(m, w, n); }\n"
+                          "void message(char *out, uint64_t m, uint64_t w, int64_t n) "
+                          "{ edsl_dma_violation(out, 256, m, w, n); }\n")
     lib.rules.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int64]
     lib.message.argtypes = [ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int64]
     return lib
@@ -596,10 +602,57 @@ def test_exported_dma_rules_are_the_abis(dma_rules_c, mram, wram, n):
     assert out.value.decode() == (abi.dma_violation(mram, wram, n) or "(no rule broken)")
 
 
+@pytest.fixture(scope="module")
+def error_messages_c(tmp_path_factory):
+    """The generated error_messages.h compiled as a library: message(out, size, operands),
+    side(code, write), transfer(write)."""
+    lib = _header_library(tmp_path_factory, "error_messages.h", generate.error_messages_header(),
+                          "void message(char *out, size_t size, const struct edsl_error_operands *o) "
+                          "{ edsl_error_message(out, size, o); }\n"
+                          "const char *side(int64_t code, int write) { return edsl_overrun_side(code, write); }\n"
+                          "const char *transfer(int write) { return edsl_transfer_name(write); }\n")
+    lib.side.restype = lib.transfer.restype = ctypes.c_char_p
+    lib.side.argtypes, lib.transfer.argtypes = [ctypes.c_int64, ctypes.c_int], [ctypes.c_int]
+    return lib
+
+
+class ErrorOperands(ctypes.Structure):
+    """struct edsl_error_operands, field by field as abi.ERROR_OPERANDS names them."""
+    _fields_ = [(name, ctypes.c_char_p if t is str else ctypes.c_int64) for name, t in abi.ERROR_OPERANDS.items()]
+
+
+ERROR_SAMPLES = [dict(nbytes=n, mram=m, wram=w, kind=kind, rule=rule, side=side, why=why, text=text)
+                 for n, m, w in ((8, 0x1000, 0x20), (2049, 7, 3), (0, 0, 0), (1 << 40, (1 << 62) + 5, 1))
+                 for kind, rule, side, why, text in (("mram_read", "DMA size 2049 bytes: a %s rule", "MRAM source",
+                                                      abi.OUTSIDE_ARRAYS, "x must be 100% non-negative"),
+                                                     ("mram_write", "", "WRAM buffer", "", "{braces} and \\"))]
+
+
+@needs_cc
+@pytest.mark.parametrize("code", [0, *abi.Err, 99])
+@pytest.mark.parametrize("operands", ERROR_SAMPLES)
+def test_exported_error_messages_are_the_abis(error_messages_c, code, operands):
+    """The C of the exported runner (error_messages.h, generated from
+    abi.ERROR_FORMATS) words every error with its operands as the model
+    does (abi.error_message), and falls back alike where a text is missing."""
+    out = ctypes.create_string_buffer(4096)
+    for missing in (None, *(name for name, t in abi.ERROR_OPERANDS.items() if t is str)):
+        given = {k: (None if k == missing else v) for k, v in operands.items()}
+        c = ErrorOperands(code=int(code), **{k: v.encode() if isinstance(v, str) else v for k, v in given.items()})
+        error_messages_c.message(out, ctypes.sizeof(out), ctypes.byref(c))
+        assert out.value.decode() == abi.error_message(code, **given)
+    for (err, direction), side in abi.OVERRUN_SIDES.items():
+        assert error_messages_c.side(int(err), int(direction == abi.WRITE)).decode() == side
+    assert error_messages_c.side(int(abi.Err.DMA_RULE), 0) is None
+    assert [error_messages_c.transfer(w).decode() for w in (0, 1)] == [abi.TRANSFER_NAMES[abi.READ],
+                                                                       abi.TRANSFER_NAMES[abi.WRITE]]
+
+
 def test_templates_are_package_data():
     package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     assert "templates/*" in package_data["edsl.export"] and "sdk/*" in package_data["edsl.export"]
-    assert {p.name for p in TEMPLATES.iterdir()} >= {"dpu_program.c", "dpu_abi.h", "dma_rules.h", "kernel_args.h",
+    assert {p.name for p in TEMPLATES.iterdir()} >= {"dpu_program.c", "dpu_abi.h", "dma_rules.h", "error_messages.h",
+                                                     "kernel_args.h",
                                                      "host_runner.c", "launch_config.h", "Makefile", "README.md"}
     assert "*.mlir" in package_data["edsl.dpu"]         # the DPU runtime library
 

@@ -23,7 +23,8 @@ ${dpu}
 /* Error codes of a context's ERROR slot. */
 ${errors}
 
-/* What the codes without operands mean (the model says the same). */
+/* Why a transfer is outside the launch's arrays (the `why` of its error message:
+ * error_messages.h), and when a wait never ends. */
 ${messages}
 
 #endif

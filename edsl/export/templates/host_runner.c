@@ -28,6 +28,7 @@
 
 #include "dma_rules.h"
 #include "dpu_abi.h"
+#include "error_messages.h"
 #define EDSL_HOST_RUNNER 1             /* (kernel_args.h: edsl_half_bits, for 16-bit float atomics) */
 #include "kernel_args.h"
 #include "launch_config.h"
@@ -258,18 +259,6 @@ static const char *site_of(int64_t code) {
   return s ? s->where : NULL;
 }
 
-/* The message of an error code without operands (abi.MESSAGES); NULL for another. */
-static const char *fixed_message(int64_t code) {
-  static const struct {
-    int64_t code;
-    const char *text;
-  } fixed[] = {EDSL_FIXED_MESSAGES};
-  for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++)
-    if (fixed[k].code == code)
-      return fixed[k].text;
-  return NULL;
-}
-
 /* The error recorded in a DPU's status (its first tasklet context with one),
  * worded as the DPU model's DpuError: "file:line:col: kernel 'k' [on DPU i]: ...". */
 static void report(uint32_t dpu, uint32_t dpus_used, const int64_t *status) {
@@ -277,55 +266,24 @@ static void report(uint32_t dpu, uint32_t dpus_used, const int64_t *status) {
   uint64_t mram = (uint64_t)status[EDSL_CTX_ERR_MRAM], wram = (uint64_t)status[EDSL_CTX_ERR_WRAM];
   int64_t n = status[EDSL_CTX_ERR_BYTES];
   int write = status[EDSL_CTX_ERR_DIR] != EDSL_READ;
-  const char *kind = write ? "mram_write" : "mram_read";
   const char *where = site_of(site);
-  char message[1024], rule[256];
+  const struct site *s = site_entry(site);
+  char message[1024], rule[256], why[1024];
   int nasserts = (int)(sizeof assert_messages / sizeof assert_messages[0]);
-  const char *fixed = fixed_message(code);
-  if (fixed)
-    snprintf(message, sizeof message, "%s", fixed);
-  else switch (code) {
-    case EDSL_ERR_DMA_RULE:
-      edsl_dma_violation(rule, sizeof rule, mram, wram, n);
-      snprintf(message, sizeof message, "%s breaks the DMA rules: %s", kind, rule);
-      break;
-    case EDSL_ERR_MRAM_BOUNDS: {
-      const struct site *s = site_entry(site);
-      if (s && s->pointer_load)
-        snprintf(message, sizeof message, "%s of %lld bytes at MRAM address 0x%llx %s%s%s", kind, (long long)n,
-                 (unsigned long long)mram, EDSL_MESSAGE_OUTSIDE_ARRAYS_LOADED_BEFORE, s->pointer_load,
-                 EDSL_MESSAGE_OUTSIDE_ARRAYS_LOADED_AFTER);
-      else
-        snprintf(message, sizeof message, "%s of %lld bytes at MRAM address 0x%llx %s", kind, (long long)n,
-                 (unsigned long long)mram, EDSL_MESSAGE_OUTSIDE_ARRAYS);
-      break;
-    }
-    case EDSL_ERR_MRAM_OVERRUN:
-    case EDSL_ERR_WRAM_OVERRUN:
-      snprintf(message, sizeof message, "%s: %lld bytes overrun the %s", kind, (long long)n,
-               code == EDSL_ERR_MRAM_OVERRUN ? (write ? "MRAM destination" : "MRAM source")
-                                             : (write ? "WRAM source" : "WRAM buffer"));
-      break;
-    case EDSL_ERR_DEVICE_ASSERT:
-      if (site > 0 && site <= nasserts && assert_messages[site - 1][0]) {
-        snprintf(message, sizeof message, "device assertion failed (program %lld): %s", (long long)mram,
-                 assert_messages[site - 1][0]);
-        where = assert_messages[site - 1][1][0] ? assert_messages[site - 1][1] : NULL;
-      } else {
-        snprintf(message, sizeof message, "error code %lld", (long long)code);
-      }
-      break;
-    case EDSL_ERR_WAIT:
-      snprintf(message, sizeof message, "the same access of %lld bytes at MRAM address 0x%llx, %lld times in a row: %s",
-               (long long)n, (unsigned long long)mram, (long long)EDSL_WAIT_REPEATS, EDSL_MESSAGE_WAITS_FOREVER);
-      break;
-    case EDSL_ERR_POLL:
-      snprintf(message, sizeof message, "tl.atomic_poll waits forever: the value is %lld, not %lld",
-               (long long)mram, (long long)wram);
-      break;
-    default:
-      snprintf(message, sizeof message, "error code %lld", (long long)code);
+  edsl_dma_violation(rule, sizeof rule, mram, wram, n);
+  if (code == EDSL_ERR_MRAM_BOUNDS && s && s->pointer_load)
+    snprintf(why, sizeof why, "%s%s%s", EDSL_MESSAGE_OUTSIDE_ARRAYS_LOADED_BEFORE, s->pointer_load,
+             EDSL_MESSAGE_OUTSIDE_ARRAYS_LOADED_AFTER);
+  else
+    snprintf(why, sizeof why, "%s", code == EDSL_ERR_MRAM_BOUNDS ? EDSL_MESSAGE_OUTSIDE_ARRAYS : "");
+  struct edsl_error_operands operands = {
+      .code = code, .nbytes = n, .mram = (int64_t)mram, .wram = (int64_t)wram, .kind = edsl_transfer_name(write),
+      .rule = rule, .side = edsl_overrun_side(code, write), .why = why, .text = NULL};
+  if (code == EDSL_ERR_DEVICE_ASSERT && site > 0 && site <= nasserts && assert_messages[site - 1][0]) {
+    operands.text = assert_messages[site - 1][0];
+    where = assert_messages[site - 1][1][0] ? assert_messages[site - 1][1] : NULL;
   }
+  edsl_error_message(message, sizeof message, &operands);
   char on[64] = "";
   if (dpus_used > 1)
     snprintf(on, sizeof on, " on DPU %u", dpu);
