@@ -626,13 +626,14 @@ class Launch:
         return (self.ctx[..., Ctx.READS] + self.ctx[..., Ctx.WRITES]).sum(axis=0).tolist()
 
     def raise_error(self, what: str, sites: Mapping[int, SourceLoc], asserts=()) -> None:
-        """Raise the first recorded error as a DpuError at its site. `asserts`:
+        """Raise the first DPU's error as a DpuError at its site (a DPU keeps
+        its first error, in the first tasklet's context that holds one: the
+        runtime library records no error once the DPU has stopped). `asserts`:
         the (message, "file:line") of each `tl.device_assert`, by number."""
-        codes = self.ctx[..., Ctx.ERROR]
-        if not codes.any():
+        failed = np.argwhere(self.ctx[..., Ctx.ERROR])
+        if not len(failed):
             return
-        # The root cause first: a deadlock may follow from another error.
-        dpu, tid = min(zip(*np.nonzero(codes)), key=lambda dt: (codes[dt] == Err.DEADLOCK, dt))
+        dpu, tid = (int(i) for i in failed[0])
         c = self.ctx[dpu, tid]
         code, site = int(c[Ctx.ERROR]), int(c[Ctx.ERR_SITE])
         mram, wram, n = int(c[Ctx.ERR_MRAM]), int(c[Ctx.ERR_WRAM]), int(c[Ctx.ERR_BYTES])

@@ -27,16 +27,33 @@ module {
     return
   }
 
-  // The first error of a tasklet, with what it was doing; the DPU stops.
+  // The first error of the tasklet's DPU, with what the tasklet was doing; the
+  // DPU stops. An error once the DPU has stopped is not recorded: it follows
+  // from the first (a deadlock of tasklets that gave up waiting at a barrier,
+  // a check on data a refused transfer left), which stays the DPU's, in the
+  // context of the tasklet that met it. (Tasklets that fail at once each keep
+  // theirs: the host reads the first tasklet's.)
   // (Not inlined, as `save_pages` and `__dpu_in_regions`: a call at each of
   // a kernel's transfers compiles much faster than a copy of the code.)
   func.func @${fail}(%ctx: !llvm.ptr, %code: i64, %site: i64, %mram: i64, %wram: i64,
                      %n: i64, %dir: i64) attributes {passthrough = ["noinline"]} {
     %c0 = arith.constant 0 : i64
     %c1 = arith.constant 1 : i64
+    %false = arith.constant false
+    %st = func.call @__dpu_state(%ctx) : (!llvm.ptr) -> !llvm.ptr
+    %null = llvm.mlir.zero : !llvm.ptr
+    %has = llvm.icmp "ne" %st, %null : !llvm.ptr
+    %stopped = scf.if %has -> (i1) {
+      %s = func.call @${failed}(%ctx) : (!llvm.ptr) -> i1
+      scf.yield %s : i1
+    } else {
+      scf.yield %false : i1
+    }
     %e_p = llvm.getelementptr %ctx[${ctx_error}] : (!llvm.ptr) -> !llvm.ptr, i64
     %e = llvm.load %e_p : !llvm.ptr -> i64
-    %first = arith.cmpi eq, %e, %c0 : i64
+    %none = arith.cmpi eq, %e, %c0 : i64
+    %running = arith.cmpi eq, %stopped, %false : i1
+    %first = arith.andi %none, %running : i1
     scf.if %first {
       llvm.store %code, %e_p : i64, !llvm.ptr
       %es = llvm.getelementptr %ctx[${ctx_err_site}] : (!llvm.ptr) -> !llvm.ptr, i64
@@ -50,9 +67,6 @@ module {
       %ed = llvm.getelementptr %ctx[${ctx_err_dir}] : (!llvm.ptr) -> !llvm.ptr, i64
       llvm.store %dir, %ed : i64, !llvm.ptr
     }
-    %st = func.call @__dpu_state(%ctx) : (!llvm.ptr) -> !llvm.ptr
-    %null = llvm.mlir.zero : !llvm.ptr
-    %has = llvm.icmp "ne" %st, %null : !llvm.ptr
     scf.if %has {
       %f = llvm.getelementptr %st[${dpu_failed}] : (!llvm.ptr) -> !llvm.ptr, i64
       llvm.store %c1, %f atomic release {alignment = 8 : i64} : i64, !llvm.ptr

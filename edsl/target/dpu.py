@@ -137,7 +137,8 @@ LOG_FULL = "edsl_dpu_log_full"        # (ctx) -> (): the tasklet's log is full (
 # The one DMA routine, which kernels call directly:
 # (mram_addr, wram_addr, nbytes, direction, site: i64, ctx: !llvm.ptr) -> ()
 DMA = "__dpu_dma"
-# Record the tasklet's first error and stop its DPU:
+# Record the DPU's first error (in the tasklet's context; none once the DPU has stopped: what
+# follows, a deadlock of tasklets that gave up waiting included, is not the cause) and stop it:
 # (ctx, code, site, mram_addr, wram_addr, nbytes, direction: i64) -> ()
 FAIL = "__dpu_fail"
 # Whether the DPU of the tasklet of `ctx` has stopped on an error: (ctx: !llvm.ptr) -> i1
@@ -238,7 +239,7 @@ class Ctx(IntEnum):
     READ_BYTES = 1
     WRITES = 2
     WRITE_BYTES = 3
-    ERROR = 4            # the first error's code (Err), 0 if none
+    ERROR = 4            # the DPU's first error's code (Err), 0 if none (or another tasklet's)
     ERR_SITE = 5         # ... its source site (a check-site code, 0 if unknown)
     ERR_MRAM = 6         # ... for DMA errors: MRAM address, WRAM address, bytes, direction
     ERR_WRAM = 7

@@ -131,6 +131,28 @@ def test_a_tasklet_error_is_recorded_in_its_context_and_stops_the_others():
     assert not launch.ctx[0, [0, 1, 3], Ctx.ERROR].any()
 
 
+@edsl.dialect
+def fails_then_others_wait(y: InOut["memref<?xi32>"]):
+    t = edsl.tasklet_id()
+    if t == 2:
+        assert y[0] == 99  # <fails-first>
+    if t != 1:
+        edsl.barrier()
+    y[t + 1] = 1
+
+
+@needs_one_thread
+def test_the_dpu_keeps_its_first_error_not_the_deadlock_that_follows():
+    """Tasklets 0 and 3 wait at a barrier that tasklet 1 never reaches, after
+    tasklet 2's error stopped the DPU: the runtime records the error alone (a
+    deadlock once the DPU has stopped follows from it), so the host reads it."""
+    launch = run_on_one_thread(fails_then_others_wait, np.zeros(8, np.int32), tasklets=4, check=False)
+    assert launch.ctx[0, :, Ctx.ERROR].tolist() == [0, 0, Err.ASSERT, 0]
+    with pytest.raises(edsl.DpuError, match="assertion failed") as err:
+        fails_then_others_wait.run(np.zeros(8, np.int32), tasklets=4)
+    assert err.value.loc.lineno == line_of("fails-first")
+
+
 SPIN = textwrap.dedent('''
     import sys, numpy as np, edsl
     from edsl import InOut, Input

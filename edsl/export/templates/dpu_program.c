@@ -181,16 +181,12 @@ int main(void) {
     edsl_log_flush(ctx);
   barrier_wait(&edsl_barrier);
   if (me() == 0) {
-    /* The root cause first, as the DPU model reports it: a deadlock may follow
-     * from another error. */
-    int first = -1;
-    for (int t = 0; t < NR_TASKLETS; t++) {
-      int64_t code = edsl_ctx[t][EDSL_CTX_ERROR];
-      if (code != 0 && (first < 0 || (edsl_ctx[first][EDSL_CTX_ERROR] == EDSL_ERR_DEADLOCK
-                                      && code != EDSL_ERR_DEADLOCK)))
-        first = t;
-    }
-    if (first >= 0)
+    /* The DPU's error (the runtime records only the first: what follows from it
+     * is not), in the first tasklet's context that holds one. */
+    int first = 0;
+    while (first < NR_TASKLETS - 1 && edsl_ctx[first][EDSL_CTX_ERROR] == 0)
+      first++;
+    if (edsl_ctx[first][EDSL_CTX_ERROR] != 0)
       for (int k = 0; k < EDSL_CTX_SLOTS; k++)
         edsl_status[k] = edsl_ctx[first][k];
   }

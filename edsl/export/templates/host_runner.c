@@ -909,17 +909,15 @@ ${set_ptrs}
     return printed;
 #endif
 
-  /* The first error, as the DPU model raises it: the first DPU's, unless it
-   * is a deadlock and another DPU's is not (a deadlock may follow an error). */
+  /* The first DPU's error, as the DPU model raises it (each DPU keeps its
+   * first error: edsl_status). */
   int64_t status[EDSL_CTX_SLOTS], first[EDSL_CTX_SLOTS];
   uint32_t failed = 0, first_dpu = 0;
   DPU_FOREACH(set, dpu, i) {
     CHECK(dpu_copy_from(dpu, "edsl_status", 0, status, sizeof status));
-    if (status[EDSL_CTX_ERROR] != 0) {
-      if (failed++ == 0 || (first[EDSL_CTX_ERROR] == EDSL_ERR_DEADLOCK && status[EDSL_CTX_ERROR] != EDSL_ERR_DEADLOCK)) {
-        memcpy(first, status, sizeof status);
-        first_dpu = i;
-      }
+    if (status[EDSL_CTX_ERROR] != 0 && failed++ == 0) {
+      memcpy(first, status, sizeof status);
+      first_dpu = i;
     }
   }
   if (failed) {
