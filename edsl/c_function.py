@@ -25,7 +25,7 @@ from .dpu import races, runtime
 from .dpu.runtime import LaunchReport, Program
 from .hostcall import ArgSpec, pack_arguments
 from .source_function import SourceFunction
-from .target.dpu import MAX_TASKLETS, MRAM_ADDRSPACE, WRAM_BYTES, align_up
+from .target.dpu import MAX_TASKLETS, MRAM_ADDRSPACE, WRAM_BYTES, Ctx, align_up, c_heap_bytes
 
 
 class CFunction(SourceFunction):
@@ -142,6 +142,8 @@ class CFunction(SourceFunction):
         mram = [(a.ctypes.data, align_up(a.ctypes.data + a.nbytes)) for spec, a in zip(specs, args)
                 if spec.kind == "ptr" and spec.memory_space == MRAM_ADDRSPACE and a.nbytes]
         launch = runtime.Launch(1, tasklets, sorted(mram) or [(0, 0)])
+        launch.ctx[..., Ctx.C_HEAP] = c_heap_bytes(tasklets, upmem_c.variable_bytes(self.compiled(tasklets).llvm),
+                                                   wram)     # (mem_alloc's, alloc.h)
         if check_races:
             launch.keep_race_logs()
 

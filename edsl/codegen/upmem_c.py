@@ -3,7 +3,8 @@ package (edsl.codegen.clang) to LLVM IR for this host, where the DPU model
 runs them.
 
 No UPMEM SDK is used: the SDK's DPU headers the model honours (`defs.h`,
-`mram.h`, `barrier.h`, `assert.h`, `stdio.h`) are the project's own, in
+`mram.h`, `barrier.h`, `assert.h`, `stdio.h`, `mutex.h`, `handshake.h`,
+`alloc.h`, `seqread.h`; `perfcounter.h` refuses its calls) are the project's own, in
 `upmem_include/`, `edsl_dpu.h` included before the source. They call the
 model's runtime (edsl.target.dpu: its symbols are defined for the compile
 from there), so a transfer is checked against the DMA rules and the launch's
@@ -42,8 +43,20 @@ SITE_BASE = 1 << 32
 FILE_SITES = 1 << 24
 # The runtime's entry points the headers call, as the compile names them.
 _RUNTIME = {"EDSL_ME": dpu.ME, "EDSL_BARRIER": dpu.BARRIER, "EDSL_MRAM_READ": dpu.MRAM_READ,
-            "EDSL_MRAM_WRITE": dpu.MRAM_WRITE, "EDSL_ASSERT_FAIL": dpu.ASSERT_FAIL, "EDSL_CTX": dpu.CTX}
+            "EDSL_MRAM_WRITE": dpu.MRAM_WRITE, "EDSL_ASSERT_FAIL": dpu.ASSERT_FAIL, "EDSL_CTX": dpu.CTX,
+            "EDSL_FAIL": dpu.FAIL, "EDSL_YIELD": dpu.YIELD}
 RUNTIME_SYMBOLS = frozenset(_RUNTIME.values()) | {dpu.RACE_NOTE}     # (RACE_NOTE: `with_race_notes`)
+# What the headers (mutex.h, handshake.h, alloc.h, seqread.h) need of the ABI (EDSL_<name>).
+_FACTS = {"CTX_C_HEAP": int(dpu.Ctx.C_HEAP), "CTX_REGIONS": int(dpu.Ctx.REGIONS),
+          "CTX_NREGIONS": int(dpu.Ctx.NREGIONS), "DPU_COUNT": int(dpu.Dpu.COUNT),
+          "DPU_TASKLETS": int(dpu.Dpu.TASKLETS), "DPU_WAIT_SITE": int(dpu.Dpu.WAIT_SITE),
+          "DPU_SCHEDULER": int(dpu.Dpu.SCHEDULER), "COUNT_FIELD_MASK": dpu.COUNT_FIELD_MASK,
+          "COUNT_BLOCKED_SHIFT": dpu.COUNT_BLOCKED_SHIFT, "COUNT_FINISHED_SHIFT": dpu.COUNT_FINISHED_SHIFT,
+          "WRAM_BYTES": dpu.WRAM_BYTES, "HEAP_ALIGN": dpu.HEAP_ALIGN, "DMA_ALIGN": dpu.DMA_ALIGN,
+          "DMA_MAX_BYTES": dpu.DMA_MAX_BYTES, "MAX_TASKLETS": dpu.MAX_TASKLETS,
+          **{f"ERR_{e.name}": int(e) for e in (dpu.Err.MUTEX_UNLOCK, dpu.Err.MUTEX_RELOCK, dpu.Err.SYNC_DEADLOCK,
+                                                dpu.Err.HEAP_FULL, dpu.Err.SEQREAD_STEP,
+                                                dpu.Err.HANDSHAKE_BUSY, dpu.Err.HANDSHAKE_WHOM)}}
 RUN = "__edsl_run"      # (packed entry, args): runs a packed entry until it returns or a fault stops it
 # (address, size, site) -> bits, (address, size, bits, site) -> (): a load, a store through a __mram_ptr
 MRAM_LOAD, MRAM_STORE = "__edsl_mram_load", "__edsl_mram_store"
@@ -63,6 +76,7 @@ def flags(source: Source, tasklets: int, files: tuple = (), slot: int = 0) -> li
                 f"-DEDSL_FILE_INDEX=({index})", f"-DEDSL_CTX_C_STOP={int(dpu.Ctx.C_STOP)}",
                 f"-DEDSL_CTX_DPU={int(dpu.Ctx.DPU)}", f"-DEDSL_DPU_FAILED={int(dpu.Dpu.FAILED)}",
                 f"-DNR_TASKLETS={tasklets}"]
+    defines += [f"-DEDSL_{k}={v}" for k, v in _FACTS.items()]
     # (no vectorizing: accesses through __mram_ptr pointers stay scalars, as checked_mram_accesses reads them)
     return ["-x", "c", "-std=gnu11", "-ffreestanding", "-nostdlibinc", "-fno-stack-protector",
             "-fno-vectorize", "-fno-slp-vectorize",
@@ -337,6 +351,75 @@ def declared_at(source: Source, name: str) -> SourceLoc:
     return SourceLoc(source.filename, 0, 0)
 
 
+_VARIABLE = re.compile(r"^@([-\w$.]+) = (?:[a-z_]+(?:\([^)]*\))? )*?(?:global|constant) (.*)$", re.M)
+_NAMED_TYPE = re.compile(r"^(%[-\w$.]+) = type (.*)$", re.M)
+_SCALAR_BYTES = {"half": 2, "bfloat": 2, "float": 4, "double": 8, "ptr": 8, "x86_fp80": 16, "fp128": 16}
+
+
+def variable_bytes(llvm: str) -> int:
+    """The WRAM bytes the module's variables and constants take, as compiled
+    for this host (its pointers take 8 bytes, a DPU's 4), but the model's own
+    (`__edsl_`: the heap of alloc.h, the words of mutexes, which a DPU keeps
+    in its atomic bits)."""
+    named = {m[1]: m[2] for m in _NAMED_TYPE.finditer(llvm)}
+    total = 0
+    for name, rest in _VARIABLE.findall(llvm):
+        if name.startswith(("__edsl_", "llvm.")):
+            continue
+        size, align, _ = _type_layout(rest, 0, named)     # (not the host's larger `align` of arrays)
+        total = align_to(total, align) + size
+    return total
+
+
+def align_to(n: int, to: int) -> int:
+    return -(-n // max(1, to)) * max(1, to)
+
+
+def _type_layout(text: str, pos: int, named: dict) -> tuple[int, int, int]:
+    """(size, alignment, end) of the LLVM type at text[pos:] (natural alignment, at most 16)."""
+    m = re.compile(r"\s*").match(text, pos)
+    pos = m.end()
+    if text.startswith("<{", pos) or text.startswith("{", pos):
+        packed = text.startswith("<{", pos)
+        pos += 2 if packed else 1
+        size, align = 0, 1
+        while True:
+            pos = re.compile(r"\s*").match(text, pos).end()
+            if text.startswith("}>" if packed else "}", pos):
+                pos += 2 if packed else 1
+                break
+            s, a, pos = _type_layout(text, pos, named)
+            a = 1 if packed else a
+            size, align = align_to(size, a) + s, max(align, a)
+            pos = re.compile(r"\s*,?").match(text, pos).end()
+        return align_to(size, align), align, pos
+    m = re.compile(r"([\[<])(\d+) x ").match(text, pos)
+    if m:
+        s, a, pos = _type_layout(text, m.end(), named)
+        pos = re.compile(r"\s*[\]>]").match(text, pos).end()
+        count = int(m[2])
+        if m[1] == "<":                             # (a vector: aligned to its size, a power of 2)
+            size = s * count
+            a = min(16, 1 << max(0, (size - 1).bit_length()))
+            return align_to(size, a), a, pos
+        return s * count, a, pos
+    m = re.compile(r"i(\d+)\b").match(text, pos)
+    if m:
+        size = max(1, 1 << max(0, (int(m[1]) - 1).bit_length() - 3))
+        return size, min(size, 16), m.end()
+    m = re.compile(r"ptr(?: addrspace\(\d+\))?\b").match(text, pos)
+    if m:
+        return 8, 8, m.end()
+    m = re.compile(r"(%[-\w$.]+|\w+)").match(text, pos)
+    if m and m[1] in named:
+        size, align, _ = _type_layout(named[m[1]], 0, named)
+        return size, align, m.end()
+    if m and m[1] in _SCALAR_BYTES:
+        size = _SCALAR_BYTES[m[1]]
+        return size, size, m.end()
+    raise CompileError(f"the DPU model cannot size the LLVM type at {text[pos:pos + 40]!r}")
+
+
 _GLOBAL = re.compile(r"^@([-\w$.]+) = (?:[a-z_]+ )*?global ", re.M)
 
 
@@ -348,4 +431,4 @@ def _written_globals(llvm: str) -> tuple:
 
 __all__ = ["CompiledC", "checked_mram_accesses", "INCLUDE_DIR", "LANGUAGE", "PRELUDE", "RUN", "RUNTIME_SYMBOLS",
            "SITE_BASE", "compile_c", "declared_at", "digest", "flags", "preprocessed", "site_base",
-           "with_race_notes"]
+           "variable_bytes", "with_race_notes"]

@@ -844,17 +844,18 @@ ${dma_rules}
   }
 
   // A generation-counting barrier over the DPU's shared state. One 64-bit
-  // word counts arrivals (low half) and finished tasklets (high half), so
-  // that the tasklet whose arrival makes `arrived + finished == tasklets`
-  // with both non-zero knows, alone, that the barrier can never complete: a
+  // word counts arrivals, tasklets blocked in a C function's mutex_lock or handshake and
+  // finished tasklets (abi.Dpu.COUNT's fields), so that the tasklet whose
+  // arrival makes `arrived + blocked + finished == tasklets`, some blocked
+  // or finished, knows, alone, that the barrier can never complete: a
   // deadlock, recorded with the barrier's site. Waiters pause (__dpu_pause),
   // and give up once the DPU has failed or the host has interrupted the launch.
   func.func @${barrier}(%site: i64) {
     %ctx = func.call @${ctx}() : () -> !llvm.ptr
     %c0 = arith.constant 0 : i64
     %c1 = arith.constant 1 : i64
-    %mask = arith.constant 4294967295 : i64
-    %c32 = arith.constant 32 : i64
+    %mask = arith.constant ${count_field_mask} : i64
+    %c32 = arith.constant ${count_finished_shift} : i64
     %true = arith.constant true
     %stopped = func.call @${failed}(%ctx) : (!llvm.ptr) -> i1
     %go = arith.xori %stopped, %true : i1
@@ -875,6 +876,9 @@ ${dma_rules}
       %arrived0 = arith.andi %old, %mask : i64
       %arrived = arith.addi %arrived0, %c1 : i64
       %finished = arith.shrui %old, %c32 : i64
+      %bshift = arith.constant ${count_blocked_shift} : i64
+      %blocked_hi = arith.shrui %old, %bshift : i64
+      %blocked = arith.andi %blocked_hi, %mask : i64
       %last = arith.cmpi eq, %arrived, %n : i64
       scf.if %last {
         %minus_n = arith.subi %c0, %n : i64
@@ -884,12 +888,17 @@ ${dma_rules}
           func.call @__dpu_wake(%gen_p) : (!llvm.ptr) -> ()
         }
       } else {
-        %sum = arith.addi %arrived, %finished : i64
+        %sum0 = arith.addi %arrived, %finished : i64
+        %sum = arith.addi %sum0, %blocked : i64
         %all_in = arith.cmpi eq, %sum, %n : i64
         %some_done = arith.cmpi ne, %finished, %c0 : i64
-        %dead = arith.andi %all_in, %some_done : i1
+        %some_blocked = arith.cmpi ne, %blocked, %c0 : i64
+        %stuck = arith.ori %some_done, %some_blocked : i1
+        %dead = arith.andi %all_in, %stuck : i1
         scf.if %dead {
-          %code = arith.constant ${err_deadlock} : i64
+          %barrier_code = arith.constant ${err_deadlock} : i64
+          %mutex_code = arith.constant ${err_sync_deadlock} : i64
+          %code = arith.select %some_blocked, %mutex_code, %barrier_code : i64
           func.call @${fail}(%ctx, %code, %site, %c0, %c0, %c0, %c0)
               : (!llvm.ptr, i64, i64, i64, i64, i64, i64) -> ()
         } else {
@@ -957,12 +966,13 @@ ${dma_rules}
     return
   }
 
-  // The tasklet of `ctx` has finished: a deadlock if the others all wait.
+  // The tasklet of `ctx` has finished: a deadlock if the others all wait (at
+  // a barrier or for a mutex).
   func.func @${exit}(%ctx: !llvm.ptr) {
     %c0 = arith.constant 0 : i64
     %c1 = arith.constant 1 : i64
-    %mask = arith.constant 4294967295 : i64
-    %c32 = arith.constant 32 : i64
+    %mask = arith.constant ${count_field_mask} : i64
+    %c32 = arith.constant ${count_finished_shift} : i64
     %inc = arith.constant 4294967296 : i64
     %st = func.call @__dpu_state(%ctx) : (!llvm.ptr) -> !llvm.ptr
     %null = llvm.mlir.zero : !llvm.ptr
@@ -973,16 +983,24 @@ ${dma_rules}
       %n = llvm.load %n_p : !llvm.ptr -> i64
       %old = llvm.atomicrmw add %count_p, %inc acq_rel : !llvm.ptr, i64
       %arrived = arith.andi %old, %mask : i64
+      %bshift = arith.constant ${count_blocked_shift} : i64
+      %blocked_hi = arith.shrui %old, %bshift : i64
+      %blocked = arith.andi %blocked_hi, %mask : i64
       %fin0 = arith.shrui %old, %c32 : i64
       %finished = arith.addi %fin0, %c1 : i64
-      %sum = arith.addi %arrived, %finished : i64
+      %sum0 = arith.addi %arrived, %finished : i64
+      %sum = arith.addi %sum0, %blocked : i64
       %all_in = arith.cmpi eq, %sum, %n : i64
-      %waiting = arith.cmpi ne, %arrived, %c0 : i64
+      %waiters = arith.addi %arrived, %blocked : i64
+      %waiting = arith.cmpi ne, %waiters, %c0 : i64
       %dead = arith.andi %all_in, %waiting : i1
       scf.if %dead {
         %ws = llvm.getelementptr %st[${dpu_wait_site}] : (!llvm.ptr) -> !llvm.ptr, i64
         %site = llvm.load %ws : !llvm.ptr -> i64
-        %code = arith.constant ${err_deadlock} : i64
+        %some_blocked = arith.cmpi ne, %blocked, %c0 : i64
+        %barrier_code = arith.constant ${err_deadlock} : i64
+        %mutex_code = arith.constant ${err_sync_deadlock} : i64
+        %code = arith.select %some_blocked, %mutex_code, %barrier_code : i64
         func.call @${fail}(%ctx, %code, %site, %c0, %c0, %c0, %c0)
             : (!llvm.ptr, i64, i64, i64, i64, i64, i64) -> ()
       }

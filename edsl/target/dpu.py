@@ -273,6 +273,8 @@ class Ctx(IntEnum):
                          # hull of the bytes its transfers touched there (0: not kept)
     C_STOP = 33          # model: the jump buffer a raw function in C returns to when a fault stops
                          # its tasklet (edsl.codegen.upmem_c), 0 outside one
+    C_HEAP = 34          # model: input: the WRAM bytes a raw function in C may take with mem_alloc
+                         # (alloc.h: `c_heap_bytes`), 0 where no heap was given
 
 
 # (a whole number of 64-byte host cache lines: a tasklet's counters and another's do not share one)
@@ -321,7 +323,9 @@ PAGE_EPOCH_SHIFT = 32                 # (DPU ids below 2**30; epochs from 1, bel
 
 class Dpu(IntEnum):
     """Slots (i64) of the state the tasklets of one DPU share."""
-    COUNT = 0            # barrier arrivals in the low 32 bits, finished tasklets above
+    COUNT = 0            # barrier arrivals (bits 0-15), tasklets blocked in a raw C function's
+                         # mutex_lock or handshake (bits 16-31: COUNT_BLOCKED_SHIFT), finished
+                         # tasklets (from 32)
     GENERATION = 1       # barrier generation (waiters sleep on its low 32 bits)
     TASKLETS = 2
     FAILED = 3           # set once an error stops the DPU: barriers and DMA give up
@@ -333,6 +337,15 @@ class Dpu(IntEnum):
 
 
 DPU_SLOTS = 8
+# The fields of the COUNT slot: each of the two low ones COUNT_FIELD_MASK wide
+# (MAX_TASKLETS fits), the finished tasklets from COUNT_FINISHED_SHIFT. A
+# tasklet counted blocked waits for a mutex another holds, or for another
+# tasklet in a handshake; the tasklet that releases it counts it out as it
+# does (the mutex's holder as it hands it over), so that arrivals + blocked
+# + finished == tasklets, with some blocked or finished, is a deadlock.
+COUNT_FIELD_MASK = 0xFFFF
+COUNT_BLOCKED_SHIFT = 16
+COUNT_FINISHED_SHIFT = 32
 
 
 class Err(IntEnum):
@@ -348,6 +361,16 @@ class Err(IntEnum):
     ZERO_STEP = 9        # a range() step of zero
     POLL = 10            # a `tl.atomic_poll` that can never match: ERR_MRAM = the value, ERR_WRAM = expected
     WAIT = 11            # one access repeated WAIT_REPEATS times in a row: ERR_MRAM, ERR_BYTES say which
+    # Raw functions in C (the SDK's headers, edsl.codegen.upmem_include):
+    MUTEX_UNLOCK = 12    # mutex_unlock of a mutex the tasklet does not hold
+    MUTEX_RELOCK = 13    # mutex_lock of a mutex the tasklet holds
+    SYNC_DEADLOCK = 14   # every tasklet left waits, at a barrier, for a mutex or in a handshake
+    HEAP_FULL = 15       # mem_alloc beyond the heap: ERR_BYTES = the size asked, ERR_MRAM = bytes left,
+                         # ERR_WRAM = the heap's bytes
+    SEQREAD_STEP = 16    # seqread_get of more than SEQREAD_CACHE_SIZE bytes: ERR_BYTES = the step,
+                         # ERR_MRAM = SEQREAD_CACHE_SIZE
+    HANDSHAKE_BUSY = 17  # handshake_wait_for of a tasklet another tasklet already waits for
+    HANDSHAKE_WHOM = 18  # handshake_wait_for of itself or of no tasklet of the DPU: ERR_MRAM = the id
 
 
 # ---- accesses across DPUs -------------------------------------------------------------
@@ -485,6 +508,14 @@ MESSAGES = {
     Err.ZERO_STEP: "range() arg 3 must not be zero",
     Err.DEADLOCK: ("deadlock at a barrier: tasklets that finished will never reach it "
                    "(every tasklet must reach every barrier)"),
+    Err.MUTEX_UNLOCK: "mutex_unlock of a mutex this tasklet does not hold (undefined on a DPU)",
+    Err.MUTEX_RELOCK: ("mutex_lock of a mutex this tasklet already holds: it would wait for itself "
+                       "forever (a DPU's mutexes are not recursive)"),
+    Err.SYNC_DEADLOCK: ("deadlock: every tasklet that has not finished waits, at a barrier, in "
+                        "mutex_lock or in a handshake, and none can go on (what one waits for is held "
+                        "or owed by another that waits too, or that finished)"),
+    Err.HANDSHAKE_BUSY: ("handshake_wait_for of a tasklet that another tasklet already waits for (the "
+                         "SDK returns an error code there, which the model does not give)"),
 }
 
 # The operands an error's message names (`ERROR_FORMATS`), and their types: the
@@ -510,6 +541,13 @@ ERROR_FORMATS = {
                f"in a row: {WAITS_FOREVER}"),
     # (`why`: what the model adds, `POLL_ON_MODEL`; nothing on a DPU)
     Err.POLL: "tl.atomic_poll waits forever: the value is {mram}, not {wram}{why}",
+    # (raw functions in C: alloc.h, seqread.h, handshake.h)
+    Err.HEAP_FULL: "mem_alloc({nbytes}): the DPU's WRAM heap has {mram} of its {wram} bytes left (on a DPU, "
+                   "mem_alloc faults)",
+    Err.SEQREAD_STEP: "seqread_get steps {nbytes} bytes, more than SEQREAD_CACHE_SIZE ({mram}): undefined on a "
+                      "DPU (read longer records with mram_read)",
+    Err.HANDSHAKE_WHOM: "handshake_wait_for({mram}): a tasklet waits for another tasklet of its DPU, never for "
+                        "itself nor for an id beyond its tasklets: it would wait forever",
     **MESSAGES,
 }
 UNKNOWN_ERROR = "error code {code}"
@@ -540,3 +578,21 @@ def error_message(code: int, **operands) -> str:
 
 
 _FORMATTER = string.Formatter()
+# ---- raw functions in C: the heap of alloc.h -------------------------------------------
+# The SDK's mem_alloc takes WRAM from the area its program leaves free: WRAM
+# less the program's variables and its tasklets' stacks (UPMEM SDK
+# documentation, memory chapter, "Incremental Allocator"). The SDK sizes
+# each tasklet's stack from the program's call graph when it links; the
+# model cannot, and assumes C_STACK_BYTES per tasklet (an assumption: no
+# primary source gives a figure for a given program).
+C_STACK_BYTES = 1024
+HEAP_ALIGN = 8                        # mem_alloc's pointers are 8-byte aligned (SDK documentation)
+
+
+def c_heap_bytes(tasklets: int, variables: int, wram_arrays: int) -> int:
+    """The bytes mem_alloc may take on a DPU running `tasklets` tasklets of a
+    raw C function whose variables take `variables` bytes of WRAM and whose
+    WRAM arrays take `wram_arrays` (0 where none is left)."""
+    free = WRAM_BYTES - align_up(variables, HEAP_ALIGN) - align_up(wram_arrays, HEAP_ALIGN) \
+        - tasklets * C_STACK_BYTES
+    return max(0, free - free % HEAP_ALIGN)

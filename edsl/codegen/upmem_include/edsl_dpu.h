@@ -29,6 +29,11 @@ extern void EDSL_MRAM_WRITE(int64_t mram, int64_t wram, int64_t n, int64_t site,
                             int64_t wram_end);
 extern void EDSL_ASSERT_FAIL(int64_t site);
 extern void *EDSL_CTX(void);
+/* (ctx, code, site, mram, wram, bytes, direction): record the tasklet's first error; its DPU stops. */
+extern void EDSL_FAIL(void *ctx, int64_t code, int64_t site, int64_t mram, int64_t wram, int64_t n,
+                      int64_t dir);
+/* (ctx): let the DPU's next tasklet run where the model runs them on one host thread. */
+extern void EDSL_YIELD(void *ctx);
 
 /* Stop the running tasklet: back to where __edsl_run entered the function
  * (the jump buffer in the tasklet's context slot EDSL_CTX_C_STOP). */
@@ -56,6 +61,58 @@ static inline void __edsl_stop_if_failed(void) {
     int64_t *state = (int64_t *)(uintptr_t)((int64_t *)EDSL_CTX())[EDSL_CTX_DPU];
     if (__atomic_load_n(&state[EDSL_DPU_FAILED], __ATOMIC_ACQUIRE) != 0)
         __edsl_stop();
+}
+
+/* The state the tasklets of the running tasklet's DPU share (edsl.target.dpu's Dpu slots). */
+static inline int64_t *__edsl_dpu_state(void) {
+    return (int64_t *)(uintptr_t)((int64_t *)EDSL_CTX())[EDSL_CTX_DPU];
+}
+
+/* Record error `code` at `site` (with its operands) and stop the tasklet. */
+__attribute__((noreturn)) static inline void __edsl_fail(int64_t code, int64_t site, int64_t mram, int64_t wram,
+                                                         int64_t n) {
+    EDSL_FAIL(EDSL_CTX(), code, site, mram, wram, n, 0);
+    __edsl_stop();
+}
+
+/* A tasklet that waits lets the others run: it yields to its DPU's scheduler
+ * where the model runs the tasklets on one host thread, else (a thread each)
+ * gives its core away. */
+int sched_yield(void);
+static inline void __edsl_pause(void) {
+    EDSL_YIELD(EDSL_CTX());
+    if (__atomic_load_n(&__edsl_dpu_state()[EDSL_DPU_SCHEDULER], __ATOMIC_RELAXED) == 0)
+        sched_yield();
+}
+
+/* The running tasklet blocks at `site` (mutex.h, handshake.h): counted in its
+ * DPU's state (the COUNT slot, which the barrier counts too) by the caller,
+ * under the guard that keeps the tasklet that will release it from doing so
+ * before; a deadlock if every tasklet left now waits. Another tasklet counts
+ * it out (__edsl_unblock) as it releases it. */
+static inline void __edsl_block(int64_t site) {
+    int64_t *state = __edsl_dpu_state();
+    __atomic_store_n(&state[EDSL_DPU_WAIT_SITE], site, __ATOMIC_RELAXED);
+    int64_t old = __atomic_fetch_add(&state[EDSL_DPU_COUNT], (int64_t)1 << EDSL_COUNT_BLOCKED_SHIFT,
+                                     __ATOMIC_ACQ_REL);
+    int64_t arrived = old & EDSL_COUNT_FIELD_MASK;
+    int64_t blocked = ((old >> EDSL_COUNT_BLOCKED_SHIFT) & EDSL_COUNT_FIELD_MASK) + 1;
+    int64_t finished = old >> EDSL_COUNT_FINISHED_SHIFT;
+    if (arrived + blocked + finished == state[EDSL_DPU_TASKLETS])
+        EDSL_FAIL(EDSL_CTX(), EDSL_ERR_SYNC_DEADLOCK, site, 0, 0, 0, 0);
+}
+
+static inline void __edsl_unblock(void) {
+    __atomic_fetch_sub(&__edsl_dpu_state()[EDSL_DPU_COUNT], (int64_t)1 << EDSL_COUNT_BLOCKED_SHIFT,
+                       __ATOMIC_ACQ_REL);
+}
+
+/* Wait (letting the others run) until `*word == value`; stop if the DPU fails. */
+static inline void __edsl_wait_until(const uint32_t *word, uint32_t value) {
+    while (__atomic_load_n(word, __ATOMIC_ACQUIRE) != value) {
+        __edsl_stop_if_failed();
+        __edsl_pause();
+    }
 }
 
 /* A load or store through a __mram_ptr pointer, rewritten into a call by
