@@ -1,0 +1,310 @@
+"""The UPMEM SDK's headers the DPU model gives raw functions in C
+(edsl.codegen.upmem_include): mutex.h, seqread.h, alloc.h, handshake.h
+against closed forms and NumPy, what they refuse (perfcounter.h, the buddy
+allocator), and the errors they report at the .c line: a deadlock through a
+mutex or a handshake ends as an error, never a hang, whether the DPU's
+tasklets are threads (`run`) or share one host thread (the model's
+scheduler)."""
+import ctypes
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import edsl
+from edsl import c_function as c_function_module
+from edsl.base.errors import CompileError
+from edsl.dpu import runtime, support
+from edsl.target import dpu
+
+pytest.importorskip("ziglang", reason="raw functions in C are compiled by the clang of the ziglang package")
+
+SOURCES = os.path.join(os.path.dirname(__file__), "c_sources")
+
+
+def c_function(file: str, name: str, source: str | None = None):
+    def stub():
+        """A function of a C source."""
+    stub.__name__ = stub.__qualname__ = name
+    if source is not None:
+        return edsl.dialect(name="c", source=source)(stub)
+    return edsl.dialect(name="c", file=os.path.join(SOURCES, file))(stub)
+
+
+def line_of(file: str, marker: str) -> int:
+    with open(os.path.join(SOURCES, file)) as f:
+        hits = [n for n, text in enumerate(f, 1) if text.rstrip().endswith(f"// <{marker}>")]
+    assert len(hits) == 1, marker
+    return hits[0]
+
+
+def run_on_one_thread(fn, *args, tasklets: int):
+    """Run `fn` as `run` does, its tasklets on one host thread (the model's
+    scheduler, which switches them where they wait), as a kernel's are."""
+    specs = fn.specs(tasklets)
+    packed, keep = c_function_module._packed(specs, args, fn.compiled(tasklets).function.result, None)
+    program = fn._program(tasklets)
+    mram = [(a.ctypes.data, dpu.align_up(a.ctypes.data + a.nbytes)) for s, a in zip(specs, args)
+            if s.kind == "ptr" and s.memory_space == dpu.MRAM_ADDRSPACE and a.nbytes]
+    launch = runtime.Launch(1, tasklets, sorted(mram) or [(0, 0)])
+    launch.run_entry(program, c_function_module._ENTRY, [ctypes.addressof(packed)] * tasklets,
+                     launch.addresses(0), exit=True)
+    launch.raise_error(f"{fn.__name__}()", program.sites)
+    del keep
+
+
+def run_threads(fn, *args, tasklets):
+    fn.run(*args, tasklets=tasklets)
+
+
+RUNS = [pytest.param(run_threads, id="threads"),
+        pytest.param(run_on_one_thread, id="one-thread",
+                     marks=pytest.mark.skipif(not support.coroutines(), reason="no scheduler on this host"))]
+
+
+# ---- mutex.h --------------------------------------------------------------------------
+
+mutex_counter = c_function("sdk_mutex.c", "mutex_counter")
+mutex_try = c_function("sdk_mutex.c", "mutex_try")
+
+
+@settings(max_examples=20, deadline=None)
+@given(tasklets=st.integers(1, dpu.MAX_TASKLETS), reps=st.integers(1, 40))
+def test_a_mutex_keeps_a_shared_counter_exact(tasklets, reps):
+    """Tasklet t adds t + 1, `reps` times, each a read and a later write under
+    the mutex: the sum is reps * T (T + 1) / 2, none lost."""
+    out = np.zeros(1, np.int32)
+    mutex_counter.run(out, reps, tasklets=tasklets)
+    assert out[0] == reps * tasklets * (tasklets + 1) // 2
+
+
+@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("tasklets", [1, 2, 7, 24])
+def test_a_mutex_on_one_host_thread_too(run, tasklets):
+    out = np.zeros(1, np.int32)
+    run(mutex_counter, out, 25, tasklets=tasklets)
+    assert out[0] == 25 * tasklets * (tasklets + 1) // 2
+
+
+@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("tasklets", [2, 5])
+def test_trylock_fails_on_a_held_mutex_and_takes_a_free_one(run, tasklets):
+    out = np.full(tasklets + 1, 7, np.int32)
+    run(mutex_try, out, tasklets=tasklets)
+    assert out[1:tasklets].tolist() == [0] * (tasklets - 1)
+    assert out[tasklets] == 1
+
+
+DEADLOCK = "deadlock: every tasklet that has not finished waits"
+
+
+@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("tasklets", [2, 3, 16])
+def test_a_holder_at_a_barrier_and_a_waiter_for_its_mutex_end_as_a_deadlock(run, tasklets):
+    """Whichever of them comes last sees that none can go on: the error is at
+    its line (the barrier's or the mutex_lock's), never a hang."""
+    fn = c_function("sdk_mutex.c", "holder_at_barrier")
+    with pytest.raises(edsl.DpuError, match=DEADLOCK) as err:
+        run(fn, tasklets=tasklets)
+    assert err.value.loc.filename.endswith("sdk_mutex.c")
+    assert err.value.loc.lineno in (line_of("sdk_mutex.c", "holder waits"), line_of("sdk_mutex.c", "others wait"))
+
+
+@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("tasklets", [2, 4])
+def test_a_mutex_its_holder_never_unlocks_is_a_deadlock_at_the_wait(run, tasklets):
+    fn = c_function("sdk_mutex.c", "holder_returns")
+    with pytest.raises(edsl.DpuError, match=DEADLOCK) as err:
+        run(fn, tasklets=tasklets)
+    assert err.value.loc.lineno == line_of("sdk_mutex.c", "wait for the finished")
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_unlocking_a_mutex_one_does_not_hold_is_an_error_at_its_line(run):
+    fn = c_function("sdk_mutex.c", "unlock_not_held")
+    with pytest.raises(edsl.DpuError, match="mutex_unlock of a mutex this tasklet does not hold") as err:
+        run(fn, tasklets=3)
+    assert err.value.loc.lineno == line_of("sdk_mutex.c", "unlock not held")
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_locking_a_mutex_one_holds_is_an_error_at_its_line(run):
+    fn = c_function("sdk_mutex.c", "lock_twice")
+    with pytest.raises(edsl.DpuError, match="already holds: it would wait for itself forever") as err:
+        run(fn, tasklets=2)
+    assert err.value.loc.lineno == line_of("sdk_mutex.c", "lock twice")
+
+
+# ---- seqread.h ------------------------------------------------------------------------
+
+def seqread_copy(cache: int | None):
+    with open(os.path.join(SOURCES, "sdk_seqread.c")) as f:
+        text = f.read()
+    if cache is not None:
+        text = f"#define CACHE {cache}\n" + text
+    return c_function("sdk_seqread.c", "seqread_copy", source=text if cache is not None else None)
+
+
+SEQREAD = {cache: seqread_copy(cache) for cache in (None, 32, 1024)}
+
+
+@settings(max_examples=40, deadline=None)
+@given(size=st.integers(1, 5000), data=st.data(), cache=st.sampled_from([None, 32, 1024]))
+def test_seqread_reads_the_bytes_numpy_slices(size, data, cache):
+    """From any offset, in any step up to SEQREAD_CACHE_SIZE, seqread gives
+    the bytes of the slice, and seqread_tell the MRAM offset of each step."""
+    limit = cache or 256
+    offset = data.draw(st.integers(0, size - 1))
+    n = data.draw(st.integers(1, size - offset))
+    step = data.draw(st.integers(1, limit))
+    array = np.random.default_rng(size * 7 + offset).integers(0, 256, size, dtype=np.uint8)
+    out = np.zeros(n, np.uint8)
+    tell = np.zeros(n // step + 2, np.uint32)
+    SEQREAD[cache].run(array, out, tell, offset, n, step)
+    np.testing.assert_array_equal(out, array[offset:offset + n])
+    steps = -(-n // step)
+    np.testing.assert_array_equal(tell[:steps], offset + step * np.arange(steps))
+
+
+def test_a_seqread_step_beyond_the_cache_is_an_error_at_its_line():
+    array = np.zeros(4096, np.uint8)
+    with pytest.raises(edsl.DpuError, match=r"seqread_get steps 257 bytes, more than SEQREAD_CACHE_SIZE \(256\)") \
+            as err:
+        SEQREAD[None].run(array, np.zeros(600, np.uint8), np.zeros(8, np.uint32), 0, 600, 257)
+    assert err.value.loc.lineno == line_of("sdk_seqread.c", "step")
+
+
+def test_seqread_from_outside_the_arrays_is_an_error_at_its_line():
+    fn = c_function("sdk_seqread.c", "seqread_far")
+    with pytest.raises(edsl.DpuError, match="is outside the launch's arrays") as err:
+        fn.run(np.zeros(64, np.uint8), 64 + 4096)
+    assert err.value.loc.lineno == line_of("sdk_seqread.c", "init")
+
+
+def test_a_seqread_cache_the_model_cannot_fill_in_one_transfer_is_refused():
+    text = "#define SEQREAD_CACHE_SIZE 2048\n#include <seqread.h>\nvoid f(void) {}\n"
+    with pytest.raises(CompileError, match="SEQREAD_CACHE_SIZE: a multiple of 8, at most half"):
+        c_function("", "f", source=text).run()
+
+
+# ---- alloc.h --------------------------------------------------------------------------
+
+alloc_many = c_function("sdk_alloc.c", "alloc_many")
+# What alloc_many's DPU leaves for the heap: WRAM less its variables (80
+# bytes of `variables`, a byte of barrier, to 88) and its stacks.
+def heap_of(tasklets: int) -> int:
+    return dpu.WRAM_BYTES - 88 - tasklets * dpu.C_STACK_BYTES
+
+
+@settings(max_examples=30, deadline=None)
+@given(tasklets=st.integers(1, dpu.MAX_TASKLETS), size=st.integers(1, 300), data=st.data())
+def test_mem_alloc_gives_distinct_aligned_buffers_within_the_heap(tasklets, size, data):
+    each = -(-size // 8) * 8
+    count = data.draw(st.integers(1, max(1, min(20, heap_of(tasklets) // (each * tasklets)))))
+    addresses = np.zeros(tasklets * count, np.uint64)
+    bad = np.zeros(tasklets, np.uint64)
+    alloc_many.run(addresses, bad, size, count, tasklets=tasklets)
+    assert not bad.any()                                   # (no buffer overlaps another)
+    p = np.sort(addresses.astype(np.int64))
+    assert len(set(p.tolist())) == len(p)
+    assert (p % 8 == 0).all()
+    assert (np.diff(p) >= each).all()
+    assert p[-1] + each - p[0] <= heap_of(tasklets)
+
+
+@pytest.mark.parametrize("tasklets, size", [(1, 8), (1, 1000), (4, 13)])
+def test_an_exhausted_heap_is_an_error_at_the_mem_alloc(tasklets, size):
+    each = -(-size // 8) * 8
+    fits = heap_of(tasklets) // (each * tasklets)
+    alloc_many.run(np.zeros(tasklets * fits, np.uint64), np.zeros(tasklets, np.uint64), size, fits,
+                   tasklets=tasklets)
+    more = fits + 1 if tasklets == 1 else fits + 2
+    with pytest.raises(edsl.DpuError, match=rf"mem_alloc\({size}\): the DPU's WRAM heap has \d+ of its "
+                                            rf"{heap_of(tasklets)} bytes left") as err:
+        alloc_many.run(np.zeros(tasklets * more, np.uint64), np.zeros(tasklets, np.uint64), size, more,
+                       tasklets=tasklets)
+    assert err.value.loc.filename.endswith("sdk_alloc.c")
+    assert err.value.loc.lineno == line_of("sdk_alloc.c", "alloc")
+
+
+def test_wram_arrays_take_from_the_heap():
+    source = "#include <alloc.h>\nvoid f(uint8_t *w, int n) { mem_alloc(n); }\n"
+    fn = c_function("", "f", source=source)
+    w = np.zeros(40_000, np.uint8)
+    left = dpu.WRAM_BYTES - 40_000 - dpu.C_STACK_BYTES
+    fn.run(w, left)
+    with pytest.raises(edsl.DpuError, match=f"heap has {left} of its {left} bytes left"):
+        fn.run(w, left + 1)
+
+
+def test_mem_reset_empties_the_heap():
+    addresses = np.zeros(3, np.uint64)
+    c_function("sdk_alloc.c", "alloc_reset").run(addresses)
+    assert addresses[1] == addresses[0] + 24
+    assert addresses[2] == addresses[0]
+
+
+def test_the_buddy_allocator_is_refused_at_its_line():
+    source = "#include <alloc.h>\nvoid f(void) {\n    buddy_alloc(64);\n}\n"
+    with pytest.raises(CompileError, match="'buddy_alloc' is unavailable: the DPU model does not provide") as err:
+        c_function("", "f", source=source).run()
+    assert err.value.loc.lineno == 3
+
+
+# ---- perfcounter.h --------------------------------------------------------------------
+
+def test_perfcounter_is_refused_at_its_line_naming_why():
+    source = "#include <perfcounter.h>\nuint64_t f(void) {\n    perfcounter_config(COUNT_CYCLES, true);\n" \
+             "    return perfcounter_get();\n}\n"
+    with pytest.raises(CompileError, match="'perfcounter_config' is unavailable: the DPU model does not count "
+                                           "a C function's cycles") as err:
+        c_function("", "f", source=source).run()
+    assert err.value.loc.lineno == 3
+
+
+# ---- handshake.h ----------------------------------------------------------------------
+
+handshake_prefix = c_function("sdk_handshake.c", "handshake_prefix")
+
+
+@settings(max_examples=20, deadline=None)
+@given(tasklets=st.integers(1, dpu.MAX_TASKLETS), seed=st.integers(0, 2 ** 32 - 1))
+def test_handshakes_pass_a_prefix_sum_along(tasklets, seed):
+    values = np.random.default_rng(seed).integers(-1000, 1000, dpu.MAX_TASKLETS, dtype=np.int32)
+    out = np.zeros(dpu.MAX_TASKLETS, np.int32)
+    handshake_prefix.run(out, values, tasklets=tasklets)
+    np.testing.assert_array_equal(out[:tasklets], np.cumsum(values[:tasklets]))
+
+
+@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("tasklets", [1, 3, 24])
+def test_handshakes_on_one_host_thread_too(run, tasklets):
+    values = np.arange(1, dpu.MAX_TASKLETS + 1, dtype=np.int32)
+    out = np.zeros(dpu.MAX_TASKLETS, np.int32)
+    run(handshake_prefix, out, values, tasklets=tasklets)
+    np.testing.assert_array_equal(out[:tasklets], np.cumsum(values[:tasklets]))
+
+
+@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("tasklets", [1, 4])
+def test_a_notification_no_one_waits_for_is_a_deadlock_at_its_line(run, tasklets):
+    with pytest.raises(edsl.DpuError, match=DEADLOCK) as err:
+        run(c_function("sdk_handshake.c", "handshake_unanswered"), tasklets=tasklets)
+    assert err.value.loc.lineno == line_of("sdk_handshake.c", "unanswered")
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_two_tasklets_waiting_for_one_notifier_is_an_error_at_the_line(run):
+    with pytest.raises(edsl.DpuError, match="handshake_wait_for of a tasklet that another tasklet already waits") \
+            as err:
+        run(c_function("sdk_handshake.c", "handshake_twice"), tasklets=3)
+    assert err.value.loc.lineno == line_of("sdk_handshake.c", "twice")
+
+
+@pytest.mark.parametrize("tasklets", [1, 3])
+def test_waiting_for_oneself_is_an_error_at_the_line(tasklets):
+    with pytest.raises(edsl.DpuError, match=rf"handshake_wait_for\(\d\): a tasklet waits for another tasklet of "
+                                            rf"its DPU \(0 to {tasklets - 1}\), never for itself") as err:
+        c_function("sdk_handshake.c", "handshake_self").run(tasklets=tasklets)
+    assert err.value.loc.lineno == line_of("sdk_handshake.c", "self")
