@@ -136,6 +136,17 @@ def test_locking_a_mutex_one_holds_is_an_error_at_its_line(run):
     assert err.value.loc.lineno == line_of("sdk_mutex.c", "lock twice")
 
 
+@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("tasklets", [2, 8])
+def test_waiters_for_the_mutex_of_a_faulted_tasklet_give_up(run, tasklets):
+    """The fault is the error reported (not the deadlock it leaves), and the
+    tasklets waiting for the mutex it held stop."""
+    fn = c_function("sdk_mutex.c", "holder_faults")
+    with pytest.raises(edsl.DpuError, match="assertion failed") as err:
+        run(fn, tasklets=tasklets)
+    assert err.value.loc.lineno == line_of("sdk_mutex.c", "fault")
+
+
 # ---- seqread.h ------------------------------------------------------------------------
 
 def seqread_copy(cache: int | None):

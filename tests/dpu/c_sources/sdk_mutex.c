@@ -2,6 +2,7 @@
 #include <defs.h>
 #include <mutex.h>
 #include <barrier.h>
+#include <assert.h>
 
 MUTEX_INIT(counter_mutex);
 MUTEX_INIT(other_mutex);
@@ -75,4 +76,15 @@ void unlock_not_held(void) {
 void lock_twice(void) {
     mutex_lock(counter_mutex);
     mutex_lock(counter_mutex);                   // <lock twice>
+}
+
+/* Tasklet 0 faults holding the mutex the others wait for: they give up. */
+void holder_faults(void) {
+    if (me() == 0)
+        mutex_lock(counter_mutex);
+    barrier_wait(&everyone);
+    if (me() == 0)
+        assert(me() != 0);                       // <fault>
+    else
+        mutex_lock(counter_mutex);
 }
