@@ -44,7 +44,8 @@ FILE_SITES = 1 << 24
 # The runtime's entry points the headers call, as the compile names them.
 _RUNTIME = {"EDSL_ME": dpu.ME, "EDSL_BARRIER": dpu.BARRIER, "EDSL_MRAM_READ": dpu.MRAM_READ,
             "EDSL_MRAM_WRITE": dpu.MRAM_WRITE, "EDSL_ASSERT_FAIL": dpu.ASSERT_FAIL, "EDSL_CTX": dpu.CTX,
-            "EDSL_FAIL": dpu.FAIL, "EDSL_YIELD": dpu.YIELD}
+            "EDSL_FAIL": dpu.FAIL, "EDSL_YIELD": dpu.YIELD, "EDSL_WAIT_WORD": dpu.WAIT_WORD,
+            "EDSL_WAKE_WORD": dpu.WAKE_WORD}
 RUNTIME_SYMBOLS = frozenset(_RUNTIME.values()) | {dpu.RACE_NOTE}     # (RACE_NOTE: `with_race_notes`)
 # What the headers (mutex.h, handshake.h, alloc.h, seqread.h) need of the ABI (EDSL_<name>).
 _FACTS = {"CTX_C_HEAP": int(dpu.Ctx.C_HEAP), "CTX_REGIONS": int(dpu.Ctx.REGIONS),

@@ -966,6 +966,31 @@ ${dma_rules}
     return
   }
 
+  // The running tasklet waits a while where the word at `word` holds `value`
+  // (abi.WAIT_WORD: a C function's mutex and handshake waits), as at a barrier.
+  func.func @${wait_word}(%word: !llvm.ptr, %value: i32) {
+    %ctx = func.call @${ctx}() : () -> !llvm.ptr
+    %st = func.call @__dpu_state(%ctx) : (!llvm.ptr) -> !llvm.ptr
+    %sched_p = llvm.getelementptr %st[${dpu_scheduler}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %sched = llvm.load %sched_p : !llvm.ptr -> i64
+    func.call @__dpu_pause(%sched, %word, %value, %ctx) : (i64, !llvm.ptr, i32, !llvm.ptr) -> ()
+    return
+  }
+
+  // Wake the tasklets sleeping on `word` (threads; those on one thread sleep on nothing).
+  func.func @${wake_word}(%word: !llvm.ptr) {
+    %c0 = arith.constant 0 : i64
+    %ctx = func.call @${ctx}() : () -> !llvm.ptr
+    %st = func.call @__dpu_state(%ctx) : (!llvm.ptr) -> !llvm.ptr
+    %sched_p = llvm.getelementptr %st[${dpu_scheduler}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %sched = llvm.load %sched_p : !llvm.ptr -> i64
+    %threads = arith.cmpi eq, %sched, %c0 : i64
+    scf.if %threads {
+      func.call @__dpu_wake(%word) : (!llvm.ptr) -> ()
+    }
+    return
+  }
+
   // The tasklet of `ctx` has finished: a deadlock if the others all wait (at
   // a barrier or for a mutex).
   func.func @${exit}(%ctx: !llvm.ptr) {

@@ -137,7 +137,7 @@ def _fields(path: Path, **given) -> dict:
     DPU-state (`dpu_*`) slots and error codes (`err_*`)."""
     known = {name.lower(): getattr(abi, name) for name in
              ("ME", "NR_TASKLETS", "BARRIER", "MRAM_READ", "MRAM_WRITE", "ASSERT_FAIL",
-              "BOUNDS_FAIL", "STEP_FAIL", "COUNTERS", "DMA", "FAIL", "FAILED", "CTX", "ENTER", "EXIT", "YIELD",
+              "BOUNDS_FAIL", "STEP_FAIL", "COUNTERS", "DMA", "FAIL", "FAILED", "CTX", "ENTER", "EXIT", "YIELD", "WAIT_WORD", "WAKE_WORD",
               "COUNT_TRANSFER", "READ", "WRITE", "NOTE", "WATCH_WAIT", "NOTE_ACCESS", "LOG_FULL", "LOG_ENTRY",
               "LOG_ENDS", "CTX_SLOTS", "ACCESS_MASK", "WAIT_REPEATS", "SAVE_PAGES", "PAGE_BYTES", "PAGE_SHIFT",
               "PAGE_OWNER_SHIFT", "PAGE_STATE_MASK", "PAGE_EPOCH_SHIFT", "SAVE_COUNT", "SAVE_MIXED", "SAVE_EPOCH",

@@ -150,6 +150,12 @@ EXIT = "edsl_dpu_exit"                # (ctx) -> (): the tasklet of `ctx` has fi
 # (ctx) -> (): the model's tasklet of `ctx` lets its DPU's next one run, where they share a
 # host thread; nothing on a DPU, whose tasklets run side by side.
 YIELD = "edsl_dpu_yield"
+# (word: !llvm.ptr, value: i32) -> (): the running tasklet waits a while where the 32-bit word at
+# `word` holds `value`, letting the others run (the model: it yields where its DPU's tasklets share
+# a host thread, else sleeps on the word a bounded time); the caller checks again. WAKE_WORD
+# (word: !llvm.ptr) -> (): wakes those sleeping on it. Raw functions in C wait so (mutex.h, handshake.h).
+WAIT_WORD = "edsl_dpu_wait_word"
+WAKE_WORD = "edsl_dpu_wake_word"
 # (mram_addr, nbytes: i64, ctx: !llvm.ptr) -> (): before a transfer writes those MRAM bytes,
 # the model saves the pages of the launch's arrays they fall in, as transferred, once each
 # (`Ctx.SAVE`, `Page`); nothing on a DPU, whose MRAM holds its own copy of the arrays.

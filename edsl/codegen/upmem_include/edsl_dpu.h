@@ -34,6 +34,9 @@ extern void EDSL_FAIL(void *ctx, int64_t code, int64_t site, int64_t mram, int64
                       int64_t dir);
 /* (ctx): let the DPU's next tasklet run where the model runs them on one host thread. */
 extern void EDSL_YIELD(void *ctx);
+/* (word, value): wait a while where *word == value, letting the others run; (word): wake its sleepers. */
+extern void EDSL_WAIT_WORD(const uint32_t *word, uint32_t value);
+extern void EDSL_WAKE_WORD(const uint32_t *word);
 
 /* Stop the running tasklet: back to where __edsl_run entered the function
  * (the jump buffer in the tasklet's context slot EDSL_CTX_C_STOP). */
@@ -107,11 +110,12 @@ static inline void __edsl_unblock(void) {
                        __ATOMIC_ACQ_REL);
 }
 
-/* Wait (letting the others run) until `*word == value`; stop if the DPU fails. */
+/* Wait (letting the others run) until `*word == value`; stop if the DPU
+ * fails. Who changes the word wakes its sleepers (EDSL_WAKE_WORD). */
 static inline void __edsl_wait_until(const uint32_t *word, uint32_t value) {
-    while (__atomic_load_n(word, __ATOMIC_ACQUIRE) != value) {
+    for (uint32_t now; (now = __atomic_load_n(word, __ATOMIC_ACQUIRE)) != value;) {
         __edsl_stop_if_failed();
-        __edsl_pause();
+        EDSL_WAIT_WORD(word, now);
     }
 }
 

@@ -39,6 +39,7 @@ static inline void __edsl_handshake_release(void) {
 static inline void __edsl_handshake_go(uint32_t tid) {
     __edsl_unblock();
     __atomic_store_n(&__edsl_handshakes.go[tid], 1, __ATOMIC_RELEASE);
+    EDSL_WAKE_WORD(&__edsl_handshakes.go[tid]);
 }
 
 /* Suspend the running tasklet `tid` (under the guard, which it lets go). */

@@ -85,6 +85,7 @@ static inline void __edsl_mutex_unlock(mutex_id_t mutex, int64_t site) {
         mutex->waiters = waiters & ~((uint32_t)1 << next);
         __edsl_unblock();
         __atomic_store_n(&mutex->owner, next + 1, __ATOMIC_RELEASE);
+        EDSL_WAKE_WORD(&mutex->owner);
     }
     __edsl_mutex_release(mutex);
 }
