@@ -109,7 +109,8 @@ class CFunction(SourceFunction):
                 whole function.
             race_check: Refuse two tasklets touching the same bytes with no barrier
                 between them, one writing (an `edsl.DpuError` naming both lines);
-                default: the environment variable EDSL_RACE_CHECK.
+                default: the environment variable EDSL_RACE_CHECK. Not made for a
+                function whose tasklets also wait on mutexes or handshakes.
 
         Returns:
             What the launch did (also kept in `last_stats`).
@@ -133,7 +134,8 @@ class CFunction(SourceFunction):
             raise ArgumentError(f"{self.__name__}(): its WRAM arrays take {wram} bytes, more than the "
                                 f"{WRAM_BYTES} bytes of a DPU's WRAM", loc)
         packed, keep = _packed(specs, args, self.compiled(tasklets).function.result, loc)
-        check_races = races.requested(race_check) and tasklets > 1
+        # (tasklets ordered by mutexes or handshakes: the check knows barriers only, and is not made)
+        check_races = races.requested(race_check) and tasklets > 1 and not self.compiled(tasklets).synchronizes
         program = self._program(tasklets, check_races)
         entry = program.entry(_ENTRY)
         # Its MRAM pointers are the arrays' host addresses: the MRAM it may

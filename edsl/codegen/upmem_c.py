@@ -127,6 +127,13 @@ class CompiledC:
         DPU moves those bytes without its program's transfers)."""
         return re.search(rf"\bcall\b[^\n]*@(?:{MRAM_LOAD}|{MRAM_STORE})\(", self.llvm) is not None
 
+    @property
+    def synchronizes(self) -> bool:
+        """Whether its tasklets wait for each other other than at barriers
+        (mutex.h, handshake.h), an order the check of races between tasklets,
+        which knows barriers only, does not see."""
+        return re.search(rf"\bcall\b[^\n]*@{dpu.WAIT_WORD}\(", self.llvm) is not None
+
     def linked(self, races: bool = False) -> tuple[str, str]:
         """(LLVM IR, the function's name) to link into a program; `races`: its
         WRAM accesses logged for the check of races between tasklets."""

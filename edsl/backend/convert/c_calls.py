@@ -71,10 +71,13 @@ def _compiled(conv, op, fn) -> upmem_c.CompiledC:
                                        f"'{clash[0].source_name}'; C functions of one kernel need names of their own")
         if compiled.globals:
             name = compiled.globals[0]
-            raise CompileError(f"fl.call of {fn.__name__}: the C function's variable {name!r} (a file-scope or "
-                               f"static variable written at run time) would be one copy for every DPU of the "
-                               f"model, which runs them in one process; kernels call C functions without such "
-                               f"variables (pass the state as an operand)", upmem_c.declared_at(fn.source, name))
+            what = (f"state an SDK header keeps ({name!r}: mem_alloc's heap, the handshakes, or a mutex)"
+                    if name.startswith("__edsl_") else
+                    f"variable {name!r} (a file-scope or static variable written at run time)")
+            raise CompileError(f"fl.call of {fn.__name__}: the C function's {what} would be one copy for every "
+                               f"DPU of the model, which runs them in one process; kernels call C functions "
+                               f"without such variables (pass the state as an operand)",
+                               upmem_c.declared_at(fn.source, name))
         conv.info.c_functions.append(CalledC(fn.identity, compiled, fn.source.defines, user_location(op.location)))
         if compiled.prints:
             conv.info.prints.append(f"fl.call of {fn.__name__}")
