@@ -20,7 +20,7 @@ import numpy as np
 from mlir import ir
 
 from . import codegen
-from .base import cache, log
+from .base import cache, collector, log
 from .codegen import language
 from .codegen.signature import function_info
 from .dpu import races, runtime
@@ -210,7 +210,8 @@ class EdslFunction:
         if compiled is None and key:
             compiled = self._from_disk(key, target)
         if compiled is None:
-            compiled = self._compile(target)
+            with collector.paused():
+                compiled = self._compile(target)
             if key:
                 cache.store(key, {"mlir": compiled.mlir, "llvm": compiled.llvm, "wram_bytes": compiled.wram_bytes,
                                   "sites": [[code, s.filename, s.lineno, s.col] for code, s in compiled.sites.items()]})

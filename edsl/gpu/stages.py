@@ -37,7 +37,7 @@ import tempfile
 from triton.runtime.errors import OutOfResources
 
 from ..backend import triton_internals
-from ..base import cache
+from ..base import cache, collector
 from ..base.errors import CompileError
 from ..target import nvptx
 from . import code_version
@@ -189,7 +189,8 @@ def make_llir(backend, options, capability, src, metadata, stock):
         raise CompileError(f"the kernel calls {missing[0]}, an fl.call compiled in another process; compile "
                            f"the kernel from its Python source")
     plans = [PLANS[s] for s in runs]
-    text, foreign = library.build(plans, elems, nvptx.arch(capability))
+    with collector.paused():
+        text, foreign = library.build(plans, elems, nvptx.arch(capability))
     # (the library first: its declarations make the foreign modules' definitions needed)
     libs = (("edsl", _write(text)),) + tuple((f"edsl-cuda-{k}", _write(m)) for k, m in enumerate(foreign))
     # libdevice only where something may call it: parsing and linking it costs

@@ -2,6 +2,7 @@
 placeholders in TTIR/TTGIR, the library linked into the kernel, the order
 check of the llir stage, the final PTX (barriers, the pool in dynamic shared
 memory after Triton's, no call left), the stages hook and the kernel cache key."""
+import gc
 import importlib.util
 import linecache
 import os
@@ -428,6 +429,24 @@ def test_a_hook_set_after_is_an_error_at_the_call(hook_slot):
     assert "was replaced after edsl installed it" in str(err.value)
     assert "edsl.gpu.stages.install()" in str(err.value)
 
+
+
+def test_the_library_is_built_with_the_collector_paused(monkeypatch):
+    seen = []
+    stock = library.build
+
+    def spy(*args):
+        seen.append(gc.isenabled())
+        return stock(*args)
+
+    monkeypatch.setattr(library, "build", spy)
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        compile_sm90(reverse_kernel, SIG_1D, {"B": 256})
+        assert seen == [False] and gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
 
 # --- the kernel's cache key -----------------------------------------------------------------
 
