@@ -16,10 +16,13 @@ pytest.importorskip("ziglang", reason="raw functions in C are compiled by the cl
 SOURCES = os.path.join(os.path.dirname(__file__), "c_sources")
 
 
-def c_function(file: str, name: str):
+def c_function(file: str, name: str, source: str | None = None):
+    """Function `name` of file `file` of c_sources/ (or of the text `source`)."""
     def stub():
         """A function of a C source."""
     stub.__name__ = stub.__qualname__ = name
+    if source is not None:
+        return edsl.dialect(name="c", source=source)(stub)
     return edsl.dialect(name="c", file=os.path.join(SOURCES, file))(stub)
 
 

@@ -20,23 +20,7 @@ from edsl.target import dpu
 
 pytest.importorskip("ziglang", reason="raw functions in C are compiled by the clang of the ziglang package")
 
-SOURCES = os.path.join(os.path.dirname(__file__), "c_sources")
-
-
-def c_function(file: str, name: str, source: str | None = None):
-    def stub():
-        """A function of a C source."""
-    stub.__name__ = stub.__qualname__ = name
-    if source is not None:
-        return edsl.dialect(name="c", source=source)(stub)
-    return edsl.dialect(name="c", file=os.path.join(SOURCES, file))(stub)
-
-
-def line_of(file: str, marker: str) -> int:
-    with open(os.path.join(SOURCES, file)) as f:
-        hits = [n for n, text in enumerate(f, 1) if text.rstrip().endswith(f"// <{marker}>")]
-    assert len(hits) == 1, marker
-    return hits[0]
+from test_c_functions import SOURCES, c_function, line_of  # noqa: E402
 
 
 def run_on_one_thread(fn, *args, tasklets: int):
