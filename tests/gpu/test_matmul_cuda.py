@@ -48,7 +48,7 @@ def test_the_kernel_multiplies_on_tensor_cores_without_local_memory_or_calls(com
 
 
 def test_inputs_it_cannot_take_are_refused_with_the_reason(mm):
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="the comparison with torch.matmul needs torch")
     a = torch.zeros(4, 8, dtype=torch.float32)
     with pytest.raises(ValueError, match="f16 matrices"):
         mm.matmul(a, torch.zeros(8, 4, dtype=torch.float32))

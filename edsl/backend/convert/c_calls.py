@@ -35,9 +35,9 @@ def lower_c_call(conv, op, fn, outputs: tuple) -> None:
     values, staged = [], []
     for k, v in enumerate(op.operands):
         if not isinstance(v.type, ir.RankedTensorType):
-            value = conv.values.get(v)
-            if llvm_ir.mlir_type(c_fn.params[k]).startswith("!llvm.ptr"):      # an MRAM address
-                value = llvm.inttoptr(ir.Type.parse(llvm_ir.mlir_type(c_fn.params[k])), value)
+            value, param = conv.values.get(v), llvm_ir.mlir_type(c_fn.params[k])
+            if param.startswith("!llvm.ptr"):      # an MRAM address
+                value = llvm.inttoptr(ir.Type.parse(param), value)
             values.append(value)
             continue
         tile = conv.buffers.materialize(conv.values.tile(v), f"fl.call operand {k}", op)
