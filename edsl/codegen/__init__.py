@@ -34,6 +34,10 @@ def context():
         from ..base import dialects  # noqa: F401  (the bindings find edsl's dialects before any op)
         _context = ir.Context()
         _context.allow_unregistered_dialects = True  # the generator's scratch regions
+        # Single-threaded: edsl's modules are a function or a kernel each, and
+        # MLIR's thread pool would cost a compile in a new process ~4 ms
+        # (nothing measurable came back on the dpu backend's tutorials).
+        _context.enable_multithreading(False)
     return _context
 
 
@@ -48,6 +52,7 @@ def generate(info, fastmath: bool = False, bounds_check: bool = False, target=No
     from ..target.machines import DPU
     target = DPU if target is None else target
     token = semantic.FASTMATH.set(fastmath)
+    made = semantic.NON_NEGATIVE.set(set())
     try:
         with ir.Location.file(info.filename, info.tree.lineno, 1):
             state = ModuleState(ir.Module.create(), bounds_check=bounds_check, target=target)
@@ -55,6 +60,7 @@ def generate(info, fastmath: bool = False, bounds_check: bool = False, target=No
             CodeGenerator(info, state, info.name).generate()
     finally:
         semantic.FASTMATH.reset(token)
+        semantic.NON_NEGATIVE.reset(made)
     return state
 
 

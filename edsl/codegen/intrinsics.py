@@ -17,7 +17,7 @@ from functools import reduce
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import arith, math, memref, nvvm, scf
+from mlir.dialects import arith, llvm, math, memref, scf
 
 from ..target import dtypes
 from . import language as L
@@ -28,6 +28,11 @@ from . import semantic as S
 from ..target.machines import DPU, NVPTX, Target
 
 REGISTRY: dict[object, callable] = {}
+# Handlers of functions of MLIR's dialect modules, by (module, name): edsl
+# does not import those modules itself (mlir.dialects.nvvm costs a compile in
+# a new process ~9 ms), so such a function is found only once a body's own
+# import has loaded it.
+BY_NAME: dict[tuple[str, str], callable] = {}
 
 
 def register(*keys, only: Target | None = None, instead: str = ""):
@@ -55,9 +60,12 @@ def _only_on(target: Target, key, instead: str, fn):
 
 def lookup(obj):
     try:
-        return REGISTRY.get(obj)
+        found = REGISTRY.get(obj)
     except TypeError:  # unhashable
         return None
+    if found is None:
+        found = BY_NAME.get((getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)))
+    return found
 
 
 # --- conversions ---------------------------------------------------------------------
@@ -210,24 +218,36 @@ def _i32() -> ir.Type:
     return S.int_type(32)
 
 
+def _nvvm(name: str, result: ir.Type | None = None):
+    """An NVVM op without operands or attributes, in its generic form: the
+    bindings import a dialect's Python module (see BY_NAME) to make an op
+    through its builder, an attribute of it, or the view of an op of it
+    (`value.owner`). Its result, if it has one (a register: never negative)."""
+    op = ir.Operation.create(name, results=[result] if result else [])
+    if result is None:
+        return None
+    S.NON_NEGATIVE.get().add(op.result)
+    return op.result
+
+
 @register(L.thread_id)
 def _thread_id(gen):
     if gen.target is NVPTX:
-        return nvvm.read_ptx_sreg_tid_x(_i32())
+        return _nvvm("nvvm.read.ptx.sreg.tid.x", _i32())
     return gen.runtime_call(abi.ME, [], [_i32()])
 
 
 @register(L.num_threads)
 def _num_threads(gen):
     if gen.target is NVPTX:
-        return nvvm.read_ptx_sreg_ntid_x(_i32())
+        return _nvvm("nvvm.read.ptx.sreg.ntid.x", _i32())
     return gen.runtime_call(abi.NR_TASKLETS, [], [_i32()])
 
 
 @register(L.barrier)
 def _barrier(gen):
     if gen.target is NVPTX:
-        nvvm.barrier0()
+        _nvvm("nvvm.barrier0")
     else:
         # (the site names the barrier's line if its tasklets deadlock)
         gen.runtime_call(abi.BARRIER, [S.constant(gen.site(), S.int_type(64))], [])
@@ -255,12 +275,15 @@ def _vassert(gen, cond, fmt, *args):
 
 # --- GPU intrinsics -------------------------------------------------------------------
 
-@register(nvvm.barrier)
 def _nvvm_barrier(gen, res=None, **kwargs):
     # `nvvm.barrier(barrier_id=..., number_of_threads=...)` as TLE-Raw writes
     # it: the bindings' builder takes the result type (set only with a
     # reduction) as a required first argument.
+    from mlir.dialects import nvvm
     return nvvm.barrier(res, **kwargs)
+
+
+BY_NAME["mlir.dialects._nvvm_ops_gen", "barrier"] = _nvvm_barrier
 
 
 def _axis(axis) -> int:
@@ -272,15 +295,13 @@ def _axis(axis) -> int:
 @register(L.block_id, only=NVPTX, instead="pass the program id (tl.program_id(axis) of the "
           "kernel) as an argument")
 def _block_id(gen, axis=0):
-    read = (nvvm.read_ptx_sreg_ctaid_x, nvvm.read_ptx_sreg_ctaid_y, nvvm.read_ptx_sreg_ctaid_z)[_axis(axis)]
-    return read(_i32())
+    return _nvvm(f"nvvm.read.ptx.sreg.ctaid.{'xyz'[_axis(axis)]}", _i32())
 
 
 @register(L.num_blocks, only=NVPTX, instead="pass the program count (tl.num_programs(axis) of "
           "the kernel) as an argument")
 def _num_blocks(gen, axis=0):
-    read = (nvvm.read_ptx_sreg_nctaid_x, nvvm.read_ptx_sreg_nctaid_y, nvvm.read_ptx_sreg_nctaid_z)[_axis(axis)]
-    return read(_i32())
+    return _nvvm(f"nvvm.read.ptx.sreg.nctaid.{'xyz'[_axis(axis)]}", _i32())
 
 
 @register(L.shuffle_xor, only=NVPTX, instead="a DPU has no warps: tasklets exchange values "
@@ -290,8 +311,11 @@ def _shuffle_xor(gen, value, lane_mask):
         raise TypeMismatchError(f"shuffle_xor moves an i32 or f32 value, not {type_name(value)}")
     every_lane = S.constant(-1, _i32())             # (the member mask 0xffffffff)
     clamp = S.constant(0x1F, _i32())                # (xor lanes stay within the 32 of the warp)
-    return nvvm.shfl_sync(value.type, every_lane, value, S.convert(lane_mask, _i32()), clamp,
-                          nvvm.ShflKind.bfly)
+    # (LLVM's intrinsic, which `nvvm.shfl.sync` becomes: that op's kind is an
+    # NVVM attribute, see _nvvm)
+    kind = "f32" if value.type == ir.F32Type.get() else "i32"
+    return llvm.call_intrinsic(value.type, f"llvm.nvvm.shfl.sync.bfly.{kind}",
+                               [every_lane, value, S.convert(lane_mask, _i32()), clamp], [], [])
 
 
 # --- DPU intrinsics -------------------------------------------------------------------

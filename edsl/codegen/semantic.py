@@ -45,6 +45,12 @@ Static = (bool, int, float, np.bool_, np.number)
 # contracted (LLVM's `fast` flags), which lets reductions vectorize.
 FASTMATH: ContextVar[bool] = ContextVar("edsl_fastmath", default=False)
 
+# Values of the function being generated that are never negative by how they
+# were made (the NVVM thread and block registers edsl reads: `lower_bound`
+# cannot ask their op's name without the bindings importing the NVVM
+# dialect's Python module, ~9 ms, see intrinsics.BY_NAME).
+NON_NEGATIVE: ContextVar[set] = ContextVar("edsl_non_negative")
+
 
 def _fast(op):
     def build(a, b):
@@ -500,6 +506,8 @@ def lower_bound(v: ir.Value, depth: int = 8) -> int | None:
     either way): `j - 1` is never negative in `for j in range(1, n)`."""
     if depth == 0:
         return None
+    if v in NON_NEGATIVE.get(()):
+        return 0
     if isinstance(v, ir.BlockArgument):
         loop = v.owner.owner
         if loop.name == "scf.for" and v.arg_number == 0:
