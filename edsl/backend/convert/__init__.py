@@ -40,7 +40,7 @@ from ..ttir_reader import read_ttir, user_location
 from . import calls, control, debug, dot, elementwise, memory, reduce, shape, spill, wram  # noqa: F401  (register lowerings)
 from .barriers import meet_in_every_instance, place_barriers, unmarked_accesses
 from .converter import Converter
-from .core import KernelInfo, scalar_type, tile_scopes
+from .core import KernelInfo, scalar_type
 from .fission import split_tasklets
 from .runtime_text import program_text
 from .waits import watch_waits
@@ -174,7 +174,7 @@ def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, l
         conv.values.count_uses(fn)
     for arg, new in zip(body.arguments, args):
         conv.values.bind(arg, new)
-    with ir.InsertionPoint(entry), tile_scopes(conv.buffers.spill):
+    with ir.InsertionPoint(entry), conv.tasklets.accesses.tile_scopes(conv.buffers.spill):
         for op in list(body.operations)[:-1]:
             conv.lower_op(op)
         func.ReturnOp([])

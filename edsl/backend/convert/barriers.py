@@ -84,11 +84,49 @@ def _who(attr) -> object:
 # ---- the conversion's side: the markers ---------------------------------------
 
 class AccessRecord:
-    """What the conversion of a kernel shared among `tasklets` tasklets states
-    for `place_barriers`, as markers at the current insertion point."""
+    """The element accesses of a kernel's conversion, shared among `tasklets`
+    tasklets: stated for `place_barriers`, as markers at the current insertion
+    point; and what each access consults while it is emitted (one record a
+    conversion, so that kernels converting on several threads share nothing):
+    the unrolled loops (an index value of one of their elements -> its step's
+    `core.UnrollStep` and offset in the step, `unrolled_at`), the tiles that
+    may be kept in MRAM (`tile_scopes`), and, while `recording`, a list of
+    every access (buffer, indices, write?)."""
 
     def __init__(self, tasklets: int):
         self.tasklets = tasklets
+        self.unrolled: dict = {}
+        self.spill = None                 # a spill.SpillSpace
+        self.record: list | None = None
+
+    @contextmanager
+    def recording(self, events: list):
+        """Record the element accesses of buffers made meanwhile into `events`."""
+        saved, self.record = self.record, events
+        try:
+            yield
+        finally:
+            self.record = saved
+
+    @contextmanager
+    def tile_scopes(self, space):
+        """Element accesses are stated to `space` (a `spill.SpillSpace`: the
+        scopes of the tiles it may keep in MRAM) meanwhile."""
+        saved, self.spill = self.spill, space
+        try:
+            yield
+        finally:
+            self.spill = saved
+
+    @contextmanager
+    def unrolled_at(self, at: ir.Value, step, k: int):
+        """Element accesses at index `at` go through windows of `step` (a
+        `core.UnrollStep`), at offset `k`, meanwhile."""
+        self.unrolled[at] = (step, k)
+        try:
+            yield
+        finally:
+            del self.unrolled[at]
 
     def _mark(self, name: str, operands=(), **attributes) -> None:
         ir.Operation.create(name, operands=list(operands), attributes=attributes)

@@ -19,7 +19,7 @@ from mlir.dialects import arith, llvm, scf
 
 from ...target.dpu import FAIL, FAILED, Err
 from .barriers import ACCESS
-from .core import Tile, is_tensor, lowers, pointee, recording, scalar_type
+from .core import Tile, is_tensor, lowers, pointee, scalar_type
 from .builders import cast_int, index_c
 from .spill import FLUSH_MARK
 
@@ -56,7 +56,7 @@ def _new_ops(block, first: int) -> list:
 
 
 def _own_elements(events, buf) -> bool:
-    """Whether the element accesses `events` (`core.recording`) read `buf`
+    """Whether the element accesses `events` (`AccessRecord.recording`) read `buf`
     only at the element that the next store into it writes."""
     pending = []
     for b, ivs, write in events:
@@ -86,7 +86,7 @@ def _fill_in_place(conv, y, buf) -> bool:
     block = ip.block
     first = len(list(block.operations))
     events = []
-    with recording(events):
+    with conv.tasklets.accesses.recording(events):
         conv.buffers.fill(buf, y, in_place=True)
     if _own_elements(events, buf) and not any(
             op.name not in _ELEMENT_USES and any(v == buf for v in op.operands) for op in _new_ops(block, first)):

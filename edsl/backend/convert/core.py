@@ -34,8 +34,6 @@ conversion places the barriers (`barriers.place_barriers`).
 from __future__ import annotations
 
 import os
-import threading
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -191,55 +189,6 @@ def and_valid(*preds):
     return out
 
 
-class _Emitting(threading.local):
-    """What element accesses consult while a conversion emits them, one per
-    thread (Triton may compile kernels on several threads at once): the
-    unrolled loops (`services.Tasklets.unrolled_loop`: an index value of one of their
-    elements -> its step's `UnrollStep` and offset in the step), the tiles
-    kept in MRAM (`spill.SpillSpace`, set by `tile_scopes`) and, when a
-    list, where `recording` keeps each element access (buffer, indices, write?)."""
-
-    def __init__(self):
-        self.unrolled: dict = {}
-        self.spill = None
-        self.record: list | None = None
-
-
-_EMITTING = _Emitting()
-
-
-@contextmanager
-def recording(events: list):
-    """Record the element accesses of buffers made meanwhile into `events`."""
-    saved, _EMITTING.record = _EMITTING.record, events
-    try:
-        yield
-    finally:
-        _EMITTING.record = saved
-
-
-@contextmanager
-def tile_scopes(space):
-    """Element accesses are stated to `space` (a `spill.SpillSpace`: the
-    scopes of the tiles it may keep in MRAM) meanwhile."""
-    saved, _EMITTING.spill = _EMITTING.spill, space
-    try:
-        yield
-    finally:
-        _EMITTING.spill = saved
-
-
-@contextmanager
-def unrolled_at(at: ir.Value, step, k: int):
-    """Element accesses at index `at` go through windows of `step` (an
-    `UnrollStep`), at offset `k`, meanwhile."""
-    _EMITTING.unrolled[at] = (step, k)
-    try:
-        yield
-    finally:
-        del _EMITTING.unrolled[at]
-
-
 class UnrollStep:
     """One step of an unrolled loop: its first index, and the windows of the
     buffers it accesses (views of `UNROLL` elements at that index, made
@@ -292,10 +241,10 @@ def _encloses(v: ir.Value, op) -> bool:
     return False
 
 
-def _access(buf, ivs):
+def _access(accesses: AccessRecord, buf, ivs):
     """(memref, indices) an element access of WRAM view `buf` at `ivs` goes
     through: a window of an unrolled loop's step at a constant offset, or `buf`."""
-    hit = _EMITTING.unrolled.get(ivs[-1]) if ivs else None
+    hit = accesses.unrolled.get(ivs[-1]) if ivs else None
     if hit is not None:
         step, k = hit
         window = step.window(buf, ivs[:-1])
@@ -304,27 +253,27 @@ def _access(buf, ivs):
     return buf, ivs
 
 
-def _element(buf, ivs, write: bool):
+def _element(accesses: AccessRecord, buf, ivs, write: bool):
     """(memref, indices) of an element access of buffer `buf` at `ivs`
     (`_access`'s), the access stated to the scope of the tiles that may be
-    kept in MRAM and to `recording`."""
-    if _EMITTING.record is not None:
-        _EMITTING.record.append((buf, list(ivs), write))
-    if _EMITTING.spill is not None:
-        _EMITTING.spill.touch(buf, write)
-    return _access(buf, list(ivs))
+    kept in MRAM and to a recording (`AccessRecord`)."""
+    if accesses.record is not None:
+        accesses.record.append((buf, list(ivs), write))
+    if accesses.spill is not None:
+        accesses.spill.touch(buf, write)
+    return _access(accesses, buf, list(ivs))
 
 
 def load_elem(accesses: AccessRecord, buf, ivs, elem: ir.Type, who=None) -> ir.Value:
     """Element `ivs` of buffer `buf` (the read recorded in `accesses`; `who`:
     the tasklet owning the element, when not the code's)."""
-    at = _element(buf, ivs, False)
+    at = _element(accesses, buf, ivs, False)
     accesses.note_buffer(buf, list(ivs), False, who)
     return from_stored(memref.load(*at), elem)
 
 
 def store_elem(accesses: AccessRecord, v: ir.Value, buf, ivs, who=None) -> None:
-    at = _element(buf, ivs, True)
+    at = _element(accesses, buf, ivs, True)
     accesses.note_buffer(buf, list(ivs), True, who)
     memref.store(to_stored(v, ir.MemRefType(buf.type).element_type), *at)
 

@@ -25,8 +25,7 @@ from ...target.dpu import align_up
 from ..ttir_reader import user_location
 from .barriers import AccessRecord, chunk, owner
 from .builders import buffer_type, c64, i64, index_c, tasklet_id
-from .core import (UNROLL, KernelInfo, Tile, UnrollStep, byte_size, load_elem, store_elem,
-                   unrolled_at)
+from .core import UNROLL, KernelInfo, Tile, UnrollStep, byte_size, load_elem, store_elem
 from .spill import DotNeed, SpillSpace, plan as spill_plan
 from .wram import WramBuffer, WramLayout
 
@@ -150,7 +149,7 @@ class Tasklets:
                 at = iv if k == 0 else arith.addi(iv, index_c(k))
                 if mine:
                     self.accesses.mine(at)
-                with unrolled_at(at, step, k):
+                with self.accesses.unrolled_at(at, step, k):
                     body(at)
             scf.yield_([])
 
