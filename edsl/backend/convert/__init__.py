@@ -6,7 +6,8 @@ structuring its control flow (`control.structure_control_flow`, upstream
 `lift-cf-to-scf`), lowering the kernel function op by op (`converter`: a
 lowering pattern per op, through the conversion's `services`; one family per
 module: `elementwise`, `shape`, `memory`, `reduce`, `dot`, `control`, `calls`,
-`debug`; the accesses of a kernel shared among tasklets stated as markers),
+`debug`; the fields of the TTIR ops it reads through their typed views,
+`ops`; the accesses of a kernel shared among tasklets stated as markers),
 then the memory plan: where the buffers exceed the DPU's WRAM, the tiles to
 keep in its MRAM, picked from the buffers the walk asked for, and the rewrite
 of their code (`spill`); barrier placement, a pass over the converted kernel

@@ -22,6 +22,7 @@ from .barriers import ACCESS
 from .core import Tile, is_tensor, lowers, pointee, scalar_type
 from .builders import cast_int, index_c
 from .spill import FLUSH_MARK
+from . import ops
 
 
 def _tile_type(t):
@@ -243,7 +244,7 @@ def lower_map_elementwise(conv, op):
     """`tl.map_elementwise`: its scalar body, lowered wherever an element is
     used. With `pack` p the body takes p consecutive elements (along the last
     dimension) of each operand and returns p of each result, in that order."""
-    p = ir.IntegerAttr(op.attributes["pack"]).value
+    p = ops.MapElementwise(op).pack
     body = op.regions[0].blocks[0]
     operands = [conv.values.get(v) for v in op.operands]
     shape = tuple(ir.RankedTensorType(op.results[0].type).shape)

@@ -19,6 +19,7 @@ from ..ttir_reader import user_location
 from .core import Tile, is_float, is_ptr, is_tensor, lowers
 from ...target.dpu import FAIL, Err
 from .builders import index_c
+from . import ops
 
 def _global_string(conv, text: str) -> ir.Value:
     """The address of a NUL-terminated constant string in the module."""
@@ -127,7 +128,7 @@ def _print(conv, op):
 
 @lowers("tt.assert")
 def lower_assert(conv, op):
-    message = ir.StringAttr(op.attributes["message"]).value
+    message = ops.Assert(op).message
     loc = user_location(op.location)
     number = len(conv.info.asserts) + 1
     conv.info.asserts.append((message, f"{conv.sites.file_name(loc.filename)}:{loc.lineno}" if loc else ""))

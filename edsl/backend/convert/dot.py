@@ -18,6 +18,7 @@ from .core import Tile, byte_size, is_float, lowers
 from .elementwise import convert_float
 from .spill import DotNeed, unflatten
 from .builders import align_up as align_up_value, as_i64, c64, from_stored, index_c, to_stored
+from . import ops
 
 
 def _widen(v, acc_t):
@@ -309,15 +310,12 @@ def lower_dot_scaled(conv, op):
     dimension; fp8, bf16 and fp16 converted), multiplied by its scale (one
     per `K / scale columns` values of K: 32 for mxfp, 16 for nvfp4; see
     `_scale_factor`), then an ordinary dot into the f32 accumulator."""
-    sizes = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
-    a, b, c, *scales = op.operands
-    a_scale = scales[0] if sizes[3] else None
-    b_scale = scales[-1] if sizes[4] else None
-    fmt = [ir.StringAttr(op.attributes[k]).value for k in ("a_elem_type", "b_elem_type")]
+    view = ops.DotScaled(op)
+    a, b, c, a_scale, b_scale = view.a, view.b, view.c, view.a_scale, view.b_scale
+    fmt = [view.a_format, view.b_format]
     compute = ir.F16Type.get() if "fp16" in fmt else ir.BF16Type.get()
-    fast = "fastMath" in op.attributes and ir.BoolAttr(op.attributes["fastMath"]).value
-    k_pack = [ir.BoolAttr(op.attributes[k]).value if k in op.attributes else True
-              for k in ("lhs_k_pack", "rhs_k_pack")]
+    fast = view.fast_math
+    k_pack = [view.lhs_k_pack, view.rhs_k_pack]
     shape = conv.values.tile(c).shape
     k_dim = conv.values.tile(a).shape[-1] * (2 if fmt[0] == "e2m1" and k_pack[0] else 1)
     tiles = [_scaled_operand(conv, conv.values.tile(v), s and conv.values.tile(s), f, kp, compute, side, fast,

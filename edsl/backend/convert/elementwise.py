@@ -18,6 +18,7 @@ from .bessel import BESSEL_I, bessel_i
 from .core import (LaneRange, RowForm, Tile, and_valid, const_int, is_float, is_ptr, is_tensor, lowers,
                    scalar_type)
 from .builders import cast_int, index_c
+from . import ops
 
 _DIVISIONS = {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui",
               "arith.floordivsi", "arith.ceildivsi", "arith.ceildivui"}
@@ -297,12 +298,12 @@ def lower_assume(conv, op):
 
 @lowers("tt.get_program_id")
 def lower_program_id(conv, op):
-    conv.values.set(op.results[0], conv.program_ids[ir.IntegerAttr(op.attributes["axis"]).value])
+    conv.values.set(op.results[0], conv.program_ids[ops.GetProgramId(op).axis])
 
 
 @lowers("tt.get_num_programs")
 def lower_num_programs(conv, op):
-    conv.values.set(op.results[0], conv.num_programs[ir.IntegerAttr(op.attributes["axis"]).value])
+    conv.values.set(op.results[0], conv.num_programs[ops.GetNumPrograms(op).axis])
 
 
 def _map_unary(conv, op, fn, extra_cost=1):
@@ -337,7 +338,7 @@ def lower_fp_to_fp(conv, op):
     """`tl.cast` between float formats (fp8 included), rounded as the op's
     `rounding` attribute says (rtne when absent)."""
     dst_t = _elem(op.results[0].type)
-    rounding = ir.StringAttr(op.attributes["rounding"]).value if "rounding" in op.attributes else "rtne"
+    rounding = ops.FpToFp(op).rounding
     if rounding not in ("rtne", "rtz"):
         raise conv.sites.error(op, f"rounding mode '{rounding}' of tl.cast is not supported by the DPU backend")
     _map_unary(conv, op, lambda v: convert_float(v, dst_t, rounding == "rtz"))
@@ -409,7 +410,7 @@ def lower_extern_elementwise(conv, op):
     Triton's CUDA one, whose functions call `__nv_<name>`) that is one of
     libm's: the MLIR op computing it, as `tl.math` functions are lowered; the
     Bessel functions I0 and I1: a call of a function the module defines."""
-    symbol = ir.StringAttr(op.attributes["symbol"]).value
+    symbol = ops.ExternElementwise(op).symbol
     elem = _elem(op.results[0].type)
     fn = libdevice.lookup(symbol)
     if fn is not None:
@@ -464,7 +465,7 @@ def lower_mulhiui(conv, op):
 
 @lowers("tt.clampf")
 def lower_clampf(conv, op):
-    propagate = "all" in str(op.attributes["propagateNan"]) if "propagateNan" in op.attributes else False
+    propagate = ops.ClampF(op).propagate_nan
     lo_fn, hi_fn = (arith.maximumf, arith.minimumf) if propagate else (arith.maxnumf, arith.minnumf)
     _map_nary(conv, op, lambda x, lo, hi: hi_fn(lo_fn(x, lo), hi), 2)
 

@@ -49,6 +49,7 @@ from .builders import (align_down, as_index, buffer_type, c64, from_stored, i64,
                        to_stored)
 from .rows import (RowSegment, active_span, bytes_of, closed_form, contiguity, lane_active, needs_rest,
                    seg_chunk, segments, span, split, true)
+from . import ops
 
 
 def mem_read(addr: ir.Value, t: ir.Type) -> ir.Value:
@@ -346,19 +347,20 @@ def _store_row_general(conv, seg: RowSegment, value, mode):
         _if(arith.andi(any_active, arith.xori(contiguous, true())), element_path)
 
 
-def _operand(conv, op, i):
-    return conv.values.get(op.operands[i]) if len(op.operands) > i else None
+def _value(conv, v):
+    return conv.values.get(v) if v is not None else None
 
 
 @lowers("tt.load")
 def lower_load(conv, op):
-    ptr_t = op.operands[0].type
+    view = ops.Load(op)
+    ptr_t = view.ptr.type
     rt = op.results[0].type
-    mask, other = _operand(conv, op, 1), _operand(conv, op, 2)
+    mask, other = _value(conv, view.mask), _value(conv, view.other)
     conv.buffers.accesses.note_mram(False, "all" if is_tensor(rt) else SAME)
     if not is_tensor(rt):
         t = scalar_type(rt)
-        addr = conv.values.get(op.operands[0])
+        addr = conv.values.get(view.ptr)
         stg = conv.buffers.staging(8)
         if mask is None:
             conv.values.set(op.results[0], element_read(conv, addr, t, stg))
@@ -366,7 +368,7 @@ def lower_load(conv, op):
             conv.values.set(op.results[0], _if_else(mask, t, lambda: element_read(conv, addr, t, stg),
                                              lambda: other if other is not None else _zero(t)))
         return
-    ptrs = conv.values.tile(op.operands[0])
+    ptrs = conv.values.tile(view.ptr)
     t = scalar_type(ir.RankedTensorType(rt).element_type)
     es = byte_size(pointee(ir.RankedTensorType(ptr_t).element_type))
     shape = ptrs.shape
@@ -387,12 +389,12 @@ def lower_load(conv, op):
 
 @lowers("tt.store")
 def lower_store(conv, op):
-    ptr_t = op.operands[0].type
-    value = conv.values.get(op.operands[1])
-    mask = _operand(conv, op, 2)
+    view = ops.Store(op)
+    ptr_t = view.ptr.type
+    value, mask = conv.values.get(view.value), _value(conv, view.mask)
     if not is_tensor(ptr_t):
         conv.buffers.accesses.note_mram(True, "one")
-        addr = conv.values.get(op.operands[0])
+        addr = conv.values.get(view.ptr)
         stg = conv.buffers.staging(8)
         with conv.tasklets.single():
             if mask is None:
@@ -400,7 +402,7 @@ def lower_store(conv, op):
             else:
                 _if(mask, lambda: element_write(conv, addr, value, stg))
         return
-    ptrs = conv.values.tile(op.operands[0])
+    ptrs = conv.values.tile(view.ptr)
     es = byte_size(pointee(ir.RankedTensorType(ptr_t).element_type))
     # (a tile kept in MRAM is stored through staging: its rows are not in WRAM)
     conv.buffers.spill.unit([value.buf], lambda: _store_rows(conv, ptrs, mask, value, es))
@@ -490,7 +492,7 @@ def _atomic_log_kind(conv, op, t) -> int:
     if op.name == "tt.atomic_cas":
         which = AtomicOp.CAS
     else:
-        name = ir.StringAttr(op.attributes["atomic_rmw_op"]).value
+        name = ops.AtomicRMW(op).kind
         which = _ATOMIC_OPS[name][is_float(t)]
         if name in _ON_FLOAT_BITS and not is_float(t) and _points_to_floats(op.operands[0]):
             which = _ON_FLOAT_BITS[name]
@@ -557,7 +559,7 @@ def _atomic(conv, op, update):
 
 @lowers("tt.atomic_rmw")
 def lower_atomic_rmw(conv, op):
-    kind = ir.StringAttr(op.attributes["atomic_rmw_op"]).value
+    kind = ops.AtomicRMW(op).kind
     fn = _RMW.get(kind)
     if fn is None:
         raise conv.sites.error(op, f"atomic operation '{kind}' is not supported by the DPU backend")

@@ -29,6 +29,7 @@ from ..ttir_reader import user_location
 from .core import Tile, byte_size, is_float, is_tensor, lowers, scalar_type
 from .elementwise import convert_float, emit_like
 from .builders import buffer_type, from_stored, index_c, to_stored
+from . import ops
 
 
 # Float arithmetic a scan of 16-bit floats carries in f32 (`_wide_combine`).
@@ -394,7 +395,7 @@ def _reduce_lanes_of(conv, block, x, lo, hi):
 
 @lowers("tt.reduce")
 def lower_reduce(conv, op):
-    axis = ir.IntegerAttr(op.attributes["axis"]).value
+    axis = ops.Reduce(op).axis
     inputs = [conv.values.tile(v) for v in op.operands]
     block = op.regions[0].blocks[0]
     shape = inputs[0].shape
@@ -451,8 +452,8 @@ def lower_reduce(conv, op):
 
 @lowers("tt.scan")
 def lower_scan(conv, op):
-    axis = ir.IntegerAttr(op.attributes["axis"]).value
-    reverse = "reverse" in op.attributes and ir.BoolAttr(op.attributes["reverse"]).value
+    view = ops.Scan(op)
+    axis, reverse = view.axis, view.reverse
     inputs = [conv.values.tile(v) for v in op.operands]
     block = op.regions[0].blocks[0]
     shape = inputs[0].shape

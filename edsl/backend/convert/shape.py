@@ -12,6 +12,7 @@ from mlir.dialects import arith
 from .core import (LaneRange, RowForm, Tile, and_valid, byte_size, const_int, is_tensor, lowers,
                    pointee, scalar_type)
 from .builders import cast_int, index_c
+from . import ops
 
 
 def _shape(t: ir.Type) -> tuple[int, ...]:
@@ -24,7 +25,7 @@ def _elem(t: ir.Type) -> ir.Type:
 
 @lowers("tt.make_range")
 def lower_make_range(conv, op):
-    start = ir.IntegerAttr(op.attributes["start"]).value
+    start = ops.MakeRange(op).start
     t = op.results[0].type
     i32 = _elem(t)
 
@@ -74,8 +75,8 @@ def lower_broadcast(conv, op):
 
 @lowers("tt.expand_dims")
 def lower_expand_dims(conv, op):
-    src = conv.values.get(op.operands[0])
-    axis = ir.IntegerAttr(op.attributes["axis"]).value
+    view = ops.ExpandDims(op)
+    src, axis = conv.values.get(view.src), view.axis
     shape = _shape(op.results[0].type)
 
     def element(ivs):
@@ -123,8 +124,8 @@ def lower_reshape(conv, op):
 
 @lowers("tt.trans")
 def lower_trans(conv, op):
-    src = conv.values.tile(op.operands[0])
-    order = list(ir.DenseI32ArrayAttr(op.attributes["order"]))
+    view = ops.Trans(op)
+    src, order = conv.values.tile(view.src), view.order
     shape = _shape(op.results[0].type)
 
     def element(ivs):
@@ -176,9 +177,9 @@ def lower_gather(conv, op):
     """`tl.gather(src, idx, axis)`: out[..., j, ...] = src[..., idx[..., j, ...], ...].
     An index outside the source is undefined in Triton; here it is clamped
     into it (the read stays inside the source's buffer)."""
-    src = conv.buffers.materialize(conv.values.tile(op.operands[0]), "tt.gather source", op)
-    idx = conv.values.tile(op.operands[1])
-    axis = ir.IntegerAttr(op.attributes["axis"]).value
+    view = ops.Gather(op)
+    src = conv.buffers.materialize(conv.values.tile(view.src), "tt.gather source", op)
+    idx, axis = conv.values.tile(view.indices), view.axis
     n = src.shape[axis]
 
     def element(ivs):
