@@ -271,6 +271,69 @@ setattr(call, tl.TRITON_BUILTIN, True)  # noqa: B010
 call.signature = inspect.signature(call)
 
 
+def call_smem(fn, outs, ins=None, _semantic=None, _generator=None):
+    """Run a raw function on shared buffers of the kernel (TLE's `call_smem`;
+    edsl.gpu.shared), on an NVIDIA GPU: in place, between barriers of the CTA.
+
+    Args:
+        fn: An `@edsl.dialect` function whose buffer parameters are memrefs
+            in shared memory.
+        outs: The buffers passed as its `InOut` parameters, in their order;
+            without `ins`, every operand, in the order of its parameters
+            (TLE's one-list form).
+        ins: The buffers, pointers and scalars passed as its `Input` ones.
+
+    Returns:
+        The buffers of its `InOut` parameters (one, or a tuple), their
+        contents the function's.
+    """
+    from .gpu import placeholders, shared, stages
+    fn = _unwrap(fn)
+    name = getattr(fn, "__name__", type(fn).__name__)
+    if not isinstance(fn, EdslFunction):
+        raise TypeError(f"call_smem({name}): the function must be an @edsl.dialect function")
+    shared._require_gpu(f"call_smem({name})", _semantic)
+    stages.require_installed()
+    specs = fn.params_for(NVPTX)
+    fn.compile(NVPTX)  # errors in the function now, at the kernel's line
+    out_specs = [s for s in specs if s.inout]
+    in_specs = [s for s in specs if not s.inout]
+    if _unwrap(ins) is None:                  # (one list, in parameter order)
+        args = _elements(outs)
+        if len(args) != len(specs):
+            raise TypeError(f"call_smem({name}): the function takes {len(specs)} operands "
+                            f"({', '.join(s.name for s in specs)}); got {len(args)}")
+        given = iter(args)
+    else:
+        outs, ins = _elements(outs), _elements(ins)
+        _check_counts(name, out_specs, in_specs, outs, ins)
+        by_kind = {True: iter(outs), False: iter(ins)}
+        given = (next(by_kind[s.inout]) for s in specs)
+    operands, kinds = [], []
+    for s, v in zip(specs, given):
+        what = f"{'out' if s.inout else 'in'} operand for parameter {s.name!r} ({s.type_text})"
+        if operand_kind(s, NVPTX) == "tile":
+            buf = shared._buffer(v, f"call_smem({name}): the {what}")
+            if _memref_element(s.type_text) != dtypes.of_triton_dtype(buf.dtype).mlir \
+                    or len(s.shape) != len(buf.shape) or any(d not in (None, n) for d, n in zip(s.shape, buf.shape)):
+                raise TypeError(f"call_smem({name}): the {what} is a buffer {list(buf.shape)} of {buf.dtype}")
+            operands.append(buf)
+            kinds.append("buffer")
+        elif s.inout:
+            raise TypeError(f"call_smem({name}): InOut parameter {s.name!r} ({s.type_text}) must be a memref in "
+                            f"shared memory (a buffer)")
+        else:
+            operands.append(_operand(s, v, what, name, _semantic, NVPTX))
+            kinds.append(operand_kind(s, NVPTX))
+    placeholders.emit(fn, specs, operands, kinds, _semantic)
+    results = [v for s, v in zip(specs, operands) if s.inout]
+    return results[0] if len(results) == 1 else tl.tuple(results)
+
+
+setattr(call_smem, tl.TRITON_BUILTIN, True)  # noqa: B010  (as call, above)
+call_smem.signature = inspect.signature(call_smem)
+
+
 def _interpret(fn: EdslFunction, outs: list, ins: list) -> list:
     """Under TRITON_INTERPRET=1: run the host-compiled function on the tiles'
     NumPy data (one tasklet), so the tile code around a region can be debugged;

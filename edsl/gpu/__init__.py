@@ -6,7 +6,7 @@ injector `edsl.inject.gpu_library` the LLVM IR that gives them their meaning
 (the GPU facts are `edsl.target.nvptx`), and `stages` wraps the stock
 backend's stages so that library is linked into each kernel; `cache_key`
 makes an EDSL function part of the cache key of the kernels calling it.
-Only `placeholders`, `stages` and `cache_key` import Triton.
+Only `placeholders`, `shared`, `stages` and `cache_key` import Triton.
 """
 from __future__ import annotations
 

@@ -48,6 +48,8 @@ def plan_call(fn, specs, operands, kinds) -> RunPlan:
             slot = TileSlot(tuple(int(d) for d in v.type.shape), element(v.type.scalar), offset)
             offset += slot.nbytes
             ops.append(Operand("tile", spec.type_text, slot))
+        elif kind == "buffer":          # (a shared buffer of the kernel: its address)
+            ops.append(Operand(kind, spec.type_text, arg_type="i64", shape=v.shape))
         else:
             ops.append(Operand(kind, spec.type_text, arg_type=element(v.type.scalar)))
     layout = repr([(o.kind, o.type_text, o.tile, o.arg_type) for o in ops])
@@ -94,8 +96,8 @@ def _count(shape) -> int:
 
 def emit(fn, specs, operands: list, kinds: list[str], semantic) -> list[tl.tensor]:
     """The placeholders of one call of `fn` (operands in parameter order; kinds
-    `tile`, `pointer` or `scalar`, pointers already as i64); returns the new
-    values of the InOut tiles."""
+    `tile`, `buffer` (edsl.gpu.shared), `pointer` or `scalar`, pointers
+    already as i64); returns the new values of the InOut tiles."""
     plan = plan_call(fn, specs, operands, kinds)
     PLANS[plan.symbol] = plan
     _extern(semantic, SYNC, [0], tl.int32)
@@ -104,7 +106,8 @@ def emit(fn, specs, operands: list, kinds: list[str], semantic) -> list[tl.tenso
         if o.tile is not None:
             offsets[k] = _byte_offsets(semantic, o.tile)
             _extern(semantic, put_symbol(o.tile.elem), [v, offsets[k]], tl.int32)
-    values = [v for o, v in zip(plan.operands, operands) if o.kind != "tile"] or [0]
+    values = [v.address() if o.kind == "buffer" else v
+              for o, v in zip(plan.operands, operands) if o.kind != "tile"] or [0]
     _extern(semantic, plan.symbol, values, tl.int32)
     return [_extern(semantic, get_symbol(o.tile.elem), [offsets[k]], operands[k].type.scalar)
             for k, (o, s) in enumerate(zip(plan.operands, specs)) if o.tile is not None and s.inout]

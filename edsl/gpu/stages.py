@@ -19,8 +19,11 @@ it (edsl.gpu.placeholders). After it, the calls' pool is placed after
 Triton's shared memory and the kernel's `shared` grows by it: Triton's
 launcher opts the kernel in to that much dynamic shared memory, and a kernel
 needing more than its GPU has is Triton's `OutOfResources`, which the
-autotuner skips. The `ptx` stage is wrapped too, to count the static shared
-arrays of CUDA C raw functions in that limit.
+autotuner skips. The kernel's own shared buffers (edsl.gpu.shared) go in
+the pool after the calls' tiles. The `ptx` stage is wrapped too, to count
+the static shared arrays of CUDA C raw functions in that limit, and, in a
+kernel with shared buffers, to make its global-memory accesses generic
+(`generic_accesses`).
 
 A hook set before edsl installs its own is composed with it (edsl's wrapping
 first, then the user's); a hook set afterwards replaces edsl's, and `fl.call`
@@ -63,11 +66,13 @@ class StagesHook:
         target = getattr(backend, "target", None)
         if getattr(target, "backend", None) == "cuda" and "llir" in stages:
             stock = stages["llir"]
-            stages["llir"] = lambda src, metadata: make_llir(backend, options, capability, src, metadata, stock)
+            compile_state = {}              # (this compile's: whether it has shared buffers)
+            stages["llir"] = lambda src, metadata: make_llir(backend, options, capability, src, metadata, stock,
+                                                             compile_state)
             if "ptx" in stages:
                 stock_ptx = stages["ptx"]
-                stages["ptx"] = lambda src, metadata: check_static_shared(stock_ptx(src, metadata), metadata,
-                                                                          capability)
+                stages["ptx"] = lambda src, metadata: make_ptx(stock_ptx(src, metadata), metadata, capability,
+                                                               compile_state)
         if self.inner is not None:
             self.inner(*args)
 
@@ -178,19 +183,27 @@ _EMPTY_MODULE = f'target triple = "{nvptx.TRIPLE}"\n'
 _MAY_CALL_LIBDEVICE = re.compile(r"__nv_|\bmath\.|\barith\.remf\b|\btt\.extern_elementwise\b[^\n]*libpath = \"[^\"]")
 
 
-def make_llir(backend, options, capability, src, metadata, stock):
+_BUFFER = re.compile(r'\bsymbol = "(' + re.escape(library.SMEM_PREFIX) + r'\d+_\d+)"')
+
+
+def make_llir(backend, options, capability, src, metadata, stock, compile_state=None):
     """The stock `make_llir`, with the kernel's fl.call library linked."""
     ttgir = src.str()
     runs, elems = placeholders(ttgir)
-    if not runs:
+    buffers = list(dict.fromkeys(_BUFFER.findall(ttgir)))
+    if not runs and not buffers:
         return stock(src, metadata)
+    if compile_state is not None:
+        compile_state["buffers"] = bool(buffers)
     missing = [s for s in runs if s not in PLANS]
     if missing:
         raise CompileError(f"the kernel calls {missing[0]}, an fl.call compiled in another process; compile "
                            f"the kernel from its Python source")
     plans = [PLANS[s] for s in runs]
+    tiles = max((p.pool_bytes for p in plans), default=0)
+    offsets, pool = library.buffer_offsets(buffers, tiles)
     with collector.paused():
-        text, foreign = library.build(plans, elems, nvptx.arch(capability))
+        text, foreign = library.build(plans, elems, nvptx.arch(capability), offsets)
     # (the library first: its declarations make the foreign modules' definitions needed)
     libs = (("edsl", _write(text)),) + tuple((f"edsl-cuda-{k}", _write(m)) for k, m in enumerate(foreign))
     # libdevice only where something may call it: parsing and linking it costs
@@ -201,14 +214,40 @@ def make_llir(backend, options, capability, src, metadata, stock):
     libs += tuple((name, path if name != "libdevice" or needs_libdevice else _write(_EMPTY_MODULE))
                   for name, path in options.extern_libs or ())
     llir = backend.make_llir(src, metadata, dataclasses.replace(options, extern_libs=libs), capability)
-    pool = max(p.pool_bytes for p in plans)
     llir, metadata["shared"] = library.place_pool(llir, metadata["shared"], pool)
     limit = nvptx.MAX_SHARED_BYTES.get(capability)
     if limit is not None and metadata["shared"] > limit:
         # (Triton's own error at load, raised when compiling: its autotuner skips the config)
-        raise OutOfResources(metadata["shared"], limit, f"shared memory (fl.call's tiles take {pool} bytes "
-                             f"after the kernel's {metadata['shared'] - pool})")
+        mine = f"fl.call's tiles take {tiles} bytes" + (f" and the kernel's shared buffers {pool - tiles}"
+                                                        if buffers else "")
+        raise OutOfResources(metadata["shared"], limit, f"shared memory ({mine} after Triton's "
+                             f"{metadata['shared'] - pool})")
     return llir
+
+
+def make_ptx(ptx: str, metadata, capability, compile_state) -> str:
+    """The stock `make_ptx`'s text, checked (`check_static_shared`) and, in a
+    kernel with shared buffers, with generic global-memory accesses."""
+    ptx = check_static_shared(ptx, metadata, capability)
+    return generic_accesses(ptx) if compile_state.get("buffers") else ptx
+
+
+# Loads, stores and atomics Triton emits for global memory (`ld.global.nc` is
+# a read-only one, which has no generic form).
+_GLOBAL_ACCESS = re.compile(r"\b(ld|st|atom|red)\.global\.(?:nc\.)?")
+
+
+def generic_accesses(ptx: str) -> str:
+    """`ptx` with its global-memory loads, stores and atomics made generic
+    (`ld.global.v4.b32` -> `ld.v4.b32`). Triton sees a pointer into a shared
+    buffer (`local_ptr`) as a global one and accesses it with `ld.global`,
+    which faults on a shared address (cudaErrorInvalidAddressSpace on an
+    H200); a generic access reaches either space, the hardware telling them
+    apart by the address. Written on the PTX text: no Triton stage or option
+    chooses generic accesses. Asynchronous copies (`cp.async`, the tensor
+    memory accelerator) have no generic form: `local_ptr` pointers must not
+    reach them (edsl.gpu.shared)."""
+    return _GLOBAL_ACCESS.sub(r"\1.", ptx)
 
 
 _STATIC_SHARED = re.compile(r"^\s*\.shared \.align \d+ \.b8 [^\s\[]+\[(\d+)\];", re.M)

@@ -8,6 +8,10 @@ A kernel compiled by Triton's `nvidia` backend declares, for its `fl.call`s
   `__edsl_gpu_get_<T>(i32) -> T`         load one element from the pool
   `__edsl_gpu_run_<F>_<L>(...) -> i32`   run EDSL function F on the tiles laid
                                          out by L in the pool, between barriers
+  `__edsl_gpu_smem_<N>_<B>(i32) -> i64`  the generic address of a shared buffer
+                                         of B bytes the kernel allocated
+                                         (edsl.gpu.shared), in the pool after
+                                         the calls' tiles
 
 This module builds one LLVM module defining them all, which Triton's extern
 library linker links into the kernel before LLVM's O3 (which inlines it): the
@@ -44,6 +48,7 @@ PREFIX = "__edsl_gpu_"
 SYNC = PREFIX + "sync"
 POOL = PREFIX + "pool"
 RUN_PREFIX = PREFIX + "run_"
+SMEM_PREFIX = PREFIX + "smem_"
 FUNCTION_PREFIX = PREFIX + "fn_"
 
 # Element types a tile may have (MLIR names, which are also the LLVM dialect's).
@@ -77,11 +82,14 @@ class TileSlot:
 class Operand:
     """How one parameter of the EDSL function gets its value in the adapter:
     kind `tile` (a TileSlot), `pointer` (an i64 argument of the adapter: a
-    global address) or `scalar` (an argument, as is)."""
+    global address), `buffer` (an i64 argument: the generic address of a
+    shared buffer of the kernel, of `shape`, row-major) or `scalar` (an
+    argument, as is)."""
     kind: str
     type_text: str               # the parameter's MLIR type, for nvptx64
     tile: TileSlot | None = None
-    arg_type: str = ""           # the adapter argument's type (pointer, scalar)
+    arg_type: str = ""           # the adapter argument's type (pointer, buffer, scalar)
+    shape: tuple = ()            # a buffer's
 
 
 @dataclass(frozen=True)
@@ -104,6 +112,34 @@ class RunPlan:
 
 def elem_bytes(elem: str) -> int:
     return dtypes.by_mlir(elem).nbytes
+
+
+def buffer_symbol(number: int, nbytes: int) -> str:
+    """The placeholder of a kernel's shared buffer (`number`: unique in the process)."""
+    return f"{SMEM_PREFIX}{number}_{nbytes}"
+
+
+def buffer_offsets(symbols, start: int) -> tuple[dict[str, int], int]:
+    """The pool offsets of a kernel's shared buffers (their symbols, in the
+    order the kernel allocates them), laid out from byte `start` (after the
+    calls' tiles); and the pool's size with them."""
+    offsets, at = {}, start
+    for symbol in symbols:
+        at = -(-at // nvptx.SHARED_ALIGN) * nvptx.SHARED_ALIGN
+        offsets[symbol] = at
+        at += int(symbol.rsplit("_", 1)[1])
+    return offsets, at
+
+
+def _buffer_function(symbol: str, offset: int) -> str:
+    ptr = f"!llvm.ptr<{nvptx.SHARED_ADDRSPACE}>"
+    return f"""llvm.func @{symbol}(%unused: i32) -> i64 attributes {{always_inline}} {{
+  %pool = llvm.mlir.addressof @{POOL} : {ptr}
+  %p = llvm.getelementptr %pool[{offset}] : ({ptr}) -> {ptr}, i8
+  %g = llvm.addrspacecast %p : {ptr} to !llvm.ptr
+  %a = llvm.ptrtoint %g : !llvm.ptr to i64
+  llvm.return %a : i64
+}}"""
 
 
 def _helpers(elems) -> str:
@@ -189,6 +225,11 @@ def _adapter(plan: RunPlan, callee: str, signature: tuple[list[str], str]) -> st
         if o.kind == "scalar":
             values.append((arg, arg_type))
             continue
+        if o.kind == "buffer":
+            g = a.emit(f"llvm.inttoptr {arg} : i64 to !llvm.ptr")
+            p = a.emit(f"llvm.addrspacecast {g} : !llvm.ptr to {shared}")
+            values += _descriptor_fields(a, p, shared, o.shape, _row_major(o.shape))
+            continue
         t = ir.Type.parse(o.type_text)
         p = a.emit(f"llvm.inttoptr {arg} : i64 to {glob}")
         if isinstance(t, ir.MemRefType):
@@ -257,9 +298,11 @@ def function_symbol(fn) -> str:
     return FUNCTION_PREFIX + hashlib.sha256(fn.identity.encode()).hexdigest()[:16] + "_" + fn.__name__
 
 
-def build(plans: list[RunPlan], elems, arch: str = nvptx.DEFAULT_ARCH) -> tuple[str, list[str]]:
+def build(plans: list[RunPlan], elems, arch: str = nvptx.DEFAULT_ARCH,
+          buffers: dict[str, int] | None = None) -> tuple[str, list[str]]:
     """LLVM IR text declaring the pool, defining the helpers for element types
-    `elems`, the adapters of `plans` and their EDSL functions; and the LLVM IR
+    `elems`, the functions of the kernel's shared `buffers` (symbol -> pool
+    offset), the adapters of `plans` and their EDSL functions; and the LLVM IR
     of each CUDA C function they call (compiled for `arch`), to be linked after it."""
     with codegen.LOCK, codegen.context(), ir.Location.unknown():
         functions: dict[str, ir.Module] = {}
@@ -277,7 +320,7 @@ def build(plans: list[RunPlan], elems, arch: str = nvptx.DEFAULT_ARCH) -> tuple[
             else:
                 functions[callee] = _function_module(plan.function, callee)
                 signatures[callee] = _signature(ir.SymbolTable(functions[callee].operation)[callee])
-        parts = [_helpers(elems)]
+        parts = [_helpers(elems)] + [_buffer_function(s, at) for s, at in (buffers or {}).items()]
         for callee, (params, ret) in signatures.items():  # declared here, defined below or in `foreign`
             parts.append(f"llvm.func @{callee}({', '.join(params)})" + (f" -> {ret}" if ret != "void" else ""))
         done = set()

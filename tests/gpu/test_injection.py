@@ -292,7 +292,7 @@ def test_tiles_beyond_what_a_block_may_opt_in_to_are_out_of_resources():
     with pytest.raises(OutOfResources) as err:        # (which Triton's autotuner skips)
         compile_sm90(big_kernel, SIG_1D, {"N": 256})
     assert "Required: 262144" in str(err.value) and "Hardware limit: 232448" in str(err.value)
-    assert "fl.call's tiles take 262144 bytes after the kernel's 0" in str(err.value)
+    assert "fl.call's tiles take 262144 bytes after Triton's 0" in str(err.value)
 
 
 LLIR_HEAD = """; ModuleID = 'LLVMDialectModule'

@@ -181,7 +181,8 @@ def test_pointers_and_scalars_with_a_grid_stride_loop():
     torch.testing.assert_close(out, want, rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("name", ["gpu_vector_add", "gpu_softmax", "gpu_softmax_cuda", "gpu_matmul", "gpu_topk",
+@pytest.mark.parametrize("name", ["gpu_vector_add", "gpu_softmax", "gpu_softmax_cuda", "gpu_matmul", "gpu_matmul_smem",
+                                  "gpu_topk",
                                   "gpu_topk_cuda", "fl_softmax", "fl_matmul", "fl_topk"])
 def test_example(name, tmp_path):
     if name.endswith("_cuda") and importlib.util.find_spec("ziglang") is None:
