@@ -277,25 +277,29 @@ def call_smem(fn, outs, ins=None, _semantic=None, _generator=None):
 
     Args:
         fn: An `@edsl.dialect` function whose buffer parameters are memrefs
-            in shared memory.
+            in shared memory, or a CUDA C one (a buffer passed as a memref
+            descriptor, as `call` passes a tile).
         outs: The buffers passed as its `InOut` parameters, in their order;
             without `ins`, every operand, in the order of its parameters
             (TLE's one-list form).
         ins: The buffers, pointers and scalars passed as its `Input` ones.
 
     Returns:
-        The buffers of its `InOut` parameters (one, or a tuple), their
-        contents the function's.
+        The buffers of its `InOut` parameters (one, a tuple, or None where
+        there are none), their contents the function's.
     """
     from .gpu import placeholders, shared, stages
     fn = _unwrap(fn)
     name = getattr(fn, "__name__", type(fn).__name__)
-    if not isinstance(fn, EdslFunction):
+    if not isinstance(fn, (EdslFunction, CudaFunction)):
         raise TypeError(f"call_smem({name}): the function must be an @edsl.dialect function")
     shared._require_gpu(f"call_smem({name})", _semantic)
     stages.require_installed()
-    specs = fn.params_for(NVPTX)
-    fn.compile(NVPTX)  # errors in the function now, at the kernel's line
+    if isinstance(fn, CudaFunction):
+        specs = _cuda_smem_specs(fn, outs, ins, _semantic)
+    else:
+        specs = fn.params_for(NVPTX)
+        fn.compile(NVPTX)  # errors in the function now, at the kernel's line
     out_specs = [s for s in specs if s.inout]
     in_specs = [s for s in specs if not s.inout]
     if _unwrap(ins) is None:                  # (one list, in parameter order)
@@ -327,7 +331,28 @@ def call_smem(fn, outs, ins=None, _semantic=None, _generator=None):
             kinds.append(operand_kind(s, NVPTX))
     placeholders.emit(fn, specs, operands, kinds, _semantic)
     results = [v for s, v in zip(specs, operands) if s.inout]
+    if not results:
+        return None
     return results[0] if len(results) == 1 else tl.tuple(results)
+
+
+def _cuda_smem_specs(fn: CudaFunction, outs, ins, semantic) -> list:
+    """The parameters of CUDA C function `fn` as call_smem's operands fill
+    them: with `ins`, the `outs` are its InOut ones; in the one-list form,
+    the buffers whose memory it returns (none for a `void` one: its buffers
+    are updated in place all the same)."""
+    arch = nvptx.arch(_capability(semantic))
+    operands = _elements(outs) + ([] if _unwrap(ins) is None else _elements(ins))
+    specs, first_param = _cuda_specs(fn, operands, arch)
+    if _unwrap(ins) is not None:
+        outputs = set(range(len(_elements(outs))))
+    else:
+        params = fn.returned_params(arch)
+        if params is None or any(p not in first_param for p in params):
+            raise TypeError(f"call_smem({fn.__name__}): cannot tell which buffers the CUDA function returns; "
+                            f"pass its outs and ins as two lists")
+        outputs = {first_param.index(p) for p in params}
+    return [dataclasses.replace(s, inout=k in outputs) for k, s in enumerate(specs)]
 
 
 setattr(call_smem, tl.TRITON_BUILTIN, True)  # noqa: B010  (as call, above)
@@ -544,11 +569,13 @@ def _cuda_specs(fn: CudaFunction, operands: list, arch: str) -> tuple[list, list
         k += n
         return got
 
+    from .gpu.shared import SharedBuffer
     for i, v in enumerate(_unwrap(v) for v in operands):
         first.append(k)
-        if isinstance(v, tl.tensor) and v.type.is_block():
-            shape = [int(d) for d in v.type.shape]
-            elem = placeholders.element(v.type.scalar)
+        if isinstance(v, SharedBuffer) or isinstance(v, tl.tensor) and v.type.is_block():
+            # (a tile, or a shared buffer of the kernel: a memref descriptor either way)
+            shape = [int(d) for d in v.shape] if isinstance(v, SharedBuffer) else [int(d) for d in v.type.shape]
+            elem = placeholders.element(v.dtype if isinstance(v, SharedBuffer) else v.type.scalar)
             fields = take(3 + 2 * len(shape), f"a tile of rank {len(shape)}: its memref descriptor")
             if elem is None or any(not f.startswith("!llvm.ptr") for f in fields[:2]) or \
                     any(f != "i64" for f in fields[2:]):

@@ -2,6 +2,8 @@
 `tle.gpu` under `edsl.tle.language.gpu`): compiled for sm_90 anywhere (the
 PTX's accesses, the kernel's shared memory, the errors), and run against
 torch on a GPU."""
+import importlib.util
+import pathlib
 import re
 
 import pytest
@@ -44,6 +46,35 @@ def transpose_scale_kernel(x_ptr, w_ptr, o_ptr, R: tl.constexpr, C: tl.constexpr
 
 
 SIG = {"x_ptr": "*fp32", "w_ptr": "*fp32", "o_ptr": "*fp32"}
+
+NEEDS_ZIG = pytest.mark.skipif(importlib.util.find_spec("ziglang") is None,
+                               reason="CUDA C raw functions need the ziglang package (pip install triton-edsl[cuda])")
+
+
+@edsl.dialect(name="cuda", file=pathlib.Path(__file__).parent / "cuda" / "tile_matmul.cu")
+def tile_matmul(*args, **kwargs):
+    ...
+
+
+@triton.jit
+def cuda_matmul_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                       ONE_LIST: tl.constexpr):
+    """c = a @ b by a CUDA C function on three buffers; c copied out of its buffer."""
+    m, n, k = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    acc = tle_gpu.alloc([M, N], tl.float32, scope=tle_gpu.smem)
+    a = tle_gpu.alloc([M, K], tl.float16, scope=tle_gpu.smem)
+    b = tle_gpu.alloc([K, N], tl.float16, scope=tle_gpu.smem)
+    tl.store(tle_gpu.local_ptr(acc), tl.zeros([M, N], dtype=tl.float32))
+    tle_gpu.copy(a_ptr + m[:, None] * K + k[None, :], a)
+    tle_gpu.copy(b_ptr + k[:, None] * N + n[None, :], b)
+    if ONE_LIST:
+        tle_raw.call_smem(tile_matmul, [acc, a, b])        # (void: it returns no buffer; acc is updated)
+    else:
+        acc = tle_raw.call_smem(tile_matmul, [acc], [a, b])
+    tle_gpu.copy(acc, c_ptr + m[:, None] * N + n[None, :])
+
+
+CUDA_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32"}
 
 
 @triton.jit
@@ -127,6 +158,14 @@ def test_buffers_beyond_what_a_block_may_opt_in_to_are_out_of_resources():
     assert "the kernel's shared buffers 262144" in str(err.value) and "Hardware limit: 232448" in str(err.value)
 
 
+@NEEDS_ZIG
+def test_a_cuda_c_function_takes_buffers_as_memref_descriptors():
+    for one_list in (False, True):
+        compiled = compile_sm90(cuda_matmul_kernel, CUDA_SIG, {"M": 32, "N": 16, "K": 64, "ONE_LIST": one_list})
+        assert compiled.metadata.shared >= 32 * 16 * 4 + 32 * 64 * 2 + 64 * 16 * 2
+        assert not re.search(r"\b(?:ld|st)\.global\b", compiled.asm["ptx"])
+
+
 def test_buffers_outside_a_gpu_kernel_are_an_error():
     with pytest.raises(TypeError, match="shared memory of an NVIDIA GPU's kernel, not under Triton's interpreter"):
         tle_gpu.alloc([4], tl.float32)
@@ -142,3 +181,16 @@ def test_buffers_round_trip_on_the_gpu(rows, cols, one_list):
     o = torch.empty(cols, rows, device="cuda")
     transpose_scale_kernel[(1,)](x, w, o, R=rows, C=cols, ONE_LIST=one_list, num_warps=4)
     torch.testing.assert_close(o, (x * w[:, None]).T.contiguous(), rtol=0, atol=0)
+
+
+@pytest.mark.gpu
+@NEEDS_ZIG
+@pytest.mark.parametrize("one_list", [False, True])
+def test_a_cuda_c_function_on_buffers_on_the_gpu(one_list):
+    import torch
+    gen = torch.Generator("cuda").manual_seed(3)
+    a = torch.randn(32, 64, device="cuda", generator=gen).half()
+    b = torch.randn(64, 16, device="cuda", generator=gen).half()
+    c = torch.empty(32, 16, device="cuda")
+    cuda_matmul_kernel[(1,)](a, b, c, M=32, N=16, K=64, ONE_LIST=one_list, num_warps=4)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-4, atol=1e-4)
