@@ -65,19 +65,23 @@ def _check_tile(spec, v, what: str, name: str, target: Target = DPU) -> None:
     if not (isinstance(v, tl.tensor) and v.type.is_block()):
         raise TypeError(f"fl.call({name}): {what} for parameter {spec.name!r} ({spec.type_text}) "
                         f"must be a tensor, got {_describe(v)}")
-    got = v.type.scalar
+    _check_memref_operand(spec, v.type.scalar, list(v.type.shape), what, f"fl.call({name})")
+
+
+def _check_memref_operand(spec, got, shape: list, what: str, call: str) -> None:
+    """An operand of element type `got` and `shape` (a tile, a shared buffer)
+    must match a memref parameter: dtype, rank, static shape."""
     scalar = dtypes.of_triton_dtype(got)
     want = _memref_element(spec.type_text)
     if scalar is None or scalar.unsigned or scalar.mlir != ("i64" if want == "index" else want):
-        raise TypeError(f"fl.call({name}): {what} for parameter {spec.name!r} ({spec.type_text}) "
+        raise TypeError(f"{call}: {what} for parameter {spec.name!r} ({spec.type_text}) "
                         f"has element type {got}")
-    shape = list(v.type.shape)
     if len(shape) != len(spec.shape):
-        raise TypeError(f"fl.call({name}): {what} for parameter {spec.name!r} ({spec.type_text}) "
+        raise TypeError(f"{call}: {what} for parameter {spec.name!r} ({spec.type_text}) "
                         f"has rank {len(shape)}, expected {len(spec.shape)}")
     for axis, (a, b) in enumerate(zip(spec.shape, shape)):
         if a is not None and a != b:
-            raise TypeError(f"fl.call({name}): {what} for parameter {spec.name!r} ({spec.type_text}) "
+            raise TypeError(f"{call}: {what} for parameter {spec.name!r} ({spec.type_text}) "
                             f"has size {b} in dimension {axis}, expected {a}")
 
 
@@ -315,12 +319,10 @@ def call_smem(fn, outs, ins=None, _semantic=None, _generator=None):
         given = (next(by_kind[s.inout]) for s in specs)
     operands, kinds = [], []
     for s, v in zip(specs, given):
-        what = f"{'out' if s.inout else 'in'} operand for parameter {s.name!r} ({s.type_text})"
+        what = f"the {'out' if s.inout else 'in'} operand"
         if operand_kind(s, NVPTX) == "tile":
-            buf = shared._buffer(v, f"call_smem({name}): the {what}")
-            if _memref_element(s.type_text) != dtypes.of_triton_dtype(buf.dtype).mlir \
-                    or len(s.shape) != len(buf.shape) or any(d not in (None, n) for d, n in zip(s.shape, buf.shape)):
-                raise TypeError(f"call_smem({name}): the {what} is a buffer {list(buf.shape)} of {buf.dtype}")
+            buf = shared._buffer(v, f"call_smem({name}): {what} for parameter {s.name!r} ({s.type_text})")
+            _check_memref_operand(s, buf.dtype, list(buf.shape), f"{what} (a buffer)", f"call_smem({name})")
             operands.append(buf)
             kinds.append("buffer")
         elif s.inout:
@@ -347,11 +349,11 @@ def _cuda_smem_specs(fn: CudaFunction, outs, ins, semantic) -> list:
     if _unwrap(ins) is not None:
         outputs = set(range(len(_elements(outs))))
     else:
-        params = fn.returned_params(arch)
-        if params is None or any(p not in first_param for p in params):
+        returned = _returned_operands(fn, arch, first_param)
+        if returned is None:
             raise TypeError(f"call_smem({fn.__name__}): cannot tell which buffers the CUDA function returns; "
                             f"pass its outs and ins as two lists")
-        outputs = {first_param.index(p) for p in params}
+        outputs = set(returned)
     return [dataclasses.replace(s, inout=k in outputs) for k, s in enumerate(specs)]
 
 
@@ -536,17 +538,26 @@ def _call_cuda(fn: CudaFunction, args: list, ins: list | None, output_indices, s
         if output_indices is not None:
             returned = output_indices_of(output_indices, len(operands), name)
         else:
-            params = fn.returned_params(arch)
-            if params is None or any(p not in first_param for p in params):
+            returned = _returned_operands(fn, arch, first_param)
+            if returned is None:
                 raise TypeError(f"fl.call({name}): cannot tell which operands the CUDA function returns; name "
                                 f"them with output_indices=[...]")
-            returned = [first_param.index(p) for p in params]
         outputs = set(returned)
     # (outs are InOut whatever they are, so that a pointer among them is refused as such)
     specs = [dataclasses.replace(s, inout=k in outputs and (ins is not None or s.kind == "memref"))
              for k, s in enumerate(specs)]
     form = _Form(name, specs, returned, NVPTX, args, ins, output_indices)
     return form.results(_call_gpu(fn, form.outs, form.ins, semantic, specs))
+
+
+def _returned_operands(fn: CudaFunction, arch: str, first_param: list[int]) -> list[int] | None:
+    """The operands (numbers) whose memory CUDA C function `fn` returns (none
+    for a `void` one), from the first LLVM parameter of each; None where that
+    cannot be told."""
+    params = fn.returned_params(arch)
+    if params is None or any(p not in first_param for p in params):
+        return None
+    return [first_param.index(p) for p in params]
 
 
 def _cuda_specs(fn: CudaFunction, operands: list, arch: str) -> tuple[list, list[int]]:

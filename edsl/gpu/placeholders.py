@@ -73,11 +73,7 @@ def _byte_offsets(semantic, slot: TileSlot) -> tl.tensor:
     rank = len(slot.shape)
     total, stride = None, slot.nbytes // max(1, _count(slot.shape))
     for d in reversed(range(rank)):
-        r = semantic.arange(0, slot.shape[d])
-        for _ in range(d):
-            r = semantic.expand_dims(r, 0)
-        for _ in range(rank - d - 1):
-            r = semantic.expand_dims(r, len(r.type.shape))
+        r = axis_range(semantic, d, slot.shape[d], rank)
         if stride != 1:
             r = semantic.mul(r, stride, False)
         total = r if total is None else semantic.add(total, r, False)
@@ -85,6 +81,16 @@ def _byte_offsets(semantic, slot: TileSlot) -> tl.tensor:
     if slot.offset:
         total = semantic.add(total, slot.offset, False)
     return total
+
+
+def axis_range(semantic, d: int, n: int, rank: int) -> tl.tensor:
+    """0..n-1 along dimension `d` of `rank`, broadcastable against the others."""
+    r = semantic.arange(0, n)
+    for _ in range(d):
+        r = semantic.expand_dims(r, 0)
+    for _ in range(rank - d - 1):
+        r = semantic.expand_dims(r, len(r.type.shape))
+    return r
 
 
 def _count(shape) -> int:
@@ -113,4 +119,4 @@ def emit(fn, specs, operands: list, kinds: list[str], semantic) -> list[tl.tenso
             for k, (o, s) in enumerate(zip(plan.operands, specs)) if o.tile is not None and s.inout]
 
 
-__all__ = ["PLANS", "element", "emit", "plan_call"]
+__all__ = ["PLANS", "axis_range", "element", "emit", "plan_call"]

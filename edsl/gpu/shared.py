@@ -27,7 +27,7 @@ import itertools
 from triton.language import core as tl
 
 from ..inject.gpu_library import buffer_symbol
-from .placeholders import element
+from .placeholders import axis_range, element
 
 # The scope TLE names shared memory by (`tle.gpu.smem`): the only one here.
 smem = "smem"
@@ -141,7 +141,7 @@ def local_ptr(buffer, indices=None, _semantic=None, _generator=None):
     buf = _buffer(buffer, "tle.gpu.local_ptr's buffer")
     indices = tl._unwrap_if_constexpr(indices)
     if indices is None:
-        indices = [_axis(_semantic, d, n, len(buf.shape)) for d, n in enumerate(buf.shape)]
+        indices = [axis_range(_semantic, d, n, len(buf.shape)) for d, n in enumerate(buf.shape)]
     elif not isinstance(indices, (tuple, list, tl.tuple)):
         indices = [indices]
     indices = list(indices)
@@ -156,16 +156,6 @@ def local_ptr(buffer, indices=None, _semantic=None, _generator=None):
         stride *= buf.shape[d]
     base = _semantic.cast(buf.address(), tl.pointer_type(buf.dtype))
     return _semantic.add(base, offset, False)
-
-
-def _axis(semantic, d: int, n: int, rank: int) -> tl.tensor:
-    """0..n-1 along dimension `d` of `rank`, broadcastable against the others."""
-    r = semantic.arange(0, n)
-    for _ in range(d):
-        r = semantic.expand_dims(r, 0)
-    for _ in range(rank - d - 1):
-        r = semantic.expand_dims(r, len(r.type.shape))
-    return r
 
 
 @_builtin

@@ -133,7 +133,7 @@ def other_layout_kernel(x_ptr):
 
 
 @pytest.mark.parametrize("kernel, message", [
-    (wrong_shape_kernel, "parameter 'w' (memref<?xf32, 3>) is a buffer [8] of fp16"),
+    (wrong_shape_kernel, "the in operand (a buffer) for parameter 'w' (memref<?xf32, 3>) has element type fp16"),
     (tile_for_buffer_kernel, "must be a shared buffer (tle.gpu.alloc), not tensor"),
     (other_layout_kernel, "a buffer is row-major here"),
     (one_list_count_kernel, "the function takes 2 operands (y, w); got 1"),
