@@ -28,6 +28,7 @@ import os
 import platform
 import threading
 
+from ..base import sigint
 from ..base.errors import LoweringError
 
 _vp, _cp, _u64 = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint64
@@ -168,32 +169,33 @@ def compile_object(llvm_ir: str, opt_level: int = 3, linked: tuple = ()) -> byte
     # (LLVM's own handler ends the process on an error, such as a link's)
     handler = _DiagnosticHandler(lambda info, _: diagnostics.append(_message(lib.LLVMGetDiagInfoDescription(info))))
     lib.LLVMContextSetDiagnosticHandler(ctx, handler, None)
-    try:
-        module = _parse(lib, ctx, tm, llvm_ir)
+    with sigint.held():                     # (LLVM calls `handler` in it)
         try:
-            for text, exported in linked:
-                other = _parse(lib, ctx, tm, text)
-                _internalize(lib, other, exported)
-                if lib.LLVMLinkModules2(module, other):    # (takes the linked module)
-                    raise LoweringError(f"LLVM cannot link a raw function's module into the program: "
-                                        f"{'; '.join(diagnostics)}")
-            options = lib.LLVMCreatePassBuilderOptions()
-            failure = _error(lib.LLVMRunPasses(module, f"default<O{level}>".encode(), tm, options))
-            lib.LLVMDisposePassBuilderOptions(options)
-            if failure:
-                raise LoweringError(f"optimizing the program failed: {failure}")
-            out = _vp()
-            if lib.LLVMTargetMachineEmitToMemoryBuffer(tm, module, 1, ctypes.byref(err), ctypes.byref(out)):
-                raise LoweringError(f"code generation failed: {_message(err.value)}")
+            module = _parse(lib, ctx, tm, llvm_ir)
             try:
-                return ctypes.string_at(lib.LLVMGetBufferStart(out), lib.LLVMGetBufferSize(out))
+                for text, exported in linked:
+                    other = _parse(lib, ctx, tm, text)
+                    _internalize(lib, other, exported)
+                    if lib.LLVMLinkModules2(module, other):    # (takes the linked module)
+                        raise LoweringError(f"LLVM cannot link a raw function's module into the program: "
+                                            f"{'; '.join(diagnostics)}")
+                options = lib.LLVMCreatePassBuilderOptions()
+                failure = _error(lib.LLVMRunPasses(module, f"default<O{level}>".encode(), tm, options))
+                lib.LLVMDisposePassBuilderOptions(options)
+                if failure:
+                    raise LoweringError(f"optimizing the program failed: {failure}")
+                out = _vp()
+                if lib.LLVMTargetMachineEmitToMemoryBuffer(tm, module, 1, ctypes.byref(err), ctypes.byref(out)):
+                    raise LoweringError(f"code generation failed: {_message(err.value)}")
+                try:
+                    return ctypes.string_at(lib.LLVMGetBufferStart(out), lib.LLVMGetBufferSize(out))
+                finally:
+                    lib.LLVMDisposeMemoryBuffer(out)
             finally:
-                lib.LLVMDisposeMemoryBuffer(out)
+                lib.LLVMDisposeModule(module)
         finally:
-            lib.LLVMDisposeModule(module)
-    finally:
-        lib.LLVMContextDispose(ctx)
-        lib.LLVMDisposeTargetMachine(tm)
+            lib.LLVMContextDispose(ctx)
+            lib.LLVMDisposeTargetMachine(tm)
 
 
 _EXTERNAL, _INTERNAL = 0, 8          # LLVMLinkage values
@@ -297,7 +299,7 @@ class ObjectProgram:
         addr = self._addresses.get(name)
         if addr is None:
             result = _u64()
-            with self._lock:
+            with self._lock, sigint.held():       # (the lookup calls `allow`)
                 failure = _error(_llvm().LLVMOrcLLJITLookup(self._jit, ctypes.byref(result), name.encode()))
             if failure:
                 raise MissingSymbols(self._refused, failure)

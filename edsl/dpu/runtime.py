@@ -25,13 +25,11 @@ WRAM bounds, assertions, index checks, deadlocked barriers) are raised as a
 """
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import functools
 import hashlib
 import mmap
 import queue
-import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -39,7 +37,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..base import cache
+from ..base import cache, sigint
 from ..base.errors import DpuError, LoweringError, SourceLoc
 from . import jit, support
 from ..target.dpu import (CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, HOST_CACHE_LINE, LOG_ENDS, LOG_ENTRY, MAX_TASKLETS,
@@ -506,7 +504,7 @@ class Launch:
     def run(self, work: Callable[[int], None]) -> None:
         """`work(tid)` on one thread per tasklet; this thread waits (and can be
         interrupted with Ctrl-C)."""
-        with _sigint_flag() as interrupted:
+        with sigint.held() as interrupted:
             self._run(work, interrupted, self.tasklets)
 
     def run_each(self, jobs: Sequence[Callable[[], object]]) -> list:
@@ -517,7 +515,7 @@ class Launch:
 
         def work(k: int) -> None:
             results[k] = jobs[k]()
-        with _sigint_flag() as interrupted:
+        with sigint.held() as interrupted:
             self._run(work, interrupted, len(jobs))
         return results
 
@@ -529,7 +527,7 @@ class Launch:
         leaves behind."""
         started = self.start_entry(program, entry, args, contexts, exit, dpus, keep_alive)
         try:
-            with _sigint_flag() as interrupted:
+            with sigint.held() as interrupted:
                 self._run(lambda _: started(), interrupted, 1)
         finally:
             started.finish()
@@ -563,7 +561,7 @@ class Launch:
         return EntryRun(self, functools.partial(program.run_tasklets, block), (args, program, keep_alive),
                         fibers, rows)
 
-    def _run(self, work: Callable[[int], None], interrupted: list, threads: int) -> None:
+    def _run(self, work: Callable[[int], None], interrupted: sigint.Held, threads: int) -> None:
         if threads == 1 and threading.current_thread() is not threading.main_thread():
             # A host thread running DPUs for a launch (edsl.backend.dpu_run):
             # Ctrl-C reaches the main thread, which waits for it and stops the
@@ -575,7 +573,9 @@ class Launch:
                 raise
             return
         workers = _POOL.take(threads)
-        done: queue.SimpleQueue = queue.SimpleQueue()
+        # (not a SimpleQueue: its get(timeout) of Python 3.11 waits forever where
+        # a signal handled in it leaves the time left below zero)
+        done: queue.Queue = queue.Queue()
         for tid, worker in enumerate(workers):
             worker.jobs.put((work, tid, done))
         errors, pending = [], len(workers)
@@ -586,14 +586,13 @@ class Launch:
                 try:
                     error = done.get(timeout=0.05)
                 except queue.Empty:
-                    if interrupted:
-                        raise KeyboardInterrupt from None
+                    interrupted.deliver()       # (Python's handler raises KeyboardInterrupt)
                     continue
                 pending -= 1
                 if error is not None:           # (a Python error in `work` itself)
                     errors.append(error)
                     self.interrupt()
-        except KeyboardInterrupt:
+        except BaseException:                   # (Ctrl-C, or the error of a handler of its)
             self.interrupt()
             deadline = time.monotonic() + 1.0
             while pending and time.monotonic() < deadline:
@@ -819,20 +818,3 @@ class _FiberPool:
 
 
 _FIBERS = _FiberPool()
-
-
-@contextlib.contextmanager
-def _sigint_flag():
-    """While a launch waits: Ctrl-C sets a flag the waiting loop turns into
-    KeyboardInterrupt (Python's own handler could raise it inside whatever
-    Python code runs at that moment, such as a finalizer, which drops it)."""
-    flag: list = []
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        yield flag
-        return
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: flag.append(signum))
-    try:
-        yield flag
-    finally:
-        signal.signal(signal.SIGINT, previous)

@@ -236,6 +236,33 @@ def test_ctrl_c_interrupts_a_launch(tmp_path, which):
         assert "arrays as transferred" in out, out
 
 
+def test_ctrl_c_while_llvm_calls_back_into_python_is_raised_once_the_call_returns(monkeypatch):
+    """Linking a program calls a Python symbol filter from C: Ctrl-C there,
+    raised inside the callback, would be dropped by ctypes and the launch it
+    meant to stop would run on. It is raised after the link, which completed."""
+    from edsl.dpu import jit
+    llir = textwrap.dedent("""
+        declare double @sqrt(double)
+        define double @edsl_test_root(double %x) {
+          %r = call double @sqrt(double %x)
+          ret double %r
+        }
+    """)
+    program = jit.ObjectProgram(jit.compile_object(llir, opt_level=0), "root")
+    provided, asked = jit._provided, []
+
+    def ctrl_c_then_provided(name):
+        asked.append(name)
+        signal.raise_signal(signal.SIGINT)          # (its handler runs here, in the callback)
+        return provided(name)
+    monkeypatch.setattr(jit, "_provided", ctrl_c_then_provided)
+    with pytest.raises(KeyboardInterrupt):
+        program.address("edsl_test_root")
+    assert "sqrt" in asked
+    root = ctypes.CFUNCTYPE(ctypes.c_double, ctypes.c_double)(program.address("edsl_test_root"))
+    assert root(2.25) == 1.5
+
+
 def test_a_symbol_the_host_libraries_lack_is_an_error_naming_it_and_the_line():
     text = """
     llvm.func @__truncsfbf2(f32) -> bf16
