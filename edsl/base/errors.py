@@ -28,8 +28,12 @@ class SourceLoc:
     def site(self) -> int:
         """The code of a run-time check at this position, carried by compiled
         code so that its failure names the line: file, line and column packed
-        into a positive i64 (the same in every program the check ends up in)."""
-        file = zlib.crc32(self.filename.encode()) & 0x7FFF
+        into a positive i64 (the same in every program the check ends up in).
+        The file by its name alone: a kernel compiles to the same code from any
+        folder, as Triton's cache, whose key ignores paths, expects (copies of
+        a project in two folders compiling one kernel at once would otherwise
+        leave their cache entry a mix of two compiles)."""
+        file = zlib.crc32(os.path.basename(self.filename).encode()) & 0x7FFF
         return file << 48 | (self.lineno & 0xFFFFFFFF) << 16 | min(self.col or 0, 0xFFFF)
 
 

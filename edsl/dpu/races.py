@@ -23,7 +23,6 @@ from typing import Sequence
 
 import numpy as np
 
-from ..codegen.upmem_c import SITE_BASE
 from ..target.dpu import ACCESS_MASK, RACE_MRAM, Access
 
 
@@ -186,7 +185,8 @@ def message(race: Race, what: str, sites, name=None) -> tuple[str, object]:
             return ""
         other = f" of {loc.filename}" if first is not None and loc.filename != first.filename else ""
         return f" at line {loc.lineno}{other} (column {(loc.col or 0) + 1})"
-    barrier = "barrier_wait" if a.site >= SITE_BASE else "edsl.barrier()"   # (in C, or in the EDSL)
+    first = sites.get(a.site)
+    barrier = "edsl.barrier()" if first is None or first.filename.endswith(".py") else "barrier_wait"  # (or in C)
     text = (f"{what}: tasklets {a.tasklet} and {b.tasklet} race on {where}: tasklet {a.tasklet} {a.verb} it"
             f"{at(a)} and tasklet {b.tasklet} {b.verb} it{at(b)}, with no barrier between them; on UPMEM the "
             f"tasklets interleave and the result depends on their order (separate the accesses with "

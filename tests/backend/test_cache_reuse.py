@@ -2,6 +2,7 @@
 a second process reuses them without compiling again."""
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -18,11 +19,11 @@ SCRIPT = textwrap.dedent('''
 ''')
 
 
-def _run(tmp_path, cache):
+def _run(tmp_path, cache, example=EXAMPLES / "triton_vector_add.py"):
     script = tmp_path / "run.py"
     script.write_text(SCRIPT)
     env = dict(os.environ, TRITON_CACHE_DIR=str(cache), EDSL_CACHE_DIR=str(tmp_path / "edsl-cache"))
-    done = subprocess.run([sys.executable, str(script), str(EXAMPLES / "triton_vector_add.py")],
+    done = subprocess.run([sys.executable, str(script), str(example)],
                           capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return {p: p.stat().st_mtime_ns for p in cache.rglob("*") if p.is_file()}
@@ -35,3 +36,22 @@ def test_second_process_reuses_the_compiled_kernel(tmp_path):
     assert binaries, sorted(p.name for p in first)
     second = _run(tmp_path, cache)
     assert second == first  # nothing compiled or written again
+
+
+def test_a_kernel_compiles_to_the_same_bytes_from_any_folder(tmp_path):
+    """Triton's cache key ignores the kernel's path, so a compile must too: two
+    copies of a project compiling one kernel at once write one cache entry,
+    file by file, and a mix of two different compiles would pair one's code
+    with the other's check sites (an error then naming no line). Only the
+    paths in the IR's locations differ (Triton's own). (A kernel calling an
+    EDSL function is keyed by that function's file too.)"""
+    stages = []
+    for copy in ("a", "b"):
+        folder = tmp_path / copy / "project"
+        folder.mkdir(parents=True)
+        example = shutil.copy(EXAMPLES / "triton_vector_add.py", folder)
+        files = _run(tmp_path / copy, tmp_path / copy / "triton", pathlib.Path(example))
+        stages.append({p.suffix: p.read_bytes().replace(bytes(folder), b"<folder>") for p in files
+                       if p.suffix in (".dpubin", ".llmlir", ".ttir")})
+    assert set(stages[0]) == {".dpubin", ".llmlir", ".ttir"}
+    assert stages[0] == stages[1]

@@ -105,6 +105,7 @@ def test_the_error_names_both_lines():
     assert re.search(rf"tasklets 0 and 1 race on element 0 of 't': tasklet 0 writes it at line {line} "
                      rf"\(column 9\) and tasklet 1 reads it at line {line} \(column 16\), with no barrier",
                      err.value.message), err.value.message
+    assert "separate the accesses with edsl.barrier()" in err.value.message     # (not C's barrier_wait)
     # Without the check it runs (and on hardware would lose updates).
     total.run(np.zeros(1, np.float32), x, tasklets=16, race_check=False)
 
