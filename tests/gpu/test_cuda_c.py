@@ -37,6 +37,11 @@ def tile_matmul(*args, **kwargs):
     ...
 
 
+@dialect(name="cuda", file=CU / "load_tiles.cu")
+def load_tiles(*args, **kwargs):
+    ...
+
+
 @dialect(name="cuda", file=CU / "typed_add.cu", extern_func_name="TypedAdd_half", defines={"ELEM": "half"})
 def typed_add_f16(*args, **kwargs):
     ...
@@ -88,6 +93,24 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constex
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
+@triton.jit
+def loaded_tiles_matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                               BK: tl.constexpr):
+    """FlagTree's pipeline-producer tutorial's shape: the raw function fills the
+    two tiles it is handed from global memory and returns both."""
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a, b = tle_raw.call(load_tiles, [tl.zeros((BM, BK), dtype=tl.float16), tl.zeros((BK, BN), dtype=tl.float16),
+                                         a_ptr, b_ptr, M, N, K, pid_m, pid_n, k], output_indices=[0, 1],
+                            hint="pipeline")
+        acc = tl.dot(a, b, acc)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+MATMUL = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32"}
 PTRS3 = {"x_ptr": "*fp32", "y_ptr": "*fp32", "o_ptr": "*fp32", "n": "i32"}
 
 
@@ -137,6 +160,14 @@ def test_returned_descriptor_picks_the_output_tile():
 def test_outs_ins_form_with_half_tiles_compiles():
     compile_sm90(matmul_kernel, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32",
                                  "K": "i32"}, {"BM": 32, "BN": 32, "BK": 32})
+
+
+def test_two_returned_tiles_filled_by_cp_async_feed_tl_dot():
+    compiled = compile_sm90(loaded_tiles_matmul_kernel, MATMUL, {"BM": 128, "BN": 256, "BK": 64}, num_warps=8,
+                            num_stages=3)
+    ptx = compiled.asm["ptx"]
+    assert "cp.async.cg.shared.global" in ptx and "wgmma" in ptx
+    assert compiled.metadata.shared >= (128 * 64 + 64 * 256) * 2     # (both tiles staged in shared memory)
 
 
 def test_template_per_define_two_in_one_kernel():
@@ -256,6 +287,14 @@ def test_cuda_functions_against_torch():
     c = torch.empty(200, 100, device="cuda")
     matmul_kernel[(triton.cdiv(200, 32), triton.cdiv(100, 32))](a, b, c, 200, 100, 150, BM=32, BN=32, BK=32)
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-3, atol=1e-3)
+
+    for (m, n, k) in ((512, 512, 512), (300, 200, 100)):   # (cp.async, then element by element)
+        a = torch.rand((m, k), device="cuda", dtype=torch.float16) - 0.5
+        b = torch.rand((k, n), device="cuda", dtype=torch.float16) - 0.5
+        c = torch.empty((m, n), device="cuda", dtype=torch.float16)
+        loaded_tiles_matmul_kernel[(triton.cdiv(m, 128), triton.cdiv(n, 256))](a, b, c, m, n, k, BM=128, BN=256,
+                                                                             BK=64, num_warps=8, num_stages=3)
+        torch.testing.assert_close(c, a @ b, atol=1e-2, rtol=0)
 
     x = torch.cat([torch.rand(960, device="cuda") * 40, torch.tensor([1e-39, 3e-42, 1.0, 88.0], device="cuda"),
                    torch.rand(60, device="cuda") * 1e-3])
