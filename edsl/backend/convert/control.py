@@ -193,7 +193,7 @@ def _lower_branches(conv, op, make) -> None:
 def lower_if(conv, op):
     def make(types):
         has_else = len(op.regions[1].blocks) > 0
-        new = scf.IfOp(conv.values.get(op.operands[0]), types, has_else=has_else)
+        new = scf.IfOp(conv.values.get(op.opview.condition), types, has_else=has_else)
         branches = [(op.regions[0].blocks[0], new.then_block)]
         if has_else:
             branches.append((op.regions[1].blocks[0], new.else_block))
@@ -205,8 +205,8 @@ def lower_if(conv, op):
 def lower_index_switch(conv, op):
     """From `structure_control_flow`: the code after a point some paths return from."""
     def make(types):
-        cases = list(ir.DenseI64ArrayAttr(op.attributes["cases"]))
-        new = scf.IndexSwitchOp(types, conv.values.get(op.operands[0]), cases)
+        switch = op.opview
+        new = scf.IndexSwitchOp(types, conv.values.get(switch.arg), list(switch.cases))
         default, *regions = list(op.regions)
         branches = [(r.blocks[0], new.case_block(k)) for k, r in enumerate(regions)]
         branches.append((default.blocks[0], new.default_block))
@@ -331,10 +331,11 @@ def lower_atomic_poll(conv, op):
     gives false; without one it would wait forever, which is an error at its
     line (a run-time `DpuError`, as a deadlocked barrier is)."""
     from .memory import element_read
-    ptr, expected = conv.values.get(op.operands[0]), conv.values.get(op.operands[1])
-    timeout = len(op.operands) > 2
-    t = scalar_type(pointee(ir.RankedTensorType(op.operands[0].type).element_type
-                            if is_tensor(op.operands[0].type) else op.operands[0].type))
+    view = ops.AtomicPoll(op)
+    ptr, expected = conv.values.get(view.ptr), conv.values.get(view.expected)
+    timeout = view.timeout is not None
+    t = scalar_type(pointee(ir.RankedTensorType(view.ptr.type).element_type
+                            if is_tensor(view.ptr.type) else view.ptr.type))
     i1, i64 = ir.IntegerType.get_signless(1), ir.IntegerType.get_signless(64)
     stg = conv.buffers.staging(8)
     conv.buffers.accesses.note_mram(False, "one")

@@ -132,7 +132,7 @@ def lower_assert(conv, op):
     loc = user_location(op.location)
     number = len(conv.info.asserts) + 1
     conv.info.asserts.append((message, f"{conv.sites.file_name(loc.filename)}:{loc.lineno}" if loc else ""))
-    cond = conv.values.get(op.operands[0])
+    cond = conv.values.get(ops.Assert(op).condition)
     i64 = ir.IntegerType.get_signless(64)
 
     def check(c):

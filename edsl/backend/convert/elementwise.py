@@ -320,7 +320,7 @@ def _map_unary(conv, op, fn, extra_cost=1):
 
 @lowers("tt.bitcast")
 def lower_bitcast(conv, op):
-    src_t, dst_t = _elem(op.operands[0].type), _elem(op.results[0].type)
+    src_t, dst_t = _elem(ops.Bitcast(op).src.type), _elem(op.results[0].type)
     if src_t == dst_t:                  # pointer to pointer: the address is unchanged
         _map_unary(conv, op, lambda v: v, 0)
     else:

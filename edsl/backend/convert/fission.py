@@ -234,9 +234,10 @@ class _Split:
                 self._move_body(old.blocks[0], region.blocks.append(), slots)
         elif op.name == "scf.for":
             with at, op.location:
-                for slot, init in zip(slots, list(op.operands)[3:]):
+                for slot, init in zip(slots, op.opview.initArgs):
                     self._store(slot, init)
-            new = scf.ForOp(op.operands[0], op.operands[1], op.operands[2], ip=at)
+            loop = op.opview
+            new = scf.ForOp(loop.lowerBound, loop.upperBound, loop.step, ip=at)
             old = op.regions[0].blocks[0]
             self._move_body(old, new.body, slots)
             old.arguments[0].replace_all_uses_with(new.induction_variable)
@@ -246,7 +247,7 @@ class _Split:
                     arg.replace_all_uses_with(self._load(slot))
         else:
             has_else = len(op.regions[1].blocks) > 0
-            new = scf.IfOp(op.operands[0], [], has_else=has_else, ip=at)
+            new = scf.IfOp(op.opview.condition, [], has_else=has_else, ip=at)
             self._move_body(op.regions[0].blocks[0], new.then_block, slots)
             if has_else:
                 self._move_body(op.regions[1].blocks[0], new.else_block, slots)
@@ -270,7 +271,7 @@ class _Split:
         before, after = new.before.blocks.append(), new.after.blocks.append()
         condition = list(old_before.operations)[-1].operation
         with ir.InsertionPoint(before), condition.location:
-            scf.ConditionOp(condition.operands[0], [])
+            scf.ConditionOp(condition.opview.condition, [])
         self._move_body(old_before, before, forwarded)
         self._move_body(old_after, after, carried)
         for block, old, slots in ((before, old_before, carried), (after, old_after, forwarded)):

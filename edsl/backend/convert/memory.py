@@ -455,7 +455,7 @@ def _points_to_floats(ptr: ir.Value) -> bool:
     owner = ptr.owner
     if not isinstance(owner, ir.OpView) or owner.operation.name != "tt.bitcast":
         return False
-    return re.search(r"!tt\.ptr<f(32|64)>", str(owner.operands[0].type)) is not None
+    return re.search(r"!tt\.ptr<f(32|64)>", str(ops.Bitcast(owner).src.type)) is not None
 
 
 _RMW = {
@@ -494,25 +494,27 @@ def _atomic_log_kind(conv, op, t) -> int:
     else:
         name = ops.AtomicRMW(op).kind
         which = _ATOMIC_OPS[name][is_float(t)]
-        if name in _ON_FLOAT_BITS and not is_float(t) and _points_to_floats(op.operands[0]):
+        if name in _ON_FLOAT_BITS and not is_float(t) and _points_to_floats(ops.AtomicRMW(op).ptr):
             which = _ON_FLOAT_BITS[name]
     used = conv.values.uses.get(op.results[0], 0) > 0
     return atomic_kind(which, used, byte_size(t), str(t) if is_float(t) else None)
 
 
-def _atomic(conv, op, update):
-    """Lower an atomic: program instances run one at a time in the model, and
-    tasklet 0 alone runs the atomic op of a program, so a read-modify-write
-    of the element (two 8-byte DMA transfers) is atomic. A scalar result
-    reaches the other tasklets through a WRAM cell."""
+def _atomic(conv, op, pointers: ir.Value, operands: list, mask_operand: ir.Value | None, update):
+    """Lower an atomic on `pointers`, `update(old, *operands' lanes)` the new
+    value where `mask_operand` (if any) is true: program instances run one
+    at a time in the model, and tasklet 0 alone runs the atomic op of a
+    program, so a read-modify-write of the element (two 8-byte DMA
+    transfers) is atomic. A scalar result reaches the other tasklets through
+    a WRAM cell."""
     rt = op.results[0].type if len(op.results) else None
     if rt is not None and conv.values.uses.get(op.results[0], 0) > 0:
         conv.info.waits = True             # (a spin lock: its DPUs must not run at once, `model._job`)
     stg = conv.buffers.staging(8)
     conv.buffers.accesses.note_mram(True, "one")
-    n_vals = len(op.operands) - 1
-    ptr = conv.values.get(op.operands[0])
-    vals = [conv.values.get(v) for v in op.operands[1:]]
+    ptr = conv.values.get(pointers)
+    args = [conv.values.get(v) for v in operands]
+    mask = conv.values.get(mask_operand) if mask_operand is not None else None
 
     def one(addr, lane_vals, t):
         old = element_read(conv, addr, t, stg, access=None)
@@ -521,8 +523,7 @@ def _atomic(conv, op, update):
         return old
 
     if not isinstance(ptr, Tile):
-        t = scalar_type(pointee(op.operands[0].type))
-        *args, mask = vals if op.name == "tt.atomic_rmw" and n_vals == 2 else (*vals, None)
+        t = scalar_type(pointee(pointers.type))
 
         def run():
             if mask is None:
@@ -540,9 +541,7 @@ def _atomic(conv, op, update):
         if rt is not None:
             conv.values.set(op.results[0], conv.buffers.load(cell, [zero], t))
         return
-    t = scalar_type(pointee(ir.RankedTensorType(op.operands[0].type).element_type))
-    has_mask = op.name == "tt.atomic_rmw" and n_vals == 2
-    args, mask = (vals[:-1], vals[-1]) if has_mask else (vals, None)
+    t = scalar_type(pointee(ir.RankedTensorType(pointers.type).element_type))
     used = conv.values.uses.get(op.results[0], 0) > 0          # (an unused result needs no buffer)
     out = conv.buffers.alloca(ptr.shape, t, f"{op.name} result", op) if used else None
 
@@ -559,13 +558,11 @@ def _atomic(conv, op, update):
 
 @lowers("tt.atomic_rmw")
 def lower_atomic_rmw(conv, op):
-    kind = ops.AtomicRMW(op).kind
-    fn = _RMW.get(kind)
+    view = ops.AtomicRMW(op)
+    fn = _RMW.get(view.kind)
     if fn is None:
-        raise conv.sites.error(op, f"atomic operation '{kind}' is not supported by the DPU backend")
-    if kind == "max" and "umax" in kind:
-        fn = _RMW["umax"]
-    _atomic(conv, op, fn)
+        raise conv.sites.error(op, f"atomic operation '{view.kind}' is not supported by the DPU backend")
+    _atomic(conv, op, view.ptr, [view.val], view.mask, fn)
 
 
 @lowers("tt.atomic_cas")
@@ -576,4 +573,5 @@ def lower_atomic_cas(conv, op):
         else:
             same = arith.cmpi(arith.CmpIPredicate.eq, old, cmp)
         return arith.select(same, val, old)
-    _atomic(conv, op, cas)
+    view = ops.AtomicCAS(op)
+    _atomic(conv, op, view.ptr, [view.cmp, view.val], None, cas)

@@ -65,6 +65,56 @@ class GetNumPrograms(View):
     axis = _int("axis")
 
 
+class Splat(View):
+    NAME = "tt.splat"
+    src = _operand(0)
+
+
+class Unsplat(View):
+    NAME = "tt.unsplat"
+    src = _operand(0)
+
+
+class Broadcast(View):
+    NAME = "tt.broadcast"
+    src = _operand(0)
+
+
+class Reshape(View):
+    NAME = "tt.reshape"
+    src = _operand(0)
+
+
+class Split(View):
+    NAME = "tt.split"
+    src = _operand(0)
+
+
+class Join(View):
+    NAME = "tt.join"
+    lhs, rhs = _operand(0), _operand(1)
+
+
+class Cat(View):
+    NAME = "tt.cat"
+    lhs, rhs = _operand(0), _operand(1)
+
+
+class AddPtr(View):
+    NAME = "tt.addptr"
+    ptr, offset = _operand(0), _operand(1)
+
+
+class Bitcast(View):
+    NAME = "tt.bitcast"
+    src = _operand(0)
+
+
+class Histogram(View):
+    NAME = "tt.histogram"
+    src, mask = _operand(0), _operand(1)
+
+
 class ExpandDims(View):
     NAME = "tt.expand_dims"
     src, axis = _operand(0), _int("axis")
@@ -96,12 +146,22 @@ class Scan(View):
 
 class Assert(View):
     NAME = "tt.assert"
-    message = _str("message")
+    condition, message = _operand(0), _str("message")
 
 
 class AtomicRMW(View):
     NAME = "tt.atomic_rmw"
-    ptr, kind = _operand(0), _str("atomic_rmw_op")
+    ptr, val, mask, kind = _operand(0), _operand(1), _operand(2), _str("atomic_rmw_op")
+
+
+class AtomicPoll(View):
+    NAME = "tt.atomic_poll"
+    ptr, expected, timeout = _operand(0), _operand(1), _operand(2)
+
+
+class AtomicCAS(View):
+    NAME = "tt.atomic_cas"
+    ptr, cmp, val = _operand(0), _operand(1), _operand(2)
 
 
 class FpToFp(View):

@@ -369,7 +369,7 @@ def _lane_masked(conv, op, block):
     `m` then count, in any order (integer combines are exact)."""
     src = op.operands[0]
     while isinstance(src.owner, ir.OpView) and src.owner.operation.name == "tt.reshape":
-        src = src.owner.operation.operands[0]
+        src = ops.Reshape(src.owner).src
     sel = src.owner.operation if isinstance(src.owner, ir.OpView) else None
     if sel is None or sel.name != "arith.select" or list(block.operations)[0].name not in _ZERO_IDENTITY \
             or len(ir.RankedTensorType(src.type).shape) != 1:
@@ -573,8 +573,9 @@ def lower_histogram(conv, op):
     several tasklets each counts its chunk of `x` into counts of its own,
     which they then add up bin by bin (`_shared_histogram`); one tasklet
     counts into `out`. Integer counts: the same result in any order."""
-    src = conv.values.tile(op.operands[0])
-    mask = conv.values.tile(op.operands[1]) if len(op.operands) > 1 else None
+    view = ops.Histogram(op)
+    src = conv.values.tile(view.src)
+    mask = conv.values.tile(view.mask) if view.mask is not None else None
     shape = tuple(ir.RankedTensorType(op.results[0].type).shape)
     elem = ir.RankedTensorType(op.results[0].type).element_type
     out = conv.buffers.alloca(shape, elem, "tt.histogram result", op)

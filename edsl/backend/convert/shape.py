@@ -38,7 +38,7 @@ def lower_make_range(conv, op):
 
 @lowers("tt.splat")
 def lower_splat(conv, op):
-    value = conv.values.get(op.operands[0])
+    value = conv.values.get(ops.Splat(op).src)
     t = op.results[0].type
     row = RowForm(lambda rivs: value, 0, const=const_int(value))
     conv.values.set(op.results[0], Tile(_shape(t), _elem(t), fn=lambda ivs: value, cost=0, row=row), op)
@@ -46,13 +46,13 @@ def lower_splat(conv, op):
 
 @lowers("tt.unsplat")
 def lower_unsplat(conv, op):
-    src = conv.values.tile(op.operands[0])
+    src = conv.values.tile(ops.Unsplat(op).src)
     conv.values.set(op.results[0], src.at([index_c(0)] * len(src.shape)))
 
 
 @lowers("tt.broadcast")
 def lower_broadcast(conv, op):
-    src = conv.values.tile(op.operands[0])
+    src = conv.values.tile(ops.Broadcast(op).src)
     shape = _shape(op.results[0].type)
 
     def remap(ivs):
@@ -103,7 +103,7 @@ def _strides(shape):
 
 @lowers("tt.reshape")
 def lower_reshape(conv, op):
-    src = conv.values.tile(op.operands[0])
+    src = conv.values.tile(ops.Reshape(op).src)
     shape = _shape(op.results[0].type)
     out_strides, in_strides = _strides(shape), _strides(src.shape)
 
@@ -138,7 +138,8 @@ def lower_trans(conv, op):
 
 @lowers("tt.join")
 def lower_join(conv, op):
-    a, b = conv.values.tile(op.operands[0]), conv.values.tile(op.operands[1])
+    view = ops.Join(op)
+    a, b = conv.values.tile(view.lhs), conv.values.tile(view.rhs)
     shape = _shape(op.results[0].type)
 
     def element(ivs):
@@ -149,7 +150,7 @@ def lower_join(conv, op):
 
 @lowers("tt.split")
 def lower_split(conv, op):
-    src = conv.values.tile(op.operands[0])
+    src = conv.values.tile(ops.Split(op).src)
     shape = _shape(op.results[0].type)
     for k, result in enumerate(op.results):
         conv.values.set(result, Tile(shape, src.elem, fn=lambda ivs, k=k: src.at(ivs + [index_c(k)]),
@@ -158,7 +159,8 @@ def lower_split(conv, op):
 
 @lowers("tt.cat")
 def lower_cat(conv, op):
-    a, b = conv.values.tile(op.operands[0]), conv.values.tile(op.operands[1])
+    view = ops.Cat(op)
+    a, b = conv.values.tile(view.lhs), conv.values.tile(view.rhs)
     shape = _shape(op.results[0].type)
     n0 = a.shape[0]
     # The two halves may hold different lazy expressions: materialize both and select.
@@ -196,7 +198,8 @@ def lower_addptr(conv, op):
     elt = ir.RankedTensorType(t).element_type if is_tensor(t) else t
     size = byte_size(pointee(elt))
     i64 = ir.IntegerType.get_signless(64)
-    base, off = conv.values.get(op.operands[0]), conv.values.get(op.operands[1])
+    view = ops.AddPtr(op)
+    base, off = conv.values.get(view.ptr), conv.values.get(view.offset)
 
     def add(p, o):
         o = cast_int(o, i64, signed=True)

@@ -738,12 +738,12 @@ class SpillSpace:
         store = op.name == "memref.store"
         assert op.name in ("memref.load", "memref.store"), f"the {buf.what} kept in MRAM used by {op.name}"
         with ir.InsertionPoint(op), op.location:
-            ivs = list(op.operands[2 if store else 1:])
+            ivs = list(op.opview.indices)
             if offset is not None:
                 ivs = unflatten(arith.addi(offset, ivs[0]), buf.shape)
             site = self.sites.site_of(op.location)
             if store:
-                buf.store(op.operands[0], ivs, site)
+                buf.store(op.opview.value, ivs, site)
             else:
                 op.results[0].replace_all_uses_with(buf.load(ivs, site))
         if offset is not None:

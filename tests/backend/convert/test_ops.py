@@ -44,7 +44,8 @@ def _printed(op, key: str) -> str | None:
 
 def test_the_corpus_reaches_the_views_of_its_common_ops():
     assert {"tt.load", "tt.store", "tt.make_range", "tt.get_program_id", "tt.expand_dims", "tt.reduce",
-            "tt.scan", "tt.trans", "tt.atomic_rmw", "tt.assert", "tt.clampf"} <= set(CORPUS_OPS)
+            "tt.scan", "tt.trans", "tt.atomic_rmw", "tt.assert", "tt.clampf", "tt.splat", "tt.broadcast",
+            "tt.reshape", "tt.addptr", "tt.bitcast", "tt.cat", "tt.histogram"} <= set(CORPUS_OPS)
 
 
 @pytest.mark.parametrize("name", sorted(VIEWS))
