@@ -346,14 +346,9 @@ def _cuda_smem_specs(fn: CudaFunction, outs, ins, semantic) -> list:
     arch = nvptx.arch(_capability(semantic))
     operands = _elements(outs) + ([] if _unwrap(ins) is None else _elements(ins))
     specs, first_param = _cuda_specs(fn, operands, arch)
-    if _unwrap(ins) is not None:
-        outputs = set(range(len(_elements(outs))))
-    else:
-        returned = _returned_operands(fn, arch, first_param)
-        if returned is None:
-            raise TypeError(f"call_smem({fn.__name__}): cannot tell which buffers the CUDA function returns; "
-                            f"pass its outs and ins as two lists")
-        outputs = set(returned)
+    outputs = set(range(len(_elements(outs))) if _unwrap(ins) is not None else _returned_operands(
+        fn, arch, first_param, f"call_smem({fn.__name__}): cannot tell which buffers the CUDA function returns; "
+                               f"pass its outs and ins as two lists"))
     return [dataclasses.replace(s, inout=k in outputs) for k, s in enumerate(specs)]
 
 
@@ -535,13 +530,10 @@ def _call_cuda(fn: CudaFunction, args: list, ins: list | None, output_indices, s
         outputs = set(range(len(args)))
         returned = []
     else:
-        if output_indices is not None:
-            returned = output_indices_of(output_indices, len(operands), name)
-        else:
-            returned = _returned_operands(fn, arch, first_param)
-            if returned is None:
-                raise TypeError(f"fl.call({name}): cannot tell which operands the CUDA function returns; name "
-                                f"them with output_indices=[...]")
+        returned = (output_indices_of(output_indices, len(operands), name) if output_indices is not None else
+                    _returned_operands(fn, arch, first_param, f"fl.call({name}): cannot tell which operands the "
+                                                              f"CUDA function returns; name them with "
+                                                              f"output_indices=[...]"))
         outputs = set(returned)
     # (outs are InOut whatever they are, so that a pointer among them is refused as such)
     specs = [dataclasses.replace(s, inout=k in outputs and (ins is not None or s.kind == "memref"))
@@ -550,13 +542,13 @@ def _call_cuda(fn: CudaFunction, args: list, ins: list | None, output_indices, s
     return form.results(_call_gpu(fn, form.outs, form.ins, semantic, specs))
 
 
-def _returned_operands(fn: CudaFunction, arch: str, first_param: list[int]) -> list[int] | None:
+def _returned_operands(fn: CudaFunction, arch: str, first_param: list[int], refusal: str) -> list[int]:
     """The operands (numbers) whose memory CUDA C function `fn` returns (none
-    for a `void` one), from the first LLVM parameter of each; None where that
-    cannot be told."""
+    for a `void` one), from the first LLVM parameter of each; a TypeError
+    saying `refusal` where that cannot be told."""
     params = fn.returned_params(arch)
     if params is None or any(p not in first_param for p in params):
-        return None
+        raise TypeError(refusal)
     return [first_param.index(p) for p in params]
 
 
