@@ -20,9 +20,6 @@ class Held:
     def __init__(self, handler=None):
         self.handler, self.signals = handler, []
 
-    def __bool__(self) -> bool:
-        return bool(self.signals)
-
     def deliver(self) -> None:
         """Run the handler for the Ctrl-Cs held so far (Python's raises
         KeyboardInterrupt)."""

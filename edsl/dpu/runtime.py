@@ -504,8 +504,7 @@ class Launch:
     def run(self, work: Callable[[int], None]) -> None:
         """`work(tid)` on one thread per tasklet; this thread waits (and can be
         interrupted with Ctrl-C)."""
-        with sigint.held() as interrupted:
-            self._run(work, interrupted, self.tasklets)
+        self._run(work, self.tasklets)
 
     def run_each(self, jobs: Sequence[Callable[[], object]]) -> list:
         """Each of `jobs` on a host thread of its own, all at once (runs of
@@ -515,8 +514,7 @@ class Launch:
 
         def work(k: int) -> None:
             results[k] = jobs[k]()
-        with sigint.held() as interrupted:
-            self._run(work, interrupted, len(jobs))
+        self._run(work, len(jobs))
         return results
 
     def run_entry(self, program: Program, entry: str, args: Sequence[int], contexts: Sequence[int],
@@ -527,8 +525,7 @@ class Launch:
         leaves behind."""
         started = self.start_entry(program, entry, args, contexts, exit, dpus, keep_alive)
         try:
-            with sigint.held() as interrupted:
-                self._run(lambda _: started(), interrupted, 1)
+            self._run(lambda _: started(), 1)
         finally:
             started.finish()
 
@@ -561,7 +558,7 @@ class Launch:
         return EntryRun(self, functools.partial(program.run_tasklets, block), (args, program, keep_alive),
                         fibers, rows)
 
-    def _run(self, work: Callable[[int], None], interrupted: sigint.Held, threads: int) -> None:
+    def _run(self, work: Callable[[int], None], threads: int) -> None:
         if threads == 1 and threading.current_thread() is not threading.main_thread():
             # A host thread running DPUs for a launch (edsl.backend.dpu_run):
             # Ctrl-C reaches the main thread, which waits for it and stops the
@@ -572,45 +569,46 @@ class Launch:
                 self.interrupt()
                 raise
             return
-        workers = _POOL.take(threads)
-        # (not a SimpleQueue: its get(timeout) of Python 3.11 waits forever where
-        # a signal handled in it leaves the time left below zero)
-        done: queue.Queue = queue.Queue()
-        for tid, worker in enumerate(workers):
-            worker.jobs.put((work, tid, done))
-        errors, pending = [], len(workers)
-        try:
-            while pending:
-                if self.progress is not None:
-                    self.progress.update(self.finished_dpus())
-                try:
-                    error = done.get(timeout=0.05)
-                except queue.Empty:
-                    interrupted.deliver()       # (Python's handler raises KeyboardInterrupt)
-                    continue
-                pending -= 1
-                if error is not None:           # (a Python error in `work` itself)
-                    errors.append(error)
-                    self.interrupt()
-        except BaseException:                   # (Ctrl-C, or the error of a handler of its)
-            self.interrupt()
-            deadline = time.monotonic() + 1.0
-            while pending and time.monotonic() < deadline:
-                try:
-                    done.get(timeout=max(0.0, deadline - time.monotonic()))
+        with sigint.held() as interrupted:      # (Ctrl-C taken by the wait below)
+            workers = _POOL.take(threads)
+            # (not a SimpleQueue: its get(timeout) of Python 3.11 waits forever where
+            # a signal handled in it leaves the time left below zero)
+            done: queue.Queue = queue.Queue()
+            for tid, worker in enumerate(workers):
+                worker.jobs.put((work, tid, done))
+            errors, pending = [], len(workers)
+            try:
+                while pending:
+                    if self.progress is not None:
+                        self.progress.update(self.finished_dpus())
+                    try:
+                        error = done.get(timeout=0.05)
+                    except queue.Empty:
+                        interrupted.deliver()       # (Python's handler raises KeyboardInterrupt)
+                        continue
                     pending -= 1
-                except queue.Empty:
-                    break
-            if pending:
-                # A tasklet in a loop of its own: its threads are not reused, and
-                # its memory and program stay valid for it.
-                _leave_behind(self, work)
-                workers = []
-            raise
-        finally:
-            _POOL.give_back(workers)
-        if errors:
-            raise errors[0]
+                    if error is not None:           # (a Python error in `work` itself)
+                        errors.append(error)
+                        self.interrupt()
+            except BaseException:                   # (Ctrl-C, or the error of a handler of its)
+                self.interrupt()
+                deadline = time.monotonic() + 1.0
+                while pending and time.monotonic() < deadline:
+                    try:
+                        done.get(timeout=max(0.0, deadline - time.monotonic()))
+                        pending -= 1
+                    except queue.Empty:
+                        break
+                if pending:
+                    # A tasklet in a loop of its own: its threads are not reused, and
+                    # its memory and program stay valid for it.
+                    _leave_behind(self, work)
+                    workers = []
+                raise
+            finally:
+                _POOL.give_back(workers)
+            if errors:
+                raise errors[0]
 
     # -- after the tasklets -------------------------------------------------
     def totals(self) -> dict[str, int]:
