@@ -23,9 +23,12 @@ from .base.errors import ArgumentError, DpuError
 from .codegen import llvm_ir, upmem_c
 from .dpu import races, runtime
 from .dpu.runtime import LaunchReport, Program
+from .dpu.timing import launch_estimate
 from .hostcall import ArgSpec, pack_arguments
+from .lowering.counting import CounterTable
+from .lowering.counting_llvm_ir import count_dpu_c
 from .source_function import SourceFunction
-from .target.dpu import MAX_TASKLETS, MRAM_ADDRSPACE, WRAM_BYTES, Ctx, align_up, c_heap_bytes
+from .target.dpu import COUNTERS, MAX_TASKLETS, MRAM_ADDRSPACE, WRAM_BYTES, Ctx, align_up, c_heap_bytes
 
 
 class CFunction(SourceFunction):
@@ -37,7 +40,7 @@ class CFunction(SourceFunction):
                  extern_func_name: str = ""):
         super().__init__(fn, file, source, defines, extern_func_name)
         self._compiled: dict[tuple, upmem_c.CompiledC] = {}   # (tasklets, slot) -> compiled
-        self._programs: dict[tuple, bytes] = {}                # (tasklets, race check) -> object code
+        self._programs: dict[tuple, tuple] = {}    # (tasklets, race check, timing) -> (object code, counter table)
         self.last_stats: LaunchReport | None = None
 
     def _digest(self) -> str:
@@ -74,32 +77,38 @@ class CFunction(SourceFunction):
                 specs.append(ArgSpec(f"parameter {k}", t, "scalar", scalar=mlir))
         return specs
 
-    def _program(self, tasklets: int, races: bool) -> Program:
+    def _program(self, tasklets: int, races: bool, timing: bool = False) -> Program:
         """A program of the function, loaded anew (its variables as a DPU's WRAM
         holds them once its program is loaded); `races`: with the check of
-        races between tasklets."""
+        races between tasklets; `timing`: with executed-block counters."""
         compiled = self.compiled(tasklets)
-        if (tasklets, races) not in self._programs:
+        if (tasklets, races, timing) not in self._programs:
+            text, name = compiled.linked(races)
+            table = None
+            if timing:
+                text, per_block = count_dpu_c(text, 0)
+                table = CounterTable(0, {}).extended(per_block)
             fn = compiled.function
             args = [llvm_ir.mlir_type(t) for t in fn.params]
             result = None if fn.result == "void" else llvm_ir.mlir_type(fn.result)
-            text = "\n".join([runtime.packed_entry(fn.name, args, result),
-                              f"llvm.func @{upmem_c.RUN}(!llvm.ptr, !llvm.ptr)",
-                              f"llvm.func @{runtime.PACKED_PREFIX}{_ENTRY}(%args: !llvm.ptr) {{",
-                              f"  %f = llvm.mlir.addressof @{runtime.PACKED_PREFIX}{fn.name} : !llvm.ptr",
-                              f"  llvm.call @{upmem_c.RUN}(%f, %args) : (!llvm.ptr, !llvm.ptr) -> ()",
-                              "  llvm.return", "}"])
+            entry = "\n".join([runtime.packed_entry(fn.name, args, result),
+                               f"llvm.func @{upmem_c.RUN}(!llvm.ptr, !llvm.ptr)",
+                               f"llvm.func @{runtime.PACKED_PREFIX}{_ENTRY}(%args: !llvm.ptr) {{",
+                               f"  %f = llvm.mlir.addressof @{runtime.PACKED_PREFIX}{fn.name} : !llvm.ptr",
+                               f"  llvm.call @{upmem_c.RUN}(%f, %args) : (!llvm.ptr, !llvm.ptr) -> ()",
+                               "  llvm.return", "}"])
             with codegen.LOCK, codegen.context():
-                module = ir.Module.parse(text)
-                self._programs[tasklets, races] = runtime.build(module, [], f"{self.__name__}()", races=races,
-                                                                linked=(compiled.linked(races),),
-                                                                exported=upmem_c.RUNTIME_SYMBOLS)
-        return Program(self._programs[tasklets, races], self.__name__, compiled.sites)
+                module = ir.Module.parse(entry)
+                obj = runtime.build(module, [], f"{self.__name__}()", races=races, linked=((text, name),),
+                                    exported=upmem_c.RUNTIME_SYMBOLS | ({COUNTERS} if timing else set()))
+            self._programs[tasklets, races, timing] = obj, table
+        obj, table = self._programs[tasklets, races, timing]
+        return Program(obj, self.__name__, compiled.sites, table)
 
     def __call__(self, *args):
         self.run(*args)
 
-    def run(self, *args, tasklets: int = 1, race_check: bool | None = None) -> LaunchReport:
+    def run(self, *args, tasklets: int = 1, timing: bool = False, race_check: bool | None = None) -> LaunchReport:
         """Run on the host DPU model; arrays are updated in place.
 
         Args:
@@ -107,10 +116,12 @@ class CFunction(SourceFunction):
                 of WRAM pointers within a DPU's WRAM), numbers for scalars.
             tasklets: Tasklets of the DPU (1 to 24, its NR_TASKLETS), each running the
                 whole function.
+            timing: Also estimate the run's time on UPMEM hardware (the report's `.timing`).
             race_check: Refuse two tasklets touching the same bytes with no barrier
                 between them, one writing (an `edsl.DpuError` naming both lines);
                 default: the environment variable EDSL_RACE_CHECK. Not made for a
-                function whose tasklets also wait on mutexes or handshakes.
+                function whose tasklets also wait on mutexes or handshakes, nor with
+                `timing`.
 
         Returns:
             What the launch did (also kept in `last_stats`).
@@ -133,17 +144,24 @@ class CFunction(SourceFunction):
         if wram > WRAM_BYTES:
             raise ArgumentError(f"{self.__name__}(): its WRAM arrays take {wram} bytes, more than the "
                                 f"{WRAM_BYTES} bytes of a DPU's WRAM", loc)
+        if not isinstance(timing, bool):
+            raise ArgumentError(f"timing must be True or False, not {timing!r}", loc)
+        if race_check and timing:
+            raise ArgumentError("race_check and timing cannot be combined: the check's bookkeeping would "
+                                "count as the DPU's work", loc)
         packed, keep = _packed(specs, args, self.compiled(tasklets).function.result, loc)
         # (tasklets ordered by mutexes or handshakes: the check knows barriers only, and is not made)
-        check_races = races.requested(race_check) and tasklets > 1 and not self.compiled(tasklets).synchronizes
-        program = self._program(tasklets, check_races)
+        check_races = races.requested(race_check) and tasklets > 1 and not self.compiled(tasklets).synchronizes \
+            and not timing
+        program = self._program(tasklets, check_races, timing)
         entry = program.entry(_ENTRY)
         # Its MRAM pointers are the arrays' host addresses: the MRAM it may
         # reach is its MRAM arrays, each transfer within one of them (to the
         # end of its last 8-byte block, which a direct access moves whole).
         mram = [(a.ctypes.data, align_up(a.ctypes.data + a.nbytes)) for spec, a in zip(specs, args)
                 if spec.kind == "ptr" and spec.memory_space == MRAM_ADDRSPACE and a.nbytes]
-        launch = runtime.Launch(1, tasklets, sorted(mram) or [(0, 0)])
+        table = program.counters
+        launch = runtime.Launch(1, tasklets, sorted(mram) or [(0, 0)], counters=table.counters if table else 0)
         launch.ctx[..., Ctx.C_HEAP] = c_heap_bytes(tasklets, upmem_c.variable_bytes(self.compiled(tasklets).llvm),
                                                    wram)     # (mem_alloc's, alloc.h)
         if check_races:
@@ -165,6 +183,13 @@ class CFunction(SourceFunction):
         del keep
         report = LaunchReport(self.__name__, num_tasklets=tasklets, tasklets_used=tasklets, wram_bytes=wram,
                               **launch.totals(), per_dpu_programs=[1], per_tasklet_dma=launch.per_tasklet_dma())
+        if table is not None:
+            # Host<->MRAM: of the MRAM arrays (all in; out, any: C says nothing of which it writes),
+            # as much as the run read and wrote.
+            in_bytes = sum(a.nbytes for s, a in zip(specs, args)
+                           if s.kind == "ptr" and s.memory_space == MRAM_ADDRSPACE)
+            report.timing = launch_estimate(table, launch.counters, launch.ctx, [min(in_bytes, report.dma_read_bytes)],
+                                            [min(in_bytes, report.dma_write_bytes)], in_bytes)
         self.last_stats = report
         return report
 

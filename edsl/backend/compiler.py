@@ -140,6 +140,9 @@ class KernelRecord:
     # the UPMEM C functions it calls (fl.call): (name, macros, ((file, text), ...): its source
     # first, whether it loads or stores through __mram_ptr pointers itself)
     c_functions: tuple = ()
+    # their functions giving the C files' variables their first values (`CompiledC.reset_function`)
+    variable_resets: tuple = ()
+    c_variable_bytes: int = 0          # the WRAM those variables take, beside `wram_bytes`
     prints: bool = False               # prints: its launches must not run twice
     waits: bool = False                # uses an atomic's old value (its programs may wait on others)
     race_check: bool = False           # the program checks races between tasklets (edsl.dpu.races)
@@ -155,7 +158,10 @@ class KernelRecord:
                             pointer_loads=_frozen(info.pointer_loads), stored=_frozen(info.stored),
                             regions=info.regions, prints=bool(info.prints), waits=info.waits,
                             c_functions=tuple((c.compiled.function.name, c.defines, c.files(),
-                                               c.compiled.direct_mram) for c in info.c_functions))
+                                               c.compiled.direct_mram) for c in info.c_functions),
+                            variable_resets=tuple(c.compiled.reset_function for c in info.c_functions
+                                                  if c.compiled.reset_function),
+                            c_variable_bytes=info.c_variable_bytes)
 
     def to_program(self, obj: bytes) -> bytes:
         """The program: this record as a line of JSON, then the object code `obj`."""
@@ -321,12 +327,6 @@ class DpuBackend(BaseBackend):
         module, info = convert_ttir(mod, debug=options.debug, wram_limit=options.wram_bytes,
                                     tasklets=options.num_tasklets,
                                     fission=options.tasklet_loops and not options.dpu_timing)
-        if options.dpu_timing and info.c_functions:
-            from ..base.errors import CompileError
-            called = info.c_functions[0]
-            raise CompileError(f"kernel '{info.name}': the time estimate (dpu_timing) does not count the code of "
-                               f"UPMEM C functions yet ({called.compiled.function.source_name}); compile without "
-                               f"it", called.loc)
         state["record"] = KernelRecord.from_info(info)
         state["c_functions"] = [c.compiled for c in info.c_functions]     # (linked into the program)
         metadata["name"] = info.name
@@ -343,8 +343,10 @@ class DpuBackend(BaseBackend):
         module = ir.Module.parse(src, state["context"])
         record = state["record"]
         run_pipeline_with_regions(module, DEFAULT_PIPELINE, f"kernel '{record.name}'")
-        # (races between tasklets are checked in EDSL functions' code, where a DPU runs several)
-        race_check = options.race_check and record.regions and options.num_tasklets > 1
+        # (races between tasklets are checked in EDSL functions' code, where a DPU runs several;
+        # not where C functions order tasklets by mutexes or handshakes, which the check does not know)
+        race_check = options.race_check and record.regions and options.num_tasklets > 1 \
+            and not any(c.synchronizes for c in state.get("c_functions", ()))
         state["record"] = dataclasses.replace(record, race_check=race_check)
         if not race_check:
             from ..lowering import strip_race_notes
@@ -364,18 +366,25 @@ class DpuBackend(BaseBackend):
 
     @staticmethod
     def make_dpubin(src, metadata, options, state):
-        from ..target.dpu import LAUNCH
+        from ..target.dpu import COUNTERS, LAUNCH
         from ..dpu.runtime import build
         from ..dpu.support import MRAM_SHIFT
         from ..lowering.counting import counter_table
+        from ..lowering.counting_llvm_ir import count_dpu_c
+        from ..codegen.upmem_c import RUNTIME_SYMBOLS
+        counters, linked = counter_table(state["module"]), []
+        for c in state.get("c_functions", ()):
+            text, name = c.linked(state["record"].race_check)
+            if counters is not None:              # (the C functions' counters after the kernel's)
+                text, per_block = count_dpu_c(text, counters.counters)
+                counters = counters.extended(per_block)
+            linked.append((text, name))
         record = state["record"]
         # (EDSL functions may reach MRAM without a transfer: their launches keep host addresses)
-        record = dataclasses.replace(record, mram_shift=0 if record.regions else MRAM_SHIFT,
-                                     counters=counter_table(state["module"]))
-        from ..codegen.upmem_c import RUNTIME_SYMBOLS
-        linked = tuple(c.linked(record.race_check) for c in state.get("c_functions", ()))
+        record = dataclasses.replace(record, mram_shift=0 if record.regions else MRAM_SHIFT, counters=counters)
+        exported = RUNTIME_SYMBOLS | {COUNTERS} if linked else frozenset()
         obj = build(state["module"], [LAUNCH], f"kernel '{record.name}'", mram_shift=record.mram_shift,
-                    races=record.race_check, linked=linked, exported=RUNTIME_SYMBOLS if linked else frozenset())
+                    races=record.race_check, linked=tuple(linked), exported=exported)
         return record.to_program(obj)
 
     def add_stages(self, stages, options, language):

@@ -25,6 +25,8 @@ from ..dpu.runtime import EntryRun, Launch, Program
 from ..dpu.sharing import Gather, SharingError, apart
 from ..base.errors import ArgumentError
 
+_VOID_CALL = ctypes.CFUNCTYPE(None)
+
 
 def _entry_slots(entry: str, **values) -> tuple[np.ndarray, dict[str, int]]:
     """The arguments `abi.ENTRY[entry]` lists, each given by name, one int64
@@ -102,6 +104,9 @@ class DpuJob:
     pages_saved_by_writes: bool = False
     busy_key: tuple | None = None      # the key its DPU seconds are kept under (`dpu_workers`)
     race_check: bool = False           # its tasklets log their EDSL accesses (edsl.dpu.races)
+    # functions giving the variables of its UPMEM C functions their first values
+    # (`CompiledC.reset_function`): each DPU starts with its own, as its WRAM on hardware
+    variable_resets: tuple = ()
 
     def contexts(self, first: int = 0, dpus: int | None = None) -> Launch:
         """The contexts of the job's DPUs first .. first + dpus - 1 (all by default)."""
@@ -132,6 +137,7 @@ class DpuRunner:
         self.tids = np.arange(job.tasklets, dtype=np.int32)
         self.values = np.array([ctypes.addressof(v) for v in job.values], dtype=np.int64)
         self.wram_stride = align_up(job.wram_bytes, 64)
+        self.resets = [_VOID_CALL(program.address(name)) for name in job.variable_resets]
 
     @functools.cached_property
     def wram(self) -> np.ndarray:
@@ -165,14 +171,20 @@ class DpuRunner:
         # Every tasklet runs DPUs first..end-1 in turn (the same programs in the
         # same order, so their barriers meet; each program ends with a barrier
         # where the next one's accesses could race this one's). The entry
-        # enters and exits each DPU's context itself.
-        arrays, uses = self._arguments(np.array([first]), np.array([end]), self.wram)
-        self.run.run_entry(self.program, LAUNCH, arrays[0], self.run.addresses(first),
-                           dpus=range(first, end), keep_alive=uses)
+        # enters and exits each DPU's context itself. Where the program has C
+        # variables, a DPU at a time, each starting with their first values.
+        runs = [(first, end)] if not self.resets else [(d, d + 1) for d in range(first, end)]
+        for a, b in runs:
+            for reset in self.resets:
+                reset()
+            arrays, uses = self._arguments(np.array([a]), np.array([b]), self.wram)
+            self.run.run_entry(self.program, LAUNCH, arrays[0], self.run.addresses(a),
+                               dpus=range(a, b), keep_alive=uses)
 
     def start(self, bounds: np.ndarray) -> list[EntryRun]:
         """Runs of DPUs bounds[j] .. bounds[j + 1] - 1, each ready to run on
         another thread, with a WRAM of its own (`EntryRun`)."""
+        assert not self.resets, "DPUs with C variables run in turn on one thread"
         firsts, ends = bounds[:-1], bounds[1:]
         arrays, uses = self._arguments(firsts, ends, self._wram(len(firsts)))
         started = []

@@ -380,10 +380,12 @@ def _job(program: Program, record: KernelRecord, grid, num_dpus: int, dpus_used:
     # (launches of the program with the same grid, DPUs, tasklets and array bytes do about
     # the same DPU work: `dpu_run.dpu_workers` sizes the thread count from the last one's)
     threads, busy_key = 1, (grid, num_dpus, record.tasklets, mram.data_bytes)
-    if dpus_used > 1 and not (record.prints or mram.scratch_bytes or record.regions or record.waits):
+    if dpus_used > 1 and not (record.prints or mram.scratch_bytes or record.regions or record.waits
+                              or record.variable_resets):
         # One thread for DPUs that share more than the arrays: a kernel that
         # prints, keeps tiles in the (one) MRAM scratch, or calls EDSL
-        # functions (their WRAM buffers are the program's globals); and for
+        # functions (their WRAM buffers are the program's globals) or C
+        # functions with variables (the program's too); and for
         # one that uses an atomic's old value: DPUs at once could spin on a
         # lock between them, whose read-modify-writes are atomic within a DPU.
         threads = dpu_workers(program, busy_key)
@@ -396,7 +398,7 @@ def _job(program: Program, record: KernelRecord, grid, num_dpus: int, dpus_used:
                   counters=program.counters.counters if program.counters is not None else 0,
                   mram_shift=mram.shift, busy_key=busy_key,
                   pages_saved_by_writes=not record.regions,
-                  race_check=record.race_check)
+                  race_check=record.race_check, variable_resets=record.variable_resets)
 
 
 def _run(program: Program, job: DpuJob, mram: Mram, name: str):

@@ -5,14 +5,15 @@ IR importer).
 """
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 
 from ..base.errors import CompileError
 
 
-_DEFINE = re.compile(r"^define (?P<head>[^@]*?)@(?P<name>[-\w$.]+|\"[^\"]+\")\((?P<params>.*)\)(?P<tail>[^(]*)\{$",
-                     re.M)
+DEFINE = re.compile(r"^define (?P<head>[^@]*?)@(?P<name>[-\w$.]+|\"[^\"]+\")\((?P<params>.*)\)(?P<tail>[^(]*)\{$",
+                    re.M)
 _LINKAGES = ("private", "internal", "available_externally", "linkonce", "linkonce_odr", "weak", "weak_odr",
              "common", "appending", "extern_weak")
 # The LLVM types a parameter may have, as the LLVM dialect spells them.
@@ -49,6 +50,39 @@ def split_top(text: str) -> list[str]:
     return parts
 
 
+_METADATA = re.compile(r"^(!\d+) = (?:distinct )?!(\w+)\((.*)\)$", re.M)
+
+
+def _field(body: str, name: str) -> str | None:
+    m = re.search(rf"\b{name}: (!\d+|\d+|\"(?:[^\"\\]|\\.)*\")", body)
+    return m[1] if m else None
+
+
+def debug_locations(llvm: str) -> dict:
+    """Each debug location and scope of the module (by metadata id: a
+    DILocation, the DISubprogram of a function) as (its file as the line table
+    names it, its line or None for a scope, the file's path)."""
+    nodes = {k: (kind, body) for k, kind, body in _METADATA.findall(llvm)}
+
+    def file_of(scope: str | None) -> tuple[str, str]:
+        for _ in range(64):
+            kind, body = nodes.get(scope or "", ("", ""))
+            if kind == "DIFile":
+                name = (_field(body, "filename") or '""')[1:-1]
+                return name, os.path.normpath(os.path.join((_field(body, "directory") or '""')[1:-1], name))
+            scope = _field(body, "file") or _field(body, "scope")
+        return "", ""
+    found = {}
+    for k, (kind, body) in nodes.items():
+        if kind == "DILocation":
+            name, path = file_of(_field(body, "scope"))
+            found[k] = (name, int(_field(body, "line") or 0), path)
+        elif kind in ("DISubprogram", "DILexicalBlock", "DILexicalBlockFile"):
+            name, path = file_of(k)
+            found[k] = (name, None, path)
+    return found
+
+
 _TYPE = re.compile(r"ptr(?: addrspace\(\d+\))?|i\d+|half|bfloat|float|double|<\d+ x [^>]+>|"
                    r"%[-\w$.]+|%\"[^\"]+\"|\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}|\[[^\]]*\]|void")
 
@@ -78,7 +112,7 @@ def _result_type(head: str) -> str:
 def functions(llvm: str) -> dict[str, LlvmFunction]:
     """The functions a module defines, by symbol."""
     found = {}
-    for m in _DEFINE.finditer(llvm):
+    for m in DEFINE.finditer(llvm):
         name = m["name"].strip('"')
         words = m["head"].split()
         params = tuple(_leading_type(p) for p in split_top(m["params"]) if p != "...")
@@ -127,7 +161,7 @@ def returned_params(llvm: str, fn: LlvmFunction) -> list[int] | None:
     body = _body(llvm, fn.name)
     defs = {m[1]: m[2] for m in re.finditer(r"^\s*(%[-\w$.]+) = (.*)$", body, re.M)}
     params = [(p.split()[-1] if p.split()[-1].startswith("%") else f"%{k}")
-              for k, p in enumerate(split_top(_DEFINE.match(_define_line(llvm, fn.name))["params"]))]
+              for k, p in enumerate(split_top(DEFINE.match(_define_line(llvm, fn.name))["params"]))]
     found = {_returned(value, fn.result, defs, params)
              for value in re.findall(r"^\s*ret \S.* (%[-\w$.]+)\s*$", body, re.M)}
     return list(found.pop()) if len(found) == 1 and None not in found else None
@@ -168,7 +202,7 @@ def _returned(value: str, result: str, defs: dict, params: list[str]) -> tuple |
 
 
 def _define_line(llvm: str, name: str) -> str:
-    for m in _DEFINE.finditer(llvm):
+    for m in DEFINE.finditer(llvm):
         if m["name"].strip('"') == name:
             return m.group(0)
     raise KeyError(name)

@@ -62,6 +62,11 @@ RUN = "__edsl_run"      # (packed entry, args): runs a packed entry until it ret
 # (address, size, site) -> bits, (address, size, bits, site) -> (): a load, a store through a __mram_ptr
 MRAM_LOAD, MRAM_STORE = "__edsl_mram_load", "__edsl_mram_store"
 _PRELUDE_FUNCTIONS = (RUN, MRAM_LOAD, MRAM_STORE)
+# The variables alloc.h keeps mem_alloc's heap in (by their names' start).
+HEAP_VARIABLES = "__edsl_heap"
+# The functions giving a module's variables their first values (`CompiledC.reset_function`), which
+# the model calls from the host between DPUs: no DPU's code.
+RESET_PREFIX = "__edsl_reset_variables_"
 
 
 def site_base(slot: int) -> int:
@@ -134,12 +139,21 @@ class CompiledC:
         which knows barriers only, does not see."""
         return re.search(rf"\bcall\b[^\n]*@{dpu.WAIT_WORD}\(", self.llvm) is not None
 
+    @property
+    def reset_function(self) -> str | None:
+        """The function (`linked` defines it) that gives its variables their
+        first values again, as a DPU's WRAM holds them once its program is
+        loaded (None: it has none)."""
+        return f"{RESET_PREFIX}{self.slot}" if self.globals else None
+
     def linked(self, races: bool = False) -> tuple[str, str]:
-        """(LLVM IR, the function's name) to link into a program; `races`: its
-        WRAM accesses logged for the check of races between tasklets."""
-        if not races:
-            return self.llvm, self.function.name
-        return with_race_notes(self.llvm, (self.texts[0][0], *self.included), self.slot), self.function.name
+        """(LLVM IR, the function's name) to link into a program, with its
+        `reset_function`; `races`: its WRAM accesses logged for the check of
+        races between tasklets."""
+        text = self.llvm if not races else with_race_notes(self.llvm, (self.texts[0][0], *self.included), self.slot)
+        if self.globals:
+            text = with_variables_reset(text, self.globals, self.reset_function)
+        return text, self.function.name
 
     @property
     def prints(self) -> bool:
@@ -302,32 +316,11 @@ def with_race_notes(llvm: str, files: tuple, slot: int = 0) -> str:
     return text
 
 
-_METADATA = re.compile(r"^(!\d+) = (?:distinct )?!(\w+)\((.*)\)$", re.M)
-
-
 def _line_table(llvm: str, files: tuple, base: int) -> dict:
     """The site of each DILocation of `llvm` (by metadata id): `base`, its file's
     index in `files` (0 if not found) and its line."""
-    nodes = {k: (kind, body) for k, kind, body in _METADATA.findall(llvm)}
-
-    def field(body: str, name: str) -> str | None:
-        m = re.search(rf"\b{name}: (!\d+|\d+|\"(?:[^\"\\]|\\.)*\")", body)
-        return m[1] if m else None
-
-    def file_of(scope: str | None) -> str:
-        for _ in range(64):
-            kind, body = nodes.get(scope or "", ("", ""))
-            if kind == "DIFile":
-                return body and (field(body, "filename") or '""')[1:-1]
-            scope = field(body, "file") or field(body, "scope")
-        return ""
-    sites = {}
-    for k, (kind, body) in nodes.items():
-        if kind == "DILocation":
-            name = file_of(field(body, "scope"))
-            index = files.index(name) if name in files else 0
-            sites[k] = base + index * FILE_SITES + int(field(body, "line") or 0)
-    return sites
+    return {k: base + (files.index(name) if name in files else 0) * FILE_SITES + line
+            for k, (name, line, _) in llvm_ir.debug_locations(llvm).items() if line is not None}
 
 
 def _refuse_unchecked(llvm: str, source: Source) -> None:
@@ -429,14 +422,34 @@ def _type_layout(text: str, pos: int, named: dict) -> tuple[int, int, int]:
 
 
 _GLOBAL = re.compile(r"^@([-\w$.]+) = (?:[a-z_]+ )*?global ", re.M)
+_MEMCPY = "llvm.memcpy.p0.p0.i64"
+
+
+def with_variables_reset(llvm: str, variables: tuple, name: str) -> str:
+    """`llvm` with a function `name` (weak: its name stays visible once
+    linked) that gives each of `variables` its first value again, from a
+    constant copy of its initializer."""
+    firsts, copies = [], []
+    for var in variables:
+        m = re.search(rf"^@{re.escape(var)} = (?:[a-z_]+ )*?global (?P<rest>.*)$", llvm, re.M)
+        typed = llvm_ir.split_top(m["rest"])[0]             # (then its alignment, its metadata)
+        t = llvm_ir.leading_type(typed)
+        firsts.append(f"@{var}.edsl.first = private unnamed_addr constant {typed}")
+        copies.append(f"  call void @{_MEMCPY}(ptr @{var}, ptr @{var}.edsl.first, "
+                      f"i64 ptrtoint (ptr getelementptr ({t}, ptr null, i32 1) to i64), i1 false)")
+    text = "\n".join([llvm, *firsts, f"define weak void @{name}() {{", *copies, "  ret void", "}"])
+    if not re.search(rf"^declare [^\n]*@{re.escape(_MEMCPY)}\(", llvm, re.M):
+        text += f"\ndeclare void @{_MEMCPY}(ptr, ptr, i64, i1 immarg)"
+    return text + "\n"
 
 
 def _written_globals(llvm: str) -> tuple:
     """The module's variables that are not constants (clang's `global`, not
-    `constant`)."""
-    return tuple(m[1] for m in _GLOBAL.finditer(llvm) if not m[1].startswith("llvm."))
+    `constant`), defined in it."""
+    return tuple(m[1] for m in _GLOBAL.finditer(llvm)
+                 if not m[1].startswith("llvm.") and " external " not in m[0] and " extern_weak " not in m[0])
 
 
-__all__ = ["CompiledC", "checked_mram_accesses", "INCLUDE_DIR", "LANGUAGE", "PRELUDE", "RUN", "RUNTIME_SYMBOLS",
-           "SITE_BASE", "compile_c", "declared_at", "digest", "flags", "preprocessed", "site_base",
-           "variable_bytes", "with_race_notes"]
+__all__ = ["CompiledC", "checked_mram_accesses", "HEAP_VARIABLES", "INCLUDE_DIR", "LANGUAGE", "PRELUDE", "RESET_PREFIX",
+           "RUN", "RUNTIME_SYMBOLS", "SITE_BASE", "compile_c", "declared_at", "digest", "flags", "preprocessed", "site_base",
+           "variable_bytes", "with_race_notes", "with_variables_reset"]

@@ -139,7 +139,7 @@ class Build:
 
     @property
     def total_bytes(self) -> int:
-        return self.static_bytes + self.wram + self.runtime_bytes
+        return self.static_bytes + self.wram + self.runtime_bytes + self.record.c_variable_bytes
 
 
 def _printed(spec: ExportSpec, record: KernelRecord, llvm_text: str, budget: int) -> Build:

@@ -355,7 +355,7 @@ def manifest(spec: ExportSpec, built: Build) -> str:
         "scratch_bytes": built.scratch, "spilled_tiles": list(built.record.spills),
         "wram_bytes": {"kernel_budget": built.budget, "kernel": built.wram, "globals": prog.global_wram_bytes,
                        "buffers_per_tasklet": prog.static_wram_bytes, "runtime": built.runtime_bytes,
-                       "total": built.total_bytes},
+                       "c_variables": built.record.c_variable_bytes, "total": built.total_bytes},
         "sample_scalars": {p.name: _jsonable(spec.values[p.name]) for p in spec.params
                            if not p.is_pointer and p.name in spec.values},
         "stdout_buffer_bytes": STDOUT_BUFFER_BYTES if prog.needs_stdio else 0,

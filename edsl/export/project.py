@@ -34,7 +34,8 @@ from .build import compile_to_fit
 from .generate import project_files
 
 SDK_DIR = Path(__file__).resolve().parent / "sdk"
-SIM_FILES = ("defs.h", "mram.h", "barrier.h", "alloc.h", "stdio.h", "dpu.h", "dpu_sim_rt.c", "dpu_sim_host.c")
+SIM_FILES = ("defs.h", "mram.h", "barrier.h", "alloc.h", "stdio.h", "mutex.h", "handshake.h", "seqread.h",
+             "perfcounter.h", "dpu.h", "dpu_log.h", "dpu_sim_rt.c", "dpu_sim_host.c")
 
 
 @dataclass

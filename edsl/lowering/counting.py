@@ -87,6 +87,8 @@ _MATH_PREFIX = ("llvm.intr.exp", "llvm.intr.log", "llvm.intr.sqrt", "llvm.intr.p
                 "llvm.intr.cos", "llvm.intr.tan", "llvm.intr.powi", "llvm.intr.atan", "llvm.intr.asin",
                 "llvm.intr.acos", "llvm.intr.sinh", "llvm.intr.cosh", "llvm.intr.tanh")
 _ATOMIC = frozenset({"llvm.atomicrmw", "llvm.cmpxchg"})
+# Integer operations whose result is 64-bit data where an operand is.
+INTEGER_OPS = _INT | _MUL | _DIV
 
 
 def _bits(ty: ir.Type) -> int:
@@ -111,34 +113,60 @@ def _callee(op: ir.Operation) -> str | None:
     return ir.FlatSymbolRefAttr(attr).value if attr is not None else None
 
 
+@dataclass(frozen=True)
+class OpFacts:
+    """What an operation's classes depend on, read from the LLVM dialect here
+    or from LLVM IR text (`edsl.lowering.counting_llvm_ir`)."""
+    name: str                          # as the LLVM dialect names it: llvm.add, llvm.intr.smax, llvm.call
+    result_bits: int = 32              # (integers their width; f64 64; other types 32, as on the DPU)
+    operand_bits: int = 32             # of the first operand
+    constant: tuple = ()               # per operand, whether it is a constant
+    wide: bool = False                 # an operand is 64-bit data (not an index or address)
+    callee: str | None = None
+    indexed: bool = False              # a getelementptr with an index known at run time only
+
+
 def _classify(op: ir.Operation, data64: set, fused: set, contexts: set) -> tuple[str, ...]:
     """The operation classes `op` executes as on the DPU (empty: free)."""
+    if op.name in _FREE or op in fused:
+        return ()
+    if op.name == "llvm.load" and _context_read(op, contexts):
+        return ("alu",)
+    return op_classes(OpFacts(
+        op.name, _bits(op.results[0].type) if op.results else 32,
+        _bits(op.operands[0].type) if op.operands else 32, tuple(_is_constant(v) for v in op.operands),
+        any(v in data64 for v in op.operands), _callee(op) if op.name == "llvm.call" else None,
+        op.name == "llvm.getelementptr" and len(op.operands) > 1))
+
+
+def op_classes(op: OpFacts, calls: Mapping[str, tuple] = {}) -> tuple[str, ...]:  # noqa: B006 (read only)
+    """The operation classes an operation executes as on the DPU (empty:
+    free); `calls`: the classes of calls to other functions, by callee."""
     name = op.name
-    if name in _FREE or op in fused:
+    if name in _FREE:
         return ()
     if name == "llvm.load":
-        return ("alu",) if _context_read(op, contexts) else ("load",)
+        return ("load",)
     if name == "llvm.store":
         return ("store",)
     if name == "llvm.getelementptr":
-        return ("address",) if len(op.operands) > 1 else ()
+        return ("address",) if op.indexed else ()
     if name in ("llvm.cond_br", "llvm.switch"):
         return ("branch",)
-    wide = any(v in data64 for v in op.operands)
     if name in _INT:
-        return ("alu64",) if wide and op.results and _bits(op.results[0].type) == 64 else ("alu",)
+        return ("alu64",) if op.wide and op.result_bits == 64 else ("alu",)
     if name in _MUL or name in _DIV:
-        ty = op.results[0].type
-        if _bits(ty) <= 16 or _is_constant(op.operands[1]) or (name in _MUL and _is_constant(op.operands[0])):
+        constant = op.constant + (False, False)
+        if op.result_bits <= 16 or constant[1] or (name in _MUL and constant[0]):
             return ("alu",)       # 8x8 multiplies, shifts, or a constant's few adds
         kind = "mul" if name in _MUL else "div"
-        return (f"{kind}64",) if wide and _bits(ty) == 64 else (f"{kind}32",)
+        return (f"{kind}64",) if op.wide and op.result_bits == 64 else (f"{kind}32",)
     if name in _FLOAT:
-        return (f"{_FLOAT[name]}{_bits(op.results[0].type) if _bits(op.results[0].type) == 64 else 32}",)
+        return (f"{_FLOAT[name]}{64 if op.result_bits == 64 else 32}",)
     if name == "llvm.fcmp" or name in _FMINMAX:
-        return ("fcmp64",) if _bits(op.operands[0].type) == 64 else ("fcmp32",)
+        return ("fcmp64",) if op.operand_bits == 64 else ("fcmp32",)
     if name in _FMA:
-        w = 64 if _bits(op.results[0].type) == 64 else 32
+        w = 64 if op.result_bits == 64 else 32
         return (f"fmul{w}", f"fadd{w}")
     if name in _FCONV:
         return ("fconv",)
@@ -149,7 +177,9 @@ def _classify(op: ir.Operation, data64: set, fused: set, contexts: set) -> tuple
     if name in _ATOMIC:
         return ("load", "alu", "store")
     if name == "llvm.call":
-        callee = _callee(op)
+        callee = op.callee
+        if callee in calls:
+            return calls[callee]
         if callee in MODEL_CALLEES:
             return ()
         if callee in DMA_CALLEES:
@@ -221,6 +251,14 @@ class CounterTable:
             raise ValueError(f"{len(counts)} counters read, the program has {self.counters}")
         return {cls: sum(c * n for c, n in zip(counts, per) if n) for cls, per in self.ops.items()}
 
+    def extended(self, per_block: Sequence[Mapping[str, int]]) -> "CounterTable":
+        """The table with more counters after its own: `per_block[k]` what
+        counter `self.counters + k`'s block executes, by class."""
+        classes = sorted(set(self.ops) | {c for tally in per_block for c in tally})
+        return CounterTable(self.counters + len(per_block),
+                            {c: tuple(self.ops.get(c, (0,) * self.counters)) + tuple(t.get(c, 0) for t in per_block)
+                             for c in classes})
+
     def to_json(self) -> dict:
         return {"counters": self.counters, "ops": {c: list(v) for c, v in self.ops.items()}}
 
@@ -283,7 +321,7 @@ def count_executed_blocks(module: ir.Module, skip: Iterable[str] = ()) -> Counte
                                 muls.append((op, func))
                             else:             # not a scalar: every step, as for full-width operands
                                 tally["mul32_step"] = tally.get("mul32_step", 0) + 32
-                    if op.name in _INT | _MUL | _DIV and op.results \
+                    if op.name in INTEGER_OPS and op.results \
                             and any(v in data64 for v in op.operands) and _bits(op.results[0].type) == 64:
                         data64.add(op.results[0])
                 per_block.append(tally)

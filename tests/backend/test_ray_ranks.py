@@ -200,3 +200,20 @@ def test_what_runs_on_ray(monkeypatch):
     assert not ranks.on_ray(dataclasses.replace(job, once=True))      # a kernel that prints: its output in order
     monkeypatch.setenv("EDSL_DPU_RAY", "0")
     assert not ranks.on_ray(job)
+
+
+def test_each_dpu_has_the_c_files_variables_of_its_own_on_every_rank(monkeypatch, remote_only):
+    """A C file's variable restarts on each DPU, here and on the workers alike."""
+    pytest.importorskip("ziglang", reason="raw functions in C are compiled by the clang of the ziglang package")
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "dpu"))
+    from test_c_calls import count_kernel
+
+    def launch():
+        out = np.zeros(260, np.int32)
+        count_kernel[(260,)](out, num_dpus=130)
+        return out
+    here, there = _both(monkeypatch, launch)
+    np.testing.assert_array_equal(here, there)
+    np.testing.assert_array_equal(here, np.tile([1, 2], 130))

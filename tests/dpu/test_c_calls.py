@@ -16,6 +16,8 @@ from hypothesis import given, settings, strategies as st
 
 import edsl
 from edsl import fl
+from edsl.backend import last_report
+from edsl.target.dpu import dpu_programs
 
 pytest.importorskip("ziglang", reason="raw functions in C are compiled by the clang of the ziglang package")
 
@@ -165,21 +167,90 @@ def test_printf_of_the_c_function_prints_once_per_program(capfd):
 def count_kernel(out_ptr):
     t = tl.zeros([1], dtype=tl.int32)
     t = fl.call(count, [t], [])
-    tl.store(out_ptr + tl.arange(0, 1), t)
+    tl.store(out_ptr + tl.program_id(0) + tl.arange(0, 1), t)
 
 
-def test_variables_of_the_c_file_are_refused_at_their_line():
-    with pytest.raises(edsl.CompileError, match="variable 'calls'.*one copy for every DPU") as err:
-        count_kernel[(1,)](np.zeros(1, np.int32))
-    assert err.value.loc.lineno == line_of("with_state.c", "calls")
+@pytest.mark.parametrize("grid,dpus", [(1, 1), (7, 1), (7, 3), (5, 8)])
+def test_each_dpu_has_the_c_files_variables_of_its_own(grid, dpus):
+    """A DPU's programs run in turn on its WRAM, the C file's variable among
+    it: each DPU counts its own programs from the variable's first value, in
+    every launch."""
+    for _ in range(2):
+        out = np.zeros(grid, np.int32)
+        count_kernel[(grid,)](out, num_dpus=dpus)
+        want = np.zeros(grid, np.int32)
+        for d in range(dpus):
+            for k, p in enumerate(dpu_programs(d, grid, dpus), 1):
+                want[p] = k
+        np.testing.assert_array_equal(out, want)
 
 
-def test_the_time_estimate_refuses_c_calls():
-    x = np.ones(8, np.float32)
-    y = np.zeros(8, np.float32)
-    with pytest.raises(edsl.CompileError, match=r"dpu_timing\) does not count the code of UPMEM C functions") as err:
-        axpy_kernel[(1,)](x, y, 1.0, 8, BLOCK=8, dpu_timing=True)
-    assert err.value.loc.filename == __file__
+mutex_counter = c_function("sdk_mutex.c", "mutex_counter")
+
+
+@triton.jit
+def mutex_counter_kernel(out_ptr, reps):
+    t = tl.zeros([1], dtype=tl.int32)
+    t = fl.call(mutex_counter, [t], [reps])
+    tl.store(out_ptr + tl.program_id(0) + tl.arange(0, 1), t)
+
+
+@pytest.mark.parametrize("tasklets,dpus", [(1, 2), (4, 1), (16, 3)])
+def test_a_mutex_and_a_counter_of_the_c_file_in_a_kernel(tasklets, dpus):
+    """The tasklets of each DPU add to its own counter under its own mutex
+    (mutex.h's state, a variable of the C file too), program after program."""
+    grid, reps = 5, 3
+    out = np.zeros(grid, np.int32)
+    mutex_counter_kernel[(grid,)](out, reps, num_tasklets=tasklets, num_dpus=dpus)
+    want = np.zeros(grid, np.int32)
+    for d in range(dpus):
+        for k, p in enumerate(dpu_programs(d, grid, dpus), 1):
+            want[p] = k * reps * tasklets * (tasklets + 1) // 2
+    np.testing.assert_array_equal(out, want)
+
+
+def _counter_with_table(words: int):
+    return c_function("", "touch", f"#include <defs.h>\nstatic int32_t table[{words}];\n"
+                                   "void touch(int32_t *t) {\n    table[me()] += 1;\n    t[0] = table[me()];\n}\n")
+
+
+small_table, large_table = _counter_with_table(8), _counter_with_table(14000)
+
+
+@triton.jit
+def table_kernel(x_ptr, out_ptr, N: tl.constexpr, LARGE: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    t = tl.zeros([1], dtype=tl.int32)
+    if LARGE:
+        t = fl.call(large_table, [t], [])
+    else:
+        t = fl.call(small_table, [t], [])
+    tl.store(out_ptr + tl.arange(0, N), x + t)
+
+
+def test_the_c_files_variables_take_the_dpus_wram_from_the_kernels_tiles():
+    """56,000 bytes of a C table leave a 16 KiB tile no room in WRAM: it is kept in MRAM, as it would have to be
+    on a DPU; beside a small table it stays in WRAM."""
+    x = np.arange(4096, dtype=np.int32)
+    for large, spilled in ((False, 0), (True, 4 * 4096)):
+        out = np.zeros_like(x)
+        table_kernel[(1,)](x, out, N=4096, LARGE=large)
+        np.testing.assert_array_equal(out, x + 1)
+        assert last_report().spill_bytes == spilled
+
+
+def test_mem_alloc_is_refused_in_a_kernel_at_its_line():
+    alloc = c_function("", "grab", "#include <alloc.h>\n"
+                                   "void grab(int64_t *t) {\n    t[0] = (int64_t)(uintptr_t)mem_alloc(8);\n}\n")
+
+    @triton.jit
+    def alloc_kernel(out_ptr):
+        t = tl.zeros([4], dtype=tl.int64)
+        t = fl.call(alloc, [t], [])
+        tl.store(out_ptr + tl.arange(0, 4), t)
+    with pytest.raises(edsl.CompileError, match="allocates with mem_alloc") as err:
+        alloc_kernel[(1,)](np.zeros(4, np.int64))
+    assert (err.value.loc.filename.endswith("grab.c"), err.value.loc.lineno) == (True, 3)
 
 
 @triton.jit

@@ -255,8 +255,8 @@ def test_the_buddy_allocator_is_refused_at_its_line():
 def test_perfcounter_is_refused_at_its_line_naming_why():
     source = "#include <perfcounter.h>\nuint64_t f(void) {\n    perfcounter_config(COUNT_CYCLES, true);\n" \
              "    return perfcounter_get();\n}\n"
-    with pytest.raises(CompileError, match="'perfcounter_config' is unavailable: the DPU model does not count "
-                                           "a C function's cycles") as err:
+    with pytest.raises(CompileError, match="'perfcounter_config' is unavailable: the DPU model estimates a "
+                                           r"C function's cycles once a run is over \(timing=True\)") as err:
         c_function("", "f", source=source).run()
     assert err.value.loc.lineno == 3
 

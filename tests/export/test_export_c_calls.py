@@ -3,6 +3,7 @@ C sources are copied beside the DPU program, with the files they include and
 their macros, and the project built against the SDK stand-ins (`make sim`)
 gives the model's results (its runner checks them)."""
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -12,11 +13,13 @@ import triton.language as tl
 
 import edsl
 from edsl import fl
-from export_helpers import export_and_run, needs_cc, run
+from edsl.export.project import SDK_DIR as SDK
+from export_helpers import build, export_and_run, needs_cc, run
 
 pytest.importorskip("ziglang", reason="raw functions in C are compiled by the clang of the ziglang package")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "dpu"))
-from test_c_calls import SOURCES, axpy_kernel, c_function, copy_kernel, sum_kernel  # noqa: E402
+from test_c_calls import (SOURCES, axpy_kernel, c_function, copy_kernel, count_kernel,  # noqa: E402
+                          mutex_counter_kernel, sum_kernel)
 
 pytestmark = needs_cc
 
@@ -55,6 +58,77 @@ def test_the_c_functions_transfers_merge_across_dpus(tmp_path):
                    (3,), dpus=3, tasklets=2)
     assert '#include "../../edsl_c_calls.h"\n#include "copy_chunks.c"\n' in \
         (tmp_path / "copy" / "c" / "0" / "edsl.c").read_text()
+
+
+def test_each_dpu_has_the_c_files_variables_of_its_own_in_the_exported_project(tmp_path):
+    """Each DPU's copy of the program keeps its own variable, as the model gives each DPU its own."""
+    export_and_run(tmp_path / "count", count_kernel, (np.zeros(7, np.int32),), {}, (7,), dpus=3)
+
+
+handshake_prefix = c_function("sdk_handshake.c", "handshake_prefix")
+seqread_sum = c_function("", "seqread_sum", """#include <defs.h>
+#include <seqread.h>
+/* total[0]: the sum of in[0 .. n - 1], read by tasklet 0 through a cache of its own. */
+void seqread_sum(int64_t *total, __mram_ptr const int32_t *in, int n) {
+    __dma_aligned uint8_t cache[2 * SEQREAD_CACHE_SIZE];
+    seqreader_t reader;
+    if (me() != 0)
+        return;
+    int32_t *p = seqread_init((seqreader_buffer_t)cache, (__mram_ptr void *)in, &reader);
+    int64_t sum = 0;
+    for (int i = 0; i < n; i++) {
+        sum += *p;
+        p = seqread_get(p, sizeof(int32_t), &reader);
+    }
+    total[0] = sum;
+}
+""")
+
+
+@triton.jit
+def handshake_kernel(x_ptr, out_ptr, TASKLETS: tl.constexpr):
+    offs = tl.program_id(0) * TASKLETS + tl.arange(0, TASKLETS)
+    x = tl.load(x_ptr + offs)
+    out = tl.zeros([TASKLETS], dtype=tl.int32)
+    out = fl.call(handshake_prefix, [out], [x])
+    tl.store(out_ptr + offs, out)
+
+
+@triton.jit
+def seqread_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    t = tl.zeros([1], dtype=tl.int64)
+    t = fl.call(seqread_sum, [t], [x_ptr + tl.program_id(0) * BLOCK, BLOCK])
+    tl.store(out_ptr + tl.program_id(0) + tl.arange(0, 1), t)
+
+
+@pytest.mark.parametrize("tasklets", [1, 4])
+def test_mutexes_handshakes_and_seqread_run_on_the_stand_ins_as_on_the_model(tmp_path, tasklets):
+    """Each DPU's mutex, counter and handshakes its own; the exported project gives the model's results."""
+    export_and_run(tmp_path / "mutex", mutex_counter_kernel, (np.zeros(5, np.int32), 3), {}, (5,), dpus=2,
+                   tasklets=tasklets)
+    x = np.random.default_rng(tasklets).integers(-100, 100, 3 * tasklets).astype(np.int32)
+    export_and_run(tmp_path / "handshake", handshake_kernel, (x, np.zeros_like(x)), {"TASKLETS": tasklets}, (3,),
+                   dpus=2, tasklets=tasklets)
+    # (128 elements more: a refill reads up to 2 * SEQREAD_CACHE_SIZE bytes past the last block, bytes of
+    # another array the model would count as read, and written by another DPU)
+    x = np.random.default_rng(7).integers(-1000, 1000, 4 * 300 + 128).astype(np.int32)
+    export_and_run(tmp_path / "seqread", seqread_kernel, (x, np.zeros(4, np.int64)), {"BLOCK": 300}, (4,), dpus=3,
+                   tasklets=tasklets)
+    # (and the model's results are NumPy's)
+    sums = np.zeros(4, np.int64)
+    seqread_kernel[(4,)](x, sums, BLOCK=300, num_dpus=3, num_tasklets=tasklets)
+    np.testing.assert_array_equal(sums, x[:1200].reshape(4, 300).sum(axis=1))
+    x = x[:3 * tasklets]
+    prefix = np.zeros_like(x)
+    handshake_kernel[(3,)](x, prefix, TASKLETS=tasklets, num_dpus=2, num_tasklets=tasklets)
+    np.testing.assert_array_equal(prefix, np.cumsum(x.reshape(3, tasklets), axis=1).ravel())
+
+
+def test_perfcounter_is_a_compile_error_on_the_stand_ins_naming_the_call(tmp_path):
+    (tmp_path / "p.c").write_text("#include <perfcounter.h>\nunsigned long f(void) { return perfcounter_get(); }\n")
+    r = subprocess.run(["cc", "-c", "-I", str(SDK), "p.c"], cwd=tmp_path, capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "perfcounter_get" in r.stderr and "count no DPU cycles" in r.stderr
 
 
 direct = c_function("direct.c", "element")

@@ -95,14 +95,28 @@ FAULTY = r"""
 #include <barrier.h>
 #include <defs.h>
 #include <mram.h>
+#include <mutex.h>
 #include <stdint.h>
 __host uint64_t offset;
 __host uint64_t nbytes;
 __host uint64_t mode;
 __host uint64_t result;
 BARRIER_INIT(b, NR_TASKLETS);
+MUTEX_INIT(m);
 static uint8_t buf[4096] __dma_aligned;
 int main(void) {
+  if (mode == 4) {                   /* tasklet 1 finishes holding the mutex the others wait for */
+    if (me() == 1)
+      mutex_lock(m);
+    barrier_wait(&b);
+    if (me() == 1)
+      return 0;
+    mutex_lock(m);
+  }
+  if (mode == 5 && me() == 2)
+    mutex_lock(m);
+  if (mode == 5 && me() == 0)        /* tasklet 0 unlocks the mutex tasklet 2 may hold */
+    mutex_unlock(m);
   if (mode == 1 && me() == 1)        /* tasklet 1 breaks a rule while the others wait */
     mram_read((__mram_ptr uint8_t *)DPU_MRAM_HEAP_POINTER + offset, buf, (unsigned)nbytes);
   if (mode == 2 && me() == 0)
@@ -111,8 +125,9 @@ int main(void) {
   if (mode == 3 && me() == 1)        /* tasklet 1 finishes while the others wait */
     return 0;
   barrier_wait(&b);
-  if (me() == 0) {
-    mram_read((__mram_ptr uint8_t *)DPU_MRAM_HEAP_POINTER + offset, buf, (unsigned)nbytes);
+  if (me() == 0) {                   /* an MRAM address kept in 32 bits, as DPU programs keep them */
+    uint32_t heap = (uint32_t)DPU_MRAM_HEAP_POINTER;
+    mram_read((__mram_ptr uint8_t *)(heap + offset), buf, (unsigned)nbytes);
     result = buf[0] + 1000u * NR_TASKLETS;
   }
   return 0;
@@ -121,6 +136,7 @@ int main(void) {
 
 FAULTY_HOST = r"""
 #include <dpu.h>
+#include <dpu_log.h>
 #include <stdio.h>
 #include <string.h>
 int main(int argc, char **argv) {
@@ -139,11 +155,14 @@ int main(int argc, char **argv) {
   if (dpu_copy_to(set, "nothing", 0, image, 8) != DPU_ERR_UNKNOWN_SYMBOL) return 12;
   dpu_error_t err = dpu_launch(set, DPU_SYNCHRONOUS);
   if (err != DPU_OK) { printf("launch failed: %d\n", (int)err); DPU_ASSERT(dpu_free(set)); return 3; }
+  FILE *sink = fopen("/dev/null", "w");
   DPU_FOREACH(set, dpu) {
     uint64_t result;
     DPU_ASSERT(dpu_copy_from(dpu, "result", 0, &result, 8));
     printf("result %llu\n", (unsigned long long)result);
+    if (dpulog_read_for_dpu(dpu.dpu, sink) != DPU_ERR_LOG_CONTEXT_MISSING) return 13;   /* (it never printed) */
   }
+  fclose(sink);
   DPU_ASSERT(dpu_free(set));
   return 0;
 }
@@ -157,6 +176,7 @@ def faulty(tmp_path_factory):
     (d / "host.c").write_text(FAULTY_HOST)
     (d / "dpu_abi.h").write_text(generate.abi_header())       # the stand-ins' limits
     (d / "dma_rules.h").write_text(generate.dma_rules_header())  # ... and DMA rules
+    (d / "error_messages.h").write_text(generate.error_messages_header())   # ... and the model's words
     for cmd in (["cc", "-O1", "-std=gnu11", "-fPIC", "-shared", "-Wl,-Bsymbolic", "-I.", f"-I{SDK}",
                  "-DNR_TASKLETS=3", "-o", "faulty.so", "faulty.c", str(SDK / "dpu_sim_rt.c"), "-lpthread"],
                 ["cc", "-O1", "-std=gnu11", "-I.", f"-I{SDK}", "-o", "host", "host.c", str(SDK / "dpu_sim_host.c"),
@@ -176,6 +196,8 @@ def faulty(tmp_path_factory):
     (4, 16, 1, "tasklet 1: mram_read: MRAM address 0x4"),        # the others wait at a barrier
     (8, 16, 2, "mem_alloc(4096): the WRAM heap is exhausted"),
     (8, 16, 3, "deadlock at a barrier"),                           # where hardware would hang
+    (8, 16, 4, "deadlock: every tasklet that has not finished waits"),
+    (8, 16, 5, "mutex_unlock of a mutex this tasklet does not hold"),
 ])
 def test_sdk_stand_ins_check_the_rules_and_fail_cleanly(faulty, offset, nbytes, mode, message):
     r = subprocess.run(["./host", str(offset), str(nbytes), str(mode)], cwd=faulty, capture_output=True,

@@ -69,15 +69,12 @@ def _compiled(conv, op, fn) -> upmem_c.CompiledC:
         if clash:
             raise conv.sites.error(op, f"fl.call of {fn.__name__}: the kernel calls another C function named "
                                        f"'{clash[0].source_name}'; C functions of one kernel need names of their own")
-        if compiled.globals:
-            name = compiled.globals[0]
-            what = (f"state an SDK header keeps ({name!r}: mem_alloc's heap, the handshakes, or a mutex)"
-                    if name.startswith("__edsl_") else
-                    f"variable {name!r} (a file-scope or static variable written at run time)")
-            raise CompileError(f"fl.call of {fn.__name__}: the C function's {what} would be one copy for every "
-                               f"DPU of the model, which runs them in one process; kernels call C functions "
-                               f"without such variables (pass the state as an operand)",
-                               upmem_c.declared_at(fn.source, name))
+        heap = [name for name in compiled.globals if name.startswith(upmem_c.HEAP_VARIABLES)]
+        if heap:
+            raise CompileError(f"fl.call of {fn.__name__}: the C function allocates with mem_alloc (alloc.h), "
+                               f"whose heap is the WRAM a DPU program leaves, which a kernel's tiles take; "
+                               f"kernels call C functions without mem_alloc (pass a tile as the buffer)",
+                               upmem_c.declared_at(fn.source, "mem_alloc"))
         conv.info.c_functions.append(CalledC(fn.identity, compiled, fn.source.defines, user_location(op.location)))
         if compiled.prints:
             conv.info.prints.append(f"fl.call of {fn.__name__}")

@@ -318,3 +318,10 @@ class KernelInfo:
     @property
     def wram_bytes(self) -> int:
         return sum(b.nbytes for b in self.wram)
+
+    @property
+    def c_variable_bytes(self) -> int:
+        """The WRAM its C functions' variables take, beside its buffers."""
+        from ...codegen.upmem_c import variable_bytes
+        from ...target.dpu import align_up
+        return sum(align_up(variable_bytes(c.compiled.llvm)) for c in self.c_functions)

@@ -149,13 +149,15 @@ class WramFull(DpuError):
     kept in MRAM kept there)."""
 
 
-def check(name: str, buffers: list[WramBuffer], limit: int | None) -> None:
-    """A kernel whose WRAM buffers exceed the DPU's WRAM fails at compile time."""
+def check(name: str, buffers: list[WramBuffer], limit: int | None, c_variables: int = 0) -> None:
+    """A kernel whose WRAM buffers (and its C functions' variables,
+    `c_variables` bytes) exceed the DPU's WRAM fails at compile time."""
     limit = wram_limit(limit)
-    total = sum(b.nbytes for b in buffers)
+    total = sum(b.nbytes for b in buffers) + c_variables
     if total <= limit:
         return
-    raise WramFull(f"kernel '{name}' needs {total} bytes of WRAM, more than the "
+    beside = f" ({c_variables} of them its C functions' variables)" if c_variables else ""
+    raise WramFull(f"kernel '{name}' needs {total} bytes of WRAM{beside}, more than the "
                    f"{limit} bytes of a DPU; largest buffers: {largest(buffers)}",
                    next((b.loc for b in sorted(buffers, key=lambda b: -b.nbytes)[:3] if b.loc), None))
 

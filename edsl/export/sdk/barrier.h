@@ -1,22 +1,19 @@
 /* barrier.h -- this project's stand-in for the UPMEM SDK header of the same name:
- * a barrier over the simulated DPU's tasklets (POSIX threads; a mutex and a
- * condition variable, so that a DPU fault can release the waiting tasklets). */
+ * a barrier over the simulated DPU's tasklets (POSIX threads), under the lock
+ * of every wait of the DPU (dpu_sim_rt.c), so that tasklets that all wait, at
+ * barriers, for mutexes or in handshakes, are a deadlock it reports. */
 #ifndef EDSL_SIM_BARRIER_H
 #define EDSL_SIM_BARRIER_H
 
-#include <pthread.h>
 #include "defs.h"
 
 typedef struct barrier_t {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
     unsigned int count;
     unsigned int waiting;
     unsigned long generation;
 } barrier_t;
 
-#define BARRIER_INIT(_name, _counter) \
-    barrier_t _name = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, (_counter), 0, 0 }
+#define BARRIER_INIT(_name, _counter) barrier_t _name = { (_counter), 0, 0 }
 
 void barrier_wait(barrier_t *barrier);
 

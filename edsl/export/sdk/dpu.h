@@ -4,7 +4,7 @@
  * The subset exported host runners use: dpu_alloc, dpu_load, dpu_free,
  * dpu_get_nr_dpus, dpu_prepare_xfer, dpu_push_xfer, dpu_copy_to,
  * dpu_copy_from, dpu_launch, dpu_log_read, DPU_FOREACH, DPU_ASSERT,
- * dpu_error_to_string.
+ * dpu_error_to_string (and dpu_log.h's dpulog_read_for_dpu).
  * `dpu_load` takes the DPU program built as a shared object with the
  * stand-in DPU headers; every DPU gets a private copy of it (its own WRAM
  * globals) and its MRAM (EDSL_MRAM_BYTES, dpu_abi.h). DPUs run one after another at dpu_launch,
@@ -45,12 +45,15 @@ typedef enum dpu_launch_policy_t { DPU_ASYNCHRONOUS, DPU_SYNCHRONOUS } dpu_launc
 
 struct dpu_program_t;
 struct edsl_sim_system;
+struct dpu_t;
 
-/* A set of DPUs, or one DPU (count == 1 inside DPU_FOREACH). */
+/* A set of DPUs, or one DPU (count == 1 inside DPU_FOREACH; then `dpu` is it,
+ * as dpu_log.h's dpulog_read_for_dpu takes it). */
 struct dpu_set_t {
     struct edsl_sim_system *system;
     uint32_t first;
     uint32_t count;
+    struct dpu_t *dpu;
 };
 
 #define DPU_ALLOCATE_ALL ((uint32_t)-1)

@@ -1,28 +1,52 @@
 /* dpu_sim_host.c -- this project's stand-in for the UPMEM host library: runs
  * DPU programs built as shared objects (see dpu.h and dpu_sim_rt.c). A DPU's
  * MRAM holds the program's MRAM variables (its printf buffer) and then the
- * heap (DPU_MRAM_HEAP_POINTER), as on the hardware. */
+ * heap (DPU_MRAM_HEAP_POINTER), as on the hardware.
+ *
+ * A DPU's pointers are 32-bit, and DPU programs keep MRAM addresses in 32-bit
+ * integers (`(uint32_t)DPU_MRAM_HEAP_POINTER`). So each DPU's MRAM is a
+ * memory file, mapped for the host's transfers anywhere, and for the DPU's
+ * run at one window below 4 GiB (EDSL_SIM_MRAM_WINDOW), where the DPUs of a
+ * launch, which run one after another, map theirs in turn. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <elf.h>
+#include <errno.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000      /* (Linux 4.17; older kernels take it as a hint, checked below) */
+#endif
+
+/* Where the running DPU's MRAM is (any address below 4 GiB would do). */
+#define EDSL_SIM_MRAM_WINDOW ((uintptr_t)0x10000000u)
 
 #include "dpu.h"
 #include "dpu_abi.h"
+#include "dpu_log.h"
 
 typedef int (*edsl_sim_run_fn)(int (*)(void), uint8_t *, size_t, size_t, char *, size_t);
 typedef int (*edsl_sim_log_fn)(const uint8_t **, uint32_t *, int *);
 
+/* A DPU as `struct dpu_set_t`'s `dpu` names it. */
+struct dpu_t {
+    struct edsl_sim_system *system;
+    uint32_t index;
+};
+
 struct edsl_sim_dpu {
+    struct dpu_t self;
     void *handle;              /* this DPU's private copy of the program */
     int (*entry)(void);
     edsl_sim_run_fn run;
     edsl_sim_log_fn log;
-    uint8_t *mram;
+    uint8_t *mram;             /* its MRAM, as the host sees it */
+    int mram_file;             /* ... a memory file, mapped at the window while it runs */
     size_t heap_offset;        /* the program's MRAM variables: the heap starts after them */
     void *xfer;                /* buffer set by dpu_prepare_xfer */
     int faulted;
@@ -36,7 +60,7 @@ struct edsl_sim_system {
 uint32_t edsl_sim_set_size(struct dpu_set_t set) { return set.count; }
 
 struct dpu_set_t edsl_sim_set_dpu(struct dpu_set_t set, uint32_t i) {
-    struct dpu_set_t one = { set.system, set.first + i, 1 };
+    struct dpu_set_t one = { set.system, set.first + i, 1, &set.system->dpus[set.first + i].self };
     return one;
 }
 
@@ -55,6 +79,45 @@ char *dpu_error_to_string(dpu_error_t status) {
     return copy;
 }
 
+/* The window the running DPU's MRAM is mapped at, reserved once. */
+static int reserve_window(void) {
+    static int reserved;
+    if (reserved)
+        return 1;
+    void *at = mmap((void *)EDSL_SIM_MRAM_WINDOW, (size_t)EDSL_MRAM_BYTES, PROT_NONE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (at != (void *)EDSL_SIM_MRAM_WINDOW) {
+        fprintf(stderr, "[dpu sim] cannot reserve the %d MiB at %#lx where a DPU's MRAM runs: %s\n",
+                EDSL_MRAM_BYTES >> 20, (unsigned long)EDSL_SIM_MRAM_WINDOW,
+                at == MAP_FAILED ? strerror(errno) : "the address is taken");
+        if (at != MAP_FAILED)
+            munmap(at, (size_t)EDSL_MRAM_BYTES);
+        return 0;
+    }
+    reserved = 1;
+    return 1;
+}
+
+/* One DPU's MRAM: a zeroed memory file (pages taken on first touch), and the host's view of it. */
+static int new_mram(struct edsl_sim_dpu *dpu) {
+    dpu->mram_file = memfd_create("edsl-dpu-mram", MFD_CLOEXEC);
+    if (dpu->mram_file < 0 || ftruncate(dpu->mram_file, (off_t)EDSL_MRAM_BYTES) != 0)
+        return 0;
+    void *view = mmap(NULL, (size_t)EDSL_MRAM_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, dpu->mram_file, 0);
+    if (view == MAP_FAILED)
+        return 0;
+    dpu->mram = view;
+    return 1;
+}
+
+/* The host's view of `p`, an address in the window (as the DPU saw it), else `p`. */
+static const uint8_t *host_view(const struct edsl_sim_dpu *dpu, const uint8_t *p) {
+    uintptr_t a = (uintptr_t)p;
+    if (a >= EDSL_SIM_MRAM_WINDOW && a < EDSL_SIM_MRAM_WINDOW + (uintptr_t)EDSL_MRAM_BYTES)
+        return dpu->mram + (a - EDSL_SIM_MRAM_WINDOW);
+    return p;
+}
+
 dpu_error_t dpu_alloc(uint32_t nr_dpus, const char *profile, struct dpu_set_t *dpu_set) {
     (void)profile;
     if (nr_dpus == DPU_ALLOCATE_ALL)
@@ -66,18 +129,23 @@ dpu_error_t dpu_alloc(uint32_t nr_dpus, const char *profile, struct dpu_set_t *d
         return DPU_ERR_ALLOCATION;
     sys->nr_dpus = nr_dpus;
     sys->dpus = calloc(nr_dpus, sizeof *sys->dpus);
-    if (!sys->dpus) {
+    if (!sys->dpus || !reserve_window()) {
+        free(sys->dpus);
         free(sys);
         return DPU_ERR_ALLOCATION;
     }
     for (uint32_t i = 0; i < nr_dpus; i++) {
-        sys->dpus[i].mram = calloc(1, (size_t)EDSL_MRAM_BYTES);   /* pages are taken on first touch */
-        if (!sys->dpus[i].mram)
+        sys->dpus[i].self = (struct dpu_t){sys, i};
+        sys->dpus[i].mram_file = -1;
+        if (!new_mram(&sys->dpus[i])) {
+            fprintf(stderr, "[dpu sim] cannot make DPU %u's MRAM: %s\n", (unsigned)i, strerror(errno));
             return DPU_ERR_ALLOCATION;
+        }
     }
     dpu_set->system = sys;
     dpu_set->first = 0;
     dpu_set->count = nr_dpus;
+    dpu_set->dpu = nr_dpus == 1 ? &sys->dpus[0].self : NULL;
     return DPU_OK;
 }
 
@@ -88,7 +156,8 @@ dpu_error_t dpu_free(struct dpu_set_t set) {
     for (uint32_t i = 0; i < sys->nr_dpus; i++) {
         if (sys->dpus[i].handle)
             dlclose(sys->dpus[i].handle);
-        free(sys->dpus[i].mram);
+        munmap(sys->dpus[i].mram, (size_t)EDSL_MRAM_BYTES);
+        close(sys->dpus[i].mram_file);
     }
     free(sys->dpus);
     free(sys);
@@ -247,7 +316,13 @@ dpu_error_t dpu_launch(struct dpu_set_t set, dpu_launch_policy_t policy) {
         if (!dpu->handle)
             return DPU_ERR_NO_PROGRAM_LOADED;
         char message[512] = "";
-        if (dpu->run(dpu->entry, dpu->mram, (size_t)EDSL_MRAM_BYTES, dpu->heap_offset, message, sizeof message)) {
+        void *window = mmap((void *)EDSL_SIM_MRAM_WINDOW, (size_t)EDSL_MRAM_BYTES, PROT_READ | PROT_WRITE,
+                            MAP_SHARED | MAP_FIXED, dpu->mram_file, 0);
+        if (window != (void *)EDSL_SIM_MRAM_WINDOW) {
+            fprintf(stderr, "[dpu sim] cannot map DPU %u's MRAM: %s\n", (unsigned)index, strerror(errno));
+            return DPU_ERR_SYSTEM;
+        }
+        if (dpu->run(dpu->entry, window, (size_t)EDSL_MRAM_BYTES, dpu->heap_offset, message, sizeof message)) {
             fprintf(stderr, "[dpu sim] DPU %u fault: %s\n", (unsigned)index, message);
             dpu->faulted = 1;
             result = DPU_ERR_DPU_FAULT;
@@ -369,5 +444,13 @@ dpu_error_t dpu_log_read(struct dpu_set_t set, FILE *stream) {
         return DPU_ERR_LOG_CONTEXT_MISSING;
     if (wrapped)
         return DPU_ERR_LOG_BUFFER_TOO_SMALL;
+    data = host_view(dpu, data);          /* (a buffer in MRAM: where the DPU saw it while it ran) */
     return print_log(data, data + bytes, stream);
+}
+
+dpu_error_t dpulog_read_for_dpu(struct dpu_t *dpu, FILE *stream) {
+    if (!dpu)
+        return DPU_ERR_INVALID_DPU_SET;
+    return dpu_log_read(edsl_sim_set_dpu((struct dpu_set_t){dpu->system, 0, dpu->system->nr_dpus, NULL},
+                                         dpu->index), stream);
 }

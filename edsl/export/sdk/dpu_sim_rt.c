@@ -1,12 +1,15 @@
 /* dpu_sim_rt.c -- the DPU side of this project's simulated DPU.
  *
  * Compiled with a DPU program (built with the host C compiler against the
- * stand-in headers defs.h, mram.h, barrier.h, alloc.h) into one shared
+ * stand-in headers defs.h, mram.h, barrier.h, alloc.h, mutex.h,
+ * handshake.h, seqread.h) into one shared
  * object. The host library (dpu_sim_host.c) loads one private copy of that
  * object per simulated DPU, so every DPU has its own WRAM globals, and runs
- * `main` on NR_TASKLETS threads through edsl_sim_run. A barrier that can never
- * complete (a tasklet waits while all the others have finished) is a fault,
- * where hardware would hang. The limits are the DPU ABI's (dpu_abi.h). printf
+ * `main` on NR_TASKLETS threads through edsl_sim_run. Tasklets that all wait,
+ * at barriers, for mutexes or in handshakes, with none left to end a wait, are
+ * a fault, where hardware would hang. The limits are the DPU ABI's
+ * (dpu_abi.h); errors the DPU model also reports are worded as it words them
+ * (error_messages.h). printf
  * (stdio.h) writes the DPU's log as the SDK's does (see "printf" below). */
 #define EDSL_SIM_RUNTIME 1             /* (stdio.h: the host's, for this file) */
 #include <ctype.h>
@@ -22,7 +25,11 @@
 #include "defs.h"
 #include "dma_rules.h"
 #include "dpu_abi.h"
+#include "error_messages.h"
+#include "handshake.h"
 #include "mram.h"
+#include "mutex.h"
+#include "seqread.h"
 
 uint8_t *edsl_sim_mram_heap;
 static uint8_t *mram_lo, *mram_hi;
@@ -60,6 +67,15 @@ static void fault(const char *fmt, ...) {
     pthread_exit(NULL);
 }
 
+/* Fault with the DPU model's words for error `code` (error_messages.h). */
+static void fault_code(int64_t code, int64_t nbytes, int64_t mram) __attribute__((noreturn));
+static void fault_code(int64_t code, int64_t nbytes, int64_t mram) {
+    char message[400];
+    struct edsl_error_operands operands = {.code = code, .nbytes = nbytes, .mram = mram};
+    edsl_error_message(message, sizeof message, &operands);
+    fault("%s", message);
+}
+
 static void check_dma(const char *what, const void *mram, const void *wram, unsigned int n) {
     uint64_t m = (uint64_t)((const uint8_t *)mram - mram_lo), w = (uint64_t)(uintptr_t)wram;
     char rule[256];
@@ -83,43 +99,207 @@ void mram_write(const void *from, __mram_ptr void *to, unsigned int nb_of_bytes)
     memcpy(to, from, nb_of_bytes);
 }
 
-void barrier_wait(barrier_t *b) {
-    pthread_mutex_lock(&b->lock);
-    if (faulted) {
-        pthread_mutex_unlock(&b->lock);
-        pthread_exit(NULL);
-    }
-    unsigned long generation = b->generation;
-    if (++b->waiting >= b->count) {
-        b->waiting = 0;
-        b->generation++;
-        pthread_cond_broadcast(&b->cond);
-    } else {
-        while (generation == b->generation) {
-            struct timespec t;
-            clock_gettime(CLOCK_REALTIME, &t);
-            t.tv_nsec += 10 * 1000 * 1000;
-            if (t.tv_nsec >= 1000000000L) {
-                t.tv_sec += 1;
-                t.tv_nsec -= 1000000000L;
-            }
-            pthread_cond_timedwait(&b->cond, &b->lock, &t);
-            if (generation != b->generation)
-                break;
-            if (faulted) {                  /* another tasklet stopped the DPU */
-                b->waiting--;
-                pthread_mutex_unlock(&b->lock);
-                pthread_exit(NULL);
-            }
-            if (b->waiting + __atomic_load_n(&finished, __ATOMIC_SEQ_CST) >= b->count) {
-                b->waiting--;
-                pthread_mutex_unlock(&b->lock);
-                fault("deadlock at a barrier: %u tasklet(s) finished and will never reach it "
-                      "(every tasklet must reach every barrier)", finished);
-            }
+/* ---- waits: barriers, mutexes, handshakes ---------------------------------
+ * One lock for them all. A tasklet whose wait no running tasklet has ended
+ * yet counts itself `stuck`; the tasklet that ends it counts it out. When
+ * every tasklet that has not finished is stuck, none can end another's wait:
+ * a deadlock. Waiters look every 10 ms (and stop where another tasklet
+ * faulted). */
+static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t sync_cond = PTHREAD_COND_INITIALIZER;
+static unsigned int stuck, stuck_at_barriers;
+
+/* Wait, `sync_lock` held, until `ended(what)`. */
+static void sync_wait(int (*ended)(const void *), const void *what) {
+    while (!ended(what)) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_nsec += 10 * 1000 * 1000;
+        if (t.tv_nsec >= 1000000000L) {
+            t.tv_sec += 1;
+            t.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&sync_cond, &sync_lock, &t);
+        if (ended(what))
+            break;
+        if (faulted) {                      /* another tasklet stopped the DPU */
+            pthread_mutex_unlock(&sync_lock);
+            pthread_exit(NULL);
+        }
+        if (stuck + __atomic_load_n(&finished, __ATOMIC_SEQ_CST) >= NR_TASKLETS) {
+            int only_barriers = stuck == stuck_at_barriers;
+            pthread_mutex_unlock(&sync_lock);
+            fault_code(only_barriers ? EDSL_ERR_DEADLOCK : EDSL_ERR_SYNC_DEADLOCK, 0, 0);
         }
     }
-    pthread_mutex_unlock(&b->lock);
+}
+
+/* End the wait of `n` stuck tasklets (`sync_lock` held). */
+static void unstick(unsigned int n) {
+    stuck -= n;
+    pthread_cond_broadcast(&sync_cond);
+}
+
+struct barrier_pass { const barrier_t *barrier; unsigned long generation; };
+
+static int barrier_passed(const void *what) {
+    const struct barrier_pass *pass = what;
+    return pass->barrier->generation != pass->generation;
+}
+
+void barrier_wait(barrier_t *b) {
+    stop_if_faulted();
+    pthread_mutex_lock(&sync_lock);
+    if (++b->waiting >= b->count) {
+        stuck_at_barriers -= b->waiting - 1;
+        unstick(b->waiting - 1);
+        b->waiting = 0;
+        b->generation++;
+    } else {
+        struct barrier_pass pass = {b, b->generation};
+        stuck++;
+        stuck_at_barriers++;
+        sync_wait(barrier_passed, &pass);
+    }
+    pthread_mutex_unlock(&sync_lock);
+}
+
+struct mutex_hold { const edsl_sim_mutex_t *mutex; unsigned int holder; };
+
+static int mutex_held(const void *what) {
+    const struct mutex_hold *hold = what;
+    return hold->mutex->owner == hold->holder;
+}
+
+bool mutex_trylock(mutex_id_t mutex) {
+    stop_if_faulted();
+    pthread_mutex_lock(&sync_lock);
+    bool taken = mutex->owner == 0;
+    if (taken)
+        mutex->owner = tasklet_id + 1;
+    pthread_mutex_unlock(&sync_lock);
+    return taken;
+}
+
+void mutex_lock(mutex_id_t mutex) {
+    struct mutex_hold hold = {mutex, tasklet_id + 1};
+    stop_if_faulted();
+    pthread_mutex_lock(&sync_lock);
+    if (mutex->owner == 0) {
+        mutex->owner = hold.holder;
+    } else if (mutex->owner == hold.holder) {
+        pthread_mutex_unlock(&sync_lock);
+        fault_code(EDSL_ERR_MUTEX_RELOCK, 0, 0);
+    } else {
+        mutex->waiters |= 1u << tasklet_id;
+        stuck++;
+        sync_wait(mutex_held, &hold);
+    }
+    pthread_mutex_unlock(&sync_lock);
+}
+
+void mutex_unlock(mutex_id_t mutex) {
+    pthread_mutex_lock(&sync_lock);
+    if (mutex->owner != tasklet_id + 1) {
+        pthread_mutex_unlock(&sync_lock);
+        fault_code(EDSL_ERR_MUTEX_UNLOCK, 0, 0);
+    }
+    unsigned int waiters = mutex->waiters;
+    if (waiters == 0) {
+        mutex->owner = 0;
+    } else {                                /* to the next waiter after this tasklet, in tasklet order */
+        unsigned int after = waiters & ~((2u << tasklet_id) - 1);
+        unsigned int next = (unsigned int)__builtin_ctz(after ? after : waiters);
+        mutex->waiters = waiters & ~(1u << next);
+        mutex->owner = next + 1;
+        unstick(1);
+    }
+    pthread_mutex_unlock(&sync_lock);
+}
+
+static struct {
+    unsigned int waiter[EDSL_MAX_TASKLETS];     /* by notifier: the tasklet waiting for it + 1, or 0 */
+    unsigned int notifying[EDSL_MAX_TASKLETS];  /* by notifier: 1 while it waits for a waiter */
+    unsigned int go[EDSL_MAX_TASKLETS];         /* by tasklet: set by the one that releases it */
+} handshakes;
+
+static int released(const void *what) {
+    return handshakes.go[*(const sysname_t *)what] != 0;
+}
+
+/* Suspend the running tasklet until another releases it (`sync_lock` held). */
+static void handshake_suspend(void) {
+    handshakes.go[tasklet_id] = 0;
+    stuck++;
+    sync_wait(released, &tasklet_id);
+}
+
+static void handshake_release(sysname_t tasklet) {
+    handshakes.go[tasklet] = 1;
+    unstick(1);
+}
+
+int handshake_wait_for(sysname_t notifier) {
+    stop_if_faulted();
+    if (notifier >= NR_TASKLETS || notifier == tasklet_id)
+        fault_code(EDSL_ERR_HANDSHAKE_WHOM, 0, notifier);
+    pthread_mutex_lock(&sync_lock);
+    if (handshakes.waiter[notifier] != 0) {
+        pthread_mutex_unlock(&sync_lock);
+        fault_code(EDSL_ERR_HANDSHAKE_BUSY, 0, notifier);
+    }
+    if (handshakes.notifying[notifier]) {
+        handshakes.notifying[notifier] = 0;
+        handshake_release(notifier);
+    } else {
+        handshakes.waiter[notifier] = tasklet_id + 1;
+        handshake_suspend();
+    }
+    pthread_mutex_unlock(&sync_lock);
+    return 0;
+}
+
+void handshake_notify(void) {
+    stop_if_faulted();
+    pthread_mutex_lock(&sync_lock);
+    unsigned int waiter = handshakes.waiter[tasklet_id];
+    if (waiter != 0) {
+        handshakes.waiter[tasklet_id] = 0;
+        handshake_release(waiter - 1);
+    } else {
+        handshakes.notifying[tasklet_id] = 1;
+        handshake_suspend();
+    }
+    pthread_mutex_unlock(&sync_lock);
+}
+
+/* ---- seqread ------------------------------------------------------------ */
+/* Fill the reader's cache from MRAM address `mram` (8-byte aligned), to the
+ * end of the DPU's MRAM at most; the cache pointer of byte `at`. */
+static void *seqread_fill(seqreader_t *reader, uintptr_t mram, uintptr_t at, unsigned int cache_size) {
+    uintptr_t end = (uintptr_t)mram_hi, n = 2 * (uintptr_t)cache_size;
+    if (mram < end && end - mram < n)
+        n = end - mram;
+    mram_read((const __mram_ptr void *)mram, reader->cache, (unsigned int)n);
+    reader->mram = mram;
+    return reader->cache + (at - mram);
+}
+
+void *edsl_sim_seqread_init(seqreader_buffer_t cache, __mram_ptr void *mram_addr, seqreader_t *reader,
+                            unsigned int cache_size) {
+    uintptr_t at = (uintptr_t)mram_addr;
+    reader->cache = (uint8_t *)cache;
+    return seqread_fill(reader, at & ~(uintptr_t)(EDSL_DMA_ALIGN - 1), at, cache_size);
+}
+
+void *edsl_sim_seqread_get(void *ptr, uint32_t inc, seqreader_t *reader, unsigned int cache_size) {
+    if (inc > cache_size)
+        fault_code(EDSL_ERR_SEQREAD_STEP, inc, cache_size);
+    uint8_t *next = (uint8_t *)ptr + inc;
+    if (next < reader->cache + cache_size)
+        return next;
+    uintptr_t at = reader->mram + (uintptr_t)(next - reader->cache);
+    return seqread_fill(reader, at & ~(uintptr_t)(EDSL_DMA_ALIGN - 1), at, cache_size);
 }
 
 static uint8_t wram_heap[EDSL_WRAM_BYTES] __attribute__((aligned(EDSL_DMA_ALIGN)));
@@ -352,6 +532,8 @@ int edsl_sim_run(int (*entry)(void), uint8_t *mram, size_t mram_bytes, size_t he
     finished = 0;
     fault_message[0] = 0;
     wram_heap_used = 0;
+    stuck = stuck_at_barriers = 0;
+    memset(&handshakes, 0, sizeof handshakes);
     /* The log restarts at each boot; a declared buffer is the MRAM before the heap. */
     if (&__stdout_buffer_size && __stdout_buffer_size <= heap_offset) {
         log_buffer = mram;
