@@ -117,6 +117,15 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--debug", action="store_true",
                     help="compile tl.device_assert checks (as kernel[grid](..., debug=True))")
     ex.add_argument("--overwrite", action="store_true", help="replace OUT_DIR if it exists")
+    sdk = sub.add_parser("sdk", help="write the SDK stand-ins as an SDK installation",
+                         description="Write the UPMEM SDK stand-ins to OUT_DIR as an SDK installation: "
+                                     "bin/dpu-upmem-dpurte-clang and bin/dpu-pkg-config build a project "
+                                     "written for the SDK, with its own Makefile, for the host.",
+                         epilog="example:\n  edsl sdk ~/upmem-sim\n  PATH=~/upmem-sim/bin:$PATH make -C VA "
+                                "NR_DPUS=4 NR_TASKLETS=16\n  (cd VA && ./bin/host_code)",
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    sdk.add_argument("out_dir", help="folder to create")
+    sdk.add_argument("--overwrite", action="store_true", help="replace OUT_DIR if it exists")
     return parser
 
 
@@ -125,6 +134,11 @@ def main(argv=None) -> int:
     try:
         if args.command == "export":
             return _export(args)
+        if args.command == "sdk":
+            from .stand_ins import write_stand_ins
+            out = write_stand_ins(args.out_dir, overwrite=args.overwrite)
+            print(f"wrote the SDK stand-ins to {out}: put {out.resolve() / 'bin'} first on PATH to build with them")
+            return 0
     except EdslError as err:
         print(f"edsl {args.command}: error: {err}", file=sys.stderr)
         return 2

@@ -34,7 +34,7 @@ from .build import compile_to_fit
 from .generate import project_files
 
 SDK_DIR = Path(__file__).resolve().parent / "sdk"
-SIM_FILES = ("defs.h", "mram.h", "barrier.h", "alloc.h", "stdio.h", "mutex.h", "handshake.h", "seqread.h",
+SIM_FILES = ("defs.h", "mram.h", "barrier.h", "atomic_bit.h", "alloc.h", "stdio.h", "mutex.h", "handshake.h", "seqread.h",
              "perfcounter.h", "dpu.h", "dpu_log.h", "dpu_sim_rt.c", "dpu_sim_host.c")
 
 

@@ -193,7 +193,7 @@ def faulty(tmp_path_factory):
     (8, 12, 0, "DMA size 12 bytes"),
     (8, 4096, 0, "DMA size 4096 bytes"),
     (64 << 20, 16, 0, "outside the DPU's 64 MiB MRAM"),
-    (4, 16, 1, "tasklet 1: mram_read: MRAM address 0x4"),        # the others wait at a barrier
+    (4, 16, 1, "tasklet 1: faulty.c:29: mram_read: MRAM address 0x4"),   # the others wait at a barrier
     (8, 16, 2, "mem_alloc(4096): the WRAM heap is exhausted"),
     (8, 16, 3, "deadlock at a barrier"),                           # where hardware would hang
     (8, 16, 4, "deadlock: every tasklet that has not finished waits"),

@@ -1,6 +1,6 @@
 /* defs.h -- this project's stand-in for the UPMEM SDK header of the same name,
  * for building a DPU program with the host C compiler (a simulated DPU: the
- * program is a shared object, its tasklets are POSIX threads).
+ * program is a shared object, its tasklets contexts of one thread taking turns).
  * Only what exported DPU programs use: me(), halt(), NR_TASKLETS and the
  * memory attributes. */
 #ifndef EDSL_SIM_DEFS_H

@@ -8,7 +8,7 @@
  * `dpu_load` takes the DPU program built as a shared object with the
  * stand-in DPU headers; every DPU gets a private copy of it (its own WRAM
  * globals) and its MRAM (EDSL_MRAM_BYTES, dpu_abi.h). DPUs run one after another at dpu_launch,
- * each on NR_TASKLETS threads. Transfers check the host library's rules
+ * each with NR_TASKLETS tasklets taking turns. Transfers check the host library's rules
  * (MRAM: DMA-aligned offset and size; WRAM symbols: 4-byte aligned, in
  * bounds of the symbol). */
 #ifndef EDSL_SIM_DPU_H

@@ -30,6 +30,9 @@
 #include "dpu_abi.h"
 #include "dpu_log.h"
 
+/* (dpu_sim_rt.c takes addresses below the MRAM's size as MRAM addresses) */
+_Static_assert(EDSL_SIM_MRAM_WINDOW >= EDSL_MRAM_BYTES, "the MRAM window lies above the MRAM's size");
+
 typedef int (*edsl_sim_run_fn)(int (*)(void), uint8_t *, size_t, size_t, char *, size_t);
 typedef int (*edsl_sim_log_fn)(const uint8_t **, uint32_t *, int *);
 

@@ -2,23 +2,26 @@
  *
  * Compiled with a DPU program (built with the host C compiler against the
  * stand-in headers defs.h, mram.h, barrier.h, alloc.h, mutex.h,
- * handshake.h, seqread.h) into one shared
+ * handshake.h, seqread.h, perfcounter.h) into one shared
  * object. The host library (dpu_sim_host.c) loads one private copy of that
  * object per simulated DPU, so every DPU has its own WRAM globals, and runs
- * `main` on NR_TASKLETS threads through edsl_sim_run. Tasklets that all wait,
- * at barriers, for mutexes or in handshakes, with none left to end a wait, are
- * a fault, where hardware would hang. The limits are the DPU ABI's
+ * `main` on NR_TASKLETS tasklets through edsl_sim_run, one at a time (see
+ * "tasklets" below). Tasklets that all wait, at barriers, for mutexes or in
+ * handshakes, with none left to end a wait, are a fault, where hardware would
+ * hang. The limits are the DPU ABI's
  * (dpu_abi.h); errors the DPU model also reports are worded as it words them
  * (error_messages.h). printf
  * (stdio.h) writes the DPU's log as the SDK's does (see "printf" below). */
 #define EDSL_SIM_RUNTIME 1             /* (stdio.h: the host's, for this file) */
 #include <ctype.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "barrier.h"
@@ -29,42 +32,54 @@
 #include "handshake.h"
 #include "mram.h"
 #include "mutex.h"
+#include "perfcounter.h"
 #include "seqread.h"
 
 uint8_t *edsl_sim_mram_heap;
 static uint8_t *mram_lo, *mram_hi;
-static __thread sysname_t tasklet_id;
-static volatile int faulted;
-static volatile unsigned int finished;   /* tasklets that returned from main or halted */
 static char fault_message[512];
-static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- tasklets: one runs at a time ------------------------------------------
+ * A DPU's tasklets share one pipeline, and a tasklet waiting for a DMA lets
+ * the others run. So here the tasklets are contexts of one thread (ucontext),
+ * one runs at a time, and the turn passes, in tasklet order, to the next that
+ * can run: at each mram_read / mram_write (after the copy: the transfer's
+ * time is the others'), where a tasklet waits (barrier, mutex, handshake)
+ * and where it ends. Runs are thus the same every time, and code that relies
+ * on the DPU's order -- a value read right after a barrier, before a slower
+ * tasklet's DMA ends and it changes the value -- sees what the DPU gives. A
+ * wait that no tasklet left to run can end is a deadlock, found at once
+ * (hardware would hang). A tasklet that waits for another without any of
+ * these calls (a loop on a WRAM variable) never lets it run: such code hangs
+ * here. */
+enum { READY, WAITING, DONE };
+#define EDSL_SIM_STACK_BYTES (256u << 10)        /* a tasklet's stack: host code needs more than a DPU's */
+static ucontext_t scheduler, contexts[NR_TASKLETS];
+static sysname_t tasklet_id;                      /* the running tasklet */
+static int state[NR_TASKLETS];
+static int at_barrier[NR_TASKLETS];               /* WAITING at a barrier (else for a mutex or handshake) */
+static const void *waits_on[NR_TASKLETS];         /* the barrier, mutex or notifier it waits for */
+static int faulted;
 
 sysname_t me(void) { return tasklet_id; }
 
-void halt(void) {
-    __atomic_add_fetch(&finished, 1, __ATOMIC_SEQ_CST);
-    pthread_exit(NULL);
+/* Back to the scheduler for good: the tasklet ended or the DPU faulted. */
+static void stop_tasklet(void) __attribute__((noreturn));
+static void stop_tasklet(void) {
+    setcontext(&scheduler);
+    abort();                                      /* (setcontext returns only on error) */
 }
 
-static void stop_if_faulted(void) {
-    if (faulted)
-        pthread_exit(NULL);
-}
-
-/* Record the first fault of the DPU and stop the calling tasklet. */
+/* Record the DPU's first fault and stop its tasklets. */
 static void fault(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 static void fault(const char *fmt, ...) {
-    pthread_mutex_lock(&fault_lock);
-    if (!faulted) {
-        int n = snprintf(fault_message, sizeof fault_message, "tasklet %u: ", (unsigned)tasklet_id);
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(fault_message + n, sizeof fault_message - (size_t)n, fmt, ap);
-        va_end(ap);
-        faulted = 1;
-    }
-    pthread_mutex_unlock(&fault_lock);
-    pthread_exit(NULL);
+    int n = snprintf(fault_message, sizeof fault_message, "tasklet %u: ", (unsigned)tasklet_id);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(fault_message + n, sizeof fault_message - (size_t)n, fmt, ap);
+    va_end(ap);
+    faulted = 1;
+    stop_tasklet();
 }
 
 /* Fault with the DPU model's words for error `code` (error_messages.h). */
@@ -76,202 +91,180 @@ static void fault_code(int64_t code, int64_t nbytes, int64_t mram) {
     fault("%s", message);
 }
 
-static void check_dma(const char *what, const void *mram, const void *wram, unsigned int n) {
+/* Let the other tasklets run; back when the caller's turn comes again. */
+static void switch_turn(void) { swapcontext(&contexts[tasklet_id], &scheduler); }
+
+/* Wait, at a barrier or not, until another tasklet makes the caller READY. */
+static void wait_for(const void *what, int barrier) {
+    state[tasklet_id] = WAITING;
+    at_barrier[tasklet_id] = barrier;
+    waits_on[tasklet_id] = what;
+    switch_turn();
+}
+
+static void make_ready(unsigned int t) {
+    state[t] = READY;
+    waits_on[t] = NULL;
+}
+
+void halt(void) {
+    state[tasklet_id] = DONE;
+    stop_tasklet();
+}
+
+static void check_dma(const char *what, const void *mram, const void *wram, unsigned int n, const char *file,
+                      int line) {
     uint64_t m = (uint64_t)((const uint8_t *)mram - mram_lo), w = (uint64_t)(uintptr_t)wram;
     char rule[256];
-    stop_if_faulted();
     if (edsl_dma_rules_broken(m, w, n)) {
         edsl_dma_violation(rule, sizeof rule, m, w, n);
-        fault("%s: %s", what, rule);
+        fault("%s:%d: %s: %s", file, line, what, rule);
     }
     if ((const uint8_t *)mram < mram_lo || (const uint8_t *)mram + n > mram_hi)
-        fault("%s: %u bytes at MRAM address %#lx are outside the DPU's %d MiB MRAM", what, n,
+        fault("%s:%d: %s: %u bytes at MRAM address %#lx are outside the DPU's %d MiB MRAM", file, line, what, n,
               (unsigned long)m, EDSL_MRAM_BYTES >> 20);
 }
 
-void mram_read(const __mram_ptr void *from, void *to, unsigned int nb_of_bytes) {
-    check_dma("mram_read", from, to, nb_of_bytes);
-    memcpy(to, from, nb_of_bytes);
+/* An MRAM address as the DPU has it (0 .. the MRAM's size: what the host's
+ * offsets from DPU_MRAM_HEAP_POINTER are when the program has no MRAM
+ * variables), or a pointer into the running DPU's MRAM (DPU_MRAM_HEAP_POINTER
+ * and pointers from it, which DPU code may also load and store through):
+ * the host pointer. (The MRAM's window lies above its size: no overlap.) */
+static const uint8_t *mram_host(const void *mram) {
+    uintptr_t a = (uintptr_t)mram;
+    return a < (uintptr_t)EDSL_MRAM_BYTES ? mram_lo + a : (const uint8_t *)mram;
 }
 
-void mram_write(const void *from, __mram_ptr void *to, unsigned int nb_of_bytes) {
-    check_dma("mram_write", to, from, nb_of_bytes);
-    memcpy(to, from, nb_of_bytes);
+/* The DMA's copy, then the others' turn while it would take its time. */
+static void dma(void *to, const void *from, unsigned int n) {
+    memcpy(to, from, n);
+    switch_turn();
 }
 
-/* ---- waits: barriers, mutexes, handshakes ---------------------------------
- * One lock for them all. A tasklet whose wait no running tasklet has ended
- * yet counts itself `stuck`; the tasklet that ends it counts it out. When
- * every tasklet that has not finished is stuck, none can end another's wait:
- * a deadlock. Waiters look every 10 ms (and stop where another tasklet
- * faulted). */
-static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t sync_cond = PTHREAD_COND_INITIALIZER;
-static unsigned int stuck, stuck_at_barriers;
-
-/* Wait, `sync_lock` held, until `ended(what)`. */
-static void sync_wait(int (*ended)(const void *), const void *what) {
-    while (!ended(what)) {
-        struct timespec t;
-        clock_gettime(CLOCK_REALTIME, &t);
-        t.tv_nsec += 10 * 1000 * 1000;
-        if (t.tv_nsec >= 1000000000L) {
-            t.tv_sec += 1;
-            t.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&sync_cond, &sync_lock, &t);
-        if (ended(what))
-            break;
-        if (faulted) {                      /* another tasklet stopped the DPU */
-            pthread_mutex_unlock(&sync_lock);
-            pthread_exit(NULL);
-        }
-        if (stuck + __atomic_load_n(&finished, __ATOMIC_SEQ_CST) >= NR_TASKLETS) {
-            int only_barriers = stuck == stuck_at_barriers;
-            pthread_mutex_unlock(&sync_lock);
-            fault_code(only_barriers ? EDSL_ERR_DEADLOCK : EDSL_ERR_SYNC_DEADLOCK, 0, 0);
-        }
-    }
+void edsl_sim_mram_read(const __mram_ptr void *from, void *to, unsigned int nb_of_bytes, const char *file, int line) {
+    from = mram_host(from);
+    check_dma("mram_read", from, to, nb_of_bytes, file, line);
+    dma(to, from, nb_of_bytes);
 }
 
-/* End the wait of `n` stuck tasklets (`sync_lock` held). */
-static void unstick(unsigned int n) {
-    stuck -= n;
-    pthread_cond_broadcast(&sync_cond);
+void edsl_sim_mram_write(const void *from, __mram_ptr void *to, unsigned int nb_of_bytes, const char *file,
+                         int line) {
+    to = (__mram_ptr void *)(uintptr_t)mram_host(to);
+    check_dma("mram_write", to, from, nb_of_bytes, file, line);
+    dma(to, from, nb_of_bytes);
 }
 
-struct barrier_pass { const barrier_t *barrier; unsigned long generation; };
-
-static int barrier_passed(const void *what) {
-    const struct barrier_pass *pass = what;
-    return pass->barrier->generation != pass->generation;
-}
-
+/* ---- barriers ------------------------------------------------------------- */
 void barrier_wait(barrier_t *b) {
-    stop_if_faulted();
-    pthread_mutex_lock(&sync_lock);
-    if (++b->waiting >= b->count) {
-        stuck_at_barriers -= b->waiting - 1;
-        unstick(b->waiting - 1);
-        b->waiting = 0;
-        b->generation++;
+    if (b->count <= 1) {                         /* the last to arrive: the others go on */
+        for (unsigned int t = 0; t < NR_TASKLETS; t++)
+            if (state[t] == WAITING && waits_on[t] == b)
+                make_ready(t);
+        b->count = b->initial_count;
     } else {
-        struct barrier_pass pass = {b, b->generation};
-        stuck++;
-        stuck_at_barriers++;
-        sync_wait(barrier_passed, &pass);
+        b->count--;
+        wait_for(b, 1);
     }
-    pthread_mutex_unlock(&sync_lock);
 }
 
-struct mutex_hold { const edsl_sim_mutex_t *mutex; unsigned int holder; };
+/* ---- mutexes: a DPU's are bits of its atomic memory, named by address ------
+ * (a mutex_id_t never set, as zero, is one mutex too, as on the DPU). */
+static struct {
+    mutex_id_t id;
+    unsigned int owner;                          /* the holder's tasklet id + 1, 0 if free */
+} mutexes[EDSL_SIM_MUTEXES];
+static unsigned int nr_mutexes;
 
-static int mutex_held(const void *what) {
-    const struct mutex_hold *hold = what;
-    return hold->mutex->owner == hold->holder;
+/* The state of mutex `id`. */
+static unsigned int *mutex_owner(mutex_id_t id) {
+    for (unsigned int k = 0; k < nr_mutexes; k++)
+        if (mutexes[k].id == id)
+            return &mutexes[k].owner;
+    if (nr_mutexes == EDSL_SIM_MUTEXES)
+        fault("mutex_lock: more than the DPU's %d mutexes", EDSL_SIM_MUTEXES);
+    mutexes[nr_mutexes].id = id;
+    mutexes[nr_mutexes].owner = 0;
+    return &mutexes[nr_mutexes++].owner;
 }
 
 bool mutex_trylock(mutex_id_t mutex) {
-    stop_if_faulted();
-    pthread_mutex_lock(&sync_lock);
-    bool taken = mutex->owner == 0;
+    unsigned int *owner = mutex_owner(mutex);
+    bool taken = *owner == 0;
     if (taken)
-        mutex->owner = tasklet_id + 1;
-    pthread_mutex_unlock(&sync_lock);
+        *owner = tasklet_id + 1;
     return taken;
 }
 
 void mutex_lock(mutex_id_t mutex) {
-    struct mutex_hold hold = {mutex, tasklet_id + 1};
-    stop_if_faulted();
-    pthread_mutex_lock(&sync_lock);
-    if (mutex->owner == 0) {
-        mutex->owner = hold.holder;
-    } else if (mutex->owner == hold.holder) {
-        pthread_mutex_unlock(&sync_lock);
+    unsigned int *owner = mutex_owner(mutex);
+    if (*owner == tasklet_id + 1)
         fault_code(EDSL_ERR_MUTEX_RELOCK, 0, 0);
-    } else {
-        mutex->waiters |= 1u << tasklet_id;
-        stuck++;
-        sync_wait(mutex_held, &hold);
-    }
-    pthread_mutex_unlock(&sync_lock);
+    if (*owner == 0)
+        *owner = tasklet_id + 1;
+    else
+        wait_for(owner, 0);                      /* (mutex_unlock hands it over) */
 }
 
 void mutex_unlock(mutex_id_t mutex) {
-    pthread_mutex_lock(&sync_lock);
-    if (mutex->owner != tasklet_id + 1) {
-        pthread_mutex_unlock(&sync_lock);
+    unsigned int *owner = mutex_owner(mutex);
+    if (*owner != tasklet_id + 1)
         fault_code(EDSL_ERR_MUTEX_UNLOCK, 0, 0);
+    *owner = 0;
+    for (unsigned int k = 1; k < NR_TASKLETS; k++) {   /* to the next waiter after the holder */
+        unsigned int t = (tasklet_id + k) % NR_TASKLETS;
+        if (state[t] == WAITING && waits_on[t] == owner) {
+            *owner = t + 1;
+            make_ready(t);
+            break;
+        }
     }
-    unsigned int waiters = mutex->waiters;
-    if (waiters == 0) {
-        mutex->owner = 0;
-    } else {                                /* to the next waiter after this tasklet, in tasklet order */
-        unsigned int after = waiters & ~((2u << tasklet_id) - 1);
-        unsigned int next = (unsigned int)__builtin_ctz(after ? after : waiters);
-        mutex->waiters = waiters & ~(1u << next);
-        mutex->owner = next + 1;
-        unstick(1);
-    }
-    pthread_mutex_unlock(&sync_lock);
 }
 
-static struct {
-    unsigned int waiter[EDSL_MAX_TASKLETS];     /* by notifier: the tasklet waiting for it + 1, or 0 */
-    unsigned int notifying[EDSL_MAX_TASKLETS];  /* by notifier: 1 while it waits for a waiter */
-    unsigned int go[EDSL_MAX_TASKLETS];         /* by tasklet: set by the one that releases it */
-} handshakes;
+/* ---- handshakes -----------------------------------------------------------
+ * A tasklet in handshake_wait_for(n) waits on awaited[n]; tasklet n in
+ * handshake_notify with none waiting for it, on notifying[n]. A notifier
+ * that waited goes on before the tasklet that released it: on the DPU it
+ * only has to return, while the other goes on with its work (a DMA the
+ * notifier then issues is the first of the two). */
+static char awaited[NR_TASKLETS], notifying[NR_TASKLETS];
 
-static int released(const void *what) {
-    return handshakes.go[*(const sysname_t *)what] != 0;
-}
-
-/* Suspend the running tasklet until another releases it (`sync_lock` held). */
-static void handshake_suspend(void) {
-    handshakes.go[tasklet_id] = 0;
-    stuck++;
-    sync_wait(released, &tasklet_id);
-}
-
-static void handshake_release(sysname_t tasklet) {
-    handshakes.go[tasklet] = 1;
-    unstick(1);
+/* The tasklet waiting on `what`, or -1. */
+static int waiter_on(const void *what) {
+    for (unsigned int t = 0; t < NR_TASKLETS; t++)
+        if (state[t] == WAITING && waits_on[t] == what)
+            return (int)t;
+    return -1;
 }
 
 int handshake_wait_for(sysname_t notifier) {
-    stop_if_faulted();
     if (notifier >= NR_TASKLETS || notifier == tasklet_id)
         fault_code(EDSL_ERR_HANDSHAKE_WHOM, 0, notifier);
-    pthread_mutex_lock(&sync_lock);
-    if (handshakes.waiter[notifier] != 0) {
-        pthread_mutex_unlock(&sync_lock);
-        fault_code(EDSL_ERR_HANDSHAKE_BUSY, 0, notifier);
+    if (waiter_on(&awaited[notifier]) >= 0) {
+            fault_code(EDSL_ERR_HANDSHAKE_BUSY, 0, notifier);
     }
-    if (handshakes.notifying[notifier]) {
-        handshakes.notifying[notifier] = 0;
-        handshake_release(notifier);
-    } else {
-        handshakes.waiter[notifier] = tasklet_id + 1;
-        handshake_suspend();
-    }
-    pthread_mutex_unlock(&sync_lock);
+    if (waiter_on(&notifying[notifier]) >= 0) {
+        make_ready(notifier);
+        switch_turn();                           /* (the notifier goes on first, as on the DPU) */
+    } else
+        wait_for(&awaited[notifier], 0);
     return 0;
 }
 
 void handshake_notify(void) {
-    stop_if_faulted();
-    pthread_mutex_lock(&sync_lock);
-    unsigned int waiter = handshakes.waiter[tasklet_id];
-    if (waiter != 0) {
-        handshakes.waiter[tasklet_id] = 0;
-        handshake_release(waiter - 1);
-    } else {
-        handshakes.notifying[tasklet_id] = 1;
-        handshake_suspend();
-    }
-    pthread_mutex_unlock(&sync_lock);
+    int waiter = waiter_on(&awaited[tasklet_id]);
+    if (waiter >= 0)
+        make_ready((unsigned int)waiter);
+    else
+        wait_for(&notifying[tasklet_id], 0);
 }
+
+/* ---- perfcounter: no DPU cycles to count -------------------------------- */
+perfcounter_t perfcounter_config(perfcounter_config_t config, bool reset_value) {
+    (void)config, (void)reset_value;
+    fault("perfcounter_config: %s", EDSL_SIM_NO_CYCLES);
+}
+
+perfcounter_t perfcounter_get(void) { fault("perfcounter_get: %s", EDSL_SIM_NO_CYCLES); }
 
 /* ---- seqread ------------------------------------------------------------ */
 /* Fill the reader's cache from MRAM address `mram` (8-byte aligned), to the
@@ -287,7 +280,7 @@ static void *seqread_fill(seqreader_t *reader, uintptr_t mram, uintptr_t at, uns
 
 void *edsl_sim_seqread_init(seqreader_buffer_t cache, __mram_ptr void *mram_addr, seqreader_t *reader,
                             unsigned int cache_size) {
-    uintptr_t at = (uintptr_t)mram_addr;
+    uintptr_t at = (uintptr_t)mram_host(mram_addr);
     reader->cache = (uint8_t *)cache;
     return seqread_fill(reader, at & ~(uintptr_t)(EDSL_DMA_ALIGN - 1), at, cache_size);
 }
@@ -304,27 +297,18 @@ void *edsl_sim_seqread_get(void *ptr, uint32_t inc, seqreader_t *reader, unsigne
 
 static uint8_t wram_heap[EDSL_WRAM_BYTES] __attribute__((aligned(EDSL_DMA_ALIGN)));
 static size_t wram_heap_used;
-static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void *mem_alloc(size_t size) {
-    stop_if_faulted();
-    pthread_mutex_lock(&heap_lock);
     size_t start = EDSL_ALIGN_UP(wram_heap_used);
     if (size > EDSL_WRAM_BYTES || start + size > EDSL_WRAM_BYTES) {
-        pthread_mutex_unlock(&heap_lock);
         fault("mem_alloc(%zu): the WRAM heap is exhausted (%zu of %d bytes used)", size, start,
               EDSL_WRAM_BYTES);
     }
     wram_heap_used = start + size;
-    pthread_mutex_unlock(&heap_lock);
     return wram_heap + start;
 }
 
-void mem_reset(void) {
-    pthread_mutex_lock(&heap_lock);
-    wram_heap_used = 0;
-    pthread_mutex_unlock(&heap_lock);
-}
+void mem_reset(void) { wram_heap_used = 0; }
 
 /* ---- printf --------------------------------------------------------------
  * As the SDK's DPU printf: each message goes to the DPU's log buffer, encoded
@@ -343,16 +327,12 @@ extern const unsigned int __stdout_buffer_size __attribute__((weak));
 static uint8_t *log_buffer, *log_default;
 static uint32_t log_size, log_wp, log_wrapped, log_wraps, log_start, log_cache_n;
 static uint8_t log_cache[8];
-static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void log_open(void) {
-    stop_if_faulted();
-    pthread_mutex_lock(&log_lock);
     if (!log_buffer) {                  /* no STDOUT_BUFFER_INIT: the default buffer */
         if (!log_default)
             log_default = calloc(1, EDSL_SIM_DEFAULT_STDOUT_BYTES);
         if (!log_default) {
-            pthread_mutex_unlock(&log_lock);
             fault("printf: cannot allocate the log buffer");
         }
         log_buffer = log_default;
@@ -391,7 +371,6 @@ static void log_close(void) {
     memset(log_cache + log_cache_n, 0, 8 - log_cache_n);
     log_write_cache();
     int overflow = log_wraps > 1 || (log_wraps == 1 && log_wp > log_start);
-    pthread_mutex_unlock(&log_lock);
     if (overflow)
         fault("printf: a message longer than the DPU's log buffer of %u bytes (STDOUT_BUFFER_INIT)", log_size);
 }
@@ -505,35 +484,43 @@ int edsl_sim_log(const uint8_t **data, uint32_t *bytes, int *wrapped) {
     return 1;
 }
 
-struct tasklet_start {
-    int (*entry)(void);
-    sysname_t id;
-};
+static int (*program_entry)(void);
 
-static void *tasklet_main(void *arg) {
-    struct tasklet_start *start = arg;
-    tasklet_id = start->id;
-    start->entry();
-    __atomic_add_fetch(&finished, 1, __ATOMIC_SEQ_CST);
-    return NULL;
+static void tasklet_main(void) {
+    program_entry();
+    state[tasklet_id] = DONE;                     /* (then uc_link: the scheduler) */
 }
 
-/* Run `entry` (the program's main) on NR_TASKLETS threads over `mram`.
+/* The next tasklet after `t`, in tasklet order, that can run (`t` last), or
+ * -1; then `*deadlock` is the error code where tasklets are left waiting. */
+static int next_tasklet(unsigned int t, int64_t *deadlock) {
+    int waiting = 0, at_barriers = 1;
+    for (unsigned int k = 1; k <= NR_TASKLETS; k++) {
+        unsigned int u = (t + k) % NR_TASKLETS;
+        if (state[u] == READY)
+            return (int)u;
+        if (state[u] == WAITING) {
+            waiting = 1;
+            at_barriers &= at_barrier[u];
+        }
+    }
+    *deadlock = !waiting ? 0 : at_barriers ? EDSL_ERR_DEADLOCK : EDSL_ERR_SYNC_DEADLOCK;
+    return -1;
+}
+
+/* Run `entry` (the program's main) on NR_TASKLETS tasklets over `mram`.
  * Returns 0, or 1 after a fault (its description in `message`). */
 __attribute__((visibility("default")))
 int edsl_sim_run(int (*entry)(void), uint8_t *mram, size_t mram_bytes, size_t heap_offset,
                  char *message, size_t message_size) {
-    pthread_t threads[NR_TASKLETS];
-    struct tasklet_start starts[NR_TASKLETS];
     mram_lo = mram;
     mram_hi = mram + mram_bytes;
     edsl_sim_mram_heap = mram + heap_offset;
+    program_entry = entry;
     faulted = 0;
-    finished = 0;
     fault_message[0] = 0;
     wram_heap_used = 0;
-    stuck = stuck_at_barriers = 0;
-    memset(&handshakes, 0, sizeof handshakes);
+    nr_mutexes = 0;
     /* The log restarts at each boot; a declared buffer is the MRAM before the heap. */
     if (&__stdout_buffer_size && __stdout_buffer_size <= heap_offset) {
         log_buffer = mram;
@@ -543,19 +530,39 @@ int edsl_sim_run(int (*entry)(void), uint8_t *mram, size_t mram_bytes, size_t he
         log_size = EDSL_SIM_DEFAULT_STDOUT_BYTES;
     }
     log_wp = log_wrapped = 0;
-    int started = 0;
-    for (int i = 0; i < NR_TASKLETS; i++) {
-        starts[i].entry = entry;
-        starts[i].id = (sysname_t)i;
-        if (pthread_create(&threads[i], NULL, tasklet_main, &starts[i]) != 0) {
-            snprintf(fault_message, sizeof fault_message, "cannot start tasklet %d", i);
-            faulted = 1;
-            break;
-        }
-        started++;
+    /* The stacks, each above a page no access may touch (an overflow faults). */
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), each = page + EDSL_SIM_STACK_BYTES;
+    uint8_t *stacks = mmap(NULL, each * NR_TASKLETS, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (stacks == MAP_FAILED) {
+        snprintf(message, message_size, "cannot allocate the tasklets' stacks");
+        return 1;
     }
-    for (int i = 0; i < started; i++)
-        pthread_join(threads[i], NULL);
+    for (int t = 0; t < NR_TASKLETS; t++) {
+        mprotect(stacks + each * (size_t)t, page, PROT_NONE);
+        getcontext(&contexts[t]);
+        contexts[t].uc_stack.ss_sp = stacks + each * (size_t)t + page;
+        contexts[t].uc_stack.ss_size = EDSL_SIM_STACK_BYTES;
+        contexts[t].uc_link = &scheduler;
+        makecontext(&contexts[t], tasklet_main, 0);
+        state[t] = READY;
+        waits_on[t] = NULL;
+    }
+    int64_t deadlock = 0;
+    int t = 0;                                    /* tasklet 0 first, as the DPU boots it */
+    while (!faulted && t >= 0) {
+        tasklet_id = (sysname_t)t;
+        swapcontext(&scheduler, &contexts[t]);
+        if (!faulted)
+            t = next_tasklet((unsigned int)t, &deadlock);
+        if (deadlock) {                           /* (named after the tasklet that waited last) */
+            char text[400];
+            struct edsl_error_operands operands = {.code = deadlock};
+            edsl_error_message(text, sizeof text, &operands);
+            snprintf(fault_message, sizeof fault_message, "tasklet %u: %s", (unsigned)tasklet_id, text);
+            faulted = 1;
+        }
+    }
+    munmap(stacks, each * NR_TASKLETS);
     if (faulted && message && message_size) {
         strncpy(message, fault_message, message_size - 1);
         message[message_size - 1] = 0;
