@@ -39,6 +39,7 @@ mutex_id_t never_set;                   /* zero: one mutex all the same, as on t
 uint32_t message[NR_TASKLETS];
 uint32_t base;                          /* values kept before this round */
 uint64_t kept;
+volatile int flag;
 
 perfcounter_t cycles(void) { return perfcounter_get(); }     /* compiled, run in mode 1 only */
 
@@ -58,6 +59,13 @@ int main(void) {
     int64_t *in = mem_alloc(BLOCK * 8), *out = mem_alloc(BLOCK * 8);
     if (ARGS.mode == 2 && t == 1)
         mram_read((__mram_ptr void const *)4, in, 8);
+    if (ARGS.mode == 3 && t == 1) {     /* (runs on a DPU, where tasklet 1 runs beside tasklet 0) */
+        mram_read((__mram_ptr void const *)0, in, 8);
+        flag = 1;
+    }
+    if (ARGS.mode == 3 && t == 0)
+        while (!flag)
+            ;
     /* Each tasklet keeps the positive values of its block of the round;
      * the blocks' kept values follow one another at MRAM address 8 n. */
     for (uint32_t at = t * BLOCK; at < ARGS.n; at += NR_TASKLETS * BLOCK) {
@@ -178,6 +186,16 @@ def test_what_the_stand_ins_cannot_honour_stops_the_dpu_naming_the_call_and_line
     assert r.returncode == 3, r.stderr
     line = next(k for k, text in enumerate(TASK_C.split("\n"), 1) if "(__mram_ptr void const *)4" in text)
     assert f"tasklet 1: task.c:{line}: mram_read: MRAM address 0x4 is not 8-byte aligned" in r.stderr, r.stderr
+
+
+def test_a_tasklet_that_waits_in_a_loop_ends_the_program_saying_why(sdk, tmp_path):
+    """Tasklets switch only at DMAs and waits: one waiting for another in a loop
+    would keep the turn forever; after EDSL_SIM_TURN_SECONDS the program ends."""
+    build(sdk, tmp_path / "p", 1, 2)
+    r = subprocess.run(["./bin/host_code", "256", "3"], cwd=tmp_path / "p", capture_output=True, text=True,
+                       timeout=120, env=dict(os.environ, EDSL_SIM_TURN_SECONDS="1"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "tasklet 0 kept the turn 1 s without a DMA, a wait or its end" in r.stderr, r.stderr
 
 
 def test_the_command_writes_the_folder_whole_and_keeps_an_existing_one(tmp_path, capsys):

@@ -14,6 +14,7 @@
  * (stdio.h) writes the DPU's log as the SDK's does (see "printf" below). */
 #define EDSL_SIM_RUNTIME 1             /* (stdio.h: the host's, for this file) */
 #include <ctype.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,8 +51,9 @@ static char fault_message[512];
  * tasklet's DMA ends and it changes the value -- sees what the DPU gives. A
  * wait that no tasklet left to run can end is a deadlock, found at once
  * (hardware would hang). A tasklet that waits for another without any of
- * these calls (a loop on a WRAM variable) never lets it run: such code hangs
- * here. */
+ * these calls (a loop on a WRAM variable) never lets it run: rather than
+ * hang, the program stops with an error once a tasklet has kept the turn
+ * EDSL_SIM_TURN_SECONDS seconds (see watch_turns). */
 enum { READY, WAITING, DONE };
 #define EDSL_SIM_STACK_BYTES (256u << 10)        /* a tasklet's stack: host code needs more than a DPU's */
 static ucontext_t scheduler, contexts[NR_TASKLETS];
@@ -486,6 +488,43 @@ int edsl_sim_log(const uint8_t **data, uint32_t *bytes, int *wrapped) {
 
 static int (*program_entry)(void);
 
+/* ---- a tasklet that keeps the turn ----------------------------------------
+ * A thread beside the run counts the turns given; where none was for
+ * EDSL_SIM_TURN_SECONDS (the environment's, else 60: on a DPU that much host
+ * work between two DMAs would take hours), the running tasklet waits for
+ * another in a way the stand-ins cannot run, and the program ends, saying so. */
+#define EDSL_SIM_TURN_SECONDS 60
+static unsigned long turns;
+static int watching;
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t watch_cond = PTHREAD_COND_INITIALIZER;
+
+static void *watch_turns(void *arg) {
+    (void)arg;
+    const char *env = getenv("EDSL_SIM_TURN_SECONDS");
+    long limit = env && atol(env) > 0 ? atol(env) : EDSL_SIM_TURN_SECONDS, still = 0;
+    unsigned long seen = __atomic_load_n(&turns, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&watch_lock);
+    while (watching) {
+        struct timespec t;
+        clock_gettime(CLOCK_REALTIME, &t);
+        t.tv_sec += 1;
+        pthread_cond_timedwait(&watch_cond, &watch_lock, &t);
+        unsigned long now = __atomic_load_n(&turns, __ATOMIC_RELAXED);
+        still = now == seen ? still + 1 : 0;
+        seen = now;
+        if (watching && still >= limit) {
+            fprintf(stderr, "[dpu sim] tasklet %u kept the turn %ld s without a DMA, a wait or its end: the "
+                    "stand-ins switch tasklets only there, so a tasklet that waits for another in a loop "
+                    "(on a WRAM variable) never lets it run; this program cannot run on them\n",
+                    (unsigned)__atomic_load_n(&tasklet_id, __ATOMIC_RELAXED), limit);
+            _exit(EXIT_FAILURE);
+        }
+    }
+    pthread_mutex_unlock(&watch_lock);
+    return NULL;
+}
+
 static void tasklet_main(void) {
     program_entry();
     state[tasklet_id] = DONE;                     /* (then uc_link: the scheduler) */
@@ -547,11 +586,15 @@ int edsl_sim_run(int (*entry)(void), uint8_t *mram, size_t mram_bytes, size_t he
         state[t] = READY;
         waits_on[t] = NULL;
     }
+    pthread_t watcher;
+    watching = 1;
+    int watched = pthread_create(&watcher, NULL, watch_turns, NULL) == 0;
     int64_t deadlock = 0;
     int t = 0;                                    /* tasklet 0 first, as the DPU boots it */
     while (!faulted && t >= 0) {
-        tasklet_id = (sysname_t)t;
+        __atomic_store_n(&tasklet_id, (sysname_t)t, __ATOMIC_RELAXED);
         swapcontext(&scheduler, &contexts[t]);
+        __atomic_add_fetch(&turns, 1, __ATOMIC_RELAXED);
         if (!faulted)
             t = next_tasklet((unsigned int)t, &deadlock);
         if (deadlock) {                           /* (named after the tasklet that waited last) */
@@ -562,6 +605,12 @@ int edsl_sim_run(int (*entry)(void), uint8_t *mram, size_t mram_bytes, size_t he
             faulted = 1;
         }
     }
+    pthread_mutex_lock(&watch_lock);
+    watching = 0;
+    pthread_cond_signal(&watch_cond);
+    pthread_mutex_unlock(&watch_lock);
+    if (watched)
+        pthread_join(watcher, NULL);
     munmap(stacks, each * NR_TASKLETS);
     if (faulted && message && message_size) {
         strncpy(message, fault_message, message_size - 1);
