@@ -40,6 +40,9 @@ uint32_t message[NR_TASKLETS];
 uint32_t base;                          /* values kept before this round */
 uint64_t kept;
 volatile int flag;
+__mram_noinit int64_t staged[8];        /* MRAM variables, written by the host by name */
+__mram uint64_t bias = 5;
+__host int64_t staged_sum;
 
 perfcounter_t cycles(void) { return perfcounter_get(); }     /* compiled, run in mode 1 only */
 
@@ -52,6 +55,11 @@ int main(void) {
         filled.lock = (uint8_t)(uintptr_t)&ATOMIC_BIT_GET(filled_lock);
         base = 0;
         kept = 0;
+        int64_t w[8];
+        mram_read(staged, w, sizeof w);
+        staged_sum = (int64_t)bias;     /* (on a DPU, a direct access to an MRAM variable is a DMA) */
+        for (int i = 0; i < 8; i++)
+            staged_sum += w[i];
     }
     barrier_wait(&all);
     if (ARGS.mode == 1 && t == 1)
@@ -113,19 +121,32 @@ int main(int argc, char **argv) {
     srand(1);
     for (uint32_t k = 0; k < NR_DPUS * n; k++)         /* (a block's first value positive: every block writes) */
         x[k] = k % 64 == 0 ? 1 + rand() % 100 : rand() % 201 - 100;
+    int64_t staged[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    DPU_ASSERT(dpu_broadcast_to(set, "staged", 0, staged, sizeof staged, DPU_XFER_DEFAULT));
+    if (dpu_copy_to(set, "staged", 4, staged, 8) != DPU_ERR_INVALID_MRAM_ACCESS       /* (MRAM: 8-byte) */
+        || dpu_copy_to(set, "ARGS", 2, &args, 4) != DPU_ERR_INVALID_WRAM_ACCESS       /* (WRAM: 4-byte) */
+        || dpu_copy_to(set, "ARGS", 4, &args, 8) != DPU_ERR_INVALID_SYMBOL_ACCESS     /* (past its end) */
+        || dpu_copy_to(set, "no_such", 0, &args, 8) != DPU_ERR_UNKNOWN_SYMBOL
+        || (NR_DPUS > 1 && dpu_copy_from(set, "ARGS", 0, &args, 8) != DPU_ERR_INVALID_DPU_SET)) {
+        printf("a transfer the SDK refuses was taken\n");
+        return 4;
+    }
     DPU_FOREACH(set, dpu, i) {
         DPU_ASSERT(dpu_prepare_xfer(dpu, x + (size_t)i * n));
         DPU_ASSERT(dpu_copy_to(dpu, "ARGS", 0, &args, sizeof args));
     }
     DPU_ASSERT(dpu_push_xfer(set, DPU_XFER_TO_DPU, DPU_MRAM_HEAP_POINTER_NAME, 0, n * 8, DPU_XFER_DEFAULT));
-    if (dpu_launch(set, DPU_SYNCHRONOUS) != DPU_OK) {
+    if (dpu_launch(set, DPU_ASYNCHRONOUS) != DPU_OK || dpu_sync(set) != DPU_OK) {
         printf("launch failed\n");
         return 3;
     }
     int bad = 0;
     DPU_FOREACH(set, dpu, i) {
         uint64_t total, k = 0;
+        int64_t sum;
         DPU_ASSERT(dpu_copy_from(dpu, "TOTAL", 0, &total, 8));
+        DPU_ASSERT(dpu_copy_from(dpu, "staged_sum", 0, &sum, 8));
+        bad |= sum != 5 + 36;
         DPU_ASSERT(dpu_copy_from(dpu, DPU_MRAM_HEAP_POINTER_NAME, n * 8, y, n * 8));
         for (uint32_t j = 0; j < n; j++)
             if (x[(size_t)i * n + j] > 0 && y[k++] != x[(size_t)i * n + j])

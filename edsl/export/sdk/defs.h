@@ -1,8 +1,7 @@
 /* defs.h -- this project's stand-in for the UPMEM SDK header of the same name,
  * for building a DPU program with the host C compiler (a simulated DPU: the
  * program is a shared object, its tasklets contexts of one thread taking turns).
- * Only what exported DPU programs use: me(), halt(), NR_TASKLETS and the
- * memory attributes. */
+ * me(), halt(), NR_TASKLETS and the memory attributes. */
 #ifndef EDSL_SIM_DEFS_H
 #define EDSL_SIM_DEFS_H
 
@@ -14,8 +13,14 @@
 
 /* WRAM variables the host may read and write (dpu_copy_to / dpu_push_xfer). */
 #define __host __attribute__((visibility("default"), used))
-/* MRAM pointers are plain host pointers into the simulated DPU's MRAM. */
+/* MRAM pointers are plain host pointers into the simulated DPU's MRAM (or
+ * MRAM addresses, below the MRAM's size: dpu_sim_rt.c). */
 #define __mram_ptr
+/* MRAM variables: kept apart, in the program's section edsl_mram (each DPU's
+ * own, as the program's copy is), where transfers take them as MRAM; the host
+ * reaches them by name, with MRAM's rules. */
+#define __mram __attribute__((section("edsl_mram"), aligned(8), visibility("default"), used))
+#define __mram_noinit __mram
 #define __dma_aligned __attribute__((aligned(8)))
 #define __noinline __attribute__((noinline))
 

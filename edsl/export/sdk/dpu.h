@@ -1,9 +1,9 @@
 /* dpu.h -- this project's stand-in for the UPMEM host library header, for
  * running a host program against simulated DPUs (dpu_sim_host.c).
  *
- * The subset exported host runners use: dpu_alloc, dpu_load, dpu_free,
+ * The subset exported host runners and PrIM use: dpu_alloc, dpu_load, dpu_free,
  * dpu_get_nr_dpus, dpu_prepare_xfer, dpu_push_xfer, dpu_copy_to,
- * dpu_copy_from, dpu_launch, dpu_log_read, DPU_FOREACH, DPU_ASSERT,
+ * dpu_copy_from, dpu_broadcast_to, dpu_launch, dpu_sync, dpu_log_read, DPU_FOREACH, DPU_ASSERT,
  * dpu_error_to_string (and dpu_log.h's dpulog_read_for_dpu).
  * `dpu_load` takes the DPU program built as a shared object with the
  * stand-in DPU headers; every DPU gets a private copy of it (its own WRAM
@@ -70,6 +70,10 @@ dpu_error_t dpu_copy_to(struct dpu_set_t dpu_set, const char *symbol_name, uint3
                         const void *src, size_t length);
 dpu_error_t dpu_copy_from(struct dpu_set_t dpu_set, const char *symbol_name, uint32_t symbol_offset,
                           void *dst, size_t length);
+dpu_error_t dpu_broadcast_to(struct dpu_set_t dpu_set, const char *symbol_name, uint32_t symbol_offset,
+                             const void *src, size_t length, dpu_xfer_flags_t flags);
+/* (a launch, DPU_ASYNCHRONOUS too, has ended when dpu_launch returns) */
+dpu_error_t dpu_sync(struct dpu_set_t dpu_set);
 dpu_error_t dpu_launch(struct dpu_set_t dpu_set, dpu_launch_policy_t policy);
 char *dpu_error_to_string(dpu_error_t status);
 /* Print one DPU's printf log (its messages since its last launch) to `stream`. */

@@ -248,8 +248,17 @@ static dpu_error_t locate(struct edsl_sim_dpu *dpu, const char *symbol, uint32_t
     const ElfW(Sym) *sym = NULL;
     if (!dladdr1(address, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym)
         return DPU_ERR_UNKNOWN_SYMBOL;
-    if (offset % 4 || length % 4)
+    uint8_t *lo = NULL, *hi = NULL;
+    void (*variables)(uint8_t **, uint8_t **) = (void (*)(uint8_t **, uint8_t **))dlsym(dpu->handle,
+                                                                                       "edsl_sim_mram_variables");
+    if (variables)
+        variables(&lo, &hi);
+    if (lo && address >= lo && address < hi) {          /* an MRAM variable: MRAM's rules */
+        if (offset % EDSL_DMA_ALIGN || length % EDSL_DMA_ALIGN)
+            return DPU_ERR_INVALID_MRAM_ACCESS;
+    } else if (offset % 4 || length % 4) {
         return DPU_ERR_INVALID_WRAM_ACCESS;
+    }
     if ((size_t)offset + length > (size_t)sym->st_size)
         return DPU_ERR_INVALID_SYMBOL_ACCESS;
     *where = address + offset;
@@ -300,6 +309,16 @@ dpu_error_t dpu_copy_to(struct dpu_set_t set, const char *symbol_name, uint32_t 
             return err;
     }
     return DPU_OK;
+}
+
+dpu_error_t dpu_broadcast_to(struct dpu_set_t set, const char *symbol_name, uint32_t symbol_offset,
+                             const void *src, size_t length, dpu_xfer_flags_t flags) {
+    (void)flags;
+    return dpu_copy_to(set, symbol_name, symbol_offset, src, length);
+}
+
+dpu_error_t dpu_sync(struct dpu_set_t set) {
+    return set.system ? DPU_OK : DPU_ERR_INVALID_DPU_SET;
 }
 
 dpu_error_t dpu_copy_from(struct dpu_set_t set, const char *symbol_name, uint32_t symbol_offset,

@@ -114,15 +114,30 @@ void halt(void) {
     stop_tasklet();
 }
 
+/* The program's MRAM variables (defs.h: __mram, __mram_noinit), kept apart from its MRAM. */
+extern uint8_t __start_edsl_mram[] __attribute__((weak, visibility("hidden")));
+extern uint8_t __stop_edsl_mram[] __attribute__((weak, visibility("hidden")));
+
+__attribute__((visibility("default")))
+void edsl_sim_mram_variables(uint8_t **lo, uint8_t **hi) {
+    *lo = __start_edsl_mram;
+    *hi = __stop_edsl_mram;
+}
+
+static int in_mram_variables(const uint8_t *p, unsigned int n) {
+    return __start_edsl_mram && p >= __start_edsl_mram && p + n <= __stop_edsl_mram;
+}
+
 static void check_dma(const char *what, const void *mram, const void *wram, unsigned int n, const char *file,
                       int line) {
-    uint64_t m = (uint64_t)((const uint8_t *)mram - mram_lo), w = (uint64_t)(uintptr_t)wram;
+    const uint8_t *base = in_mram_variables(mram, 0) ? __start_edsl_mram : mram_lo;
+    uint64_t m = (uint64_t)((const uint8_t *)mram - base), w = (uint64_t)(uintptr_t)wram;
     char rule[256];
     if (edsl_dma_rules_broken(m, w, n)) {
         edsl_dma_violation(rule, sizeof rule, m, w, n);
         fault("%s:%d: %s: %s", file, line, what, rule);
     }
-    if ((const uint8_t *)mram < mram_lo || (const uint8_t *)mram + n > mram_hi)
+    if (!in_mram_variables(mram, n) && ((const uint8_t *)mram < mram_lo || (const uint8_t *)mram + n > mram_hi))
         fault("%s:%d: %s: %u bytes at MRAM address %#lx are outside the DPU's %d MiB MRAM", file, line, what, n,
               (unsigned long)m, EDSL_MRAM_BYTES >> 20);
 }
