@@ -210,6 +210,21 @@ def test_sdk_stand_ins_check_the_rules_and_fail_cleanly(faulty, offset, nbytes, 
         assert message in r.stderr and "DPU 0 fault" in r.stderr
 
 
+@needs_cc
+@settings(max_examples=40, deadline=None)
+@given(offset=st.integers(0, 4096), nbytes=st.integers(0, 2100))
+def test_sdk_stand_ins_take_and_refuse_a_transfer_as_the_model_does(faulty, offset, nbytes):
+    """An mram_read at any MRAM offset and size: refused by the stand-ins
+    exactly where the DPU model's rules refuse it, in the model's words."""
+    r = subprocess.run(["./host", str(offset), str(nbytes), "0"], cwd=faulty, capture_output=True, text=True,
+                       timeout=60)
+    why = abi.dma_violation(offset, 0, nbytes)          # (the WRAM buffer is aligned)
+    if why is None:
+        assert r.returncode == 0, r.stderr
+    else:
+        assert r.returncode == 3 and f"mram_read: {why}" in r.stderr, (why, r.stderr)
+
+
 # -- errors the program records, as the DPU model raises them ----------------------
 @needs_cc
 def test_signature_only_export_and_out_of_bounds_pointer(tmp_path):
