@@ -39,9 +39,10 @@ def test_a_clang_error_is_at_the_c_line():
     assert (err.value.loc.filename, err.value.loc.lineno) == ("/virtual/k.c", 2)
 
 
-def test_a_barrier_for_fewer_tasklets_is_refused_where_it_is_declared():
-    with pytest.raises(CompileError, match="barriers hold every tasklet") as err:
-        compile_text("#include <barrier.h>\n\nBARRIER_INIT(b, 2);\nvoid f(void) { barrier_wait(&b); }\n")
+def test_a_barrier_for_more_tasklets_than_the_dpu_runs_is_refused_where_it_is_declared():
+    with pytest.raises(CompileError, match="BARRIER_INIT's count must be from 1 to NR_TASKLETS") as err:
+        compile_text("#include <barrier.h>\n\nBARRIER_INIT(b, 5);\nvoid f(void) { barrier_wait(&b); }\n",
+                     tasklets=4)
     assert err.value.loc.lineno == 3
 
 

@@ -306,3 +306,43 @@ def test_waiting_for_oneself_is_an_error_at_the_line(tasklets):
                                             r"its DPU, never for itself") as err:
         c_function("sdk_handshake.c", "handshake_self").run(tasklets=tasklets)
     assert err.value.loc.lineno == line_of("sdk_handshake.c", "self")
+
+
+# ---- barrier.h ------------------------------------------------------------------------
+
+group_sums = c_function("sdk_barrier.c", "group_sums")
+
+
+@settings(max_examples=25, deadline=None)
+@given(tasklets=TASKLETS, size=st.integers(1, dpu.MAX_TASKLETS), rounds=st.integers(1, 4),
+       seed=st.integers(0, 2 ** 32 - 1))
+def test_barriers_of_groups_of_tasklets_order_their_members(tasklets, size, rounds, seed):
+    """Barriers of fewer tasklets than the DPU runs (filled in by the program,
+    PrIM's HST-L's way), against NumPy."""
+    values = np.random.default_rng(seed).integers(-1000, 1000, dpu.MAX_TASKLETS, dtype=np.int32)
+    out = np.zeros(dpu.MAX_TASKLETS, np.int32)
+    group_sums.run(out, values, size, rounds, tasklets=tasklets)
+    groups = [values[g:min(g + size, tasklets)].sum() for g in range(0, tasklets, size)]
+    np.testing.assert_array_equal(out[:tasklets], [rounds * groups[t // size] for t in range(tasklets)])
+
+
+@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("tasklets", [3, 5])
+def test_groups_on_one_host_thread_too_and_a_barrier_never_full_is_a_deadlock_at_its_line(run, tasklets):
+    values = np.arange(1, dpu.MAX_TASKLETS + 1, dtype=np.int32)
+    out = np.zeros(dpu.MAX_TASKLETS, np.int32)
+    run(group_sums, out, values, 2, 3, tasklets=tasklets)
+    np.testing.assert_array_equal(out[:tasklets], [3 * values[t // 2 * 2:min(t // 2 * 2 + 2, tasklets)].sum()
+                                                   for t in range(tasklets)])
+    with pytest.raises(edsl.DpuError, match=DEADLOCK) as err:
+        run(c_function("sdk_barrier.c", "group_never_full"), tasklets=tasklets)
+    assert err.value.loc.lineno == line_of("sdk_barrier.c", "never full")
+
+
+def test_only_a_barrier_of_fewer_tasklets_turns_the_race_check_off():
+    """A barrier of every tasklet is the model's, which the race check knows."""
+    full = c_function("", "f", source="#include <defs.h>\n#include <barrier.h>\nBARRIER_INIT(b, NR_TASKLETS);\n"
+                                     "void f(int *w) { w[me()] = 1; barrier_wait(&b); }\n")
+    some = c_function("", "f", source="#include <defs.h>\n#include <barrier.h>\nBARRIER_INIT(b, 2);\n"
+                                     "void f(int *w) { w[me()] = 1; barrier_wait(&b); }\n")
+    assert not full.compiled(4).synchronizes and some.compiled(4).synchronizes
