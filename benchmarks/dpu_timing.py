@@ -9,6 +9,7 @@
     python benchmarks/dpu_timing.py --validate      # PrIM's programs against real-hardware times
     python benchmarks/dpu_timing.py --validate --plot docs/dpu_validation.png   # ... drawn (matplotlib)
     python benchmarks/dpu_timing.py --heldout       # the workbook's 8 other benchmarks, never tuned on
+    python benchmarks/dpu_timing.py --prim-c PRIM_DIR   # all 13 on PrIM's own programs (no ports)
     python benchmarks/dpu_timing.py --versus-ports  # Triton kernels against PrIM's programs, same data
 
 `--overhead` runs the kernels of benchmarks/bench_backend.py (vector add and
@@ -32,7 +33,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from prim import calibration, classes, validation, workloads  # noqa: E402
+from prim import calibration, classes, prim_c, validation, workloads  # noqa: E402
 
 import edsl.backend  # noqa: E402
 from edsl.dpu import timing  # noqa: E402
@@ -226,6 +227,40 @@ def print_validation(only: str | None = None, heldout: bool = False) -> list[val
     return done
 
 
+def print_prim_c(prim: str, only: str | None = None) -> None:
+    """The workbook's rows of all 13 benchmarks, estimated on PrIM's own programs
+    (benchmarks/prim/prim_c.py says how), against the hardware and uPIMulator."""
+    rows = [r for path in (validation.WORKBOOK, validation.HELDOUT) for r in validation.read_rows(path)
+            if only in (None, r.benchmark)]
+    print(f"PrIM's own programs (16 tasklets, {validation.CLOCK_HZ / 1e6:g} MHz) against UPMEM hardware: "
+          f"uPIMulator's workbook; times in ms, ratio = estimate / measured; each launch holds its fixed time, "
+          f"{timing.launch_seconds(1) * 1e3:.3f} ms")
+    print(f"{'bench':9}{'DPUs':>5}{'size':>9} | {'kernel':>8}{'est.':>9}{'ratio':>6}{'uPIM':>9}{'ratio':>6}")
+    runner = prim_c.Runner(pathlib.Path(prim))
+    done, missing = [], {}
+    try:
+        for r in rows:
+            o = runner.estimate(r)
+            if o.problem:
+                missing.setdefault(r.benchmark, o.problem)
+                print(f"{r.benchmark:9}{r.dpus:5}{r.size:9} | {r.hw_kernel:8.3f}  not estimated: {o.problem}")
+                continue
+            done.append(validation.Row(**{**r.__dict__, "est_kernel": o.est_kernel}))
+            print(f"{r.benchmark:9}{r.dpus:5}{r.size:9} | {r.hw_kernel:8.3f}{o.est_kernel:9.3f}"
+                  f"{o.est_kernel / r.hw_kernel:6.2f}{r.sim_kernel:9.3f}{r.sim_kernel / r.hw_kernel:6.2f}", flush=True)
+    finally:
+        runner.close()
+    print("kernel MAPE, estimate / uPIMulator: " + ", ".join(
+        f"{b} {est:.1f} / {sim:.1f} %" for b, (est, sim) in validation.kernel_mapes(done).items()))
+    for b, why in missing.items():
+        print(f"{b}: not estimated: {why}")
+    if done:
+        print(f"prim-c: {len(done)} of {len(rows)} rows, kernel MAPE "
+              f"{validation.mape((r.est_kernel, r.hw_kernel) for r in done):.1f} % (uPIMulator "
+              f"{validation.mape((r.sim_kernel, r.hw_kernel) for r in done):.1f} % on them), within 30 %: "
+              f"{sum(abs(r.est_kernel / r.hw_kernel - 1) <= 0.30 for r in done)} of {len(done)}")
+
+
 def plot_validation(rows: list[validation.Row], path: str) -> None:
     """Measured against estimated kernel time, log-log, with the +-30 % band,
     the estimate's points and uPIMulator's for the same rows."""
@@ -343,7 +378,11 @@ def main(argv=None) -> int:
                         help="estimate PrIM's programs at the uPIMulator workbook's rows against its hardware times")
     parser.add_argument("--heldout", action="store_true",
                         help="the workbook's 8 other benchmarks (those ported), never tuned on")
-    parser.add_argument("--only", metavar="BENCH", help="with --validate or --heldout: one benchmark's rows")
+    parser.add_argument("--prim-c", metavar="PRIM_DIR",
+                        help="the workbook's rows of all 13 benchmarks, on PrIM's own programs (a checkout of "
+                             "CMU-SAFARI/prim-benchmarks) built against the counting SDK stand-ins")
+    parser.add_argument("--only", metavar="BENCH",
+                        help="with --validate, --heldout or --prim-c: one benchmark's rows")
     parser.add_argument("--versus-ports", action="store_true",
                         help="the Triton workloads against PrIM's programs on the same data (one DPU)")
     parser.add_argument("--reps", type=int, default=7, help="repetitions for --overhead")
@@ -362,6 +401,9 @@ def main(argv=None) -> int:
         return 0
     if args.versus_ports:
         print_versus_ports(args.tasklets, args.scale)
+        return 0
+    if args.prim_c:
+        print_prim_c(args.prim_c, args.only)
         return 0
     if args.validate or args.heldout:
         rows = print_validation(args.only, args.heldout)

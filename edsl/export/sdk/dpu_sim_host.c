@@ -52,6 +52,7 @@ struct edsl_sim_dpu {
     int mram_file;             /* ... a memory file, mapped at the window while it runs */
     size_t heap_offset;        /* the program's MRAM variables: the heap starts after them */
     void *xfer;                /* buffer set by dpu_prepare_xfer */
+    char program[4096];        /* the program file dpu_load loaded (its full path) */
     int faulted;
 };
 
@@ -210,6 +211,8 @@ dpu_error_t dpu_load(struct dpu_set_t set, const char *binary_path, struct dpu_p
         dpu->handle = open_copy(binary_path);
         if (!dpu->handle)
             return DPU_ERR_ELF_INVALID_FILE;
+        if (!realpath(binary_path, dpu->program))
+            snprintf(dpu->program, sizeof dpu->program, "%s", binary_path);
         dpu->entry = (int (*)(void))dlsym(dpu->handle, "main");
         dpu->run = (edsl_sim_run_fn)dlsym(dpu->handle, "edsl_sim_run");
         dpu->log = (edsl_sim_log_fn)dlsym(dpu->handle, "edsl_sim_log");
@@ -328,6 +331,48 @@ dpu_error_t dpu_copy_from(struct dpu_set_t set, const char *symbol_name, uint32_
     return copy(&set.system->dpus[set.first], DPU_XFER_FROM_DPU, symbol_name, symbol_offset, dst, length);
 }
 
+/* With EDSL_SIM_COUNTS naming a file, each DPU's counts of each launch are
+ * appended to it, a JSON line each: {"launch", "dpu", "program" (its file),
+ * "dma": [[reads, bytes read, writes, bytes written] a tasklet], "blocks":
+ * [[executed blocks of each counter] a tasklet]} (edsl.export.counting_build
+ * reads them). */
+static unsigned long launches;
+
+static void write_counts(struct edsl_sim_dpu *dpu, unsigned long launch, uint32_t index) {
+    const char *path = getenv("EDSL_SIM_COUNTS");
+    void (*counts)(const int64_t **, unsigned int *, const uint64_t **, unsigned int *) =
+        (void (*)(const int64_t **, unsigned int *, const uint64_t **, unsigned int *))dlsym(dpu->handle,
+                                                                                           "edsl_sim_counts");
+    if (!path || !*path || !counts)
+        return;
+    const int64_t *blocks;
+    const uint64_t *dma;
+    unsigned int slots, tasklets;
+    counts(&blocks, &slots, &dma, &tasklets);
+    FILE *out = fopen(path, "a");
+    if (!out) {
+        fprintf(stderr, "[dpu sim] cannot write the counts to %s: %s\n", path, strerror(errno));
+        return;
+    }
+    fprintf(out, "{\"launch\": %lu, \"dpu\": %u, \"program\": \"", launch, (unsigned)index);
+    for (const char *c = dpu->program; *c; c++)
+        fprintf(out, *c == '"' || *c == '\\' ? "\\%c" : (unsigned char)*c < 0x20 ? "?" : "%c", *c);
+    fprintf(out, "\", \"dma\": [");
+    for (unsigned int t = 0; t < tasklets; t++)
+        fprintf(out, "%s[%llu, %llu, %llu, %llu]", t ? ", " : "", (unsigned long long)dma[4 * t],
+                (unsigned long long)dma[4 * t + 1], (unsigned long long)dma[4 * t + 2],
+                (unsigned long long)dma[4 * t + 3]);
+    fprintf(out, "], \"blocks\": [");
+    for (unsigned int t = 0; t < tasklets && slots; t++) {
+        fprintf(out, "%s[", t ? ", " : "");
+        for (unsigned int k = 0; k < slots; k++)
+            fprintf(out, "%s%lld", k ? ", " : "", (long long)blocks[(size_t)t * slots + k]);
+        fprintf(out, "]");
+    }
+    fprintf(out, "]}\n");
+    fclose(out);
+}
+
 dpu_error_t dpu_launch(struct dpu_set_t set, dpu_launch_policy_t policy) {
     if (policy != DPU_SYNCHRONOUS && policy != DPU_ASYNCHRONOUS)
         return DPU_ERR_INVALID_LAUNCH_POLICY;
@@ -349,7 +394,9 @@ dpu_error_t dpu_launch(struct dpu_set_t set, dpu_launch_policy_t policy) {
             dpu->faulted = 1;
             result = DPU_ERR_DPU_FAULT;
         }
+        write_counts(dpu, launches, index);
     }
+    launches++;
     return result;
 }
 

@@ -152,23 +152,48 @@ static const uint8_t *mram_host(const void *mram) {
     return a < (uintptr_t)EDSL_MRAM_BYTES ? mram_lo + a : (const uint8_t *)mram;
 }
 
+/* ---- counting, for the time estimate --------------------------------------
+ * Each tasklet's transfers (reads, bytes read, writes, bytes written) are
+ * counted; a program built for counting (edsl.export.counting_build) also adds
+ * each block it executes to its tasklet's row of counters, which the function
+ * the build names EDSL_SIM_COUNTERS gives it (edsl_sim_counter_slots a row). */
+enum { DMA_READS, DMA_READ_BYTES, DMA_WRITES, DMA_WRITE_BYTES, DMA_COUNTS };
+static uint64_t dma_counts[NR_TASKLETS][DMA_COUNTS];
+extern const unsigned int edsl_sim_counter_slots __attribute__((weak));
+static int64_t *counters;                        /* [NR_TASKLETS][edsl_sim_counter_slots] */
+
+#ifdef EDSL_SIM_COUNTERS
+int64_t *EDSL_SIM_COUNTERS(void) { return counters + (size_t)tasklet_id * edsl_sim_counter_slots; }
+#endif
+
+/* The last run's counts, for the host (0 slots: the program counts no blocks). */
+__attribute__((visibility("default")))
+void edsl_sim_counts(const int64_t **blocks, unsigned int *slots, const uint64_t **dma, unsigned int *tasklets) {
+    *blocks = counters;
+    *slots = &edsl_sim_counter_slots && counters ? edsl_sim_counter_slots : 0;
+    *dma = &dma_counts[0][0];
+    *tasklets = NR_TASKLETS;
+}
+
 /* The DMA's copy, then the others' turn while it would take its time. */
-static void dma(void *to, const void *from, unsigned int n) {
+static void dma(void *to, const void *from, unsigned int n, int write) {
     memcpy(to, from, n);
+    dma_counts[tasklet_id][write ? DMA_WRITES : DMA_READS]++;
+    dma_counts[tasklet_id][write ? DMA_WRITE_BYTES : DMA_READ_BYTES] += n;
     switch_turn();
 }
 
 void edsl_sim_mram_read(const __mram_ptr void *from, void *to, unsigned int nb_of_bytes, const char *file, int line) {
     from = mram_host(from);
     check_dma("mram_read", from, to, nb_of_bytes, file, line);
-    dma(to, from, nb_of_bytes);
+    dma(to, from, nb_of_bytes, 0);
 }
 
 void edsl_sim_mram_write(const void *from, __mram_ptr void *to, unsigned int nb_of_bytes, const char *file,
                          int line) {
     to = (__mram_ptr void *)(uintptr_t)mram_host(to);
     check_dma("mram_write", to, from, nb_of_bytes, file, line);
-    dma(to, from, nb_of_bytes);
+    dma(to, from, nb_of_bytes, 1);
 }
 
 /* ---- barriers ------------------------------------------------------------- */
@@ -575,6 +600,15 @@ int edsl_sim_run(int (*entry)(void), uint8_t *mram, size_t mram_bytes, size_t he
     fault_message[0] = 0;
     wram_heap_used = 0;
     nr_mutexes = 0;
+    memset(dma_counts, 0, sizeof dma_counts);
+    if (&edsl_sim_counter_slots && edsl_sim_counter_slots) {
+        size_t bytes = (size_t)NR_TASKLETS * edsl_sim_counter_slots * sizeof *counters;
+        if (!counters && !(counters = malloc(bytes))) {
+            snprintf(message, message_size, "cannot allocate the tasklets' block counters");
+            return 1;
+        }
+        memset(counters, 0, bytes);
+    }
     /* The log restarts at each boot; a declared buffer is the MRAM before the heap. */
     if (&__stdout_buffer_size && __stdout_buffer_size <= heap_offset) {
         log_buffer = mram;
