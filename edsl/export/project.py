@@ -17,6 +17,7 @@ at the end, so a failure leaves nothing half-written.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -68,7 +69,7 @@ def _at_callers_line(fn):
     return wrapper
 
 
-def _check_out_dir(out: Path, overwrite: bool) -> None:
+def check_out_dir(out: Path, overwrite: bool) -> None:
     if out.exists() and not overwrite:
         raise ArgumentError(f"{out} already exists (pass overwrite=True to replace it)")
     if out.exists() and not out.is_dir():
@@ -113,7 +114,7 @@ def export(kernel, out_dir, *, signature=None, constants=None, sample_args=None,
     spec = ExportSpec.resolve(kernel, {
         "signature": signature, "constants": constants, "sample_args": sample_args, "grid": grid,
         "num_dpus": num_dpus, "num_tasklets": num_tasklets, "outputs": outputs, "debug": debug})
-    _check_out_dir(out, overwrite)
+    check_out_dir(out, overwrite)
     with Progress(f"export of '{spec.fn.__name__}' to {out}") as shown:
         built = compile_to_fit(spec, shown)
         files = project_files(spec, built)
@@ -174,24 +175,19 @@ def _parts_table(report, arrays: list[str], grid, num_dpus: int) -> bytes:
     return head.tobytes() + table.tobytes()
 
 
-def _write(out: Path, overwrite: bool, files: dict, data: dict, result: ExportResult) -> ExportResult:
+@contextlib.contextmanager
+def written_whole(out: Path):
+    """A temporary folder beside `out` to write into, renamed to `out`
+    (replacing it) as the block ends, and removed if it fails: nothing is
+    left half-written."""
     parent = out.resolve().parent
     try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
     except OSError as err:
         raise ArgumentError(f"cannot write {out}: {err.strerror or err}") from None
     try:
-        for name, text in files.items():
-            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
-            (tmp / name).write_text(text)
-        (tmp / "sim").mkdir()
-        for name in SIM_FILES:
-            shutil.copyfile(SDK_DIR / name, tmp / "sim" / name)
-        (tmp / "data").mkdir()
-        for name, blob in data.items():
-            (tmp / "data" / name).write_bytes(blob)
+        yield tmp
         os.chmod(tmp, 0o755)
-        result.files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
         if out.exists():
             trash = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=parent))
             os.rename(out, trash / "old")
@@ -205,6 +201,20 @@ def _write(out: Path, overwrite: bool, files: dict, data: dict, result: ExportRe
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _write(out: Path, overwrite: bool, files: dict, data: dict, result: ExportResult) -> ExportResult:
+    with written_whole(out) as tmp:
+        for name, text in files.items():
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp / name).write_text(text)
+        (tmp / "sim").mkdir()
+        for name in SIM_FILES:
+            shutil.copyfile(SDK_DIR / name, tmp / "sim" / name)
+        (tmp / "data").mkdir()
+        for name, blob in data.items():
+            (tmp / "data" / name).write_bytes(blob)
+        result.files = sorted(str(p.relative_to(tmp)) for p in tmp.rglob("*") if p.is_file())
     return result
 
 

@@ -20,12 +20,10 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
-from ..base.errors import ArgumentError
 from .generate import abi_header, dma_rules_header, error_messages_header
-from .project import SDK_DIR, SIM_FILES
+from .project import SDK_DIR, SIM_FILES, check_out_dir, written_whole
 
 # (the flags of the exported Makefile's sim rule: templates/Makefile)
 _DPU_COMPILER = """#!/bin/sh
@@ -68,13 +66,8 @@ def write_stand_ins(folder: str | os.PathLike, overwrite: bool = False, counting
     they execute, for the time estimate (`counting_build`; needs the clang of
     the `ziglang` package)."""
     out = Path(folder)
-    if out.exists() and not overwrite:
-        raise ArgumentError(f"{out} already exists (pass overwrite=True to replace it)")
-    parent = out.resolve().parent
-    if not parent.is_dir():
-        raise ArgumentError(f"cannot write {out}: folder {parent} does not exist")
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
-    try:
+    check_out_dir(out, overwrite)
+    with written_whole(out) as tmp:
         (tmp / "include").mkdir()
         for name in SIM_FILES:
             shutil.copyfile(SDK_DIR / name, tmp / "include" / name)
@@ -86,16 +79,6 @@ def write_stand_ins(folder: str | os.PathLike, overwrite: bool = False, counting
         for name, text in (("dpu-upmem-dpurte-clang", compiler), ("dpu-pkg-config", _PKG_CONFIG)):
             (tmp / "bin" / name).write_text(text)
             (tmp / "bin" / name).chmod(0o755)
-        os.chmod(tmp, 0o755)
-        if out.exists():
-            shutil.rmtree(out)
-        os.rename(tmp, out)
-    except OSError as err:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise ArgumentError(f"cannot write {out}: {err.strerror or err}") from None
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
 
 
