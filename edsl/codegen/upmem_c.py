@@ -69,6 +69,18 @@ HEAP_VARIABLES = "__edsl_heap"
 RESET_PREFIX = "__edsl_reset_variables_"
 
 
+# The host's clang made to shape loops as the DPU's does: no vector code (the
+# DPU has no vector unit; and accesses through __mram_ptr pointers stay scalars,
+# as checked_mram_accesses reads them), and no partial or run-time unrolling
+# (UPMEM's DPU backend, upmem/llvm-project llvm/lib/Target/DPU: a processor
+# without a scheduling model, DPU.td, and no unrolling preferences of its own,
+# DPUTargetTransformInfo.h, so LLVM's default: those unrollings only where the
+# scheduling model gives a loop buffer; the host's has one). Full unrolling of
+# constant trip counts stays, as on the DPU.
+AS_ON_A_DPU = ("-fno-vectorize", "-fno-slp-vectorize", "-mllvm", "-unroll-allow-partial=false",
+               "-mllvm", "-unroll-runtime=false")
+
+
 def site_base(slot: int) -> int:
     """Where the site codes of a C function compiled in `slot` start."""
     return SITE_BASE * (1 + slot)
@@ -83,9 +95,7 @@ def flags(source: Source, tasklets: int, files: tuple = (), slot: int = 0) -> li
                 f"-DEDSL_CTX_DPU={int(dpu.Ctx.DPU)}", f"-DEDSL_DPU_FAILED={int(dpu.Dpu.FAILED)}",
                 f"-DNR_TASKLETS={tasklets}"]
     defines += [f"-DEDSL_{k}={v}" for k, v in _FACTS.items()]
-    # (no vectorizing: accesses through __mram_ptr pointers stay scalars, as checked_mram_accesses reads them)
-    return ["-x", "c", "-std=gnu11", "-ffreestanding", "-nostdlibinc", "-fno-stack-protector",
-            "-fno-vectorize", "-fno-slp-vectorize",
+    return ["-x", "c", "-std=gnu11", "-ffreestanding", "-nostdlibinc", "-fno-stack-protector", *AS_ON_A_DPU,
             "-isystem", clang.builtin_headers(), "-I", INCLUDE_DIR, "-include", PRELUDE, *defines] + source.flags()
 
 

@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 from ..base.errors import CompileError
-from ..codegen import clang
+from ..codegen import clang, upmem_c
 from ..dpu import timing
 from ..lowering.counting_llvm_ir import count_llvm_ir
 from ..target import dpu as abi
@@ -38,8 +38,7 @@ CALL_CLASSES = {"edsl_sim_mram_read": ("dma",), "edsl_sim_mram_write": ("dma",),
 TABLES_SUFFIX = ".counters.json"
 # (the flags of the stand-ins' build, stand_ins._DPU_COMPILER)
 _FLAGS = ["-std=gnu11", "-fPIC", "-fno-strict-aliasing", "-ffp-contract=off", "-DEDSL_SIM_DPU_PROGRAM"]
-# The DPU has no vector unit: the host's vector code would count fewer operations than it executes.
-_SCALAR = ["-fno-vectorize", "-fno-slp-vectorize"]
+
 
 
 def _split(args: list[str]) -> tuple[str, list[str], list[str]]:
@@ -74,7 +73,7 @@ def build(sdk: Path, args: list[str]) -> int:
         objects = []
         for k, source in enumerate(sources):
             ll = Path(tmp) / f"{k}.ll"
-            done = subprocess.run(zig + _FLAGS + _SCALAR + ["-O2", "-S", "-emit-llvm", f"-I{include}", *flags, "-o", str(ll),
+            done = subprocess.run(zig + _FLAGS + list(upmem_c.AS_ON_A_DPU) + ["-O2", "-S", "-emit-llvm", f"-I{include}", *flags, "-o", str(ll),
                                                   source], capture_output=True, text=True)
             if done.returncode != 0:
                 sys.stderr.write(done.stderr)
