@@ -13,7 +13,8 @@ With `EDSL_SIM_COUNTS` naming a file, the stand-in host library appends each
 DPU's counts of each launch to it; `launch_estimates` turns them into
 `timing.TimingEstimate`s, a launch each.
 
-As for C functions on the model, the IR is the host's: where the DPU's ABI
+As for C functions on the model, the IR is the host's, its loops shaped as
+the DPU's compiler shapes them (`upmem_c.AS_ON_A_DPU`): where the DPU's ABI
 differs (a `long` is 64-bit here), so may the count.
 """
 from __future__ import annotations
