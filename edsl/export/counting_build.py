@@ -31,15 +31,13 @@ from ..codegen import clang, upmem_c
 from ..dpu import timing
 from ..lowering.counting_llvm_ir import count_llvm_ir
 from ..target import dpu as abi
+from .stand_ins import DPU_PROGRAM_FLAGS
 
 # The stand-ins' calls, by the class the estimate prices them as (the rest are `counting`'s rules).
 CALL_CLASSES = {"edsl_sim_mram_read": ("dma",), "edsl_sim_mram_write": ("dma",), "barrier_wait": ("sync",),
                 "mutex_lock": ("sync",), "mutex_unlock": ("sync",), "mutex_trylock": ("sync",),
                 "handshake_wait_for": ("sync",), "handshake_notify": ("sync",), "me": ("alu",)}
 TABLES_SUFFIX = ".counters.json"
-# (the flags of the stand-ins' build, stand_ins._DPU_COMPILER)
-_FLAGS = ["-std=gnu11", "-fPIC", "-fno-strict-aliasing", "-ffp-contract=off", "-DEDSL_SIM_DPU_PROGRAM"]
-
 
 
 def _split(args: list[str]) -> tuple[str, list[str], list[str]]:
@@ -61,6 +59,14 @@ def _split(args: list[str]) -> tuple[str, list[str], list[str]]:
     return out, sources, flags
 
 
+def _ran(cmd: list[str]) -> bool:
+    """Run a compiler; its messages to standard error if it fails."""
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr)
+    return done.returncode == 0
+
+
 def build(sdk: Path, args: list[str]) -> int:
     """Build the DPU program `args` names (the SDK compiler's command line) for counting."""
     out, sources, flags = _split(args)
@@ -73,31 +79,22 @@ def build(sdk: Path, args: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="edsl-count.") as tmp:
         objects = []
         for k, source in enumerate(sources):
-            ll = Path(tmp) / f"{k}.ll"
-            done = subprocess.run(zig + _FLAGS + list(upmem_c.AS_ON_A_DPU) + ["-O2", "-S", "-emit-llvm", f"-I{include}", *flags, "-o", str(ll),
-                                                  source], capture_output=True, text=True)
-            if done.returncode != 0:
-                sys.stderr.write(done.stderr)
-                return done.returncode
+            ll, obj = Path(tmp) / f"{k}.ll", Path(tmp) / f"{k}.o"
+            if not _ran([*zig, *DPU_PROGRAM_FLAGS, *upmem_c.AS_ON_A_DPU, "-O2", "-S", "-emit-llvm", f"-I{include}",
+                         *flags, "-o", str(ll), source]):
+                return 1
             counted, per_block = count_llvm_ir(ll.read_text(), len(tables), calls=CALL_CLASSES)
             tables += per_block
             ll.write_text(counted)
-            obj = Path(tmp) / f"{k}.o"
-            done = subprocess.run(zig + ["-c", "-fPIC", "-o", str(obj), str(ll)], capture_output=True, text=True)
-            if done.returncode != 0:
-                sys.stderr.write(done.stderr)
-                return done.returncode
+            if not _ran([*zig, "-c", "-fPIC", "-o", str(obj), str(ll)]):
+                return 1
             objects.append(str(obj))
         slots = Path(tmp) / "slots.c"
         slots.write_text(f"const unsigned int edsl_sim_counter_slots = {max(len(tables), 1)};\n")
-        cc = os.environ.get("CC", "cc").split()
-        done = subprocess.run(cc + _FLAGS + ["-shared", "-Wl,-Bsymbolic", f"-I{include}", *flags,
-                                             f"-DEDSL_SIM_COUNTERS={abi.COUNTERS}", "-o", out, *objects, str(slots),
-                                             str(include / "dpu_sim_rt.c"), "-lm", "-lpthread"],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            sys.stderr.write(done.stderr)
-            return done.returncode
+        if not _ran([*os.environ.get("CC", "cc").split(), *DPU_PROGRAM_FLAGS, "-shared", "-Wl,-Bsymbolic",
+                     f"-I{include}", *flags, f"-DEDSL_SIM_COUNTERS={abi.COUNTERS}", "-o", out, *objects, str(slots),
+                     str(include / "dpu_sim_rt.c"), "-lm", "-lpthread"]):
+            return 1
     Path(out + TABLES_SUFFIX).write_text(json.dumps(tables))
     return 0
 

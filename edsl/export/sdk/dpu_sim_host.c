@@ -35,6 +35,8 @@ _Static_assert(EDSL_SIM_MRAM_WINDOW >= EDSL_MRAM_BYTES, "the MRAM window lies ab
 
 typedef int (*edsl_sim_run_fn)(int (*)(void), uint8_t *, size_t, size_t, char *, size_t);
 typedef int (*edsl_sim_log_fn)(const uint8_t **, uint32_t *, int *);
+typedef void (*edsl_sim_variables_fn)(uint8_t **, uint8_t **);
+typedef void (*edsl_sim_counts_fn)(const int64_t **, unsigned int *, const uint64_t **, unsigned int *);
 
 /* A DPU as `struct dpu_set_t`'s `dpu` names it. */
 struct dpu_t {
@@ -48,6 +50,8 @@ struct edsl_sim_dpu {
     int (*entry)(void);
     edsl_sim_run_fn run;
     edsl_sim_log_fn log;
+    edsl_sim_variables_fn variables;   /* where its MRAM variables are */
+    edsl_sim_counts_fn counts;         /* its last run's counts */
     uint8_t *mram;             /* its MRAM, as the host sees it */
     int mram_file;             /* ... a memory file, mapped at the window while it runs */
     size_t heap_offset;        /* the program's MRAM variables: the heap starts after them */
@@ -216,6 +220,8 @@ dpu_error_t dpu_load(struct dpu_set_t set, const char *binary_path, struct dpu_p
         dpu->entry = (int (*)(void))dlsym(dpu->handle, "main");
         dpu->run = (edsl_sim_run_fn)dlsym(dpu->handle, "edsl_sim_run");
         dpu->log = (edsl_sim_log_fn)dlsym(dpu->handle, "edsl_sim_log");
+        dpu->variables = (edsl_sim_variables_fn)dlsym(dpu->handle, "edsl_sim_mram_variables");
+        dpu->counts = (edsl_sim_counts_fn)dlsym(dpu->handle, "edsl_sim_counts");
         if (!dpu->entry || !dpu->run || !dpu->log)
             return DPU_ERR_ELF_INVALID_FILE;
         /* The MRAM the program's printf buffer takes (STDOUT_BUFFER_INIT). */
@@ -252,10 +258,8 @@ static dpu_error_t locate(struct edsl_sim_dpu *dpu, const char *symbol, uint32_t
     if (!dladdr1(address, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym)
         return DPU_ERR_UNKNOWN_SYMBOL;
     uint8_t *lo = NULL, *hi = NULL;
-    void (*variables)(uint8_t **, uint8_t **) = (void (*)(uint8_t **, uint8_t **))dlsym(dpu->handle,
-                                                                                       "edsl_sim_mram_variables");
-    if (variables)
-        variables(&lo, &hi);
+    if (dpu->variables)
+        dpu->variables(&lo, &hi);
     if (lo && address >= lo && address < hi) {          /* an MRAM variable: MRAM's rules */
         if (offset % EDSL_DMA_ALIGN || length % EDSL_DMA_ALIGN)
             return DPU_ERR_INVALID_MRAM_ACCESS;
@@ -340,15 +344,12 @@ static unsigned long launches;
 
 static void write_counts(struct edsl_sim_dpu *dpu, unsigned long launch, uint32_t index) {
     const char *path = getenv("EDSL_SIM_COUNTS");
-    void (*counts)(const int64_t **, unsigned int *, const uint64_t **, unsigned int *) =
-        (void (*)(const int64_t **, unsigned int *, const uint64_t **, unsigned int *))dlsym(dpu->handle,
-                                                                                           "edsl_sim_counts");
-    if (!path || !*path || !counts)
+    if (!path || !*path || !dpu->counts)
         return;
     const int64_t *blocks;
     const uint64_t *dma;
     unsigned int slots, tasklets;
-    counts(&blocks, &slots, &dma, &tasklets);
+    dpu->counts(&blocks, &slots, &dma, &tasklets);
     FILE *out = fopen(path, "a");
     if (!out) {
         fprintf(stderr, "[dpu sim] cannot write the counts to %s: %s\n", path, strerror(errno));
