@@ -203,7 +203,8 @@ def make_llir(backend, options, capability, src, metadata, stock, compile_state=
     tiles = max((p.pool_bytes for p in plans), default=0)
     offsets, pool = library.buffer_offsets(buffers, tiles)
     with collector.paused():
-        text, foreign = library.build(plans, elems, nvptx.arch(capability), offsets)
+        text, foreign = library.build(plans, elems, nvptx.arch(capability), offsets,
+                                      threads=options.num_warps * nvptx.WARP_SIZE)
     # (the library first: its declarations make the foreign modules' definitions needed)
     libs = (("edsl", _write(text)),) + tuple((f"edsl-cuda-{k}", _write(m)) for k, m in enumerate(foreign))
     # libdevice only where something may call it: parsing and linking it costs

@@ -278,10 +278,38 @@ def _signature(fn_op: ir.Operation) -> tuple[list[str], str]:
     return params, "void"
 
 
-def _function_module(fn, symbol: str) -> ir.Module:
+def _pin_block_size(module: ir.Module, threads: int) -> None:
+    """The CTA's size made a fact of `module`: `ntid.x` the constant `threads`
+    and `tid.x` below it. Triton launches a kernel in one dimension of
+    num_warps * 32 threads (warp-specialized kernels, the exception, refuse
+    fl.call), so this holds; with it LLVM's O3 knows the trip count of a
+    loop over a tile by thread (`range(thread_id(), n, num_threads())`) and
+    unrolls it, as it does Triton's own code, whose thread count is a constant."""
+    found = []
+    module.operation.walk(lambda op: (found.append(op) if op.name in _BLOCK_SIZE_OPS else None,
+                                      ir.WalkResult.ADVANCE)[1])
+    i32 = ir.IntegerType.get_signless(32)
+    for op in found:
+        if op.name == "nvvm.read.ptx.sreg.ntid.x":
+            constant = ir.Operation.create("llvm.mlir.constant", results=[i32],
+                                           attributes={"value": ir.IntegerAttr.get(i32, threads)},
+                                           loc=op.location, ip=ir.InsertionPoint(op))
+            op.results[0].replace_all_uses_with(constant.result)
+            op.erase()
+        else:
+            op.attributes["range"] = ir.Attribute.parse(f"#llvm.constant_range<i32, 0, {threads}>")
+
+
+_BLOCK_SIZE_OPS = ("nvvm.read.ptx.sreg.ntid.x", "nvvm.read.ptx.sreg.tid.x")
+
+
+def _function_module(fn, symbol: str, threads: int | None = None) -> ir.Module:
     """`fn` compiled for nvptx64 (LLVM dialect), its function renamed `symbol`
-    and its other definitions given names of their own."""
+    and its other definitions given names of their own; with the CTA's size
+    pinned to `threads` if given."""
     module = ir.Module.parse(fn.compile(codegen.NVPTX).llvm)
+    if threads is not None:
+        _pin_block_size(module, threads)
     for op in list(module.body.operations):
         op = op.operation
         if "sym_name" not in op.attributes or (op.name == "llvm.func" and not op.regions[0].blocks):
@@ -299,11 +327,12 @@ def function_symbol(fn) -> str:
 
 
 def build(plans: list[RunPlan], elems, arch: str = nvptx.DEFAULT_ARCH,
-          buffers: dict[str, int] | None = None) -> tuple[str, list[str]]:
+          buffers: dict[str, int] | None = None, threads: int | None = None) -> tuple[str, list[str]]:
     """LLVM IR text declaring the pool, defining the helpers for element types
     `elems`, the functions of the kernel's shared `buffers` (symbol -> pool
-    offset), the adapters of `plans` and their EDSL functions; and the LLVM IR
-    of each CUDA C function they call (compiled for `arch`), to be linked after it."""
+    offset), the adapters of `plans` and their EDSL functions (for a CTA of
+    `threads` threads, if given: `_pin_block_size`); and the LLVM IR of each
+    CUDA C function they call (compiled for `arch`), to be linked after it."""
     with codegen.LOCK, codegen.context(), ir.Location.unknown():
         functions: dict[str, ir.Module] = {}
         foreign: dict[str, str] = {}
@@ -318,7 +347,7 @@ def build(plans: list[RunPlan], elems, arch: str = nvptx.DEFAULT_ARCH,
                 foreign[callee] = cuda_module.link_ready(llvm, fn, callee)
                 signatures[callee] = ([llvm_ir.mlir_type(t) for t in fn.params], "void")
             else:
-                functions[callee] = _function_module(plan.function, callee)
+                functions[callee] = _function_module(plan.function, callee, threads)
                 signatures[callee] = _signature(ir.SymbolTable(functions[callee].operation)[callee])
         parts = [_helpers(elems)] + [_buffer_function(s, at) for s, at in (buffers or {}).items()]
         for callee, (params, ret) in signatures.items():  # declared here, defined below or in `foreign`

@@ -20,6 +20,10 @@ GENERIC_ADDRSPACE = 0
 GLOBAL_ADDRSPACE = 1
 SHARED_ADDRSPACE = 3
 
+# Threads of a warp: a Triton kernel's CTA has num_warps of them, in one
+# dimension (edsl.inject.gpu_library pins the CTA's size to that).
+WARP_SIZE = 32
+
 # Shared memory one block may use, opted in to (dynamic shared memory; static
 # arrays stop at 48 KiB), by compute capability: the CUDA C++ Programming
 # Guide's "Technical Specifications per Compute Capability". fl.call's tiles

@@ -204,6 +204,32 @@ def test_library_passes_pointers_and_scalars():
     assert f"i64 {library.UNKNOWN_EXTENT}" in adapter   # the unknown extent of x
 
 
+def test_library_pins_the_ctas_size_when_given():
+    plan = _plan(add_pointers, Operand("pointer", "!llvm.ptr<1>", arg_type="i64"),
+                 Operand("pointer", "memref<?xf32, 1>", arg_type="i64"),
+                 Operand("scalar", "i32", arg_type="i32"), Operand("scalar", "f16", arg_type="f16"))
+    free, _ = library.build([plan], set())
+    assert "@llvm.nvvm.read.ptx.sreg.ntid.x()" in free
+    pinned, _ = library.build([plan], set(), threads=256)
+    assert "ntid" not in pinned                                  # num_threads() is the constant 256
+    assert re.search(r"call range\(i32 0, 256\) i32 @llvm\.nvvm\.read\.ptx\.sreg\.tid\.x\(\)", pinned)
+
+
+def test_a_loop_over_a_tile_by_thread_is_unrolled():
+    # gpu_softmax's three passes over the row, `range(thread_id(), n, num_threads())`
+    # on an 8192-element tile and 512 threads: 16 steps each, unrolled since the
+    # CTA's size is known (no backward branch but the kernel's row loop).
+    sm = example("gpu_softmax")
+    sig = {"out_ptr": "*fp32", "in_ptr": "*fp32", "in_stride": "i32", "out_stride": "i32", "n_rows": "i32",
+           "n_cols": "i32"}
+    ptx = compile_sm90(sm.softmax_kernel, sig, {"BLOCK": 8192, "WARPS": 16}, num_warps=16).asm["ptx"]
+    loops = [label for label in re.findall(r"^\$(L__BB\d+_\d+):", ptx, re.M)
+             if re.search(rf"^\s*(?:@%p\d+ |@!%p\d+ )?bra(?:\.uni)?\s+\${label};", ptx[ptx.index(f"${label}:"):], re.M)]
+    assert len(loops) == 1, loops
+    # the row's 16 elements a thread, read from the tile in each of the three passes
+    assert len(re.findall(r"\bld\.shared\.(?:f32|b32)\s+%r\d+, \[%r\d+(?:\+\d+)?\];", ptx)) >= 3 * 16
+
+
 def test_library_of_two_functions_shares_declarations():
     @edsl.dialect
     def expo(y: InOut["memref<?xf32>"]):
@@ -435,9 +461,9 @@ def test_the_library_is_built_with_the_collector_paused(monkeypatch):
     seen = []
     stock = library.build
 
-    def spy(*args):
+    def spy(*args, **kwargs):
         seen.append(gc.isenabled())
-        return stock(*args)
+        return stock(*args, **kwargs)
 
     monkeypatch.setattr(library, "build", spy)
     was = gc.isenabled()
