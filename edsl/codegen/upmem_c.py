@@ -4,7 +4,7 @@ runs them.
 
 No UPMEM SDK is used: the SDK's DPU headers the model honours (`defs.h`,
 `mram.h`, `barrier.h`, `assert.h`, `stdio.h`, `mutex.h`, `handshake.h`,
-`alloc.h`, `seqread.h`; `perfcounter.h` refuses its calls) are the project's own, in
+`alloc.h`, `seqread.h`, `perfcounter.h`, whose calls fault) are the project's own, in
 `upmem_include/`, `edsl_dpu.h` included before the source. They call the
 model's runtime (edsl.target.dpu: its symbols are defined for the compile
 from there), so a transfer is checked against the DMA rules and the launch's
@@ -57,7 +57,8 @@ _FACTS = {"CTX_C_HEAP": int(dpu.Ctx.C_HEAP), "CTX_REGIONS": int(dpu.Ctx.REGIONS)
           "DMA_MAX_BYTES": dpu.DMA_MAX_BYTES, "MAX_TASKLETS": dpu.MAX_TASKLETS,
           **{f"ERR_{e.name}": int(e) for e in (dpu.Err.MUTEX_UNLOCK, dpu.Err.MUTEX_RELOCK, dpu.Err.SYNC_DEADLOCK,
                                                 dpu.Err.HEAP_FULL, dpu.Err.SEQREAD_STEP,
-                                                dpu.Err.HANDSHAKE_BUSY, dpu.Err.HANDSHAKE_WHOM)}}
+                                                dpu.Err.HANDSHAKE_BUSY, dpu.Err.HANDSHAKE_WHOM,
+                                                dpu.Err.PERFCOUNTER_CONFIG, dpu.Err.PERFCOUNTER_GET)}}
 RUN = "__edsl_run"      # (packed entry, args): runs a packed entry until it returns or a fault stops it
 # (address, size, site) -> bits, (address, size, bits, site) -> (): a load, a store through a __mram_ptr
 MRAM_LOAD, MRAM_STORE = "__edsl_mram_load", "__edsl_mram_store"

@@ -377,6 +377,8 @@ class Err(IntEnum):
                          # ERR_MRAM = SEQREAD_CACHE_SIZE
     HANDSHAKE_BUSY = 17  # handshake_wait_for of a tasklet another tasklet already waits for
     HANDSHAKE_WHOM = 18  # handshake_wait_for of itself or of no tasklet of the DPU: ERR_MRAM = the id
+    PERFCOUNTER_CONFIG = 19  # perfcounter_config: code run as the host's counts no DPU cycles
+    PERFCOUNTER_GET = 20     # perfcounter_get: the same
 
 
 # ---- accesses across DPUs -------------------------------------------------------------
@@ -508,6 +510,8 @@ WAITS_FOREVER = ("it waits for a value that another program writes: on UPMEM a D
 
 # What an error means, for the codes whose message has no operands: the model
 # and the exported host runner say the same (`ERROR_FORMATS`).
+NO_CYCLES = ("the DPU model and the SDK stand-ins run DPU code compiled for the host, which counts no DPU "
+             "cycles (timing=True estimates them once a run is over)")
 MESSAGES = {
     Err.ASSERT: "assertion failed",
     Err.INDEX: "index out of bounds",
@@ -522,6 +526,8 @@ MESSAGES = {
                         "or owed by another that waits too, or that finished)"),
     Err.HANDSHAKE_BUSY: ("handshake_wait_for of a tasklet that another tasklet already waits for (the "
                          "SDK returns an error code there, which the model does not give)"),
+    **{code: f"{name}: {NO_CYCLES}" for code, name in ((Err.PERFCOUNTER_CONFIG, "perfcounter_config"),
+                                                     (Err.PERFCOUNTER_GET, "perfcounter_get"))},
 }
 
 # The operands an error's message names (`ERROR_FORMATS`), and their types: the

@@ -252,13 +252,25 @@ def test_the_buddy_allocator_is_refused_at_its_line():
 
 # ---- perfcounter.h --------------------------------------------------------------------
 
-def test_perfcounter_is_refused_at_its_line_naming_why():
-    source = "#include <perfcounter.h>\nuint64_t f(void) {\n    perfcounter_config(COUNT_CYCLES, true);\n" \
-             "    return perfcounter_get();\n}\n"
-    with pytest.raises(CompileError, match="'perfcounter_config' is unavailable: the DPU model estimates a "
-                                           r"C function's cycles once a run is over \(timing=True\)") as err:
-        c_function("", "f", source=source).run()
-    assert err.value.loc.lineno == 3
+PERFCOUNTER_C = """#include <perfcounter.h>
+uint64_t f(int calls) {
+    if (calls == 1)
+        perfcounter_config(COUNT_CYCLES, true);
+    if (calls == 2)
+        return perfcounter_get();
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("calls, name, line", [(1, "perfcounter_config", 4), (2, "perfcounter_get", 6)])
+def test_perfcounter_stops_the_dpu_where_it_runs_at_its_line(calls, name, line):
+    f = c_function("", "f", source=PERFCOUNTER_C)
+    f.run(0)                                        # (the calls on paths not taken: it runs)
+    with pytest.raises(edsl.DpuError, match=rf"{name}: the DPU model and the SDK stand-ins run DPU code "
+                                            r"compiled for the host, which counts no DPU cycles") as err:
+        f.run(calls)
+    assert err.value.loc.lineno == line
 
 
 # ---- handshake.h ----------------------------------------------------------------------

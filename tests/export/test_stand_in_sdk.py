@@ -202,7 +202,9 @@ def test_a_project_written_for_the_sdk_builds_with_its_makefile_and_passes_its_c
 def test_what_the_stand_ins_cannot_honour_stops_the_dpu_naming_the_call_and_line(sdk, tmp_path):
     build(sdk, tmp_path / "p", 1, 4)
     r = run(tmp_path / "p", 256, mode=1)
-    assert r.returncode == 3 and "tasklet 1: perfcounter_get: the SDK stand-ins" in r.stderr, r.stderr
+    line = next(k for k, text in enumerate(TASK_C.split("\n"), 1) if "return perfcounter_get();" in text)
+    assert r.returncode == 3 and (f"tasklet 1: task.c:{line}: perfcounter_get: the DPU model and the SDK "
+                                  "stand-ins run DPU code compiled for the host") in r.stderr, r.stderr
     r = run(tmp_path / "p", 256, mode=2)
     assert r.returncode == 3, r.stderr
     line = next(k for k, text in enumerate(TASK_C.split("\n"), 1) if "(__mram_ptr void const *)4" in text)

@@ -84,14 +84,21 @@ static void fault(const char *fmt, ...) {
     stop_tasklet();
 }
 
-/* Fault with the DPU model's words for error `code` (error_messages.h). */
-static void fault_code(int64_t code, int64_t nbytes, int64_t mram) __attribute__((noreturn));
-static void fault_code(int64_t code, int64_t nbytes, int64_t mram) {
+/* Fault with the DPU model's words for error `code` (error_messages.h), after
+ * `file`:`line` where one is given. */
+static void fault_code_at(int64_t code, int64_t nbytes, int64_t mram, const char *file, int line)
+    __attribute__((noreturn));
+static void fault_code_at(int64_t code, int64_t nbytes, int64_t mram, const char *file, int line) {
     char message[400];
     struct edsl_error_operands operands = {.code = code, .nbytes = nbytes, .mram = mram};
     edsl_error_message(message, sizeof message, &operands);
+    if (file)
+        fault("%s:%d: %s", file, line, message);
     fault("%s", message);
 }
+
+static void fault_code(int64_t code, int64_t nbytes, int64_t mram) __attribute__((noreturn));
+static void fault_code(int64_t code, int64_t nbytes, int64_t mram) { fault_code_at(code, nbytes, mram, NULL, 0); }
 
 /* Let the other tasklets run; back when the caller's turn comes again. */
 static void switch_turn(void) { swapcontext(&contexts[tasklet_id], &scheduler); }
@@ -301,12 +308,7 @@ void handshake_notify(void) {
 }
 
 /* ---- perfcounter: no DPU cycles to count -------------------------------- */
-perfcounter_t perfcounter_config(perfcounter_config_t config, bool reset_value) {
-    (void)config, (void)reset_value;
-    fault("perfcounter_config: %s", EDSL_SIM_NO_CYCLES);
-}
-
-perfcounter_t perfcounter_get(void) { fault("perfcounter_get: %s", EDSL_SIM_NO_CYCLES); }
+perfcounter_t edsl_sim_no_cycles(int code, const char *file, int line) { fault_code_at(code, 0, 0, file, line); }
 
 /* ---- seqread ------------------------------------------------------------ */
 /* Fill the reader's cache from MRAM address `mram` (8-byte aligned), to the
