@@ -10,7 +10,9 @@ headers in `cuda_include/`, `edsl_cuda.h` included before the source.
 from __future__ import annotations
 
 import os
+import re
 
+from ..base.errors import CompileError
 from ..target import nvptx
 from . import clang
 from .clang import Source
@@ -28,12 +30,31 @@ def flags(source: Source, arch: str) -> list[str]:
 
 def preprocessed(source: Source) -> str:
     """The source after the preprocessor (what the compile reads, its #includes in)."""
-    return clang.run(source, flags(source, nvptx.DEFAULT_ARCH) + ["-E", "-P"], LANGUAGE)
+    return _run(source, flags(source, nvptx.DEFAULT_ARCH) + ["-E", "-P"])
 
 
 def compile_llvm(source: Source, arch: str) -> str:
     """The source's LLVM IR for `arch` (`sm_90a`...), optimized (-O2)."""
-    return clang.run(source, flags(source, arch) + ["-O2", "-S", "-emit-llvm", "-o", "-"], LANGUAGE)
+    return _run(source, flags(source, arch) + ["-O2", "-S", "-emit-llvm", "-o", "-"])
+
+
+# A header of CUDA's C++ libraries (CCCL: CUB, Thrust, libcu++) that clang did not find.
+_CCCL_HEADER = re.compile(r"^'((?:cub|thrust|cuda|nv)/[^']+)' file not found")
+CCCL_UNAVAILABLE = ("{header}: CUDA's C++ libraries (CCCL: CUB, Thrust, libcu++) are not available to raw "
+                    "functions in CUDA C. CCCL needs the CUDA toolkit's runtime headers, which nvcc, or clang's "
+                    "CUDA wrapper headers, include first, and a C++ standard library; the ziglang package's "
+                    "clang has neither the wrapper headers nor a configured libc++ (docs/porting-tle-raw.md)")
+
+
+def _run(source: Source, args: list[str]) -> str:
+    """clang on `source`; an #include of a CCCL header refused at its line, saying why."""
+    try:
+        return clang.run(source, args, LANGUAGE)
+    except CompileError as err:
+        m = _CCCL_HEADER.match(err.message)
+        if m is None:
+            raise
+        raise CompileError(CCCL_UNAVAILABLE.format(header=m[1]), err.loc) from None
 
 
 def digest(source: Source) -> str:

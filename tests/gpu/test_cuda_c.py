@@ -14,6 +14,7 @@ from triton.runtime.errors import OutOfResources
 
 import edsl.tle.language.raw as tle_raw
 from edsl.base.errors import CompileError
+from edsl.target import nvptx
 from edsl.tle.raw import dialect
 from gpu_helpers import barriers, compile_sm90, example, linked_libraries, static_shared
 
@@ -213,6 +214,15 @@ def test_a_clang_error_names_the_cu_line():
     assert f"{pathlib.Path(__file__).with_name('broken.cu')}:2:3" in str(info.value)
     assert "undeclared" in str(info.value)
 
+
+
+def test_an_include_of_cub_is_refused_at_its_line_saying_why():
+    source = "#include <stdint.h>\n#include <cub/block/block_radix_sort.cuh>\n" \
+             "extern \"C\" __device__ void Sort(float *x) {}\n"
+    with pytest.raises(CompileError, match=r"cub/block/block_radix_sort.cuh: CUDA's C\+\+ libraries \(CCCL: "
+                                           r"CUB, Thrust, libcu\+\+\) are not available") as err:
+        dialect(name="cuda", source=source)(lambda: None).llvm(nvptx.DEFAULT_ARCH)
+    assert err.value.loc.lineno == 2
 
 @triton.jit
 def short_kernel(x_ptr, y_ptr, o_ptr, n, BLOCK: tl.constexpr):
