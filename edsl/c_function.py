@@ -164,22 +164,8 @@ class CFunction(SourceFunction):
         launch = runtime.Launch(1, tasklets, sorted(mram) or [(0, 0)], counters=table.counters if table else 0)
         launch.ctx[..., Ctx.C_HEAP] = c_heap_bytes(tasklets, upmem_c.variable_bytes(self.compiled(tasklets).llvm),
                                                    wram)     # (mem_alloc's, alloc.h)
-        if check_races:
-            launch.keep_race_logs()
-
-        def tasklet(tid: int) -> None:
-            ctx = launch.address(0, tid)
-            program.enter(ctx)
-            entry(packed)
-            program.exit(ctx)
-        try:
-            launch.run(tasklet)
-            launch.raise_error(f"{self.__name__}()", program.sites)
-            if check_races:
-                races.raise_first(launch.take_race_logs(0), f"{self.__name__}()", program.sites,
-                                  [(s.name, a) for s, a in zip(specs, args) if isinstance(a, np.ndarray)])
-        finally:
-            launch.free_race_logs()
+        arrays = [(s.name, a) for s, a in zip(specs, args) if isinstance(a, np.ndarray)]
+        launch.run_alone(program, entry, packed, f"{self.__name__}()", arrays if check_races else None)
         del keep
         report = LaunchReport(self.__name__, num_tasklets=tasklets, tasklets_used=tasklets, wram_bytes=wram,
                               **launch.totals(), per_dpu_programs=[1], per_tasklet_dma=launch.per_tasklet_dma())

@@ -336,21 +336,8 @@ class EdslFunction:
         # it may reach is the whole address space.
         table = program.counters
         launch = runtime.Launch(1, tasklets, [0, 2 ** 63 - 1], counters=table.counters if table else 0)
-        if check_races:
-            launch.keep_race_logs()
-
-        def tasklet(tid: int) -> None:
-            ctx = launch.address(0, tid)
-            program.enter(ctx)
-            entry(packed)
-            program.exit(ctx)
-        try:
-            launch.run(tasklet)
-            launch.raise_error(f"{self.__name__}()", program.sites)
-            if check_races:
-                self._raise_race(launch, program, specs, args)
-        finally:
-            launch.free_race_logs()
+        arrays = [(s.name, a) for s, a in zip(specs, args) if isinstance(a, np.ndarray) and a.flags.c_contiguous]
+        launch.run_alone(program, entry, packed, f"{self.__name__}()", arrays if check_races else None)
         del keep
         report = LaunchReport(self.__name__, num_tasklets=tasklets, tasklets_used=tasklets,
                               wram_bytes=self.compile(DPU).wram_bytes, **launch.totals(),
@@ -365,11 +352,6 @@ class EdslFunction:
             report.timing = launch_estimate(table, launch.counters, launch.ctx, [need_in], [need_out], in_bytes)
         self.last_stats = report
         return report
-
-
-    def _raise_race(self, launch, program: Program, specs, args) -> None:
-        arrays = [(s.name, a) for s, a in zip(specs, args) if isinstance(a, np.ndarray) and a.flags.c_contiguous]
-        races.raise_first(launch.take_race_logs(0), f"{self.__name__}()", program.sites, arrays)
 
 
 def _caller_loc() -> SourceLoc:

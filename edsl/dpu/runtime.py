@@ -39,7 +39,7 @@ import numpy as np
 
 from ..base import cache, sigint
 from ..base.errors import DpuError, LoweringError, SourceLoc
-from . import jit, support
+from . import jit, races, support
 from ..target.dpu import (CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, HOST_CACHE_LINE, LOG_ENDS, LOG_ENTRY, MAX_TASKLETS,
                           OUTSIDE_ARRAYS, OUTSIDE_ARRAYS_LOADED, OVERRUN_SIDES, POLL_ON_MODEL, RACE_ENTRY,
                           RACE_LOG_SLOTS, READ, TRANSFER_NAMES, WRITE, Ctx, Dpu, Err, RaceLog, align_up,
@@ -500,6 +500,28 @@ class Launch:
     def interrupt(self) -> None:
         """Stop every DPU: barriers and transfers give up."""
         self.state[:, Dpu.FAILED] = 1
+
+    def run_alone(self, program: Program, entry: Callable, packed, what: str, race_arrays=None) -> None:
+        """Every tasklet of this launch's one DPU runs `entry(packed)` of
+        `program` (a function run alone: an EDSL or C function's `run`); the
+        DPU's first error, then, with the check of races (`race_arrays`
+        given: the (name, array) pairs a race may name; the program built
+        with it), its first race, raised as a DpuError naming `what`."""
+        if race_arrays is not None:
+            self.keep_race_logs()
+
+        def tasklet(tid: int) -> None:
+            ctx = self.address(0, tid)
+            program.enter(ctx)
+            entry(packed)
+            program.exit(ctx)
+        try:
+            self.run(tasklet)
+            self.raise_error(what, program.sites)
+            if race_arrays is not None:
+                races.raise_first(self.take_race_logs(0), what, program.sites, race_arrays)
+        finally:
+            self.free_race_logs()
 
     def run(self, work: Callable[[int], None]) -> None:
         """`work(tid)` on one thread per tasklet; this thread waits (and can be
