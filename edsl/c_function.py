@@ -160,9 +160,10 @@ class CFunction(SourceFunction):
         # end of its last 8-byte block, which a direct access moves whole).
         mram = [(a.ctypes.data, align_up(a.ctypes.data + a.nbytes)) for spec, a in zip(specs, args)
                 if spec.kind == "ptr" and spec.memory_space == MRAM_ADDRSPACE and a.nbytes]
+        mram += _variables_in_mram(program, self.compiled(tasklets))
         table = program.counters
         launch = runtime.Launch(1, tasklets, sorted(mram) or [(0, 0)], counters=table.counters if table else 0)
-        launch.ctx[..., Ctx.C_HEAP] = c_heap_bytes(tasklets, upmem_c.variable_bytes(self.compiled(tasklets).llvm),
+        launch.ctx[..., Ctx.C_HEAP] = c_heap_bytes(tasklets, self.compiled(tasklets).wram_variable_bytes,
                                                    wram)     # (mem_alloc's, alloc.h)
         arrays = [(s.name, a) for s, a in zip(specs, args) if isinstance(a, np.ndarray)]
         launch.run_alone(program, entry, packed, f"{self.__name__}()", arrays if check_races else None)
@@ -181,6 +182,17 @@ class CFunction(SourceFunction):
 
 
 _ENTRY = "c_entry"   # the packed entry that runs the function until it returns or a fault stops it
+
+
+def _variables_in_mram(program: Program, compiled: upmem_c.CompiledC) -> list[tuple[int, int]]:
+    """The MRAM regions of the program's variables in MRAM (`__mram`...): each
+    one's host bytes (`upmem_c.host_mram_variables`), to the end of its last
+    8-byte block."""
+    if compiled.mram_variables_table is None:
+        return []
+    n = len(compiled.mram_variables)
+    spans = (ctypes.c_int64 * (2 * n)).from_address(program.address(compiled.mram_variables_table))
+    return [(spans[2 * k], align_up(spans[2 * k + 1])) for k in range(n)]
 
 
 def _packed(specs: list[ArgSpec], args: tuple, result: str, loc):

@@ -16,10 +16,13 @@ each such call passes `EDSL_SITE`: its base (`site_base`), plus its file's index
 A load or store of a scalar through a `__mram_ptr` pointer becomes a call
 of the prelude's `__edsl_mram_load`/`__edsl_mram_store`, which move the
 8-byte blocks holding it by the same checked DMA, at the access's line in
-clang's line table (`checked_mram_accesses`). What the model cannot check
-yet is refused when the function compiles, at that line: other accesses
-through `__mram_ptr` pointers (atomics, block copies, vectors, pointers
-kept in MRAM) and variables in MRAM.
+clang's line table (`checked_mram_accesses`). Variables in MRAM (`__mram`,
+`__mram_noinit`) are kept in the host's memory, where a function run alone
+has its MRAM: their addresses are their MRAM addresses, each a region of
+its MRAM (`host_mram_variables`). What the model cannot check yet is
+refused when the function compiles, at that line: other accesses through
+`__mram_ptr` pointers (atomics, block copies, vectors, pointers kept in
+MRAM).
 """
 from __future__ import annotations
 
@@ -136,6 +139,7 @@ class CompiledC:
     included: tuple = ()                # the files the source includes, as `__FILE__` names them
     texts: tuple = ()                   # (path, text) of the source, then of those files
     slot: int = 0                       # where its site codes are (`site_base`)
+    mram_variables: tuple = ()          # its variables in MRAM (`host_mram_variables`)
 
     @property
     def direct_mram(self) -> bool:
@@ -151,6 +155,17 @@ class CompiledC:
         return re.search(rf"\bcall\b[^\n]*@{dpu.WAIT_WORD}\(", self.llvm) is not None
 
     @property
+    def wram_variable_bytes(self) -> int:
+        """The WRAM its variables take (`variable_bytes`; not those in MRAM)."""
+        return variable_bytes(self.llvm, skip=self.mram_variables)
+
+    @property
+    def mram_variables_table(self) -> str | None:
+        """The table (`linked` defines it) of the [start, end) host addresses of
+        its MRAM variables, i64 pairs (None: it has none)."""
+        return f"{MRAM_VARIABLES_PREFIX}{self.slot}" if self.mram_variables else None
+
+    @property
     def reset_function(self) -> str | None:
         """The function (`linked` defines it) that gives its variables their
         first values again, as a DPU's WRAM holds them once its program is
@@ -164,6 +179,8 @@ class CompiledC:
         text = self.llvm if not races else with_race_notes(self.llvm, (self.texts[0][0], *self.included), self.slot)
         if self.globals:
             text = with_variables_reset(text, self.globals, self.reset_function)
+        if self.mram_variables:
+            text = with_address_table(text, self.mram_variables, self.mram_variables_table)
         return text, self.function.name
 
     @property
@@ -184,8 +201,9 @@ def compile_c(source: Source, tasklets: int, extern_func_name: str, name: str, s
     function = llvm_ir.pick(llvm, wanted, source.filename, kind="non-static", ignore=_PRELUDE_FUNCTIONS)
     llvm = checked_mram_accesses(llvm, (source.filename, *files), slot)
     _refuse_unchecked(llvm, source)
+    llvm, in_mram = host_mram_variables(llvm)
     texts = _texts(source, files)
-    return CompiledC(llvm, function, _sites(texts, slot), _written_globals(llvm), files, texts, slot)
+    return CompiledC(llvm, function, _sites(texts, slot), _written_globals(llvm), files, texts, slot, in_mram)
 
 
 def _texts(source: Source, files: tuple) -> tuple:
@@ -213,14 +231,18 @@ def _sites(texts: tuple, slot: int) -> dict:
 
 _MRAM_ACCESS = re.compile(r"^\s*(?:%\S+ = )?(?:load|store|atomicrmw|cmpxchg)\b[^\n]*ptr addrspace\(255\).*$|"
                           r"^\s*(?:%\S+ = )?(?:tail )?call [^\n]*@llvm\.mem(?:cpy|move|set)\.[^\n(]*p255.*$", re.M)
-_MRAM_GLOBAL = re.compile(r"^@([-\w$.]+) = [^\n]*addrspace\(255\)", re.M)
+# A variable in MRAM, as clang defines it: its name, its linkage and other words, its kind and the rest.
+_MRAM_VARIABLE = re.compile(r"^@(?P<name>[-\w$.]+) = (?P<words>(?:[a-z_]+(?:\([^)]*\))? )*?)addrspace\(255\) "
+                            r"(?P<kind>(?:externally_initialized )?(?:global|constant) )(?P<rest>.*)$", re.M)
+MRAM_VARIABLES_PREFIX = "__edsl_mram_variables_"
 _LOCATION = re.compile(r"^(!\d+) = (?:distinct )?!DILocation\(line: (\d+), column: (\d+)", re.M)
 
 
 _SCALAR_ACCESS = re.compile(
     r"^(?P<indent>\s*)(?:(?P<result>%[-\w.]+) = load (?P<ltype>i8|i16|i32|i64|half|bfloat|float|double), |"
     r"store (?P<stype>i8|i16|i32|i64|half|bfloat|float|double) (?P<value>[^,]+), )"
-    r"ptr addrspace\(255\) (?P<ptr>%[-\w.]+), align \d+(?P<rest>.*)$", re.M)
+    r"ptr addrspace\(255\) (?P<ptr>%[-\w.]+|@[-\w$.]+|getelementptr [^(\n]*\((?:[^()\n]|\([^()\n]*\))*\)), "
+    r"align \d+(?P<rest>.*)$", re.M)
 _BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "half": 16, "bfloat": 16, "float": 32, "double": 64}
 _DBG = re.compile(r"!dbg (!\d+)")
 
@@ -334,12 +356,39 @@ def _line_table(llvm: str, files: tuple, base: int) -> dict:
             for k, (name, line, _) in llvm_ir.debug_locations(llvm).items() if line is not None}
 
 
+def host_mram_variables(llvm: str) -> tuple[str, tuple]:
+    """`llvm` with its variables in MRAM (address space 255: `__mram`,
+    `__mram_noinit`) defined in the host's memory, at least 8-byte aligned
+    (an MRAM variable's transfers are the DMA's), each use of one a cast of
+    its host address to an MRAM pointer: a function run alone has the host's
+    addresses for MRAM addresses (`c_function`), so its transfers of a
+    variable are checked as of an MRAM array of the variable's bytes. And
+    the variables' names."""
+    names = tuple(m["name"] for m in _MRAM_VARIABLE.finditer(llvm))
+    if not names:
+        return llvm, names
+
+    def host(m: re.Match) -> str:
+        rest = re.sub(r", align (\d+)", lambda a: f", align {max(int(a[1]), dpu.DMA_ALIGN)}", m["rest"], count=1)
+        return f"@{m['name']} = {m['words']}{m['kind']}{rest}"
+    text = _MRAM_VARIABLE.sub(host, llvm)
+    uses = re.compile(r"ptr addrspace\(255\) @(" + "|".join(re.escape(n) for n in names) + r")(?![-\w$.])")
+    return uses.sub(r"ptr addrspace(255) addrspacecast (ptr @\1 to ptr addrspace(255))", text), names
+
+
+def with_address_table(llvm: str, variables: tuple, name: str) -> str:
+    """`llvm` with a table `name` (weak: its name stays visible once linked)
+    of the [start, end) addresses of each of `variables`, i64 pairs."""
+    pairs = []
+    for var in variables:
+        m = re.search(rf"^@{re.escape(var)} = (?:[a-z_]+(?:\([^)]*\))? )*?global (?P<rest>.*)$", llvm, re.M)
+        t = llvm_ir.leading_type(llvm_ir.split_top(m["rest"])[0])
+        pairs += [f"i64 ptrtoint (ptr @{var} to i64)",
+                  f"i64 ptrtoint (ptr getelementptr ({t}, ptr @{var}, i32 1) to i64)"]
+    return llvm + f"\n@{name} = weak global [{len(pairs)} x i64] [{', '.join(pairs)}]\n"
+
+
 def _refuse_unchecked(llvm: str, source: Source) -> None:
-    m = _MRAM_GLOBAL.search(llvm)
-    if m:
-        raise CompileError(f"the MRAM variable {m[1]!r}: the DPU model runs raw functions in C without MRAM "
-                           f"variables of their own (__mram, __mram_noinit); take an MRAM pointer parameter",
-                           declared_at(source, m[1]))
     m = _MRAM_ACCESS.search(llvm)
     if m:
         dbg = re.search(r"!dbg (!\d+)", m.group(0))
@@ -368,15 +417,15 @@ _NAMED_TYPE = re.compile(r"^(%[-\w$.]+) = type (.*)$", re.M)
 _SCALAR_BYTES = {"half": 2, "bfloat": 2, "float": 4, "double": 8, "ptr": 8, "x86_fp80": 16, "fp128": 16}
 
 
-def variable_bytes(llvm: str) -> int:
+def variable_bytes(llvm: str, skip: tuple = ()) -> int:
     """The WRAM bytes the module's variables and constants take, as compiled
     for this host (its pointers take 8 bytes, a DPU's 4), but the model's own
     (`__edsl_`: the heap of alloc.h, the words of mutexes, which a DPU keeps
-    in its atomic bits)."""
+    in its atomic bits) and those of `skip` (its variables in MRAM)."""
     named = {m[1]: m[2] for m in _NAMED_TYPE.finditer(llvm)}
     total = 0
     for name, rest in _VARIABLE.findall(llvm):
-        if name.startswith(("__edsl_", "llvm.")):
+        if name.startswith(("__edsl_", "llvm.")) or name in skip:
             continue
         size, align, _ = _type_layout(rest, 0, named)     # (not the host's larger `align` of arrays)
         total = align_to(total, align) + size
@@ -461,6 +510,7 @@ def _written_globals(llvm: str) -> tuple:
                  if not m[1].startswith("llvm.") and " external " not in m[0] and " extern_weak " not in m[0])
 
 
-__all__ = ["CompiledC", "checked_mram_accesses", "HEAP_VARIABLES", "INCLUDE_DIR", "LANGUAGE", "PRELUDE", "RESET_PREFIX",
-           "RUN", "RUNTIME_SYMBOLS", "SITE_BASE", "compile_c", "declared_at", "digest", "flags", "preprocessed", "site_base",
-           "variable_bytes", "with_race_notes", "with_variables_reset"]
+__all__ = ["CompiledC", "checked_mram_accesses", "HEAP_VARIABLES", "INCLUDE_DIR", "LANGUAGE", "MRAM_VARIABLES_PREFIX",
+           "PRELUDE", "RESET_PREFIX", "RUN", "RUNTIME_SYMBOLS", "SITE_BASE", "compile_c", "declared_at", "digest", "flags",
+           "host_mram_variables", "preprocessed", "site_base", "variable_bytes", "with_address_table", "with_race_notes",
+           "with_variables_reset"]

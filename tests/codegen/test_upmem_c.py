@@ -71,11 +71,24 @@ def test_other_accesses_through_an_mram_pointer_are_refused_at_their_line():
     assert err.value.loc.lineno == 3
 
 
-def test_an_mram_variable_is_refused():
-    with pytest.raises(CompileError, match="MRAM variable 'table'") as err:
-        compile_text("#include <mram.h>\n__mram_noinit int table[64];\n"
-                     "void f(int *w) { mram_read(table, w, 8); }\n")
-    assert err.value.loc.lineno == 2
+def test_mram_variables_are_the_hosts_with_mram_pointers_to_them():
+    c = compile_text("#include <mram.h>\n__mram_noinit int table[64];\n__mram int64_t bias = 5;\n"
+                     "int64_t f(int *w) { mram_read(table, w, 8); return bias + table[3]; }\n")
+    assert sorted(c.mram_variables) == ["bias", "table"]
+    assert "addrspace(255) global" not in c.llvm
+    assert re.search(r"^@table = [^\n]*global \[64 x i32\] zeroinitializer, align (8|16)\b", c.llvm, re.M)
+    assert re.search(r"^@bias = [^\n]*global i64 5, align 8\b", c.llvm, re.M)
+    # a transfer of it: its host address as an MRAM pointer
+    assert "ptr addrspace(255) addrspacecast (ptr @table to ptr addrspace(255))" in c.llvm
+    # direct accesses (through the variable and a constant offset of it): the checked DMA, at line 4
+    loads = re.findall(rf"call i64 @{upmem_c.MRAM_LOAD}\(i64 %[-\w.]+, i64 (\d+), i64 (\d+)\)", c.llvm)
+    assert sorted(loads) == [("4", str(upmem_c.SITE_BASE + 4)), ("8", str(upmem_c.SITE_BASE + 4))]
+    # not WRAM's; their bytes' table, for the model's MRAM regions
+    assert c.wram_variable_bytes == 0
+    linked, _ = c.linked()
+    assert re.search(rf"^@{c.mram_variables_table} = weak global \[4 x i64\] ", linked, re.M)
+    assert "i64 ptrtoint (ptr @table to i64), i64 ptrtoint (ptr getelementptr ([64 x i32], ptr @table, i32 1) to i64)" \
+        in linked
 
 
 def test_the_function_is_named_by_the_stub_or_extern_func_name():

@@ -253,6 +253,20 @@ def test_mem_alloc_is_refused_in_a_kernel_at_its_line():
     assert (err.value.loc.filename.endswith("grab.c"), err.value.loc.lineno) == (True, 3)
 
 
+
+def test_an_mram_variable_is_refused_in_a_kernel_at_its_line():
+    keep = c_function("", "keep", "#include <mram.h>\n#include <defs.h>\n__mram_noinit int64_t kept[8];\n"
+                                  "void keep(int64_t *t) {\n    mram_write(t, kept, 32);\n}\n")
+
+    @triton.jit
+    def keep_kernel(out_ptr):
+        t = tl.zeros([4], dtype=tl.int64)
+        t = fl.call(keep, [t], [])
+        tl.store(out_ptr + tl.arange(0, 4), t)
+    with pytest.raises(edsl.CompileError, match="the MRAM variable 'kept': a kernel's MRAM is its arrays") as err:
+        keep_kernel[(1,)](np.zeros(4, np.int64))
+    assert (err.value.loc.filename.endswith("keep.c"), err.value.loc.lineno) == (True, 3)
+
 @triton.jit
 def tile_for_mram_kernel(x_ptr):
     x = tl.load(x_ptr + tl.arange(0, 8))

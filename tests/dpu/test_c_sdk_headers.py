@@ -250,6 +250,33 @@ def test_the_buddy_allocator_is_refused_at_its_line():
     assert err.value.loc.lineno == 3
 
 
+# ---- MRAM variables (defs.h: __mram, __mram_noinit) ----------------------------------
+
+sum_through_mram = c_function("sdk_mram_variables.c", "sum_through_mram")
+
+
+@settings(max_examples=10, deadline=None)
+@given(tasklets=TASKLETS, seed=st.integers(0, 2 ** 32 - 1))
+def test_mram_variables_carry_values_between_tasklets(tasklets, seed):
+    values = np.random.default_rng(seed).integers(-1000, 1000, tasklets * 8, dtype=np.int64)
+    sums = np.zeros(tasklets, np.int64)
+    sum_through_mram.run(values, sums, tasklets=tasklets)
+    np.testing.assert_array_equal(sums, np.full(tasklets, 5 + values.sum()))
+
+
+def test_each_run_starts_with_the_mram_variables_first_values():
+    bump, out = c_function("sdk_mram_variables.c", "bump"), np.zeros(2, np.int64)
+    for k in range(2):
+        bump.run(out[k:])
+    np.testing.assert_array_equal(out, [6, 6])
+
+
+def test_a_transfer_past_an_mram_variable_is_an_error_at_its_line():
+    with pytest.raises(edsl.DpuError, match="mram_read of 16 bytes at MRAM address") as err:
+        c_function("sdk_mram_variables.c", "past_the_end").run(np.zeros(2, np.int64), tasklets=2)
+    assert err.value.loc.lineno == line_of("sdk_mram_variables.c", "past")
+
+
 # ---- perfcounter.h --------------------------------------------------------------------
 
 PERFCOUNTER_C = """#include <perfcounter.h>

@@ -75,6 +75,12 @@ def _compiled(conv, op, fn) -> upmem_c.CompiledC:
                                f"whose heap is the WRAM a DPU program leaves, which a kernel's tiles take; "
                                f"kernels call C functions without mem_alloc (pass a tile as the buffer)",
                                upmem_c.declared_at(fn.source, "mem_alloc"))
+        if compiled.mram_variables:
+            name = compiled.mram_variables[0].split(".")[0]     # (clang may split an array: `v.0`)
+            raise CompileError(f"fl.call of {fn.__name__}: the MRAM variable {name!r}: a kernel's MRAM is its "
+                               f"arrays, where a C function run alone (`run`) has its variables in MRAM too; "
+                               f"pass the kernel's array as an MRAM pointer parameter",
+                               upmem_c.declared_at(fn.source, name))
         conv.info.c_functions.append(CalledC(fn.identity, compiled, fn.source.defines, user_location(op.location)))
         if compiled.prints:
             conv.info.prints.append(f"fl.call of {fn.__name__}")

@@ -1,0 +1,37 @@
+/* Variables in MRAM (__mram, __mram_noinit), as PrIM's programs keep their
+ * buffers: each tasklet writes its values into one, and every tasklet sums
+ * them all back, with the initialised one added. */
+#include <barrier.h>
+#include <defs.h>
+#include <mram.h>
+
+#define PER 8
+__mram_noinit int64_t staged[NR_TASKLETS * PER];
+__mram int64_t bias = 5;
+BARRIER_INIT(all, NR_TASKLETS);
+
+void sum_through_mram(const int64_t *values, int64_t *sums) {
+    unsigned int t = me();
+    int64_t w[PER];
+    for (int k = 0; k < PER; k++)
+        w[k] = values[t * PER + k];
+    mram_write(w, &staged[t * PER], sizeof w);
+    barrier_wait(&all);
+    int64_t total = bias;                           /* a direct access: the DMA of its 8 bytes */
+    for (unsigned int u = 0; u < NR_TASKLETS; u++) {
+        mram_read(&staged[u * PER], w, sizeof w);
+        for (int k = 0; k < PER; k++)
+            total += w[k];
+    }
+    sums[t] = total;
+}
+
+/* Each run starts with the program's first values. */
+void bump(int64_t *out) {
+    bias = bias + 1;
+    out[0] = bias;
+}
+
+void past_the_end(int64_t *w) {
+    mram_read(&staged[NR_TASKLETS * PER - 1], w, 16);  // <past>
+}
