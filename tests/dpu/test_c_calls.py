@@ -239,33 +239,23 @@ def test_the_c_files_variables_take_the_dpus_wram_from_the_kernels_tiles():
         assert last_report().spill_bytes == spilled
 
 
-def test_mem_alloc_is_refused_in_a_kernel_at_its_line():
-    alloc = c_function("", "grab", "#include <alloc.h>\n"
-                                   "void grab(int64_t *t) {\n    t[0] = (int64_t)(uintptr_t)mem_alloc(8);\n}\n")
+@pytest.mark.parametrize("name, source, message, line", [
+    ("grab", "#include <alloc.h>\nvoid grab(int64_t *t) {\n    t[0] = (int64_t)(uintptr_t)mem_alloc(8);\n}\n",
+     "allocates with mem_alloc", 3),
+    ("keep", "#include <mram.h>\n#include <defs.h>\n__mram_noinit int64_t kept[8];\n"
+             "void keep(int64_t *t) {\n    mram_write(t, kept, 32);\n}\n",
+     "the MRAM variable 'kept': a kernel's MRAM is its arrays", 3)])
+def test_what_a_kernels_c_function_cannot_have_is_refused_at_its_line(name, source, message, line):
+    fn = c_function("", name, source)
 
     @triton.jit
-    def alloc_kernel(out_ptr):
+    def calling_kernel(out_ptr):
         t = tl.zeros([4], dtype=tl.int64)
-        t = fl.call(alloc, [t], [])
+        t = fl.call(fn, [t], [])
         tl.store(out_ptr + tl.arange(0, 4), t)
-    with pytest.raises(edsl.CompileError, match="allocates with mem_alloc") as err:
-        alloc_kernel[(1,)](np.zeros(4, np.int64))
-    assert (err.value.loc.filename.endswith("grab.c"), err.value.loc.lineno) == (True, 3)
-
-
-
-def test_an_mram_variable_is_refused_in_a_kernel_at_its_line():
-    keep = c_function("", "keep", "#include <mram.h>\n#include <defs.h>\n__mram_noinit int64_t kept[8];\n"
-                                  "void keep(int64_t *t) {\n    mram_write(t, kept, 32);\n}\n")
-
-    @triton.jit
-    def keep_kernel(out_ptr):
-        t = tl.zeros([4], dtype=tl.int64)
-        t = fl.call(keep, [t], [])
-        tl.store(out_ptr + tl.arange(0, 4), t)
-    with pytest.raises(edsl.CompileError, match="the MRAM variable 'kept': a kernel's MRAM is its arrays") as err:
-        keep_kernel[(1,)](np.zeros(4, np.int64))
-    assert (err.value.loc.filename.endswith("keep.c"), err.value.loc.lineno) == (True, 3)
+    with pytest.raises(edsl.CompileError, match=message) as err:
+        calling_kernel[(1,)](np.zeros(4, np.int64))
+    assert (err.value.loc.filename.endswith(f"{name}.c"), err.value.loc.lineno) == (True, line)
 
 @triton.jit
 def tile_for_mram_kernel(x_ptr):
