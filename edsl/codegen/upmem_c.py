@@ -358,8 +358,8 @@ def _line_table(llvm: str, files: tuple, base: int) -> dict:
 
 def host_mram_variables(llvm: str) -> tuple[str, tuple]:
     """`llvm` with its variables in MRAM (address space 255: `__mram`,
-    `__mram_noinit`) defined in the host's memory, at least 8-byte aligned
-    (an MRAM variable's transfers are the DMA's), each use of one a cast of
+    `__mram_noinit`) defined in the host's writable memory, at least 8-byte
+    aligned (an MRAM variable's transfers are the DMA's), each use of one a cast of
     its host address to an MRAM pointer: a function run alone has the host's
     addresses for MRAM addresses (`c_function`), so its transfers of a
     variable are checked as of an MRAM array of the variable's bytes. And
@@ -369,8 +369,9 @@ def host_mram_variables(llvm: str) -> tuple[str, tuple]:
         return llvm, names
 
     def host(m: re.Match) -> str:
+        # (a `const __mram` one writable too, as MRAM is: a transfer into it would fault the host)
         rest = re.sub(r", align (\d+)", lambda a: f", align {max(int(a[1]), dpu.DMA_ALIGN)}", m["rest"], count=1)
-        return f"@{m['name']} = {m['words']}{m['kind']}{rest}"
+        return f"@{m['name']} = {m['words']}{m['kind'].replace('constant', 'global')}{rest}"
     text = _MRAM_VARIABLE.sub(host, llvm)
     uses = re.compile(r"ptr addrspace\(255\) @(" + "|".join(re.escape(n) for n in names) + r")(?![-\w$.])")
     return uses.sub(r"ptr addrspace(255) addrspacecast (ptr @\1 to ptr addrspace(255))", text), names
