@@ -155,9 +155,10 @@ class CFunction(SourceFunction):
             and not timing
         program = self._program(tasklets, check_races, timing)
         entry = program.entry(_ENTRY)
-        # Its MRAM pointers are the arrays' host addresses: the MRAM it may
-        # reach is its MRAM arrays, each transfer within one of them (to the
-        # end of its last 8-byte block, which a direct access moves whole).
+        # Its MRAM pointers are host addresses: the MRAM it may reach is its
+        # MRAM arrays and its variables in MRAM, each transfer within one of
+        # them (to the end of its last 8-byte block, which a direct access
+        # moves whole).
         mram = [(a.ctypes.data, align_up(a.ctypes.data + a.nbytes)) for spec, a in zip(specs, args)
                 if spec.kind == "ptr" and spec.memory_space == MRAM_ADDRSPACE and a.nbytes]
         mram += _variables_in_mram(program, self.compiled(tasklets))
