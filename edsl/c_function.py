@@ -28,7 +28,8 @@ from .hostcall import ArgSpec, pack_arguments
 from .lowering.counting import CounterTable
 from .lowering.counting_llvm_ir import count_dpu_c
 from .source_function import SourceFunction
-from .target.dpu import COUNTERS, MAX_TASKLETS, MRAM_ADDRSPACE, WRAM_BYTES, Ctx, align_up, c_heap_bytes
+from .target.dpu import (COUNTERS, MAX_TASKLETS, MRAM_ADDRSPACE, OUTSIDE_C_MRAM, WRAM_BYTES, Ctx, align_up,
+                         c_heap_bytes)
 
 
 class CFunction(SourceFunction):
@@ -167,7 +168,8 @@ class CFunction(SourceFunction):
         launch.ctx[..., Ctx.C_HEAP] = c_heap_bytes(tasklets, self.compiled(tasklets).wram_variable_bytes,
                                                    wram)     # (mem_alloc's, alloc.h)
         arrays = [(s.name, a) for s, a in zip(specs, args) if isinstance(a, np.ndarray)]
-        launch.run_alone(program, entry, packed, f"{self.__name__}()", arrays if check_races else None)
+        launch.run_alone(program, entry, packed, f"{self.__name__}()", arrays if check_races else None,
+                         outside=OUTSIDE_C_MRAM)
         del keep
         report = LaunchReport(self.__name__, num_tasklets=tasklets, tasklets_used=tasklets, wram_bytes=wram,
                               **launch.totals(), per_dpu_programs=[1], per_tasklet_dma=launch.per_tasklet_dma())

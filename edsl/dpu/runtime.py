@@ -501,12 +501,14 @@ class Launch:
         """Stop every DPU: barriers and transfers give up."""
         self.state[:, Dpu.FAILED] = 1
 
-    def run_alone(self, program: Program, entry: Callable, packed, what: str, race_arrays=None) -> None:
+    def run_alone(self, program: Program, entry: Callable, packed, what: str, race_arrays=None,
+                  outside: str = OUTSIDE_ARRAYS) -> None:
         """Every tasklet of this launch's one DPU runs `entry(packed)` of
         `program` (a function run alone: an EDSL or C function's `run`); the
-        DPU's first error, then, with the check of races (`race_arrays`
-        given: the (name, array) pairs a race may name; the program built
-        with it), its first race, raised as a DpuError naming `what`."""
+        DPU's first error (`outside`: as `raise_error`), then, with the check
+        of races (`race_arrays` given: the (name, array) pairs a race may
+        name; the program built with it), its first race, raised as a
+        DpuError naming `what`."""
         if race_arrays is not None:
             self.keep_race_logs()
 
@@ -517,7 +519,7 @@ class Launch:
             program.exit(ctx)
         try:
             self.run(tasklet)
-            self.raise_error(what, program.sites)
+            self.raise_error(what, program.sites, outside=outside)
             if race_arrays is not None:
                 races.raise_first(self.take_race_logs(0), what, program.sites, race_arrays)
         finally:
@@ -644,11 +646,13 @@ class Launch:
     def per_tasklet_dma(self) -> list[int]:
         return (self.ctx[..., Ctx.READS] + self.ctx[..., Ctx.WRITES]).sum(axis=0).tolist()
 
-    def raise_error(self, what: str, sites: Mapping[int, SourceLoc], asserts=()) -> None:
+    def raise_error(self, what: str, sites: Mapping[int, SourceLoc], asserts=(),
+                    outside: str = OUTSIDE_ARRAYS) -> None:
         """Raise the first DPU's error as a DpuError at its site (a DPU keeps
         its first error, in the first tasklet's context that holds one: the
         runtime library records no error once the DPU has stopped). `asserts`:
-        the (message, "file:line") of each `tl.device_assert`, by number."""
+        the (message, "file:line") of each `tl.device_assert`, by number;
+        `outside`: why a transfer left the launch's MRAM."""
         failed = np.argwhere(self.ctx[..., Ctx.ERROR])
         if not len(failed):
             return
@@ -663,7 +667,7 @@ class Launch:
             filename, _, line = place.rpartition(":")
             loc = SourceLoc(filename, int(line), 0) if place else None
         loaded = getattr(loc, "pointer_load", "")
-        why = {Err.MRAM_BOUNDS: OUTSIDE_ARRAYS_LOADED.format(where=loaded) if loaded else OUTSIDE_ARRAYS,
+        why = {Err.MRAM_BOUNDS: OUTSIDE_ARRAYS_LOADED.format(where=loaded) if loaded else outside,
                Err.POLL: POLL_ON_MODEL}.get(code, "")
         message = error_message(code, kind=TRANSFER_NAMES[direction], nbytes=n, mram=mram, wram=wram,
                                 rule=dma_violation(mram, wram, n), side=OVERRUN_SIDES.get((code, direction), ""),

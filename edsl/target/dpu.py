@@ -490,6 +490,10 @@ _REACH = ("a DPU reaches only the MRAM the host transferred, at addresses of its
 OUTSIDE_ARRAYS = ("is outside the launch's arrays: an out-of-bounds pointer, or a pointer loaded "
                   f"from memory that is not an MRAM address of theirs ({_REACH})")
 
+# ... and in a C function run alone, whose MRAM is its arrays and variables in MRAM (the model's alone).
+OUTSIDE_C_MRAM = ("is outside the function's MRAM arrays and variables in MRAM: an out-of-bounds pointer "
+                  "(each transfer must stay within one of them)")
+
 # ... and when the transfer's pointer was loaded from memory at {where}.
 OUTSIDE_ARRAYS_LOADED = ("is outside the launch's arrays: its pointer was loaded from memory at {where} "
                          f"and is not an MRAM address of theirs ({_REACH})")

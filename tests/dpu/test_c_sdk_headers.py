@@ -175,7 +175,7 @@ def test_a_seqread_step_beyond_the_cache_is_an_error_at_its_line():
 
 def test_seqread_from_outside_the_arrays_is_an_error_at_its_line():
     fn = c_function("sdk_seqread.c", "seqread_far")
-    with pytest.raises(edsl.DpuError, match="is outside the launch's arrays") as err:
+    with pytest.raises(edsl.DpuError, match="is outside the function's MRAM arrays and variables") as err:
         fn.run(np.zeros(64, np.uint8), 64 + 4096)
     assert err.value.loc.lineno == line_of("sdk_seqread.c", "init")
 
@@ -272,7 +272,8 @@ def test_each_run_starts_with_the_mram_variables_first_values():
 
 
 def test_a_transfer_past_an_mram_variable_is_an_error_at_its_line():
-    with pytest.raises(edsl.DpuError, match="mram_read of 16 bytes at MRAM address") as err:
+    with pytest.raises(edsl.DpuError, match=r"mram_read of 16 bytes at MRAM address 0x[0-9a-f]+ is outside the "
+                                            "function's MRAM arrays and variables in MRAM") as err:
         c_function("sdk_mram_variables.c", "past_the_end").run(np.zeros(2, np.int64), tasklets=2)
     assert err.value.loc.lineno == line_of("sdk_mram_variables.c", "past")
 
