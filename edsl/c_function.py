@@ -156,15 +156,9 @@ class CFunction(SourceFunction):
             and not timing
         program = self._program(tasklets, check_races, timing)
         entry = program.entry(_ENTRY)
-        # Its MRAM pointers are host addresses: the MRAM it may reach is its
-        # MRAM arrays and its variables in MRAM, each transfer within one of
-        # them (to the end of its last 8-byte block, which a direct access
-        # moves whole).
-        mram = [(a.ctypes.data, align_up(a.ctypes.data + a.nbytes)) for spec, a in zip(specs, args)
-                if spec.kind == "ptr" and spec.memory_space == MRAM_ADDRSPACE and a.nbytes]
-        mram += _variables_in_mram(program, self.compiled(tasklets))
         table = program.counters
-        launch = runtime.Launch(1, tasklets, sorted(mram) or [(0, 0)], counters=table.counters if table else 0)
+        launch = runtime.Launch(1, tasklets, mram_regions(specs, args, program, self.compiled(tasklets)),
+                                counters=table.counters if table else 0)
         launch.ctx[..., Ctx.C_HEAP] = c_heap_bytes(tasklets, self.compiled(tasklets).wram_variable_bytes,
                                                    wram)     # (mem_alloc's, alloc.h)
         arrays = [(s.name, a) for s, a in zip(specs, args) if isinstance(a, np.ndarray)]
@@ -187,15 +181,20 @@ class CFunction(SourceFunction):
 _ENTRY = "c_entry"   # the packed entry that runs the function until it returns or a fault stops it
 
 
-def _variables_in_mram(program: Program, compiled: upmem_c.CompiledC) -> list[tuple[int, int]]:
-    """The MRAM regions of the program's variables in MRAM (`__mram`...): each
-    one's host bytes (`upmem_c.host_mram_variables`), to the end of its last
-    8-byte block."""
-    if compiled.mram_variables_table is None:
-        return []
-    n = len(compiled.mram_variables)
-    spans = (ctypes.c_int64 * (2 * n)).from_address(program.address(compiled.mram_variables_table))
-    return [(spans[2 * k], align_up(spans[2 * k + 1])) for k in range(n)]
+def mram_regions(specs: list[ArgSpec], args: tuple, program: Program,
+                 compiled: upmem_c.CompiledC) -> list[tuple[int, int]]:
+    """The MRAM regions of a run of `program` on `args`: its MRAM pointers are
+    host addresses, so the MRAM it may reach is its MRAM arrays and its
+    variables in MRAM (`upmem_c.host_mram_variables`), each transfer within
+    one of them (to the end of its last 8-byte block, which a direct access
+    moves whole)."""
+    mram = [(a.ctypes.data, align_up(a.ctypes.data + a.nbytes)) for spec, a in zip(specs, args)
+            if spec.kind == "ptr" and spec.memory_space == MRAM_ADDRSPACE and a.nbytes]
+    if compiled.mram_variables_table is not None:
+        n = len(compiled.mram_variables)
+        spans = (ctypes.c_int64 * (2 * n)).from_address(program.address(compiled.mram_variables_table))
+        mram += [(spans[2 * k], align_up(spans[2 * k + 1])) for k in range(n)]
+    return sorted(mram) or [(0, 0)]
 
 
 def _packed(specs: list[ArgSpec], args: tuple, result: str, loc):

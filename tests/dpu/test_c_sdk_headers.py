@@ -29,9 +29,7 @@ def run_on_one_thread(fn, *args, tasklets: int):
     specs = fn.specs(tasklets)
     packed, keep = c_function_module._packed(specs, args, fn.compiled(tasklets).function.result, None)
     program = fn._program(tasklets, False)
-    mram = [(a.ctypes.data, dpu.align_up(a.ctypes.data + a.nbytes)) for s, a in zip(specs, args)
-            if s.kind == "ptr" and s.memory_space == dpu.MRAM_ADDRSPACE and a.nbytes]
-    launch = runtime.Launch(1, tasklets, sorted(mram) or [(0, 0)])
+    launch = runtime.Launch(1, tasklets, c_function_module.mram_regions(specs, args, program, fn.compiled(tasklets)))
     launch.run_entry(program, c_function_module._ENTRY, [ctypes.addressof(packed)] * tasklets,
                      launch.addresses(0), exit=True)
     launch.raise_error(f"{fn.__name__}()", program.sites)
