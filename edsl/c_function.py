@@ -28,8 +28,8 @@ from .hostcall import ArgSpec, pack_arguments
 from .lowering.counting import CounterTable
 from .lowering.counting_llvm_ir import count_dpu_c
 from .source_function import SourceFunction
-from .target.dpu import (COUNTERS, MAX_TASKLETS, MRAM_ADDRSPACE, OUTSIDE_C_MRAM, WRAM_BYTES, Ctx, align_up,
-                         c_heap_bytes)
+from .target.dpu import (COUNTERS, MAX_TASKLETS, MRAM_ADDRSPACE, MRAM_BYTES, OUTSIDE_C_MRAM, WRAM_BYTES, Ctx,
+                         align_up, c_heap_bytes)
 
 
 class CFunction(SourceFunction):
@@ -157,10 +157,15 @@ class CFunction(SourceFunction):
         program = self._program(tasklets, check_races, timing)
         entry = program.entry(_ENTRY)
         table = program.counters
-        launch = runtime.Launch(1, tasklets, mram_regions(specs, args, program, self.compiled(tasklets)),
+        variables = mram_variables(program, self.compiled(tasklets))
+        # DPU_MRAM_HEAP_POINTER's (mram.h): the MRAM its variables leave, zero pages
+        # the host maps only where the function writes
+        heap = np.zeros(MRAM_BYTES - sum(hi - lo for lo, hi in variables), np.uint8)
+        launch = runtime.Launch(1, tasklets, mram_regions(specs, args, variables + [_span(heap)]),
                                 counters=table.counters if table else 0)
         launch.ctx[..., Ctx.C_HEAP] = c_heap_bytes(tasklets, self.compiled(tasklets).wram_variable_bytes,
                                                    wram)     # (mem_alloc's, alloc.h)
+        launch.ctx[..., Ctx.C_MRAM_HEAP] = heap.ctypes.data
         arrays = [(s.name, a) for s, a in zip(specs, args) if isinstance(a, np.ndarray)]
         launch.run_alone(program, entry, packed, f"{self.__name__}()", arrays if check_races else None,
                          outside=OUTSIDE_C_MRAM)
@@ -181,20 +186,30 @@ class CFunction(SourceFunction):
 _ENTRY = "c_entry"   # the packed entry that runs the function until it returns or a fault stops it
 
 
-def mram_regions(specs: list[ArgSpec], args: tuple, program: Program,
-                 compiled: upmem_c.CompiledC) -> list[tuple[int, int]]:
-    """The MRAM regions of a run of `program` on `args`: its MRAM pointers are
-    host addresses, so the MRAM it may reach is its MRAM arrays and its
-    variables in MRAM (`upmem_c.host_mram_variables`), each transfer within
-    one of them (to the end of its last 8-byte block, which a direct access
-    moves whole)."""
-    mram = [(a.ctypes.data, align_up(a.ctypes.data + a.nbytes)) for spec, a in zip(specs, args)
+def mram_regions(specs: list[ArgSpec], args: tuple, more=()) -> list[tuple[int, int]]:
+    """The MRAM regions of a run on `args`: its MRAM pointers are host
+    addresses, so the MRAM it may reach is its MRAM arrays and `more` (its
+    variables in MRAM, `mram_variables`, and its MRAM heap), each transfer
+    within one of them (to the end of its last 8-byte block, which a direct
+    access moves whole)."""
+    mram = [_span(a) for spec, a in zip(specs, args)
             if spec.kind == "ptr" and spec.memory_space == MRAM_ADDRSPACE and a.nbytes]
-    if compiled.mram_variables_table is not None:
-        n = len(compiled.mram_variables)
-        spans = (ctypes.c_int64 * (2 * n)).from_address(program.address(compiled.mram_variables_table))
-        mram += [(spans[2 * k], align_up(spans[2 * k + 1])) for k in range(n)]
-    return sorted(mram) or [(0, 0)]
+    return sorted(mram + list(more)) or [(0, 0)]
+
+
+def _span(a: np.ndarray) -> tuple[int, int]:
+    return a.ctypes.data, align_up(a.ctypes.data + a.nbytes)
+
+
+def mram_variables(program: Program, compiled: upmem_c.CompiledC) -> list[tuple[int, int]]:
+    """The [start, end) of each of the program's variables in MRAM, in the
+    host's memory (`upmem_c.host_mram_variables`), to the end of its last
+    8-byte block."""
+    if compiled.mram_variables_table is None:
+        return []
+    n = len(compiled.mram_variables)
+    spans = (ctypes.c_int64 * (2 * n)).from_address(program.address(compiled.mram_variables_table))
+    return [(spans[2 * k], align_up(spans[2 * k + 1])) for k in range(n)]
 
 
 def _packed(specs: list[ArgSpec], args: tuple, result: str, loc):

@@ -51,7 +51,7 @@ _RUNTIME = {"EDSL_ME": dpu.ME, "EDSL_BARRIER": dpu.BARRIER, "EDSL_MRAM_READ": dp
             "EDSL_WAKE_WORD": dpu.WAKE_WORD}
 RUNTIME_SYMBOLS = frozenset(_RUNTIME.values()) | {dpu.RACE_NOTE}     # (RACE_NOTE: `with_race_notes`)
 # What the headers (mutex.h, handshake.h, alloc.h, seqread.h) need of the ABI (EDSL_<name>).
-_FACTS = {"CTX_C_HEAP": int(dpu.Ctx.C_HEAP), "CTX_REGIONS": int(dpu.Ctx.REGIONS),
+_FACTS = {"CTX_C_HEAP": int(dpu.Ctx.C_HEAP), "CTX_C_MRAM_HEAP": int(dpu.Ctx.C_MRAM_HEAP), "CTX_REGIONS": int(dpu.Ctx.REGIONS),
           "CTX_NREGIONS": int(dpu.Ctx.NREGIONS), "DPU_COUNT": int(dpu.Dpu.COUNT),
           "DPU_TASKLETS": int(dpu.Dpu.TASKLETS), "DPU_WAIT_SITE": int(dpu.Dpu.WAIT_SITE),
           "DPU_SCHEDULER": int(dpu.Dpu.SCHEDULER), "COUNT_FIELD_MASK": dpu.COUNT_FIELD_MASK,

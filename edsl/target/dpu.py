@@ -281,6 +281,8 @@ class Ctx(IntEnum):
                          # its tasklet (edsl.codegen.upmem_c), 0 outside one
     C_HEAP = 34          # model: input: the WRAM bytes a raw function in C may take with mem_alloc
                          # (alloc.h: `c_heap_bytes`), 0 where no heap was given
+    C_MRAM_HEAP = 35     # model: input: the MRAM address of DPU_MRAM_HEAP_POINTER (mram.h) for a raw
+                         # function in C run alone, 0 where none was given (a kernel's)
 
 
 # (a whole number of 64-byte host cache lines: a tasklet's counters and another's do not share one)

@@ -29,7 +29,8 @@ def run_on_one_thread(fn, *args, tasklets: int):
     specs = fn.specs(tasklets)
     packed, keep = c_function_module._packed(specs, args, fn.compiled(tasklets).function.result, None)
     program = fn._program(tasklets, False)
-    launch = runtime.Launch(1, tasklets, c_function_module.mram_regions(specs, args, program, fn.compiled(tasklets)))
+    variables = c_function_module.mram_variables(program, fn.compiled(tasklets))
+    launch = runtime.Launch(1, tasklets, c_function_module.mram_regions(specs, args, variables))
     launch.run_entry(program, c_function_module._ENTRY, [ctypes.addressof(packed)] * tasklets,
                      launch.addresses(0), exit=True)
     launch.raise_error(f"{fn.__name__}()", program.sites)
@@ -260,6 +261,21 @@ def test_mram_variables_carry_values_between_tasklets(tasklets, seed):
     sums = np.zeros(tasklets, np.int64)
     sum_through_mram.run(values, sums, tasklets=tasklets)
     np.testing.assert_array_equal(sums, np.full(tasklets, 5 + values.sum()))
+
+
+@settings(max_examples=10, deadline=None)
+@given(tasklets=TASKLETS, seed=st.integers(0, 2 ** 32 - 1))
+def test_the_mram_heap_carries_values_between_tasklets(tasklets, seed):
+    values = np.random.default_rng(seed).integers(-1000, 1000, tasklets * 8, dtype=np.int64)
+    sums = np.zeros(tasklets, np.int64)
+    c_function("sdk_mram_variables.c", "sum_through_heap").run(values, sums, tasklets=tasklets)
+    np.testing.assert_array_equal(sums, np.full(tasklets, values.sum()))
+
+
+def test_a_transfer_past_the_mram_heap_is_an_error_at_its_line():
+    with pytest.raises(edsl.DpuError, match="mram_read of 16 bytes at MRAM address 0x[0-9a-f]+ is outside") as err:
+        c_function("sdk_mram_variables.c", "past_the_heap").run(np.zeros(2, np.int64))
+    assert err.value.loc.lineno == line_of("sdk_mram_variables.c", "heap end")
 
 
 def test_each_run_starts_with_the_mram_variables_first_values():

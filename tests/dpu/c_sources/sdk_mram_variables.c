@@ -1,6 +1,6 @@
-/* Variables in MRAM (__mram, __mram_noinit), as PrIM's programs keep their
- * buffers: each tasklet writes its values into one, and every tasklet sums
- * them all back, with the initialised one added. */
+/* Variables in MRAM (__mram, __mram_noinit) and the MRAM after them
+ * (DPU_MRAM_HEAP_POINTER), as PrIM's programs keep their buffers: each
+ * tasklet writes its values into one, and every tasklet sums them all back. */
 #include <barrier.h>
 #include <defs.h>
 #include <mram.h>
@@ -30,6 +30,29 @@ void sum_through_mram(const int64_t *values, int64_t *sums) {
 void bump(int64_t *out) {
     bias = bias + 1;
     out[0] = bias;
+}
+
+/* The same through the MRAM after the variables (PrIM's buffers), 8 MiB in. */
+void sum_through_heap(const int64_t *values, int64_t *sums) {
+    unsigned int t = me();
+    __mram_ptr int64_t *heap = (__mram_ptr int64_t *)DPU_MRAM_HEAP_POINTER + (1 << 20);
+    int64_t w[PER];
+    for (int k = 0; k < PER; k++)
+        w[k] = values[t * PER + k];
+    mram_write(w, &heap[t * PER], sizeof w);
+    barrier_wait(&all);
+    int64_t total = 0;
+    for (unsigned int u = 0; u < NR_TASKLETS; u++) {
+        mram_read(&heap[u * PER], w, sizeof w);
+        for (int k = 0; k < PER; k++)
+            total += w[k];
+    }
+    sums[t] = total;
+}
+
+/* The heap ends with the DPU's 64 MiB of MRAM (less the variables'). */
+void past_the_heap(int64_t *w) {
+    mram_read((__mram_ptr uint8_t *)DPU_MRAM_HEAP_POINTER + (64 << 20) - 8, w, 16);  // <heap end>
 }
 
 void past_the_end(int64_t *w) {
