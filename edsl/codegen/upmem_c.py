@@ -373,8 +373,10 @@ def host_mram_variables(llvm: str) -> tuple[str, tuple]:
         rest = re.sub(r", align (\d+)", lambda a: f", align {max(int(a[1]), dpu.DMA_ALIGN)}", m["rest"], count=1)
         return f"@{m['name']} = {m['words']}{m['kind'].replace('constant', 'global')}{rest}"
     text = _MRAM_VARIABLE.sub(host, llvm)
-    uses = re.compile(r"ptr addrspace\(255\) @(" + "|".join(re.escape(n) for n in names) + r")(?![-\w$.])")
-    return uses.sub(r"ptr addrspace(255) addrspacecast (ptr @\1 to ptr addrspace(255))", text), names
+    # (a use: the typed operand, with a call's parameter attributes, `noundef`, `align 8`...)
+    uses = re.compile(r"ptr addrspace\(255\) ((?:(?:[a-z_]+(?:\([^)]*\))?|\d+) )*)@("
+                      + "|".join(re.escape(n) for n in names) + r")(?![-\w$.])")
+    return uses.sub(r"ptr addrspace(255) \1addrspacecast (ptr @\2 to ptr addrspace(255))", text), names
 
 
 def with_address_table(llvm: str, variables: tuple, name: str) -> str:

@@ -73,13 +73,18 @@ def test_other_accesses_through_an_mram_pointer_are_refused_at_their_line():
 
 def test_mram_variables_are_the_hosts_with_mram_pointers_to_them():
     c = compile_text("#include <mram.h>\n__mram_noinit int table[64];\n__mram int64_t bias = 5;\n"
-                     "int64_t f(int *w) { mram_read(table, w, 8); return bias + table[3]; }\n")
+                     "int64_t f(int *w) { mram_read(table, w, 8); return bias + table[3]; }\n"
+                     "__attribute__((noinline)) void g(__mram_ptr int *m, int *w) { mram_read(m, w, 8); }\n"
+                     "void h(int *w) { g(table, w); }\n")
     assert sorted(c.mram_variables) == ["bias", "table"]
     assert "addrspace(255) global" not in c.llvm
     assert re.search(r"^@table = [^\n]*global \[64 x i32\] zeroinitializer, align (8|16)\b", c.llvm, re.M)
     assert re.search(r"^@bias = [^\n]*global i64 5, align 8\b", c.llvm, re.M)
     # a transfer of it: its host address as an MRAM pointer
     assert "ptr addrspace(255) addrspacecast (ptr @table to ptr addrspace(255))" in c.llvm
+    # (also as a call's argument, after its attributes: no use of it left as an MRAM global)
+    assert re.search(r"call [^\n]*@g\(ptr addrspace\(255\) noundef addrspacecast \(ptr @table", c.llvm)
+    assert not re.search(r"ptr addrspace\(255\) (?:\w+ )*@(table|bias)\b", c.llvm)
     # direct accesses (through the variable and a constant offset of it): the checked DMA, at line 4
     loads = re.findall(rf"call i64 @{upmem_c.MRAM_LOAD}\(i64 %[-\w.]+, i64 (\d+), i64 (\d+)\)", c.llvm)
     assert sorted(loads) == [("4", str(upmem_c.SITE_BASE + 4)), ("8", str(upmem_c.SITE_BASE + 4))]

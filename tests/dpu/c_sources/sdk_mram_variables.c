@@ -10,44 +10,36 @@ __mram_noinit int64_t staged[NR_TASKLETS * PER];
 __mram int64_t bias = 5;
 BARRIER_INIT(all, NR_TASKLETS);
 
-void sum_through_mram(const int64_t *values, int64_t *sums) {
+/* Tasklet me()'s values written at buffer[me() * PER...], then every tasklet's read back and summed. */
+static int64_t sum_through(__mram_ptr int64_t *buffer, const int64_t *values) {
     unsigned int t = me();
     int64_t w[PER];
     for (int k = 0; k < PER; k++)
         w[k] = values[t * PER + k];
-    mram_write(w, &staged[t * PER], sizeof w);
+    mram_write(w, &buffer[t * PER], sizeof w);
     barrier_wait(&all);
-    int64_t total = bias;                           /* a direct access: the DMA of its 8 bytes */
+    int64_t total = 0;
     for (unsigned int u = 0; u < NR_TASKLETS; u++) {
-        mram_read(&staged[u * PER], w, sizeof w);
+        mram_read(&buffer[u * PER], w, sizeof w);
         for (int k = 0; k < PER; k++)
             total += w[k];
     }
-    sums[t] = total;
+    return total;
+}
+
+void sum_through_mram(const int64_t *values, int64_t *sums) {
+    sums[me()] = bias + sum_through(staged, values);   /* (bias: a direct access, the DMA of its 8 bytes) */
+}
+
+/* The same through the MRAM after the variables (PrIM's buffers), 8 MiB in. */
+void sum_through_heap(const int64_t *values, int64_t *sums) {
+    sums[me()] = sum_through((__mram_ptr int64_t *)DPU_MRAM_HEAP_POINTER + (1 << 20), values);
 }
 
 /* Each run starts with the program's first values. */
 void bump(int64_t *out) {
     bias = bias + 1;
     out[0] = bias;
-}
-
-/* The same through the MRAM after the variables (PrIM's buffers), 8 MiB in. */
-void sum_through_heap(const int64_t *values, int64_t *sums) {
-    unsigned int t = me();
-    __mram_ptr int64_t *heap = (__mram_ptr int64_t *)DPU_MRAM_HEAP_POINTER + (1 << 20);
-    int64_t w[PER];
-    for (int k = 0; k < PER; k++)
-        w[k] = values[t * PER + k];
-    mram_write(w, &heap[t * PER], sizeof w);
-    barrier_wait(&all);
-    int64_t total = 0;
-    for (unsigned int u = 0; u < NR_TASKLETS; u++) {
-        mram_read(&heap[u * PER], w, sizeof w);
-        for (int k = 0; k < PER; k++)
-            total += w[k];
-    }
-    sums[t] = total;
 }
 
 /* The heap ends with the DPU's 64 MiB of MRAM (less the variables'). */
