@@ -157,15 +157,17 @@ class CFunction(SourceFunction):
         program = self._program(tasklets, check_races, timing)
         entry = program.entry(_ENTRY)
         table = program.counters
-        variables = mram_variables(program, self.compiled(tasklets))
+        compiled = self.compiled(tasklets)
+        variables = mram_variables(program, compiled)
         # DPU_MRAM_HEAP_POINTER's (mram.h): the MRAM its variables leave, zero pages
-        # the host maps only where the function writes
-        heap = np.zeros(MRAM_BYTES - sum(hi - lo for lo, hi in variables), np.uint8)
-        launch = runtime.Launch(1, tasklets, mram_regions(specs, args, variables + [_span(heap)]),
+        # the host maps only where the function writes; none where it is not named
+        heap = np.zeros(MRAM_BYTES - sum(hi - lo for lo, hi in variables) if compiled.uses_mram_heap else 0,
+                        np.uint8)
+        launch = runtime.Launch(1, tasklets, mram_regions(specs, args, variables + [_span(heap)] * bool(heap.size)),
                                 counters=table.counters if table else 0)
-        launch.ctx[..., Ctx.C_HEAP] = c_heap_bytes(tasklets, self.compiled(tasklets).wram_variable_bytes,
+        launch.ctx[..., Ctx.C_HEAP] = c_heap_bytes(tasklets, compiled.wram_variable_bytes,
                                                    wram)     # (mem_alloc's, alloc.h)
-        launch.ctx[..., Ctx.C_MRAM_HEAP] = heap.ctypes.data
+        launch.ctx[..., Ctx.C_MRAM_HEAP] = heap.ctypes.data if heap.size else 0
         arrays = [(s.name, a) for s, a in zip(specs, args) if isinstance(a, np.ndarray)]
         launch.run_alone(program, entry, packed, f"{self.__name__}()", arrays if check_races else None,
                          outside=OUTSIDE_C_MRAM)

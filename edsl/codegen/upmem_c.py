@@ -184,6 +184,15 @@ class CompiledC:
         return text, self.function.name
 
     @property
+    def uses_mram_heap(self) -> bool:
+        """Whether its source or a file of the user's that it includes
+        (`texts`) names `DPU_MRAM_HEAP_POINTER` (mram.h): a run alone maps the
+        heap only then.
+        (A name pasted from pieces is missed: its transfers then fail at their
+        line, outside the run's MRAM.)"""
+        return any(re.search(r"\bDPU_MRAM_HEAP_POINTER\b", text) for _, text in self.texts)
+
+    @property
     def prints(self) -> bool:
         """Whether it prints (stdio.h's printf calls the host's vprintf)."""
         return re.search(r"\bcall\b[^\n]*@vprintf\(", self.llvm) is not None

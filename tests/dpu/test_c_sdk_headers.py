@@ -278,6 +278,25 @@ def test_a_transfer_past_the_mram_heap_is_an_error_at_its_line():
     assert err.value.loc.lineno == line_of("sdk_mram_variables.c", "heap end")
 
 
+def test_the_mram_heap_is_mapped_only_for_a_function_that_names_it(tmp_path):
+    # (named in a header of the user's: its texts hold it; the project's mram.h
+    # defines it for every function and does not count)
+    header = tmp_path / "heap.h"
+    header.write_text("#include <mram.h>\n#define BUFFERS ((__mram_ptr int64_t *)DPU_MRAM_HEAP_POINTER)\n")
+    source = tmp_path / "through.c"
+    source.write_text('#include "heap.h"\nvoid through(int64_t *w) { mram_write(w, BUFFERS, 8); '
+                      'w[0] = 0; mram_read(BUFFERS, w, 8); }\n')
+    def through():
+        """A function of a C source."""
+    named = edsl.dialect(name="c", file=str(source))(through)
+    out = np.full(1, 7, np.int64)
+    named.run(out)
+    assert named.compiled().uses_mram_heap and out[0] == 7
+    plain = c_function("", "plain", source="#include <mram.h>\nvoid plain(int64_t *w) { w[0] = 7; }\n")
+    assert not plain.compiled().uses_mram_heap
+    plain.run(out)
+
+
 def test_each_run_starts_with_the_mram_variables_first_values():
     bump, out = c_function("sdk_mram_variables.c", "bump"), np.zeros(2, np.int64)
     for k in range(2):
