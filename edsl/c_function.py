@@ -84,7 +84,7 @@ class CFunction(SourceFunction):
         races between tasklets; `timing`: with executed-block counters."""
         compiled = self.compiled(tasklets)
         if (tasklets, races, timing) not in self._programs:
-            text, name = compiled.linked(races)
+            text, name = self._linked(compiled, races)
             table = None
             if timing:
                 text, per_block = count_dpu_c(text, 0)
@@ -105,6 +105,10 @@ class CFunction(SourceFunction):
             self._programs[tasklets, races, timing] = obj, table
         obj, table = self._programs[tasklets, races, timing]
         return Program(obj, self.__name__, compiled.sites, table)
+
+    def _linked(self, compiled: upmem_c.CompiledC, races: bool) -> tuple[str, str]:
+        """(LLVM IR, its function's name) linked into its program."""
+        return compiled.linked(races)
 
     def __call__(self, *args):
         self.run(*args)
@@ -150,6 +154,20 @@ class CFunction(SourceFunction):
         if race_check and timing:
             raise ArgumentError("race_check and timing cannot be combined: the check's bookkeeping would "
                                 "count as the DPU's work", loc)
+        self.last_stats = self.run_checked(specs, args, tasklets, timing, race_check, wram, loc)
+        return self.last_stats
+
+    def run_checked(self, specs: list[ArgSpec], args: tuple, tasklets: int, timing: bool, race_check: bool | None,
+                    wram: int, loc=None, heap: tuple[int, int] | None = None, outside: str = OUTSIDE_C_MRAM,
+                    named: tuple = (), one_thread: bool = False, mram_base: int = 0) -> LaunchReport:
+        """`run` on checked arguments (`wram`: the bytes of its WRAM arrays);
+        `heap`: the (address, bytes) of its MRAM heap (DPU_MRAM_HEAP_POINTER),
+        else a fresh one where its source names it; `outside`: what a
+        transfer outside its MRAM is told; `named`: more (name, array) pairs
+        a race may name; `one_thread`: its tasklets take turns on one host
+        thread, switching where they wait or transfer, as a DPU's do
+        (`Launch.run_alone`), rather than run a thread each; `mram_base`:
+        where a whole program's MRAM is (`Ctx.C_MRAM_BASE`)."""
         packed, keep = _packed(specs, args, self.compiled(tasklets).function.result, loc)
         # (tasklets ordered by mutexes or handshakes: the check knows barriers only, and is not made)
         check_races = races.requested(race_check) and tasklets > 1 and not self.compiled(tasklets).synchronizes \
@@ -161,17 +179,21 @@ class CFunction(SourceFunction):
         variables = mram_variables(program, compiled)
         # DPU_MRAM_HEAP_POINTER's (mram.h): the MRAM its variables leave, zero pages
         # the host maps only where the function writes; none where it is not named
-        heap = np.zeros(MRAM_BYTES - sum(hi - lo for lo, hi in variables) if compiled.uses_mram_heap else 0,
-                        np.uint8)
-        launch = runtime.Launch(1, tasklets, mram_regions(specs, args, variables + [_span(heap)] * bool(heap.size)),
+        fresh = np.zeros(MRAM_BYTES - sum(hi - lo for lo, hi in variables)
+                         if heap is None and compiled.uses_mram_heap else 0, np.uint8)
+        if heap is None:
+            heap = (fresh.ctypes.data, fresh.nbytes)
+        heaps = [(heap[0], heap[0] + heap[1])] if heap[1] else []
+        launch = runtime.Launch(1, tasklets, mram_regions(specs, args, variables + heaps),
                                 counters=table.counters if table else 0)
         launch.ctx[..., Ctx.C_HEAP] = c_heap_bytes(tasklets, compiled.wram_variable_bytes,
                                                    wram)     # (mem_alloc's, alloc.h)
-        launch.ctx[..., Ctx.C_MRAM_HEAP] = heap.ctypes.data if heap.size else 0
-        arrays = [(s.name, a) for s, a in zip(specs, args) if isinstance(a, np.ndarray)]
+        launch.ctx[..., Ctx.C_MRAM_HEAP] = heap[0] if heap[1] else 0
+        launch.ctx[..., Ctx.C_MRAM_BASE] = mram_base
+        arrays = [(s.name, a) for s, a in zip(specs, args) if isinstance(a, np.ndarray)] + list(named)
         launch.run_alone(program, entry, packed, f"{self.__name__}()", arrays if check_races else None,
-                         outside=OUTSIDE_C_MRAM)
-        del keep
+                         outside=outside, one_thread=_ENTRY if one_thread else None)
+        del keep, fresh
         report = LaunchReport(self.__name__, num_tasklets=tasklets, tasklets_used=tasklets, wram_bytes=wram,
                               **launch.totals(), per_dpu_programs=[1], per_tasklet_dma=launch.per_tasklet_dma())
         if table is not None:
@@ -181,7 +203,6 @@ class CFunction(SourceFunction):
                            if s.kind == "ptr" and s.memory_space == MRAM_ADDRSPACE)
             report.timing = launch_estimate(table, launch.counters, launch.ctx, [min(in_bytes, report.dma_read_bytes)],
                                             [min(in_bytes, report.dma_write_bytes)], in_bytes)
-        self.last_stats = report
         return report
 
 

@@ -2,13 +2,14 @@
 unmodified, built with their own Makefiles against the SDK stand-ins (`edsl
 sdk`) and run, each checking its own result against its host's computation.
 
-    python scripts/prim.py PRIM_DIR [--apps VA SEL ...] [--dpus 1 4 16 64] [--tasklets 16]
+    python scripts/prim.py PRIM_DIR [--apps VA SEL ...] [--dpus 1 4 16 64] [--tasklets 16] [--model]
 
 PRIM_DIR is a checkout of prim-benchmarks (not part of this project). Each
 benchmark is copied to a temporary folder, built with `make` and PrIM's
 variables (NR_DPUS, NR_TASKLETS, BL, ...; the stand-ins' bin/ first on PATH)
 and run with the arguments of PrIM's `run_strong_rank.py`, the same for
-every DPU count. Two inputs PrIM downloads are generated instead, in their
+every DPU count; with `--model`, on the DPU model (`edsl sdk --model`),
+which checks each DPU's transfers and its tasklets' races. Two inputs PrIM downloads are generated instead, in their
 formats and smaller: SpMV's matrix (a random sparse 8192 x 8192 matrix,
 about 16 nonzeros a row) and BFS's graph (a random graph of 8192 nodes,
 about 8 edges a node). Prints a line a run and a table; exits 1 if a run
@@ -111,10 +112,13 @@ def main() -> int:
     parser.add_argument("--apps", nargs="+", default=list(APPS), choices=list(APPS))
     parser.add_argument("--dpus", nargs="+", type=int, default=[1, 4, 16, 64])
     parser.add_argument("--tasklets", type=int, default=16)
+    parser.add_argument("--model", action="store_true",
+                        help="run the DPU programs on the DPU model (edsl sdk --model), checked, not as "
+                             "shared objects of the host's C compiler")
     args = parser.parse_args()
     results = {}
     with tempfile.TemporaryDirectory(prefix="prim.") as tmp:
-        sdk = write_stand_ins(Path(tmp) / "sdk")
+        sdk = write_stand_ins(Path(tmp) / "sdk", model=args.model)
         for app in args.apps:
             for dpus in args.dpus:
                 outcome, seconds, tail = run_one(args.prim, sdk, app, dpus, args.tasklets, Path(tmp))

@@ -88,7 +88,14 @@ _TYPE = re.compile(r"ptr(?: addrspace\(\d+\))?|i\d+|half|bfloat|float|double|<\d
 
 
 def leading_type(text: str) -> str | None:
-    """The LLVM type `text` starts with (`i32 %v`, `{ i32, i8 } %s`), or None."""
+    """The LLVM type `text` starts with (`i32 %v`, `{ i32, i8 } %s`, `[4 x [8 x i64]] %a`), or None."""
+    if text[:1] in "[{" or text.startswith("<{"):       # (an aggregate: to its closing bracket, nested ones within)
+        depth = 0
+        for k, ch in enumerate(text):
+            depth += ch in "[{<(" and 1 or -(ch in "]}>)")
+            if depth == 0:
+                return text[:k + 1]
+        return None
     m = _TYPE.match(text)
     return m.group(0) if m else None
 

@@ -51,7 +51,8 @@ _RUNTIME = {"EDSL_ME": dpu.ME, "EDSL_BARRIER": dpu.BARRIER, "EDSL_MRAM_READ": dp
             "EDSL_WAKE_WORD": dpu.WAKE_WORD}
 RUNTIME_SYMBOLS = frozenset(_RUNTIME.values()) | {dpu.RACE_NOTE}     # (RACE_NOTE: `with_race_notes`)
 # What the headers (mutex.h, handshake.h, alloc.h, seqread.h) need of the ABI (EDSL_<name>).
-_FACTS = {"CTX_C_HEAP": int(dpu.Ctx.C_HEAP), "CTX_C_MRAM_HEAP": int(dpu.Ctx.C_MRAM_HEAP), "CTX_REGIONS": int(dpu.Ctx.REGIONS),
+_FACTS = {"CTX_C_HEAP": int(dpu.Ctx.C_HEAP), "CTX_C_MRAM_HEAP": int(dpu.Ctx.C_MRAM_HEAP),
+          "CTX_C_MRAM_BASE": int(dpu.Ctx.C_MRAM_BASE), "MRAM_BYTES": dpu.MRAM_BYTES, "CTX_REGIONS": int(dpu.Ctx.REGIONS),
           "CTX_NREGIONS": int(dpu.Ctx.NREGIONS), "DPU_COUNT": int(dpu.Dpu.COUNT),
           "DPU_TASKLETS": int(dpu.Dpu.TASKLETS), "DPU_WAIT_SITE": int(dpu.Dpu.WAIT_SITE),
           "DPU_SCHEDULER": int(dpu.Dpu.SCHEDULER), "COUNT_FIELD_MASK": dpu.COUNT_FIELD_MASK,
@@ -444,6 +445,25 @@ def variable_bytes(llvm: str, skip: tuple = ()) -> int:
     return total
 
 
+def variable_sizes(llvm: str, names: tuple) -> dict:
+    """The bytes each of the module's variables `names` takes, as compiled for this host."""
+    named = {m[1]: m[2] for m in _NAMED_TYPE.finditer(llvm)}
+    return {name: _type_layout(rest, 0, named)[0] for name, rest in _VARIABLE.findall(llvm) if name in names}
+
+
+def with_visible_variables(llvm: str, names: tuple) -> tuple[str, tuple]:
+    """`llvm` with each of its variables `names` made weak: its name stays
+    visible once linked and its value is never assumed, so that the host can
+    keep a DPU's values of them; and the names of those that were internal
+    (`static`: a DPU's state too, but not the host's to name)."""
+    if not names:
+        return llvm, ()
+    visible = re.compile(r"^@(" + "|".join(re.escape(n) for n in names)
+                         + r") = (internal )?((?:dso_local |(?:local_)?unnamed_addr )*(?:global|constant) )", re.M)
+    hidden = tuple(m[1] for m in visible.finditer(llvm) if m[2])
+    return visible.sub(r"@\1 = weak \3", llvm), hidden
+
+
 def align_to(n: int, to: int) -> int:
     return -(-n // max(1, to)) * max(1, to)
 
@@ -524,5 +544,5 @@ def _written_globals(llvm: str) -> tuple:
 
 __all__ = ["CompiledC", "checked_mram_accesses", "HEAP_VARIABLES", "INCLUDE_DIR", "LANGUAGE", "MRAM_VARIABLES_PREFIX",
            "PRELUDE", "RESET_PREFIX", "RUN", "RUNTIME_SYMBOLS", "SITE_BASE", "compile_c", "declared_at", "digest", "flags",
-           "host_mram_variables", "preprocessed", "site_base", "variable_bytes", "with_address_table", "with_race_notes",
-           "with_variables_reset"]
+           "host_mram_variables", "preprocessed", "site_base", "variable_bytes", "variable_sizes", "with_address_table",
+           "with_race_notes", "with_variables_reset", "with_visible_variables"]

@@ -155,7 +155,8 @@ def requested(option: bool | None) -> bool:
 def raise_first(logs: Sequence[np.ndarray], what: str, sites, arrays: Sequence) -> None:
     """The first race among one DPU's tasklet race `logs`, raised as a
     DpuError (none: nothing), the byte named by the array of `arrays`,
-    (name, NumPy array), that holds it."""
+    (name, NumPy array), that holds it (a byte of an array of raw bytes,
+    NumPy's void type: a C program's variable)."""
     from ..base.errors import DpuError
     race = first_race(logs)
     if race is None:
@@ -164,7 +165,8 @@ def raise_first(logs: Sequence[np.ndarray], what: str, sites, arrays: Sequence) 
     def name(address: int, mram: bool) -> str | None:
         for pname, a in arrays:
             if a.ctypes.data <= address < a.ctypes.data + a.nbytes:
-                return f"element {(address - a.ctypes.data) // a.itemsize} of {pname!r}"
+                unit = "byte" if a.dtype.kind == "V" else "element"
+                return f"{unit} {(address - a.ctypes.data) // a.itemsize} of {pname!r}"
         return None
     text, loc = message(race, what, sites, name)
     raise DpuError(text, loc)
@@ -175,8 +177,10 @@ def message(race: Race, what: str, sites, name=None) -> tuple[str, object]:
     `name(address, mram)`: how the launch names that byte ("element 3 of
     'total'"), or None."""
     a, b = race.first, race.second
+    first = sites.get(a.site)
+    in_c = first is not None and not first.filename.endswith(".py")
     where = (name(race.address, race.mram) if name else None) or \
-        ("a byte of MRAM" if race.mram else "a byte of WRAM (a tile or wram_alloc buffer)")
+        ("a byte of MRAM" if race.mram else "a byte of WRAM" if in_c else "a byte of WRAM (a tile or wram_alloc buffer)")
 
     def at(side: RaceAccess) -> str:
         """Its line and column (the first side's file, where the error points, unless another's)."""
@@ -185,8 +189,7 @@ def message(race: Race, what: str, sites, name=None) -> tuple[str, object]:
             return ""
         other = f" of {loc.filename}" if first is not None and loc.filename != first.filename else ""
         return f" at line {loc.lineno}{other} (column {(loc.col or 0) + 1})"
-    first = sites.get(a.site)
-    barrier = "edsl.barrier()" if first is None or first.filename.endswith(".py") else "barrier_wait"  # (or in C)
+    barrier = "barrier_wait" if in_c else "edsl.barrier()"
     text = (f"{what}: tasklets {a.tasklet} and {b.tasklet} race on {where}: tasklet {a.tasklet} {a.verb} it"
             f"{at(a)} and tasklet {b.tasklet} {b.verb} it{at(b)}, with no barrier between them; on UPMEM the "
             f"tasklets interleave and the result depends on their order (separate the accesses with "

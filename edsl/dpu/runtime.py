@@ -42,7 +42,7 @@ from ..base.errors import DpuError, LoweringError, SourceLoc
 from . import jit, races, support
 from ..target.dpu import (CTX_SLOTS, DPU_SLOTS, ENTER, EXIT, HOST_CACHE_LINE, LOG_ENDS, LOG_ENTRY, MAX_TASKLETS,
                           OUTSIDE_ARRAYS, OUTSIDE_ARRAYS_LOADED, OVERRUN_SIDES, POLL_ON_MODEL, RACE_ENTRY,
-                          RACE_LOG_SLOTS, READ, TRANSFER_NAMES, WRITE, Ctx, Dpu, Err, RaceLog, align_up,
+                          RACE_LOG_FULL, RACE_LOG_SLOTS, READ, TRANSFER_NAMES, WRITE, Ctx, Dpu, Err, RaceLog, align_up,
                           dma_violation, error_message)
 from .timing import TimingEstimate
 
@@ -414,6 +414,9 @@ class Launch:
     def take_race_logs(self, dpu: int) -> list[np.ndarray]:
         """The entries (rows of RACE_ENTRY i64) each tasklet of DPU `dpu` logged, by tasklet."""
         rows = self._race[(dpu - self.first) * self.tasklets:(dpu - self.first + 1) * self.tasklets]
+        full = np.flatnonzero(rows[:, RaceLog.DROPPED])
+        if len(full):
+            raise DpuError(RACE_LOG_FULL.format(tasklet=int(full[0])))
         out = []
         for n, buf in rows[:, [RaceLog.LEN, RaceLog.ENTRIES]].tolist():
             entries = np.empty((n, RACE_ENTRY), np.int64)
@@ -502,13 +505,16 @@ class Launch:
         self.state[:, Dpu.FAILED] = 1
 
     def run_alone(self, program: Program, entry: Callable, packed, what: str, race_arrays=None,
-                  outside: str = OUTSIDE_ARRAYS) -> None:
+                  outside: str = OUTSIDE_ARRAYS, one_thread: str | None = None) -> None:
         """Every tasklet of this launch's one DPU runs `entry(packed)` of
         `program` (a function run alone: an EDSL or C function's `run`); the
         DPU's first error (`outside`: as `raise_error`), then, with the check
         of races (`race_arrays` given: the (name, array) pairs a race may
         name; the program built with it), its first race, raised as a
-        DpuError naming `what`."""
+        DpuError naming `what`. `one_thread`: the name of `entry`, to run the
+        tasklets on this thread, switched by the runtime's scheduler where
+        they wait or yield, as a DPU's take turns (where the host allows:
+        `support.coroutines`), rather than a thread each."""
         if race_arrays is not None:
             self.keep_race_logs()
 
@@ -518,7 +524,11 @@ class Launch:
             entry(packed)
             program.exit(ctx)
         try:
-            self.run(tasklet)
+            if one_thread is not None and support.coroutines():
+                self.run_entry(program, one_thread, [ctypes.addressof(packed)] * self.tasklets, self.addresses(0),
+                               exit=True)
+            else:
+                self.run(tasklet)
             self.raise_error(what, program.sites, outside=outside)
             if race_arrays is not None:
                 races.raise_first(self.take_race_logs(0), what, program.sites, race_arrays)

@@ -21,9 +21,34 @@
   }
 
   // One more entry in the race log `log`, its buffer grown to twice its
-  // entries when full (the host frees it).
+  // entries when full (the host frees it); past its largest size, counted
+  // as dropped (the host refuses to check).
   func.func private @__dpu_race_log(%log: !llvm.ptr, %kind: i64, %addr: i64, %n: i64, %site: i64,
                                     %gen: i64) attributes {passthrough = ["noinline"]} {
+    %c1 = arith.constant 1 : i64
+    %len_p = llvm.getelementptr %log[${race_len}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %cap_p = llvm.getelementptr %log[${race_cap}] : (!llvm.ptr) -> !llvm.ptr, i64
+    %len = llvm.load %len_p : !llvm.ptr -> i64
+    %cap = llvm.load %cap_p : !llvm.ptr -> i64
+    %full = arith.cmpi sge, %len, %cap : i64
+    %most = arith.constant ${race_log_max_entries} : i64
+    %at_most = arith.cmpi sge, %cap, %most : i64
+    %drop = arith.andi %full, %at_most : i1
+    scf.if %drop {
+      %dropped_p = llvm.getelementptr %log[${race_dropped}] : (!llvm.ptr) -> !llvm.ptr, i64
+      %dropped = llvm.load %dropped_p : !llvm.ptr -> i64
+      %dropped2 = arith.addi %dropped, %c1 : i64
+      llvm.store %dropped2, %dropped_p : i64, !llvm.ptr
+    } else {
+      func.call @__dpu_race_append(%log, %kind, %addr, %n, %site, %gen, %full)
+          : (!llvm.ptr, i64, i64, i64, i64, i64, i1) -> ()
+    }
+    return
+  }
+
+  // The entry appended, the buffer grown first where `full`.
+  func.func private @__dpu_race_append(%log: !llvm.ptr, %kind: i64, %addr: i64, %n: i64, %site: i64,
+                                       %gen: i64, %full: i1) {
     %c1 = arith.constant 1 : i64
     %c2 = arith.constant 2 : i64
     %width = arith.constant ${race_entry} : i64
@@ -33,7 +58,6 @@
     %buf_p = llvm.getelementptr %log[${race_entries}] : (!llvm.ptr) -> !llvm.ptr, i64
     %len = llvm.load %len_p : !llvm.ptr -> i64
     %cap = llvm.load %cap_p : !llvm.ptr -> i64
-    %full = arith.cmpi sge, %len, %cap : i64
     scf.if %full {
       %old_i = llvm.load %buf_p : !llvm.ptr -> i64
       %old = llvm.inttoptr %old_i : i64 to !llvm.ptr

@@ -149,7 +149,7 @@ def _fields(path: Path, **given) -> dict:
     known |= {f"access_{a.name.lower()}": int(a) for a in abi.Access}
     known |= {f"page_{p.name.lower()}": int(p) for p in abi.Page}
     known |= {f"race_{r.name.lower()}": int(r) for r in abi.RaceLog}
-    known |= {"race_entry_bytes": abi.RACE_ENTRY * 8}
+    known |= {"race_entry_bytes": abi.RACE_ENTRY * 8, "race_log_max_entries": abi.RACE_LOG_MAX_ENTRIES}
     known |= {"count_field_mask": abi.COUNT_FIELD_MASK, "count_blocked_shift": abi.COUNT_BLOCKED_SHIFT,
               "count_finished_shift": abi.COUNT_FINISHED_SHIFT}
     known |= {"ctx_key": CTX_KEY, "copy_from_mram": COPY_FROM_MRAM, "copy_to_mram": COPY_TO_MRAM}

@@ -126,9 +126,14 @@ def build_parser() -> argparse.ArgumentParser:
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     sdk.add_argument("out_dir", help="folder to create")
     sdk.add_argument("--overwrite", action="store_true", help="replace OUT_DIR if it exists")
-    sdk.add_argument("--counting", action="store_true",
-                     help="build DPU programs that count what they execute, for the time estimate "
-                          "(edsl.export.counting_build; needs the ziglang package)")
+    mode = sdk.add_mutually_exclusive_group()
+    mode.add_argument("--counting", action="store_true",
+                      help="build DPU programs that count what they execute, for the time estimate "
+                           "(edsl.export.counting_build; needs the ziglang package)")
+    mode.add_argument("--model", action="store_true",
+                      help="run DPU programs on the DPU model, which checks their transfers and races between "
+                           "tasklets and reports faults at their line (edsl.export.model_server; needs the "
+                           "ziglang package)")
     return parser
 
 
@@ -139,7 +144,8 @@ def main(argv=None) -> int:
             return _export(args)
         if args.command == "sdk":
             from .stand_ins import write_stand_ins
-            out = write_stand_ins(args.out_dir, overwrite=args.overwrite, counting=args.counting)
+            out = write_stand_ins(args.out_dir, overwrite=args.overwrite, counting=args.counting,
+                                  model=args.model)
             print(f"wrote the SDK stand-ins to {out}: put {out.resolve() / 'bin'} first on PATH to build with them")
             return 0
     except EdslError as err:

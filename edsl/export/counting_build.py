@@ -40,7 +40,7 @@ CALL_CLASSES = {"edsl_sim_mram_read": ("dma",), "edsl_sim_mram_write": ("dma",),
 TABLES_SUFFIX = ".counters.json"
 
 
-def _split(args: list[str]) -> tuple[str, list[str], list[str]]:
+def split_command(args: list[str]) -> tuple[str, list[str], list[str]]:
     """(the output, the C sources, the other flags) of a compiler command line."""
     out, sources, flags = "a.out", [], []
     i = 0
@@ -69,7 +69,7 @@ def _ran(cmd: list[str]) -> bool:
 
 def build(sdk: Path, args: list[str]) -> int:
     """Build the DPU program `args` names (the SDK compiler's command line) for counting."""
-    out, sources, flags = _split(args)
+    out, sources, flags = split_command(args)
     if not sources:
         print("dpu-upmem-dpurte-clang (edsl SDK stand-ins, counting): no C source given", file=sys.stderr)
         return 1
@@ -92,8 +92,8 @@ def build(sdk: Path, args: list[str]) -> int:
         slots = Path(tmp) / "slots.c"
         slots.write_text(f"const unsigned int edsl_sim_counter_slots = {max(len(tables), 1)};\n")
         if not _ran([*os.environ.get("CC", "cc").split(), *DPU_PROGRAM_FLAGS, "-shared", "-Wl,-Bsymbolic",
-                     f"-I{include}", *flags, f"-DEDSL_SIM_COUNTERS={abi.COUNTERS}", "-o", out, *objects, str(slots),
-                     str(include / "dpu_sim_rt.c"), "-lm", "-lpthread"]):
+                     f"-I{include}", *flags, f"-DEDSL_SIM_COUNTERS={abi.COUNTERS}", "-o", out,
+                     str(include / "dpu_sim_rt.c"), *objects, str(slots), "-lm", "-lpthread"]):
             return 1
     Path(out + TABLES_SUFFIX).write_text(json.dumps(tables))
     return 0

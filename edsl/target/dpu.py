@@ -283,6 +283,8 @@ class Ctx(IntEnum):
                          # (alloc.h: `c_heap_bytes`), 0 where no heap was given
     C_MRAM_HEAP = 35     # model: input: the MRAM address of DPU_MRAM_HEAP_POINTER (mram.h) for a raw
                          # function in C run alone, 0 where none was given (a kernel's)
+    C_MRAM_BASE = 36     # model: input: where a whole DPU program's MRAM is (edsl.c_program), so that an
+                         # address below MRAM_BYTES is an MRAM address of its, as on a DPU; 0 elsewhere
 
 
 # (a whole number of 64-byte host cache lines: a tasklet's counters and another's do not share one)
@@ -395,16 +397,23 @@ LOG_ENDS = 32                         # i64 slots of a log's table by end addres
 # ---- races between the tasklets of a DPU ----------------------------------------------
 # A tasklet's race log: RaceLog slots (i64) that the host allocates, the
 # entries (RACE_ENTRY i64 each: kind, address, end, site, the DPU's barrier
-# generation) in a C-heap buffer that the model grows.
+# generation) in a C-heap buffer that the model grows, to RACE_LOG_MAX_ENTRIES
+# (160 MiB a tasklet): past that, entries are counted and dropped, and the
+# check refuses to answer (RACE_LOG_FULL) rather than exhaust the host's memory.
 
 class RaceLog(IntEnum):
     LEN = 0              # entries used
     CAP = 1              # entries the buffer holds
     ENTRIES = 2          # the buffer's address
+    DROPPED = 3          # entries past RACE_LOG_MAX_ENTRIES, not kept
 
 
-RACE_LOG_SLOTS = 3
+RACE_LOG_SLOTS = 4
 RACE_ENTRY = 5
+RACE_LOG_MAX_ENTRIES = 1 << 22
+RACE_LOG_FULL = ("the check of races between tasklets logs each access, and tasklet {tasklet} made more than "
+                 f"{RACE_LOG_MAX_ENTRIES} of them: check a smaller input, or run without the check "
+                 "(EDSL_RACE_CHECK=0)")
 RACE_MRAM = 4                         # kind flag: the bytes are MRAM's (else WRAM's)
 
 
@@ -495,6 +504,10 @@ OUTSIDE_ARRAYS = ("is outside the launch's arrays: an out-of-bounds pointer, or 
 # ... and in a C function run alone, whose MRAM is its arrays and variables in MRAM (the model's alone).
 OUTSIDE_C_MRAM = ("is outside the function's MRAM arrays and variables in MRAM: an out-of-bounds pointer "
                   "(each transfer must stay within one of them)")
+
+# ... and in a whole DPU program, whose MRAM is its heap and its variables in MRAM.
+OUTSIDE_PROGRAM_MRAM = ("is outside the DPU's MRAM heap (DPU_MRAM_HEAP_POINTER) and its variables in MRAM: "
+                        "an out-of-bounds pointer")
 
 # ... and when the transfer's pointer was loaded from memory at {where}.
 OUTSIDE_ARRAYS_LOADED = ("is outside the launch's arrays: its pointer was loaded from memory at {where} "

@@ -166,3 +166,20 @@ def test_races_in_a_triton_kernels_fl_call(dpus):
     assert o[0] == 120.0
     with pytest.raises(edsl.DpuError, match="kernel 'sum_kernel'.*tasklets 0 and 1 race on a byte of WRAM"):
         sum_kernel[(3,)](x, o, RACY=True, num_tasklets=16, num_dpus=dpus, race_check=True)
+
+
+def test_a_race_log_past_its_limit_is_a_clear_error_not_the_hosts_memory():
+    """Each access is logged; a tasklet that makes more than RACE_LOG_MAX_ENTRIES
+    of them stops the check with words saying so (its log stays bounded)."""
+    from edsl.target.dpu import RACE_LOG_MAX_ENTRIES
+
+    @edsl.dialect
+    def busy(out: InOut["memref<?xi32>"], n: Input["i32"]):
+        t = edsl.thread_id()
+        for i in range(n):
+            out[t] = out[t] + 1
+    out = np.zeros(2, np.int32)
+    with pytest.raises(edsl.DpuError, match=rf"tasklet 0 made more than {RACE_LOG_MAX_ENTRIES} of them: check a "
+                                            r"smaller input, or run without the check \(EDSL_RACE_CHECK=0\)"):
+        busy.run(out, RACE_LOG_MAX_ENTRIES // 2 + 1, tasklets=2, race_check=True)
+    busy.run(out, 1000, tasklets=2, race_check=True)             # (below it: checked, no race)

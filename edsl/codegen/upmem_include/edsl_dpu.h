@@ -119,11 +119,21 @@ static inline void __edsl_wait_until(const uint32_t *word, uint32_t value) {
     }
 }
 
+/* The host address of MRAM address `address`: in a whole DPU program
+ * (edsl.c_program) an address below the MRAM's size is an MRAM address of
+ * its, as on a DPU (a host's offset used as one); other MRAM pointers are
+ * the host's already. */
+static inline int64_t __edsl_mram_address(int64_t address) {
+    int64_t base = ((int64_t *)EDSL_CTX())[EDSL_CTX_C_MRAM_BASE];
+    return base != 0 && (uint64_t)address < (uint64_t)EDSL_MRAM_BYTES ? base + address : address;
+}
+
 /* A load or store through a __mram_ptr pointer, rewritten into a call by
  * edsl.codegen.upmem_c: the 8-byte aligned blocks holding its `size` bytes
  * moved by the model's checked DMA (a store reads them, changes its bytes and
  * writes them back). */
 __attribute__((used, noinline, weak)) uint64_t __edsl_mram_load(int64_t address, int64_t size, int64_t site) {
+    address = __edsl_mram_address(address);
     int64_t start = address & ~(int64_t)7, end = (address + size + 7) & ~(int64_t)7;
     uint64_t blocks[2] = {0, 0}, value = 0;
     EDSL_MRAM_READ(start, (int64_t)(uintptr_t)blocks, end - start, site, INT64_MAX, INT64_MAX);
@@ -134,6 +144,7 @@ __attribute__((used, noinline, weak)) uint64_t __edsl_mram_load(int64_t address,
 
 __attribute__((used, noinline, weak)) void __edsl_mram_store(int64_t address, int64_t size, uint64_t value,
                                                        int64_t site) {
+    address = __edsl_mram_address(address);
     int64_t start = address & ~(int64_t)7, end = (address + size + 7) & ~(int64_t)7;
     uint64_t blocks[2] = {0, 0};
     EDSL_MRAM_READ(start, (int64_t)(uintptr_t)blocks, end - start, site, INT64_MAX, INT64_MAX);

@@ -30,6 +30,11 @@
 #include "dpu_abi.h"
 #include "dpu_log.h"
 
+#ifdef EDSL_SIM_MODEL
+#include <fcntl.h>
+#include "dpu_sim_model.c"
+#endif
+
 /* (dpu_sim_rt.c takes addresses below the MRAM's size as MRAM addresses) */
 _Static_assert(EDSL_SIM_MRAM_WINDOW >= EDSL_MRAM_BYTES, "the MRAM window lies above the MRAM's size");
 
@@ -46,7 +51,8 @@ struct dpu_t {
 
 struct edsl_sim_dpu {
     struct dpu_t self;
-    void *handle;              /* this DPU's private copy of the program */
+    int loaded;                /* whether dpu_load gave it a program */
+    void *handle;              /* this DPU's private copy of the program (not on the model) */
     int (*entry)(void);
     edsl_sim_run_fn run;
     edsl_sim_log_fn log;
@@ -63,6 +69,9 @@ struct edsl_sim_dpu {
 struct edsl_sim_system {
     uint32_t nr_dpus;
     struct edsl_sim_dpu *dpus;
+#ifdef EDSL_SIM_MODEL
+    struct edsl_sim_model model;       /* what runs the DPUs' programs */
+#endif
 };
 
 uint32_t edsl_sim_set_size(struct dpu_set_t set) { return set.count; }
@@ -106,9 +115,14 @@ static int reserve_window(void) {
     return 1;
 }
 
-/* One DPU's MRAM: a zeroed memory file (pages taken on first touch), and the host's view of it. */
+/* One DPU's MRAM: a zeroed memory file (pages taken on first touch), and the
+ * host's view of it. (The DPU model, a process of its own, inherits it.) */
 static int new_mram(struct edsl_sim_dpu *dpu) {
+#ifdef EDSL_SIM_MODEL
+    dpu->mram_file = memfd_create("edsl-dpu-mram", 0);
+#else
     dpu->mram_file = memfd_create("edsl-dpu-mram", MFD_CLOEXEC);
+#endif
     if (dpu->mram_file < 0 || ftruncate(dpu->mram_file, (off_t)EDSL_MRAM_BYTES) != 0)
         return 0;
     void *view = mmap(NULL, (size_t)EDSL_MRAM_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, dpu->mram_file, 0);
@@ -150,6 +164,10 @@ dpu_error_t dpu_alloc(uint32_t nr_dpus, const char *profile, struct dpu_set_t *d
             return DPU_ERR_ALLOCATION;
         }
     }
+#ifdef EDSL_SIM_MODEL
+    if (!model_start(&sys->model))
+        return DPU_ERR_ALLOCATION;
+#endif
     dpu_set->system = sys;
     dpu_set->first = 0;
     dpu_set->count = nr_dpus;
@@ -161,6 +179,9 @@ dpu_error_t dpu_free(struct dpu_set_t set) {
     struct edsl_sim_system *sys = set.system;
     if (!sys || set.first != 0 || set.count != sys->nr_dpus)
         return DPU_ERR_INVALID_DPU_SET;
+#ifdef EDSL_SIM_MODEL
+    model_stop(&sys->model);
+#endif
     for (uint32_t i = 0; i < sys->nr_dpus; i++) {
         if (sys->dpus[i].handle)
             dlclose(sys->dpus[i].handle);
@@ -210,13 +231,23 @@ dpu_error_t dpu_load(struct dpu_set_t set, const char *binary_path, struct dpu_p
         *program = NULL;
     for (uint32_t i = 0; i < set.count; i++) {
         struct edsl_sim_dpu *dpu = &set.system->dpus[set.first + i];
+        dpu->loaded = 0;
+        if (!realpath(binary_path, dpu->program))
+            snprintf(dpu->program, sizeof dpu->program, "%s", binary_path);
+#ifdef EDSL_SIM_MODEL
+        dpu_error_t err = model_load(&set.system->model, set.first + i, dpu->program);
+        if (err != DPU_OK)
+            return err;
+        dpu->heap_offset = 0;          /* (the model keeps the printf buffer and the MRAM variables) */
+        dpu->loaded = 1;
+        dpu->faulted = 0;
+        continue;
+#endif
         if (dpu->handle)
             dlclose(dpu->handle);
         dpu->handle = open_copy(binary_path);
         if (!dpu->handle)
             return DPU_ERR_ELF_INVALID_FILE;
-        if (!realpath(binary_path, dpu->program))
-            snprintf(dpu->program, sizeof dpu->program, "%s", binary_path);
         dpu->entry = (int (*)(void))dlsym(dpu->handle, "main");
         dpu->run = (edsl_sim_run_fn)dlsym(dpu->handle, "edsl_sim_run");
         dpu->log = (edsl_sim_log_fn)dlsym(dpu->handle, "edsl_sim_log");
@@ -233,14 +264,16 @@ dpu_error_t dpu_load(struct dpu_set_t set, const char *binary_path, struct dpu_p
             return DPU_ERR_ELF_INVALID_FILE;
         }
         dpu->faulted = 0;
+        dpu->loaded = 1;
     }
     return DPU_OK;
 }
 
-/* The host address and size of `symbol` + `offset` on one DPU, or an error. */
+/* The host address of `symbol` + `offset` on one DPU (NULL: a variable the
+ * DPU model keeps), after the host library's checks of the transfer. */
 static dpu_error_t locate(struct edsl_sim_dpu *dpu, const char *symbol, uint32_t offset, size_t length,
                           uint8_t **where) {
-    if (!dpu->handle)
+    if (!dpu->loaded)
         return DPU_ERR_NO_PROGRAM_LOADED;
     if (strcmp(symbol, DPU_MRAM_HEAP_POINTER_NAME) == 0) {
         if (offset % EDSL_DMA_ALIGN || length % EDSL_DMA_ALIGN)
@@ -250,25 +283,37 @@ static dpu_error_t locate(struct edsl_sim_dpu *dpu, const char *symbol, uint32_t
         *where = dpu->mram + dpu->heap_offset + offset;
         return DPU_OK;
     }
+    size_t size;
+    int in_mram;
+#ifdef EDSL_SIM_MODEL
+    dpu_error_t err = model_symbol(&dpu->self.system->model, dpu->self.index, symbol, &size, &in_mram);
+    if (err != DPU_OK)
+        return err;
+    uint8_t *address = NULL;
+#else
     uint8_t *address = dlsym(dpu->handle, symbol);
     if (!address)
         return DPU_ERR_UNKNOWN_SYMBOL;
     Dl_info info;
     const ElfW(Sym) *sym = NULL;
-    if (!dladdr1(address, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym)
+    if (!dladdr1(address, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !info.dli_sname
+        || strcmp(info.dli_sname, symbol) != 0)              /* (its size: of another symbol) */
         return DPU_ERR_UNKNOWN_SYMBOL;
     uint8_t *lo = NULL, *hi = NULL;
     if (dpu->variables)
         dpu->variables(&lo, &hi);
-    if (lo && address >= lo && address < hi) {          /* an MRAM variable: MRAM's rules */
+    size = (size_t)sym->st_size;
+    in_mram = lo && address >= lo && address < hi;
+#endif
+    if (in_mram) {                      /* an MRAM variable: MRAM's rules */
         if (offset % EDSL_DMA_ALIGN || length % EDSL_DMA_ALIGN)
             return DPU_ERR_INVALID_MRAM_ACCESS;
     } else if (offset % 4 || length % 4) {
         return DPU_ERR_INVALID_WRAM_ACCESS;
     }
-    if ((size_t)offset + length > (size_t)sym->st_size)
+    if ((size_t)offset + length > size)
         return DPU_ERR_INVALID_SYMBOL_ACCESS;
-    *where = address + offset;
+    *where = address ? address + offset : NULL;
     return DPU_OK;
 }
 
@@ -278,6 +323,10 @@ static dpu_error_t copy(struct edsl_sim_dpu *dpu, dpu_xfer_t xfer, const char *s
     dpu_error_t err = locate(dpu, symbol, offset, length, &where);
     if (err != DPU_OK)
         return err;
+#ifdef EDSL_SIM_MODEL
+    if (!where)
+        return model_copy(&dpu->self.system->model, dpu->self.index, xfer, symbol, offset, buffer, length);
+#endif
     if (xfer == DPU_XFER_TO_DPU)
         memcpy(where, buffer, length);
     else
@@ -381,8 +430,18 @@ dpu_error_t dpu_launch(struct dpu_set_t set, dpu_launch_policy_t policy) {
     for (uint32_t i = 0; i < set.count; i++) {
         uint32_t index = set.first + i;
         struct edsl_sim_dpu *dpu = &set.system->dpus[index];
-        if (!dpu->handle)
+        if (!dpu->loaded)
             return DPU_ERR_NO_PROGRAM_LOADED;
+#ifdef EDSL_SIM_MODEL
+        dpu_error_t err = model_launch(&set.system->model, index, dpu->mram_file, dpu->heap_offset);
+        if (err == DPU_ERR_SYSTEM)
+            return err;
+        if (err != DPU_OK) {
+            dpu->faulted = 1;
+            result = DPU_ERR_DPU_FAULT;
+        }
+        continue;
+#endif
         char message[512] = "";
         void *window = mmap((void *)EDSL_SIM_MRAM_WINDOW, (size_t)EDSL_MRAM_BYTES, PROT_READ | PROT_WRITE,
                             MAP_SHARED | MAP_FIXED, dpu->mram_file, 0);
@@ -505,8 +564,11 @@ dpu_error_t dpu_log_read(struct dpu_set_t set, FILE *stream) {
         return DPU_ERR_INVALID_DPU_SET;
     struct edsl_sim_dpu *dpu = &set.system->dpus[set.first];
     fprintf(stream, "=== DPU#0x%x ===\n", (unsigned)set.first);
-    if (!dpu->handle)
+    if (!dpu->loaded)
         return DPU_ERR_NO_PROGRAM_LOADED;
+#ifdef EDSL_SIM_MODEL
+    return model_log(&set.system->model, set.first, stream);
+#endif
     const uint8_t *data;
     uint32_t bytes;
     int wrapped;

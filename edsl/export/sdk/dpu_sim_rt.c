@@ -124,6 +124,10 @@ void halt(void) {
 /* The program's MRAM variables (defs.h: __mram, __mram_noinit), kept apart from its MRAM. */
 extern uint8_t __start_edsl_mram[] __attribute__((weak, visibility("hidden")));
 extern uint8_t __stop_edsl_mram[] __attribute__((weak, visibility("hidden")));
+/* The section's first bytes (this file is linked first): no variable of the
+ * program then shares its address with __start_edsl_mram, a symbol of size 0
+ * that dladdr1 could name instead of it. */
+__attribute__((section("edsl_mram"), aligned(8), used)) static uint64_t edsl_sim_mram_first;
 
 __attribute__((visibility("default")))
 void edsl_sim_mram_variables(uint8_t **lo, uint8_t **hi) {

@@ -1,0 +1,182 @@
+"""The DPU model behind the SDK stand-ins' host library in model mode
+(`edsl sdk FOLDER --model`): `dpu_alloc` starts it, as
+
+    python -m edsl.export.model_server REQUEST_FD REPLY_FD
+
+and the host library (`sdk/dpu_sim_model.c`, which states the protocol)
+asks it to load a DPU's program (a program file of `model_build`), to name,
+read and write the program's variables on a DPU, to launch a DPU, and for a
+DPU's printf output. Each DPU keeps its own variables
+(`CProgram.loaded`); its MRAM is the host's memory file of it, which a
+launch maps at `WINDOW`, below 4 GiB, so that a program may keep MRAM
+addresses in 32 bits as PrIM's do. DPUs run one at a time, each checked
+as C functions on the model are (the check of races between tasklets where
+EDSL_RACE_CHECK=1 asks for it), its tasklets taking turns on one thread as
+a DPU's do; a fault or race is the launch's error, its message naming the
+`.c` line.
+"""
+from __future__ import annotations
+
+import ctypes
+import mmap
+import os
+import re
+import struct
+import sys
+import tempfile
+import traceback
+from dataclasses import dataclass
+
+from ..base.errors import EdslError
+from ..target.dpu import MRAM_BYTES
+from .model_build import load_program, read_program
+from .project import SDK_DIR
+
+# Where a running DPU's MRAM is mapped in this process: any address below
+# 4 GiB that it leaves free (reserved before anything else may take it).
+WINDOW = 0x10000000
+_MAP_FIXED, _MAP_FIXED_NOREPLACE = 0x10, 0x100000      # (Linux's; Python's mmap module lacks them)
+_OPS = {1: "load", 2: "symbol", 3: "write", 4: "read", 5: "launch", 6: "log"}
+
+
+def _dpu_errors() -> dict:
+    """The host library's error codes by name (`dpu_error_t` of sdk/dpu.h, numbered in order)."""
+    body = re.search(r"typedef enum dpu_error_t \{(.*?)\}", (SDK_DIR / "dpu.h").read_text(), re.S)[1]
+    return {name: k for k, name in enumerate(re.findall(r"\b(DPU_\w+)", body))}
+
+
+ERR = _dpu_errors()
+
+
+@dataclass
+class _Dpu:
+    program: object          # its CProgram
+    variables: dict          # name -> bytearray: its WRAM (and MRAM) variables
+    log: bytes = b""         # its printf output of its last launch
+
+
+class Server:
+    """The DPUs of one `dpu_alloc`, by index (see the module docstring)."""
+
+    def __init__(self):
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self._libc.mmap.restype = ctypes.c_void_p
+        self._libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                                    ctypes.c_long]
+        self._libc.fflush.argtypes = [ctypes.c_void_p]
+        at = self._libc.mmap(WINDOW, MRAM_BYTES, 0,          # (PROT_NONE)
+                             mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_FIXED_NOREPLACE, -1, 0)
+        if at != WINDOW:
+            raise OSError(f"cannot reserve the {MRAM_BYTES >> 20} MiB at {WINDOW:#x} where a DPU's MRAM runs")
+        self._programs: dict[tuple, object] = {}
+        self.dpus: dict[int, _Dpu] = {}
+
+    def _program(self, path: str):
+        fields = read_program(path)
+        stat = os.stat(fields["source"])
+        key = (path, os.stat(path).st_mtime_ns, stat.st_mtime_ns)
+        if key not in self._programs:
+            self._programs[key] = load_program(fields)
+        return self._programs[key]
+
+    def load(self, dpu: int, payload: bytes, *_) -> tuple:
+        try:
+            program = self._program(payload.decode())
+        except (OSError, ValueError, EdslError) as err:
+            return ERR["DPU_ERR_ELF_INVALID_FILE"], 0, 0, str(err).encode()
+        self.dpus[dpu] = _Dpu(program, program.loaded())
+        return ERR["DPU_OK"], 0, 0, b""
+
+    def _variable(self, dpu: int, name: str):
+        one = self.dpus.get(dpu)
+        if one is None:
+            return None, ERR["DPU_ERR_NO_PROGRAM_LOADED"]
+        if one.program.symbol(name) is None:
+            return None, ERR["DPU_ERR_UNKNOWN_SYMBOL"]
+        return one.variables[name], ERR["DPU_OK"]
+
+    def symbol(self, dpu: int, payload: bytes, *_) -> tuple:
+        value, err = self._variable(dpu, payload.decode())
+        if value is None:
+            return err, 0, 0, b""
+        size, in_mram = self.dpus[dpu].program.symbol(payload.decode())
+        return ERR["DPU_OK"], size, int(in_mram), b""
+
+    def write(self, dpu: int, payload: bytes, offset: int, length: int, name_bytes: int) -> tuple:
+        value, err = self._variable(dpu, payload[:name_bytes].decode())
+        if value is not None:
+            if offset + length > len(value):
+                return ERR["DPU_ERR_INVALID_SYMBOL_ACCESS"], 0, 0, b""
+            value[offset:offset + length] = payload[name_bytes:]
+        return err, 0, 0, b""
+
+    def read(self, dpu: int, payload: bytes, offset: int, length: int, _) -> tuple:
+        value, err = self._variable(dpu, payload.decode())
+        if value is None:
+            return err, 0, 0, b""
+        if offset + length > len(value):
+            return ERR["DPU_ERR_INVALID_SYMBOL_ACCESS"], 0, 0, b""
+        return err, 0, 0, bytes(value[offset:offset + length])
+
+    def launch(self, dpu: int, _, mram_file: int, heap_offset: int, __) -> tuple:
+        one = self.dpus.get(dpu)
+        if one is None:
+            return ERR["DPU_ERR_NO_PROGRAM_LOADED"], 0, 0, b""
+        at = self._libc.mmap(WINDOW, MRAM_BYTES, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_SHARED | _MAP_FIXED,
+                             mram_file, 0)
+        if at != WINDOW:
+            return ERR["DPU_ERR_SYSTEM"], 0, 0, f"cannot map DPU {dpu}'s MRAM: {os.strerror(ctypes.get_errno())}".encode()
+        with tempfile.TemporaryFile() as out:
+            self._libc.fflush(None)
+            saved = os.dup(1)
+            os.dup2(out.fileno(), 1)          # (the DPU's printf: its log, which dpu_log_read prints)
+            try:
+                one.program.launch(one.variables, WINDOW, heap_offset)
+                err, message = ERR["DPU_OK"], b""
+            except EdslError as error:
+                err, message = ERR["DPU_ERR_DPU_FAULT"], f"fault: {error}".encode()
+            finally:
+                self._libc.fflush(None)
+                os.dup2(saved, 1)
+                os.close(saved)
+                out.seek(0)
+                one.log = out.read()
+        return err, 0, 0, message
+
+    def log(self, dpu: int, *_) -> tuple:
+        one = self.dpus.get(dpu)
+        if one is None:
+            return ERR["DPU_ERR_NO_PROGRAM_LOADED"], 0, 0, b""
+        return ERR["DPU_OK"], 0, 0, one.log
+
+
+def _read(fd: int, n: int) -> bytes | None:
+    chunks = []
+    while n:
+        chunk = os.read(fd, n)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def serve(requests: int, replies: int) -> None:
+    """Answer the host library's requests until it closes their pipe."""
+    server = Server()
+    while (head := _read(requests, 48)) is not None:
+        op, dpu, a, b, c, n = struct.unpack("<6q", head)
+        payload = _read(requests, n) if n else b""
+        try:
+            status, value, value2, data = getattr(server, _OPS[op])(dpu, payload, a, b, c)
+        except Exception:               # noqa: BLE001 - the model's own failure, told to the host
+            status, value, value2, data = (ERR["DPU_ERR_INTERNAL"], 0, 0,
+                                           f"the DPU model failed: {traceback.format_exc()}".encode())
+        os.write(replies, struct.pack("<4q", status, value, value2, len(data)))
+        view = memoryview(data)
+        while view:
+            view = view[os.write(replies, view):]
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]), int(sys.argv[2]))
