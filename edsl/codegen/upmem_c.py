@@ -4,7 +4,7 @@ runs them.
 
 No UPMEM SDK is used: the SDK's DPU headers the model honours (`defs.h`,
 `mram.h`, `barrier.h`, `assert.h`, `stdio.h`, `mutex.h`, `handshake.h`,
-`alloc.h`, `seqread.h`, `perfcounter.h`, whose calls fault) are the project's own, in
+`alloc.h`, `seqread.h`, `atomic_bit.h`, `perfcounter.h`, whose calls fault) are the project's own, in
 `upmem_include/`, `edsl_dpu.h` included before the source. They call the
 model's runtime (edsl.target.dpu: its symbols are defined for the compile
 from there), so a transfer is checked against the DMA rules and the launch's

@@ -141,3 +141,30 @@ def test_race_notes_log_each_wram_access_at_its_line():
     assert (2, i16, 9) in kinds
     assert not any("addrspace(255)" in line for line in text.splitlines() if "%edsl.race" in line)
     assert text.count("declare void @edsl_dpu_race_note(i64, i64, i64, i64)") == 1
+
+
+def test_a_whole_programs_variables_stay_visible_with_their_sizes():
+    """A DPU program's variables are the host's to read and write by name
+    (edsl.c_program): each made weak, so that its name survives the link and
+    its value is never assumed; a static one too (the DPU's state), named as
+    not the host's; nested arrays and structures sized as the host lays them out."""
+    c = compile_text("#include <defs.h>\n#include <stdint.h>\n"
+                     "__host struct { uint32_t n; uint64_t w; } ARGS;\n"
+                     "__host uint64_t grid[NR_TASKLETS][3];\n"
+                     "static uint32_t seen;\n"
+                     "int main(void) { seen += ARGS.n; grid[me()][1] = ARGS.w + seen; return 0; }\n", "main")
+    assert set(c.globals) == {"ARGS", "grid", "seen"}
+    assert upmem_c.variable_sizes(c.llvm, c.globals) == {"ARGS": 16, "grid": 4 * 3 * 8, "seen": 4}
+    text, static = upmem_c.with_visible_variables(c.llvm, c.globals)
+    assert static == ("seen",)
+    for name in c.globals:
+        assert re.search(rf"^@{name} = weak (dso_local )?((local_)?unnamed_addr )?global ", text, re.M), name
+
+
+def test_leading_types_of_nested_aggregates():
+    from edsl.codegen.llvm_ir import leading_type
+    assert leading_type("[4 x [8 x i64]] zeroinitializer, align 16") == "[4 x [8 x i64]]"
+    assert leading_type("[2 x { i32, [3 x i8] }] x") == "[2 x { i32, [3 x i8] }]"
+    assert leading_type("<{ i8, i32 }> <{ i8 1, i32 2 }>") == "<{ i8, i32 }>"
+    assert leading_type("<4 x i32> %v") == "<4 x i32>"
+    assert leading_type("ptr addrspace(255) %p") == "ptr addrspace(255)"

@@ -74,6 +74,13 @@ def test_a_mutex_on_one_host_thread_too(run, tasklets):
 
 
 @pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("tasklets", [1, 3, 16])
+def test_mutex_ids_never_set_are_one_mutex(run, tasklets):
+    out = np.zeros(1, np.int32)
+    run(c_function("sdk_mutex.c", "mutex_never_set"), out, 5, tasklets=tasklets)
+    assert out[0] == 1000 + 5 * tasklets
+
+@pytest.mark.parametrize("run", RUNS)
 @pytest.mark.parametrize("tasklets", [2, 5])
 def test_trylock_fails_on_a_held_mutex_and_takes_a_free_one(run, tasklets):
     out = np.full(tasklets + 1, 7, np.int32)

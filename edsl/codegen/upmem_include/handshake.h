@@ -64,6 +64,10 @@ static inline int __edsl_handshake_wait_for(sysname_t notifier, int64_t site) {
         __edsl_handshakes.notifying[notifier] = 0;
         __edsl_handshake_go(notifier);
         __edsl_handshake_release();
+        /* (where the tasklets share a host thread, the notifier goes on first, as
+         * the stand-ins order them: PrIM's UNI depends on its transfer coming
+         * before this tasklet's) */
+        EDSL_YIELD(EDSL_CTX());
     } else {
         __edsl_handshakes.waiter[notifier] = tid + 1;
         __edsl_handshake_suspend(tid, site);

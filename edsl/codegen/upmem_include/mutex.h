@@ -26,6 +26,13 @@ typedef __edsl_mutex_t *mutex_id_t;
     mutex_id_t const _name = &__edsl_mutex_##_name
 #define MUTEX_GET(_name) (_name)
 
+/* The mutex of an id never set (zero, as PrIM's HST-L leaves its ids): on a
+ * DPU the id of the atomic bit 0, one mutex all the same. */
+static __edsl_mutex_t __edsl_mutex_unset;
+static inline mutex_id_t __edsl_mutex_of(mutex_id_t mutex) {
+    return mutex ? mutex : &__edsl_mutex_unset;
+}
+
 static inline void __edsl_mutex_guard(mutex_id_t mutex) {
     uint32_t free = 0;
     while (!__atomic_compare_exchange_n(&mutex->guard, &free, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
@@ -90,7 +97,7 @@ static inline void __edsl_mutex_unlock(mutex_id_t mutex, int64_t site) {
     __edsl_mutex_release(mutex);
 }
 
-#define mutex_lock(mutex) __edsl_mutex_lock((mutex), EDSL_SITE)
-#define mutex_unlock(mutex) __edsl_mutex_unlock((mutex), EDSL_SITE)
-#define mutex_trylock(mutex) __edsl_mutex_trylock(mutex)
+#define mutex_lock(mutex) __edsl_mutex_lock(__edsl_mutex_of(mutex), EDSL_SITE)
+#define mutex_unlock(mutex) __edsl_mutex_unlock(__edsl_mutex_of(mutex), EDSL_SITE)
+#define mutex_trylock(mutex) __edsl_mutex_trylock(__edsl_mutex_of(mutex))
 #endif

@@ -88,3 +88,24 @@ void holder_faults(void) {
     else
         mutex_lock(counter_mutex);
 }
+
+/* PrIM's HST-L: mutex ids never set (zero: on a DPU the atomic bit 0, one
+ * mutex for all) guard a shared counter; an atomic bit's address is an id. */
+#include <atomic_bit.h>
+mutex_id_t never_set[2];
+ATOMIC_BIT_INIT(bits)[2];
+static int unset_counter;
+
+void mutex_never_set(int *out, int reps) {
+    for (int i = 0; i < reps; i++) {
+        mutex_lock(never_set[i % 2]);
+        int seen = unset_counter;
+        for (volatile int k = 0; k < 8; k++)
+            ;
+        unset_counter = seen + 1;
+        mutex_unlock(never_set[(i + 1) % 2]);          /* (the same mutex) */
+    }
+    barrier_wait(&everyone);
+    if (me() == 0)
+        out[0] = unset_counter + (&ATOMIC_BIT_GET(bits)[1] - &ATOMIC_BIT_GET(bits)[0]) * 1000;
+}
