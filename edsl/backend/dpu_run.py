@@ -107,11 +107,13 @@ class DpuJob:
     # functions giving the variables of its UPMEM C functions their first values
     # (`CompiledC.reset_function`): each DPU starts with its own, as its WRAM on hardware
     variable_resets: tuple = ()
+    c_heap: int = 0                    # the WRAM its C functions may take with mem_alloc (alloc.h)
 
     def contexts(self, first: int = 0, dpus: int | None = None) -> Launch:
         """The contexts of the job's DPUs first .. first + dpus - 1 (all by default)."""
         run = Launch(self.dpus if dpus is None else dpus, self.tasklets, self.table, self.counters, first)
         run.ctx[..., Ctx.SCRATCH] = self.scratch
+        run.ctx[..., Ctx.C_HEAP] = self.c_heap
         run.keep_footprints()
         if self.race_check:
             run.keep_race_logs()

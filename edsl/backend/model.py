@@ -53,7 +53,7 @@ import functools
 import numpy as np
 
 from ..target import dtypes
-from ..target.dpu import DMA_ALIGN, MRAM_BYTES, SHARING_ADVICE, align_up, dpu_programs
+from ..target.dpu import DMA_ALIGN, MRAM_BYTES, SHARING_ADVICE, align_up, c_heap_bytes, dpu_programs
 from ..dpu import races
 from ..dpu.runtime import Launch, LaunchReport, Program
 from ..dpu.sharing import SharingError
@@ -398,7 +398,10 @@ def _job(program: Program, record: KernelRecord, grid, num_dpus: int, dpus_used:
                   counters=program.counters.counters if program.counters is not None else 0,
                   mram_shift=mram.shift, busy_key=busy_key,
                   pages_saved_by_writes=not record.regions,
-                  race_check=record.race_check, variable_resets=record.variable_resets)
+                  race_check=record.race_check, variable_resets=record.variable_resets,
+                  # (mem_alloc's heap: the WRAM the kernel's buffers and its C functions' variables leave)
+                  c_heap=c_heap_bytes(record.tasklets, record.c_variable_bytes, record.wram_bytes)
+                  if record.c_functions else 0)
 
 
 def _run(program: Program, job: DpuJob, mram: Mram, name: str):

@@ -239,9 +239,57 @@ def test_the_c_files_variables_take_the_dpus_wram_from_the_kernels_tiles():
         assert last_report().spill_bytes == spilled
 
 
+MEM_ALLOC_C = """#include <alloc.h>
+#include <defs.h>
+#include <barrier.h>
+BARRIER_INIT(all, NR_TASKLETS);
+/* Each call: a buffer per tasklet from the heap the kernel leaves, reset first. */
+void scaled(int64_t *t, int64_t k, int64_t each) {
+    if (me() == 0)
+        mem_reset();
+    barrier_wait(&all);
+    int64_t *w = mem_alloc((size_t)each);                       // <alloc>
+    for (int i = 0; i < 4; i++)
+        w[i] = t[i] * k;
+    barrier_wait(&all);
+    if (me() == 0)
+        for (int i = 0; i < 4; i++)
+            t[i] = w[i];
+}
+"""
+
+
+scaled = c_function("", "scaled", MEM_ALLOC_C)
+
+
+@triton.jit
+def mem_alloc_kernel(x_ptr, out_ptr, k, each, TASKLETS: tl.constexpr):
+    t = tl.load(x_ptr + tl.program_id(0) * 4 + tl.arange(0, 4))
+    t = fl.call(scaled, [t], [k, each])
+    tl.store(out_ptr + tl.program_id(0) * 4 + tl.arange(0, 4), t)
+
+
+@settings(max_examples=6, deadline=None)
+@given(programs=st.integers(1, 5), dpus=st.sampled_from([1, 2, 4]), tasklets=st.sampled_from([1, 3, 16]),
+       k=st.integers(-9, 9), seed=st.integers(0, 2 ** 32 - 1))
+def test_mem_alloc_in_a_kernels_c_function_against_numpy(programs, dpus, tasklets, k, seed):
+    """The heap is what the kernel's buffers and the C variables leave of WRAM."""
+    x = np.random.default_rng(seed).integers(-1000, 1000, programs * 4, dtype=np.int64)
+    out = np.zeros_like(x)
+    mem_alloc_kernel[(programs,)](x, out, k, 64, TASKLETS=tasklets, num_dpus=dpus, num_tasklets=tasklets)
+    np.testing.assert_array_equal(out, x * k)
+
+
+def test_mem_alloc_past_the_heap_a_kernel_leaves_is_an_error_at_its_line():
+    x = np.zeros(4, np.int64)
+    with pytest.raises(edsl.DpuError, match=r"mem_alloc\(40000\): the DPU's WRAM heap has \d+ of its \d+ bytes "
+                                            r"left") as err:
+        mem_alloc_kernel[(1,)](x, x, 1, 40000, TASKLETS=2, num_tasklets=2)
+    line = next(k for k, text in enumerate(MEM_ALLOC_C.split("\n"), 1) if text.endswith("// <alloc>"))
+    assert err.value.loc.lineno == line
+
+
 @pytest.mark.parametrize("name, source, message, line", [
-    ("grab", "#include <alloc.h>\nvoid grab(int64_t *t) {\n    t[0] = (int64_t)(uintptr_t)mem_alloc(8);\n}\n",
-     "allocates with mem_alloc", 3),
     ("keep", "#include <mram.h>\n#include <defs.h>\n__mram_noinit int64_t kept[8];\n"
              "void keep(int64_t *t) {\n    mram_write(t, kept, 32);\n}\n",
      "the MRAM variable 'kept': a kernel's MRAM is its arrays", 3)])

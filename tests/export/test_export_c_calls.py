@@ -19,7 +19,7 @@ from export_helpers import build, export_and_run, needs_cc, run
 pytest.importorskip("ziglang", reason="raw functions in C are compiled by the clang of the ziglang package")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "dpu"))
 from test_c_calls import (SOURCES, axpy_kernel, c_function, copy_kernel, count_kernel,  # noqa: E402
-                          mutex_counter_kernel, sum_kernel)
+                          mem_alloc_kernel, mutex_counter_kernel, sum_kernel)
 
 pytestmark = needs_cc
 
@@ -122,6 +122,13 @@ def test_mutexes_handshakes_and_seqread_run_on_the_stand_ins_as_on_the_model(tmp
     prefix = np.zeros_like(x)
     handshake_kernel[(3,)](x, prefix, TASKLETS=tasklets, num_dpus=2, num_tasklets=tasklets)
     np.testing.assert_array_equal(prefix, np.cumsum(x.reshape(3, tasklets), axis=1).ravel())
+
+
+@pytest.mark.parametrize("tasklets", [1, 4])
+def test_mem_alloc_in_a_c_function_runs_on_the_stand_ins_as_on_the_model(tmp_path, tasklets):
+    x = np.random.default_rng(tasklets).integers(-1000, 1000, 3 * 4, dtype=np.int64)
+    export_and_run(tmp_path / "alloc", mem_alloc_kernel, (x, np.zeros_like(x), 7, 64), {"TASKLETS": tasklets}, (3,),
+                   dpus=2, tasklets=tasklets)
 
 
 direct = c_function("direct.c", "element")

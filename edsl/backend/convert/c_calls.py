@@ -69,12 +69,6 @@ def _compiled(conv, op, fn) -> upmem_c.CompiledC:
         if clash:
             raise conv.sites.error(op, f"fl.call of {fn.__name__}: the kernel calls another C function named "
                                        f"'{clash[0].source_name}'; C functions of one kernel need names of their own")
-        heap = [name for name in compiled.globals if name.startswith(upmem_c.HEAP_VARIABLES)]
-        if heap:
-            raise CompileError(f"fl.call of {fn.__name__}: the C function allocates with mem_alloc (alloc.h), "
-                               f"whose heap is the WRAM a DPU program leaves, which a kernel's tiles take; "
-                               f"kernels call C functions without mem_alloc (pass a tile as the buffer)",
-                               upmem_c.declared_at(fn.source, "mem_alloc"))
         if compiled.mram_variables:
             name = compiled.mram_variables[0].split(".")[0]     # (clang may split an array: `v.0`)
             raise CompileError(f"fl.call of {fn.__name__}: the MRAM variable {name!r}: a kernel's MRAM is its "
