@@ -29,10 +29,11 @@ struct edsl_sim_model {
     int to, from;                      /* the request and reply pipes */
 };
 
-static int write_all(int fd, const void *data, size_t n) {
-    const uint8_t *p = data;
+/* All `n` bytes of `data` written to `fd` (`out`) or read from it; 0 if the pipe closed. */
+static int move_all(int fd, void *data, size_t n, int out) {
+    uint8_t *p = data;
     while (n) {
-        ssize_t k = write(fd, p, n);
+        ssize_t k = out ? write(fd, p, n) : read(fd, p, n);
         if (k < 0 && errno == EINTR)
             continue;
         if (k <= 0)
@@ -42,18 +43,8 @@ static int write_all(int fd, const void *data, size_t n) {
     return 1;
 }
 
-static int read_all(int fd, void *data, size_t n) {
-    uint8_t *p = data;
-    while (n) {
-        ssize_t k = read(fd, p, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return 0;
-        p += k, n -= (size_t)k;
-    }
-    return 1;
-}
+static int write_all(int fd, const void *data, size_t n) { return move_all(fd, (void *)data, n, 1); }
+static int read_all(int fd, void *data, size_t n) { return move_all(fd, data, n, 0); }
 
 /* Start the model for a system whose DPUs' MRAM files are open (it inherits them). */
 static int model_start(struct edsl_sim_model *m) {
