@@ -159,7 +159,8 @@ class CFunction(SourceFunction):
 
     def run_checked(self, specs: list[ArgSpec], args: tuple, tasklets: int, timing: bool, race_check: bool | None,
                     wram: int, loc=None, heap: tuple[int, int] | None = None, outside: str = OUTSIDE_C_MRAM,
-                    named: tuple = (), one_thread: bool = False, mram_base: int = 0) -> LaunchReport:
+                    named: tuple = (), one_thread: bool = False, mram_base: int = 0,
+                    on_launch=None) -> LaunchReport:
         """`run` on checked arguments (`wram`: the bytes of its WRAM arrays);
         `heap`: the (address, bytes) of its MRAM heap (DPU_MRAM_HEAP_POINTER),
         else a fresh one where its source names it; `outside`: what a
@@ -167,7 +168,8 @@ class CFunction(SourceFunction):
         a race may name; `one_thread`: its tasklets take turns on one host
         thread, switching where they wait or transfer, as a DPU's do
         (`Launch.run_alone`), rather than run a thread each; `mram_base`:
-        where a whole program's MRAM is (`Ctx.C_MRAM_BASE`)."""
+        where a whole program's MRAM is (`Ctx.C_MRAM_BASE`); `on_launch`:
+        called with the run's `Launch` before it runs (to watch it)."""
         packed, keep = _packed(specs, args, self.compiled(tasklets).function.result, loc)
         # (tasklets ordered by mutexes or handshakes: the check knows barriers only, and is not made)
         check_races = races.requested(race_check) and tasklets > 1 and not self.compiled(tasklets).synchronizes \
@@ -191,6 +193,8 @@ class CFunction(SourceFunction):
         launch.ctx[..., Ctx.C_MRAM_HEAP] = heap[0] if heap[1] else 0
         launch.ctx[..., Ctx.C_MRAM_BASE] = mram_base
         arrays = [(s.name, a) for s, a in zip(specs, args) if isinstance(a, np.ndarray)] + list(named)
+        if on_launch is not None:
+            on_launch(launch)
         launch.run_alone(program, entry, packed, f"{self.__name__}()", arrays if check_races else None,
                          outside=outside, one_thread=_ENTRY if one_thread else None)
         del keep, fresh

@@ -76,11 +76,12 @@ class CProgram(CFunction):
             return None
         return self.variables[name], name in self.compiled(self.tasklets).mram_variables
 
-    def launch(self, variables: dict, mram: int, heap_offset: int = 0) -> LaunchReport:
+    def launch(self, variables: dict, mram: int, heap_offset: int = 0, on_launch=None) -> LaunchReport:
         """Run `main` on one DPU whose variables are `variables` (updated, also
         when it faults) and whose MRAM (MRAM_BYTES) is at host address `mram`,
         its heap (DPU_MRAM_HEAP_POINTER) from `heap_offset`; a fault or a race
-        is raised as a DpuError at its line."""
+        is raised as a DpuError at its line. `on_launch(launch)`: called with
+        the run's contexts before it runs (`CFunction.run_checked`)."""
         heap = (mram + heap_offset, MRAM_BYTES - heap_offset)
         heap_bytes = np.ctypeslib.as_array((ctypes.c_uint8 * heap[1]).from_address(heap[0])) if heap[1] else None
         program = self._program(self.tasklets, self._races)        # (the one `run_checked` runs)
@@ -94,7 +95,7 @@ class CProgram(CFunction):
         try:
             return self.run_checked([], (), self.tasklets, False, self._races, 0, None, heap=heap,
                                     outside=OUTSIDE_PROGRAM_MRAM, named=tuple(named), one_thread=True,
-                                    mram_base=mram)
+                                    mram_base=mram, on_launch=on_launch)
         finally:
             variables.update({k: bytearray(v) for k, v in self._read_variables(program).items()})
 

@@ -13,7 +13,8 @@ addresses in 32 bits as PrIM's do. DPUs run one at a time, each checked
 as C functions on the model are (the check of races between tasklets where
 EDSL_RACE_CHECK=1 asks for it), its tasklets taking turns on one thread as
 a DPU's do; a fault or race is the launch's error, its message naming the
-`.c` line.
+`.c` line. A launch that stops making progress for EDSL_SIM_TURN_SECONDS
+ends the model with an error (`_Watch`), as the stand-ins end.
 """
 from __future__ import annotations
 
@@ -24,11 +25,12 @@ import re
 import struct
 import sys
 import tempfile
+import threading
 import traceback
 from dataclasses import dataclass
 
 from ..base.errors import EdslError
-from ..target.dpu import MRAM_BYTES
+from ..target.dpu import MRAM_BYTES, Ctx, Dpu
 from .model_build import load_program, read_program
 from .project import SDK_DIR
 
@@ -37,6 +39,41 @@ from .project import SDK_DIR
 WINDOW = 0x10000000
 _MAP_FIXED, _MAP_FIXED_NOREPLACE = 0x10, 0x100000      # (Linux's; Python's mmap module lacks them)
 _OPS = {1: "load", 2: "symbol", 3: "write", 4: "read", 5: "launch", 6: "log"}
+# A launch that makes no transfer and no wait, and ends none of its tasklets,
+# for this many seconds (EDSL_SIM_TURN_SECONDS, as the stand-ins read it) has a
+# tasklet waiting for another in a loop, which on one host thread never lets
+# the other run: the model ends, saying so, rather than hang its host.
+TURN_SECONDS = 60
+
+
+class _Watch:
+    """Ends the process when a running launch stops making progress (`TURN_SECONDS`)."""
+
+    def __init__(self, dpu: int):
+        self.dpu, self.done = dpu, threading.Event()
+        env = os.environ.get("EDSL_SIM_TURN_SECONDS", "")
+        self.limit = int(env) if env.isdigit() and int(env) > 0 else TURN_SECONDS
+
+    def start(self, launch) -> None:
+        threading.Thread(target=self._watch, args=(launch,), daemon=True).start()
+
+    @staticmethod
+    def _progress(launch) -> tuple:
+        return (int((launch.ctx[..., Ctx.READS] + launch.ctx[..., Ctx.WRITES]).sum()),
+                int(launch.state[:, Dpu.COUNT].sum()), int(launch.state[:, Dpu.GENERATION].sum()))
+
+    def _watch(self, launch) -> None:
+        seen, still = self._progress(launch), 0
+        while not self.done.wait(1.0):
+            now = self._progress(launch)
+            still = still + 1 if now == seen else 0
+            seen = now
+            if still >= self.limit:
+                os.write(2, f"[dpu sim] DPU {self.dpu}: no transfer, wait or end of a tasklet for {self.limit} s: "
+                            f"the DPU model runs a DPU's tasklets in turns on one host thread, switching only "
+                            f"there, so a tasklet that waits for another in a loop (on a WRAM variable) never "
+                            f"lets it run; this program cannot run on it\n".encode())
+                os._exit(1)
 
 
 def _dpu_errors() -> dict:
@@ -130,12 +167,14 @@ class Server:
             self._libc.fflush(None)
             saved = os.dup(1)
             os.dup2(out.fileno(), 1)          # (the DPU's printf: its log, which dpu_log_read prints)
+            watch = _Watch(dpu)
             try:
-                one.program.launch(one.variables, WINDOW, heap_offset)
+                one.program.launch(one.variables, WINDOW, heap_offset, on_launch=watch.start)
                 err, message = ERR["DPU_OK"], b""
             except EdslError as error:
                 err, message = ERR["DPU_ERR_DPU_FAULT"], f"fault: {error}".encode()
             finally:
+                watch.done.set()
                 self._libc.fflush(None)
                 os.dup2(saved, 1)
                 os.close(saved)

@@ -37,10 +37,18 @@ __mram_noinit uint64_t scale[1];            /* written by the host by name */
 static uint32_t seen;                       /* the DPU's too, but not the host's to name */
 __dma_aligned uint64_t cache[NR_TASKLETS][BLOCK];
 BARRIER_INIT(all, NR_TASKLETS);
+volatile int flag;
 
 int main(void) {
     unsigned int t = me();
     uint32_t heap = (uint32_t)DPU_MRAM_HEAP_POINTER;           /* (as PrIM's programs keep it) */
+    if (ARGS.mode == 4 && t == 0)           /* (on a DPU tasklet 1 runs beside it and sets the flag) */
+        while (!flag)
+            ;
+    if (ARGS.mode == 4 && t == 1) {
+        mram_read(scale, cache[t], 8);
+        flag = 1;
+    }
     if (t == 0) {
         LAUNCHES += 1;
         seen += 1;
@@ -200,6 +208,16 @@ def test_a_race_between_tasklets_is_an_error_naming_its_lines_where_asked(model_
     # Unchecked it runs (its answer is the order's: the tasklets take turns as a DPU's do).
     r = run(tmp_path, 256, mode=2, env={"EDSL_RACE_CHECK": "0"})
     assert r.returncode in (0, 1) and "race" not in r.stderr, r.stdout + r.stderr
+
+
+def test_a_tasklet_that_waits_in_a_loop_ends_the_model_saying_why(model_sdk, tmp_path):
+    """Tasklets take turns at transfers and waits: one that waits for another in
+    a loop keeps the turn; after EDSL_SIM_TURN_SECONDS the model ends, never hangs."""
+    assert build(model_sdk, tmp_path, 1, 2).returncode == 0
+    r = run(tmp_path, 128, mode=4, env={"EDSL_SIM_TURN_SECONDS": "1", "EDSL_RACE_CHECK": "0"})
+    assert r.returncode == 3, r.stdout + r.stderr               # (its dpu_launch failed)
+    assert ("DPU 0: no transfer, wait or end of a tasklet for 1 s" in r.stderr
+            and "the DPU model ended" in r.stderr), r.stderr
 
 
 def test_dpu_log_read_prints_each_dpus_printf_of_its_last_launch(model_sdk, tmp_path):
