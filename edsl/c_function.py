@@ -122,11 +122,11 @@ class CFunction(SourceFunction):
             tasklets: Tasklets of the DPU (1 to 24, its NR_TASKLETS), each running the
                 whole function.
             timing: Also estimate the run's time on UPMEM hardware (the report's `.timing`).
-            race_check: Refuse two tasklets touching the same bytes with no barrier
-                between them, one writing (an `edsl.DpuError` naming both lines);
-                default: the environment variable EDSL_RACE_CHECK. Not made for a
-                function whose tasklets also wait on mutexes or handshakes, nor with
-                `timing`.
+            race_check: Refuse two tasklets touching the same bytes with nothing
+                ordering them (a barrier, a mutex handed on, a handshake), one
+                writing (an `edsl.DpuError` naming both lines); default: the
+                environment variable EDSL_RACE_CHECK. Not made for a run whose
+                tasklets wait at barriers of fewer tasklets, nor with `timing`.
 
         Returns:
             What the launch did (also kept in `last_stats`).
@@ -171,9 +171,8 @@ class CFunction(SourceFunction):
         where a whole program's MRAM is (`Ctx.C_MRAM_BASE`); `on_launch`:
         called with the run's `Launch` before it runs (to watch it)."""
         packed, keep = _packed(specs, args, self.compiled(tasklets).function.result, loc)
-        # (tasklets ordered by mutexes or handshakes: the check knows barriers only, and is not made)
-        check_races = races.requested(race_check) and tasklets > 1 and not self.compiled(tasklets).synchronizes \
-            and not timing
+        # (tasklets ordered by mutexes or handshakes too: their headers log the order, edsl.dpu.races)
+        check_races = races.requested(race_check) and tasklets > 1 and not timing
         program = self._program(tasklets, check_races, timing)
         entry = program.entry(_ENTRY)
         table = program.counters

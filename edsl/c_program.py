@@ -46,8 +46,8 @@ class CProgram(CFunction):
         compiled = self.compiled(tasklets)          # (a compile error now, as the SDK's compiler gives it)
         self.variables = upmem_c.variable_sizes(compiled.llvm, compiled.globals)
         self._static = upmem_c.with_visible_variables(compiled.llvm, compiled.globals)[1]
-        # (as `run_checked` decides it: tasklets ordered by mutexes or handshakes are not checked)
-        self._races = races.requested(race_check) and tasklets > 1 and not compiled.synchronizes
+        # (as `run_checked` decides it)
+        self._races = races.requested(race_check) and tasklets > 1
         # One program loaded for every launch: the variables' values may point
         # into it (function pointers, addresses of variables).
         self._loaded: dict[tuple, Program] = {}

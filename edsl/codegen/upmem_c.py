@@ -48,8 +48,8 @@ FILE_SITES = 1 << 24
 _RUNTIME = {"EDSL_ME": dpu.ME, "EDSL_BARRIER": dpu.BARRIER, "EDSL_MRAM_READ": dpu.MRAM_READ,
             "EDSL_MRAM_WRITE": dpu.MRAM_WRITE, "EDSL_ASSERT_FAIL": dpu.ASSERT_FAIL, "EDSL_CTX": dpu.CTX,
             "EDSL_FAIL": dpu.FAIL, "EDSL_YIELD": dpu.YIELD, "EDSL_WAIT_WORD": dpu.WAIT_WORD,
-            "EDSL_WAKE_WORD": dpu.WAKE_WORD}
-RUNTIME_SYMBOLS = frozenset(_RUNTIME.values()) | {dpu.RACE_NOTE}     # (RACE_NOTE: `with_race_notes`)
+            "EDSL_WAKE_WORD": dpu.WAKE_WORD, "EDSL_RACE_NOTE": dpu.RACE_NOTE}
+RUNTIME_SYMBOLS = frozenset(_RUNTIME.values())
 # What the headers (mutex.h, handshake.h, alloc.h, seqread.h) need of the ABI (EDSL_<name>).
 _FACTS = {"CTX_C_HEAP": int(dpu.Ctx.C_HEAP), "CTX_C_MRAM_HEAP": int(dpu.Ctx.C_MRAM_HEAP),
           "CTX_C_MRAM_BASE": int(dpu.Ctx.C_MRAM_BASE), "MRAM_BYTES": dpu.MRAM_BYTES, "CTX_REGIONS": int(dpu.Ctx.REGIONS),
@@ -59,6 +59,8 @@ _FACTS = {"CTX_C_HEAP": int(dpu.Ctx.C_HEAP), "CTX_C_MRAM_HEAP": int(dpu.Ctx.C_MR
           "COUNT_BLOCKED_SHIFT": dpu.COUNT_BLOCKED_SHIFT, "COUNT_FINISHED_SHIFT": dpu.COUNT_FINISHED_SHIFT,
           "WRAM_BYTES": dpu.WRAM_BYTES, "HEAP_ALIGN": dpu.HEAP_ALIGN, "DMA_ALIGN": dpu.DMA_ALIGN,
           "DMA_MAX_BYTES": dpu.DMA_MAX_BYTES, "MAX_TASKLETS": dpu.MAX_TASKLETS,
+          "RACE_RELEASE": dpu.RACE_RELEASE, "RACE_ACQUIRE": dpu.RACE_ACQUIRE,
+          "RACE_UNORDERED": dpu.RACE_UNORDERED,
           **{f"ERR_{e.name}": int(e) for e in (dpu.Err.MUTEX_UNLOCK, dpu.Err.MUTEX_RELOCK, dpu.Err.SYNC_DEADLOCK,
                                                 dpu.Err.HEAP_FULL, dpu.Err.SEQREAD_STEP,
                                                 dpu.Err.HANDSHAKE_BUSY, dpu.Err.HANDSHAKE_WHOM,
@@ -150,9 +152,11 @@ class CompiledC:
 
     @property
     def synchronizes(self) -> bool:
-        """Whether its tasklets wait for each other other than at barriers
-        (mutex.h, handshake.h), an order the check of races between tasklets,
-        which knows barriers only, does not see."""
+        """Whether its tasklets wait for each other other than at barriers of
+        every tasklet (mutex.h, handshake.h, barriers of fewer): an order the
+        check of races in a kernel, which knows the model's barriers only, does
+        not see (a C function run alone logs the order of mutexes and
+        handshakes for it: edsl.dpu.races)."""
         return re.search(rf"\bcall\b[^\n]*@{dpu.WAIT_WORD}\(", self.llvm) is not None
 
     @property
@@ -312,8 +316,13 @@ def with_race_notes(llvm: str, files: tuple, slot: int = 0) -> str:
     """`llvm` (a compiled function's module) with each access of WRAM, a load,
     store, atomic or block copy through a pointer of address space 0, logged
     for the check of races between tasklets (`dpu.RACE_NOTE`, at the access's
-    line): the WRAM side of its transfers is logged by the runtime."""
+    line): the WRAM side of its transfers is logged by the runtime. The
+    model's own accesses, in the SDK headers (`upmem_include/`: the words of
+    mutexes, handshakes and barriers), are not: they order the tasklets
+    (`dpu.RACE_RELEASE`), which the headers log themselves."""
     places = _line_table(llvm, files, site_base(slot))
+    ours = os.path.join(INCLUDE_DIR, "")
+    in_headers = {k for k, (_, _, path) in llvm_ir.debug_locations(llvm).items() if path.startswith(ours)}
     count = 0
 
     def note(indent: str, kind: int, pointer: str, size: str, site: int) -> list[str]:
@@ -325,6 +334,8 @@ def with_race_notes(llvm: str, files: tuple, slot: int = 0) -> str:
     def rewrite(m: re.Match) -> str:
         op, rest, indent = m["op"], m["rest"], m["indent"]
         dbg = _DBG.search(rest)
+        if dbg and dbg[1] in in_headers:
+            return m.group(0)
         site = places.get(dbg[1], site_base(slot)) if dbg else site_base(slot)
         lines = [m.group(0)]
         if op.startswith("call"):

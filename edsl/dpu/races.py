@@ -23,7 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..target.dpu import ACCESS_MASK, RACE_MRAM, Access
+from ..target.dpu import ACCESS_MASK, RACE_ACQUIRE, RACE_MRAM, RACE_RELEASE, RACE_UNORDERED, Access
 
 
 @dataclass(frozen=True)
@@ -69,16 +69,76 @@ def first_race(logs: Sequence[np.ndarray]) -> Race | None:
         return None                       # (one tasklet alone cannot race)
     e = np.concatenate(logs)
     tid = np.repeat(np.arange(len(logs)), [len(log) for log in logs])
+    sync = (e[:, 0] & ACCESS_MASK) == 0
+    rows, clocks = None, None
+    if sync.any():
+        if (e[sync, 0] == RACE_UNORDERED).any():
+            return None                   # (an order the check does not know: not checked)
+        rows, clocks = _clocks(logs)
+        e, tid, rows = e[~sync], tid[~sync], rows[~sync]
+        if not len(e):
+            return None
     gen = e[:, 4]
     for base in range(int(gen.min()), int(gen.max()) + 1, _GENS_AT_ONCE):
         turn = np.flatnonzero((gen >= base) & (gen < base + _GENS_AT_ONCE))
-        race = _first_race_in(e[turn], tid[turn], base)
+        race = _first_race_in(e[turn], tid[turn], base, None if rows is None else (rows[turn], clocks))
         if race is not None:
             return race
     return None
 
 
-def _first_race_in(e: np.ndarray, tid: np.ndarray, base: int) -> Race | None:
+def _clocks(logs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The vector clocks of the entries of `logs` (tasklet by tasklet, as
+    concatenated): what each tasklet's own count of releases was known to be
+    where the entry was logged, through the RELEASE and ACQUIRE entries of
+    mutexes and handshakes; as (each entry's row, the rows: one a tasklet's
+    stretch between two synchronisations). Entry a (tasklet i) is ordered
+    before entry b where clock_b[i] > clock_a[i]. The synchronisations are
+    replayed in an order they allow: an acquire once the releases it joins
+    are (all those logged, where the log holds fewer)."""
+    n = len(logs)
+    logged: dict[tuple, int] = {}
+    for log in logs:
+        for obj, end in log[log[:, 0] == RACE_RELEASE][:, 1:3].tolist():
+            logged[obj, end - obj] = logged.get((obj, end - obj), 0) + 1
+    vc = np.zeros((n, n), np.int64)
+    released: dict[tuple, list] = {}
+    syncs = [np.flatnonzero((log[:, 0] & ACCESS_MASK) == 0) for log in logs]
+    at = [0] * n
+    seg = [[vc[t].copy()] for t in range(n)]          # each tasklet's clock after each of its syncs
+    while any(at[t] < len(syncs[t]) for t in range(n)):
+        moved = False
+        for t in range(n):
+            while at[t] < len(syncs[t]):
+                kind, obj, end, need = (int(v) for v in logs[t][syncs[t][at[t]], :4])
+                key = (obj, end - obj)
+                if kind == RACE_RELEASE:
+                    vc[t, t] += 1
+                    joined = released.setdefault(key, [np.zeros(n, np.int64), 0])
+                    np.maximum(joined[0], vc[t], out=joined[0])
+                    joined[1] += 1
+                elif kind == RACE_ACQUIRE:
+                    joined = released.get(key, [None, 0])
+                    if joined[1] < min(need, logged.get(key, 0)):
+                        break
+                    if joined[0] is not None:
+                        np.maximum(vc[t], joined[0], out=vc[t])
+                seg[t].append(vc[t].copy())
+                at[t] += 1
+                moved = True
+        if not moved:                       # (a run stopped mid-way: the first waiting acquire goes on)
+            t = next(t for t in range(n) if at[t] < len(syncs[t]))
+            seg[t].append(vc[t].copy())
+            at[t] += 1
+    rows, first = [], 0
+    for t, log in enumerate(logs):
+        syncs_before = np.cumsum((log[:, 0] & ACCESS_MASK) == 0) - ((log[:, 0] & ACCESS_MASK) == 0)
+        rows.append(first + syncs_before)
+        first += len(seg[t])
+    return np.concatenate(rows), np.concatenate([np.asarray(s) for s in seg])
+
+
+def _first_race_in(e: np.ndarray, tid: np.ndarray, base: int, clocks: tuple | None) -> Race | None:
     kind, lo, hi, site, gen = e.T
     if not len(e):
         return None
@@ -112,31 +172,39 @@ def _first_race_in(e: np.ndarray, tid: np.ndarray, base: int) -> Race | None:
     racy = (lowest(a == Access.WRITE) != big) & (lowest(every) != highest(every))
     at_lo, at_hi, pl_lo, pl_hi = lowest(atomic), highest(atomic), lowest(~atomic), highest(~atomic)
     racy |= (at_lo != big) & (pl_lo != big) & ~((at_lo == at_hi) & (pl_lo == pl_hi) & (at_lo == pl_lo))
-    hits = np.flatnonzero(racy)
-    if not len(hits):
-        return None
-    k = int(hits[0])
-    group = index[start[k]:start[k + 1] if k + 1 < len(start) else len(index)]
-    group = group[np.lexsort((group, tid[group]))]                  # by tasklet, then log order
-    address = int(key[start[k]]) & ((1 << _SPACE_SHIFT) - 1)
-    return Race(address, bool(space[group[0]]), *_pair(group, tid, access, site, lo, hi))
+    # (with synchronisations, a byte's accesses race only where neither is ordered before the other)
+    def apart(i: int, j: int) -> bool:
+        if clocks is None:
+            return True
+        rows, table = clocks
+        ci, cj = table[rows[i]], table[rows[j]]
+        return cj[tid[i]] <= ci[tid[i]] and ci[tid[j]] <= cj[tid[j]]
+    for k in np.flatnonzero(racy).tolist():
+        group = index[start[k]:start[k + 1] if k + 1 < len(start) else len(index)]
+        group = group[np.lexsort((group, tid[group]))]                  # by tasklet, then log order
+        pair = _pair(group, tid, access, site, lo, hi, apart)
+        if pair is not None:
+            address = int(key[start[k]]) & ((1 << _SPACE_SHIFT) - 1)
+            return Race(address, bool(space[group[0]]), *pair)
+        assert clocks is not None, "a racy byte without a racing pair"
+    return None
 
 
-def _pair(group, tid, access, site, lo, hi) -> tuple[RaceAccess, RaceAccess]:
-    """Two accesses of `group` (entry numbers, in tasklet order) that race."""
+def _pair(group, tid, access, site, lo, hi, apart) -> tuple[RaceAccess, RaceAccess] | None:
+    """Two accesses of `group` (entry numbers, in tasklet order) that race:
+    of different tasklets, `apart(i, j)` (neither ordered before the other),
+    a plain write and any access, or an atomic and a plain access; None."""
     def side(i) -> RaceAccess:
         return RaceAccess(int(tid[i]), int(access[i]), int(site[i]), int(lo[i]), int(hi[i]))
-    writes = [i for i in group if access[i] == Access.WRITE]
-    if writes:
-        w = writes[0]
-        other = next(i for i in group if tid[i] != tid[w])
-        return side(w), side(other)
-    atomics = [i for i in group if access[i] == Access.ATOMIC]
-    for a in atomics:
-        plain = [i for i in group if access[i] != Access.ATOMIC and tid[i] != tid[a]]
-        if plain:
-            return side(a), side(plain[0])
-    raise AssertionError("a racy byte without a racing pair")
+    for w in (i for i in group if access[i] == Access.WRITE):
+        other = next((i for i in group if tid[i] != tid[w] and apart(w, i)), None)
+        if other is not None:
+            return side(w), side(other)
+    for a in (i for i in group if access[i] == Access.ATOMIC):
+        plain = next((i for i in group if access[i] != Access.ATOMIC and tid[i] != tid[a] and apart(a, i)), None)
+        if plain is not None:
+            return side(a), side(plain)
+    return None
 
 
 # The launch option's environment variable: "1" checks every launch that
@@ -190,8 +258,10 @@ def message(race: Race, what: str, sites, name=None) -> tuple[str, object]:
         other = f" of {loc.filename}" if first is not None and loc.filename != first.filename else ""
         return f" at line {loc.lineno}{other} (column {(loc.col or 0) + 1})"
     barrier = "barrier_wait" if in_c else "edsl.barrier()"
+    between = "nothing ordering them (a barrier, a mutex handed on, a handshake)" if in_c else \
+        "no barrier between them"
     text = (f"{what}: tasklets {a.tasklet} and {b.tasklet} race on {where}: tasklet {a.tasklet} {a.verb} it"
-            f"{at(a)} and tasklet {b.tasklet} {b.verb} it{at(b)}, with no barrier between them; on UPMEM the "
+            f"{at(a)} and tasklet {b.tasklet} {b.verb} it{at(b)}, with {between}; on UPMEM the "
             f"tasklets interleave and the result depends on their order (separate the accesses with "
             f"{barrier}, or give each tasklet its own elements)")
     return text, sites.get(a.site)

@@ -417,6 +417,18 @@ RACE_LOG_FULL = ("the check of races between tasklets logs each access, and task
                  f"{RACE_LOG_MAX_ENTRIES} of them: check a smaller input, or run without the check "
                  "(EDSL_RACE_CHECK=0)")
 RACE_MRAM = 4                         # kind flag: the bytes are MRAM's (else WRAM's)
+# Kinds of race log entries that order tasklets rather than access memory
+# (their ACCESS_MASK bits 0), logged by the SDK headers of C functions
+# (mutex.h, handshake.h, barrier.h's barriers of fewer tasklets): address: a
+# synchronisation object, end - address: the number of its synchronisation.
+# What a tasklet did before a RELEASE of (object, number) is ordered before
+# what another does after its ACQUIRE of it, which waits for `site` releases
+# of it (1: a mutex handed on; 2: a handshake's two sides; a barrier's count).
+RACE_RELEASE = 16
+RACE_ACQUIRE = 32
+# ... and an order the check does not know (a barrier of fewer tasklets): a
+# DPU that logs one is not checked.
+RACE_UNORDERED = 48
 
 
 class Access(IntEnum):

@@ -419,6 +419,28 @@ def test_groups_on_one_host_thread_too_and_a_barrier_never_full_is_a_deadlock_at
     assert err.value.loc.lineno == line_of("sdk_barrier.c", "never full")
 
 
+@pytest.mark.parametrize("tasklets", [2, 5, 16])
+def test_the_race_check_knows_the_order_of_mutexes_and_handshakes(tasklets):
+    """Accesses ordered by a mutex handed on or by a handshake are not races;
+    one outside them is, named at both lines (PrIM's SEL's shared total)."""
+    out = np.zeros(1, np.int32)
+    c_function("sdk_mutex.c", "mutex_counter").run(out, 3, tasklets=tasklets, race_check=True)
+    values = np.arange(1, tasklets + 1, dtype=np.int32)
+    prefix = np.zeros(tasklets, np.int32)
+    c_function("sdk_handshake.c", "handshake_prefix").run(prefix, values, tasklets=tasklets, race_check=True)
+    np.testing.assert_array_equal(prefix, np.cumsum(values))
+    with pytest.raises(edsl.DpuError) as err:
+        c_function("sdk_mutex.c", "mutex_peek").run(out, tasklets=tasklets, race_check=True)
+    assert f"writes it at line {line_of('sdk_mutex.c', 'under lock')}" in err.value.message, err.value.message
+    assert f"reads it at line {line_of('sdk_mutex.c', 'peek')}" in err.value.message, err.value.message
+    with pytest.raises(edsl.DpuError) as err:
+        c_function("sdk_handshake.c", "handshake_then_total").run(prefix, values, tasklets=tasklets,
+                                                                   race_check=True)
+    assert f"writes it at line {line_of('sdk_handshake.c', 'total moved')}" in err.value.message, err.value.message
+    assert f"reads it at line {line_of('sdk_handshake.c', 'total read')}" in err.value.message, err.value.message
+    c_function("sdk_handshake.c", "handshake_then_total").run(prefix, values, tasklets=tasklets, race_check=False)
+
+
 def test_only_a_barrier_of_fewer_tasklets_turns_the_race_check_off():
     """A barrier of every tasklet is the model's, which the race check knows."""
     full = c_function("", "f", source="#include <defs.h>\n#include <barrier.h>\nBARRIER_INIT(b, NR_TASKLETS);\n"

@@ -35,6 +35,7 @@ typedef struct __attribute__((aligned(4))) {
 /* A barrier of fewer tasklets than the DPU runs. */
 static inline void __edsl_barrier_some(barrier_t *b, int64_t site) {
     __edsl_stop_if_failed();
+    EDSL_RACE_NOTE(EDSL_RACE_UNORDERED, 0, 0, site);      /* (the check of races does not know its order) */
     uint8_t free = 0xff;
     while (!__atomic_compare_exchange_n(&b->wait_queue, &free, 0, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
         free = 0xff;

@@ -37,6 +37,18 @@ extern void EDSL_YIELD(void *ctx);
 /* (word, value): wait a while where *word == value, letting the others run; (word): wake its sleepers. */
 extern void EDSL_WAIT_WORD(const uint32_t *word, uint32_t value);
 extern void EDSL_WAKE_WORD(const uint32_t *word);
+/* (kind, address, n, site): one entry of the tasklet's race log (nothing where races are not checked). */
+extern void EDSL_RACE_NOTE(int64_t kind, int64_t address, int64_t n, int64_t site);
+
+/* For the check of races between tasklets (edsl.dpu.races): what this
+ * tasklet did so far is ordered before what a tasklet does after acquiring
+ * synchronisation `number` of `object`; an acquire joins `releases` of them. */
+static inline void __edsl_race_release(const void *object, uint32_t number) {
+    EDSL_RACE_NOTE(EDSL_RACE_RELEASE, (int64_t)(uintptr_t)object, number, 0);
+}
+static inline void __edsl_race_acquire(const void *object, uint32_t number, int64_t releases) {
+    EDSL_RACE_NOTE(EDSL_RACE_ACQUIRE, (int64_t)(uintptr_t)object, number, releases);
+}
 
 /* Stop the running tasklet: back to where __edsl_run entered the function
  * (the jump buffer in the tasklet's context slot EDSL_CTX_C_STOP). */

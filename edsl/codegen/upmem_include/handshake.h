@@ -20,6 +20,8 @@ static struct {
     uint32_t waiter[EDSL_MAX_TASKLETS];     /* by notifier: the tasklet waiting for it + 1, or 0 */
     uint32_t notifying[EDSL_MAX_TASKLETS];  /* by notifier: 1 while it waits for a waiter */
     uint32_t go[EDSL_MAX_TASKLETS];         /* by tasklet: set by the one that releases it */
+    uint32_t pairings[EDSL_MAX_TASKLETS];   /* by notifier: its handshakes so far (the check of races:
+                                               both sides of one are ordered before what either does after) */
 } __edsl_handshakes;
 
 static inline void __edsl_handshake_guard(void) {
@@ -60,8 +62,11 @@ static inline int __edsl_handshake_wait_for(sysname_t notifier, int64_t site) {
         __edsl_handshake_release();
         __edsl_fail(EDSL_ERR_HANDSHAKE_BUSY, site, notifier, 0, 0);
     }
+    uint32_t *pairings = &__edsl_handshakes.pairings[notifier], number = *pairings + 1;
+    __edsl_race_release(pairings, number);
     if (__edsl_handshakes.notifying[notifier]) {
         __edsl_handshakes.notifying[notifier] = 0;
+        *pairings = number;
         __edsl_handshake_go(notifier);
         __edsl_handshake_release();
         /* (where the tasklets share a host thread, the notifier goes on first, as
@@ -72,6 +77,7 @@ static inline int __edsl_handshake_wait_for(sysname_t notifier, int64_t site) {
         __edsl_handshakes.waiter[notifier] = tid + 1;
         __edsl_handshake_suspend(tid, site);
     }
+    __edsl_race_acquire(pairings, number, 2);
     return 0;
 }
 
@@ -79,15 +85,19 @@ static inline void __edsl_handshake_notify(int64_t site) {
     uint32_t tid = EDSL_ME();
     __edsl_stop_if_failed();
     __edsl_handshake_guard();
+    uint32_t *pairings = &__edsl_handshakes.pairings[tid], number = *pairings + 1;
+    __edsl_race_release(pairings, number);
     uint32_t waiter = __edsl_handshakes.waiter[tid];
     if (waiter != 0) {
         __edsl_handshakes.waiter[tid] = 0;
+        *pairings = number;
         __edsl_handshake_go(waiter - 1);
         __edsl_handshake_release();
     } else {
         __edsl_handshakes.notifying[tid] = 1;
         __edsl_handshake_suspend(tid, site);
     }
+    __edsl_race_acquire(pairings, number, 2);
 }
 
 #define handshake_wait_for(notifier) __edsl_handshake_wait_for((notifier), EDSL_SITE)

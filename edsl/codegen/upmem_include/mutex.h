@@ -18,11 +18,12 @@ typedef struct {
     uint32_t guard;     /* 1 while a tasklet changes the two words below */
     uint32_t owner;     /* the holder's tasklet id + 1, 0 if free */
     uint32_t waiters;   /* a bit per tasklet waiting for it */
+    uint32_t releases;  /* its unlocks so far (the check of races: __edsl_race_release) */
 } __edsl_mutex_t;
 typedef __edsl_mutex_t *mutex_id_t;
 
 #define MUTEX_INIT(_name)                                                                            \
-    __edsl_mutex_t __edsl_mutex_##_name = {0, 0, 0};                                                 \
+    __edsl_mutex_t __edsl_mutex_##_name = {0, 0, 0, 0};                                              \
     mutex_id_t const _name = &__edsl_mutex_##_name
 #define MUTEX_GET(_name) (_name)
 
@@ -49,8 +50,10 @@ static inline bool __edsl_mutex_trylock(mutex_id_t mutex) {
     uint32_t me = EDSL_ME() + 1;
     __edsl_mutex_guard(mutex);
     bool taken = mutex->owner == 0;
-    if (taken)
+    if (taken) {
         __atomic_store_n(&mutex->owner, me, __ATOMIC_RELAXED);
+        __edsl_race_acquire(mutex, mutex->releases, 1);
+    }
     __edsl_mutex_release(mutex);
     return taken;
 }
@@ -61,6 +64,7 @@ static inline void __edsl_mutex_lock(mutex_id_t mutex, int64_t site) {
     __edsl_mutex_guard(mutex);
     if (mutex->owner == 0) {
         __atomic_store_n(&mutex->owner, me, __ATOMIC_RELAXED);
+        __edsl_race_acquire(mutex, mutex->releases, 1);
         __edsl_mutex_release(mutex);
         return;
     }
@@ -73,6 +77,7 @@ static inline void __edsl_mutex_lock(mutex_id_t mutex, int64_t site) {
     __edsl_block(site);
     __edsl_mutex_release(mutex);
     __edsl_wait_until(&mutex->owner, me);
+    __edsl_race_acquire(mutex, __atomic_load_n(&mutex->releases, __ATOMIC_ACQUIRE), 1);   /* (handed on) */
 }
 
 static inline void __edsl_mutex_unlock(mutex_id_t mutex, int64_t site) {
@@ -82,6 +87,8 @@ static inline void __edsl_mutex_unlock(mutex_id_t mutex, int64_t site) {
         __edsl_mutex_release(mutex);
         __edsl_fail(EDSL_ERR_MUTEX_UNLOCK, site, 0, 0, 0);
     }
+    mutex->releases++;
+    __edsl_race_release(mutex, mutex->releases);
     uint32_t waiters = mutex->waiters;
     if (waiters == 0) {
         __atomic_store_n(&mutex->owner, 0, __ATOMIC_RELEASE);

@@ -35,3 +35,26 @@ void handshake_twice(void) {
 void handshake_self(void) {
     handshake_wait_for(me());                    // <self>
 }
+
+/* PrIM's SEL: a handshake chain passes the counts, and after a barrier the
+ * last tasklet moves the shared total on while the others still read it:
+ * nothing orders that write after their reads (on a DPU only timing does). */
+#include <barrier.h>
+BARRIER_INIT(everyone, NR_TASKLETS);
+static int total;
+
+void handshake_then_total(int *out, const int *values) {
+    int t = me(), before = 0;
+    if (t != 0) {
+        handshake_wait_for(t - 1);
+        before = passed[t];
+    }
+    if (t + 1 < NR_TASKLETS) {
+        passed[t + 1] = before + values[t];
+        handshake_notify();
+    }
+    barrier_wait(&everyone);
+    out[t] = total + before;                     // <total read>
+    if (t == NR_TASKLETS - 1)
+        total += before + values[t];             // <total moved>
+}

@@ -109,3 +109,15 @@ void mutex_never_set(int *out, int reps) {
     if (me() == 0)
         out[0] = unset_counter + (&ATOMIC_BIT_GET(bits)[1] - &ATOMIC_BIT_GET(bits)[0]) * 1000;
 }
+
+/* A counter the other tasklets add to under the mutex, and tasklet 0 reads
+ * without it: nothing orders its read and their writes, whatever ran first. */
+void mutex_peek(int *out) {
+    if (me() == 0) {
+        out[0] = counter;                        // <peek>
+        return;
+    }
+    mutex_lock(counter_mutex);
+    counter += 1;                                // <under lock>
+    mutex_unlock(counter_mutex);
+}
