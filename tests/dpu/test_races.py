@@ -183,3 +183,21 @@ def test_a_race_log_past_its_limit_is_a_clear_error_not_the_hosts_memory():
                                             r"smaller input, or run without the check \(EDSL_RACE_CHECK=0\)"):
         busy.run(out, RACE_LOG_MAX_ENTRIES // 2 + 1, tasklets=2, race_check=True)
     busy.run(out, 1000, tasklets=2, race_check=True)             # (below it: checked, no race)
+
+
+def test_releases_and_acquires_order_accesses_as_vector_clocks():
+    """Race log entries (kind, address, end, site, generation): tasklet 0
+    writes a byte then releases (object 900, number 1); tasklet 1 acquires it
+    and writes the byte: ordered. Without the acquire, or acquiring another
+    number, the two writes race; a mark of an unknown order skips the check."""
+    from edsl.dpu.races import first_race
+    from edsl.target.dpu import RACE_ACQUIRE, RACE_RELEASE, RACE_UNORDERED, Access
+    write = [int(Access.WRITE), 64, 68, 7, 0]
+    t0 = [write, [RACE_RELEASE, 900, 901, 0, 0]]
+    assert first_race([np.array(t0), np.array([[RACE_ACQUIRE, 900, 901, 1, 0], write])]) is None
+    race = first_race([np.array(t0), np.array([write])])
+    assert race is not None and (race.first.tasklet, race.second.tasklet, race.address) == (0, 1, 64)
+    assert first_race([np.array(t0), np.array([[RACE_ACQUIRE, 900, 902, 1, 0], write])]) is not None
+    # (an acquire logged before the release it joins, in log order, is replayed after it)
+    assert first_race([np.array([[RACE_ACQUIRE, 900, 901, 1, 0], write]), np.array(t0)]) is None
+    assert first_race([np.array(t0), np.array([write, [RACE_UNORDERED, 0, 0, 3, 0]])]) is None
