@@ -23,7 +23,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..target.dpu import ACCESS_MASK, RACE_ACQUIRE, RACE_MRAM, RACE_RELEASE, RACE_UNORDERED, Access
+from ..target.dpu import (ACCESS_MASK, RACE_ACQUIRE, RACE_MAX_SYNCS, RACE_MRAM, RACE_RELEASE, RACE_SYNCS_FULL,
+                          RACE_UNORDERED, Access)
 
 
 @dataclass(frozen=True)
@@ -70,32 +71,37 @@ def first_race(logs: Sequence[np.ndarray]) -> Race | None:
     e = np.concatenate(logs)
     tid = np.repeat(np.arange(len(logs)), [len(log) for log in logs])
     sync = (e[:, 0] & ACCESS_MASK) == 0
-    rows, clocks = None, None
+    rows, clocks = None, ()
     if sync.any():
         if (e[sync, 0] == RACE_UNORDERED).any():
             return None                   # (an order the check does not know: not checked)
-        rows, clocks = _clocks(logs)
+        if int(sync.sum()) > RACE_MAX_SYNCS:
+            from ..base.errors import DpuError
+            raise DpuError(RACE_SYNCS_FULL.format(syncs=int(sync.sum())))
+        rows, *clocks = _clocks(logs)
         e, tid, rows = e[~sync], tid[~sync], rows[~sync]
         if not len(e):
             return None
     gen = e[:, 4]
     for base in range(int(gen.min()), int(gen.max()) + 1, _GENS_AT_ONCE):
         turn = np.flatnonzero((gen >= base) & (gen < base + _GENS_AT_ONCE))
-        race = _first_race_in(e[turn], tid[turn], base, None if rows is None else (rows[turn], clocks))
+        race = _first_race_in(e[turn], tid[turn], base, None if rows is None else (rows[turn], *clocks))
         if race is not None:
             return race
     return None
 
 
-def _clocks(logs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def _clocks(logs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The vector clocks of the entries of `logs` (tasklet by tasklet, as
     concatenated): what each tasklet's own count of releases was known to be
     where the entry was logged, through the RELEASE and ACQUIRE entries of
     mutexes and handshakes; as (each entry's row, the rows: one a tasklet's
-    stretch between two synchronisations). Entry a (tasklet i) is ordered
-    before entry b where clock_b[i] > clock_a[i]. The synchronisations are
-    replayed in an order they allow: an acquire once the releases it joins
-    are (all those logged, where the log holds fewer)."""
+    stretch between two synchronisations, the step of the replay at which
+    each row began). Entry a (tasklet i) is ordered before entry b where
+    clock_b[i] > clock_a[i]; rows in the order of their steps are in an order
+    the clocks allow. The synchronisations are replayed in an order they
+    allow: an acquire once the releases it joins are (all those logged, where
+    the log holds fewer)."""
     n = len(logs)
     logged: dict[tuple, int] = {}
     for log in logs:
@@ -103,14 +109,16 @@ def _clocks(logs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
             logged[obj, end - obj] = logged.get((obj, end - obj), 0) + 1
     vc = np.zeros((n, n), np.int64)
     released: dict[tuple, list] = {}
-    syncs = [np.flatnonzero((log[:, 0] & ACCESS_MASK) == 0) for log in logs]
+    syncs = [log[(log[:, 0] & ACCESS_MASK) == 0, :4].tolist() for log in logs]
     at = [0] * n
     seg = [[vc[t].copy()] for t in range(n)]          # each tasklet's clock after each of its syncs
+    began = [[0] for _ in range(n)]
+    step = 0
     while any(at[t] < len(syncs[t]) for t in range(n)):
         moved = False
         for t in range(n):
             while at[t] < len(syncs[t]):
-                kind, obj, end, need = (int(v) for v in logs[t][syncs[t][at[t]], :4])
+                kind, obj, end, need = syncs[t][at[t]]
                 key = (obj, end - obj)
                 if kind == RACE_RELEASE:
                     vc[t, t] += 1
@@ -123,19 +131,24 @@ def _clocks(logs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
                         break
                     if joined[0] is not None:
                         np.maximum(vc[t], joined[0], out=vc[t])
+                step += 1
                 seg[t].append(vc[t].copy())
+                began[t].append(step)
                 at[t] += 1
                 moved = True
         if not moved:                       # (a run stopped mid-way: the first waiting acquire goes on)
             t = next(t for t in range(n) if at[t] < len(syncs[t]))
+            step += 1
             seg[t].append(vc[t].copy())
+            began[t].append(step)
             at[t] += 1
     rows, first = [], 0
     for t, log in enumerate(logs):
-        syncs_before = np.cumsum((log[:, 0] & ACCESS_MASK) == 0) - ((log[:, 0] & ACCESS_MASK) == 0)
-        rows.append(first + syncs_before)
+        sync = (log[:, 0] & ACCESS_MASK) == 0
+        rows.append(first + np.cumsum(sync) - sync)
         first += len(seg[t])
-    return np.concatenate(rows), np.concatenate([np.asarray(s) for s in seg])
+    return (np.concatenate(rows), np.concatenate([np.asarray(s) for s in seg]),
+            np.concatenate([np.asarray(b) for b in began]))
 
 
 def _first_race_in(e: np.ndarray, tid: np.ndarray, base: int, clocks: tuple | None) -> Race | None:
@@ -172,39 +185,66 @@ def _first_race_in(e: np.ndarray, tid: np.ndarray, base: int, clocks: tuple | No
     racy = (lowest(a == Access.WRITE) != big) & (lowest(every) != highest(every))
     at_lo, at_hi, pl_lo, pl_hi = lowest(atomic), highest(atomic), lowest(~atomic), highest(~atomic)
     racy |= (at_lo != big) & (pl_lo != big) & ~((at_lo == at_hi) & (pl_lo == pl_hi) & (at_lo == pl_lo))
-    # (with synchronisations, a byte's accesses race only where neither is ordered before the other)
-    def apart(i: int, j: int) -> bool:
-        if clocks is None:
-            return True
-        rows, table = clocks
-        ci, cj = table[rows[i]], table[rows[j]]
-        return cj[tid[i]] <= ci[tid[i]] and ci[tid[j]] <= cj[tid[j]]
+
+    def side(i) -> RaceAccess:
+        return RaceAccess(int(tid[i]), int(access[i]), int(site[i]), int(lo[i]), int(hi[i]))
     for k in np.flatnonzero(racy).tolist():
         group = index[start[k]:start[k + 1] if k + 1 < len(start) else len(index)]
-        group = group[np.lexsort((group, tid[group]))]                  # by tasklet, then log order
-        pair = _pair(group, tid, access, site, lo, hi, apart)
+        if clocks is None:
+            group = group[np.lexsort((group, tid[group]))]              # by tasklet, then log order
+            pair = _pair(group, tid, access)
+        else:
+            pair = _unordered_pair(group, tid, access, *clocks)
         if pair is not None:
             address = int(key[start[k]]) & ((1 << _SPACE_SHIFT) - 1)
-            return Race(address, bool(space[group[0]]), *pair)
+            return Race(address, bool(space[group[0]]), side(pair[0]), side(pair[1]))
         assert clocks is not None, "a racy byte without a racing pair"
     return None
 
 
-def _pair(group, tid, access, site, lo, hi, apart) -> tuple[RaceAccess, RaceAccess] | None:
-    """Two accesses of `group` (entry numbers, in tasklet order) that race:
-    of different tasklets, `apart(i, j)` (neither ordered before the other),
-    a plain write and any access, or an atomic and a plain access; None."""
-    def side(i) -> RaceAccess:
-        return RaceAccess(int(tid[i]), int(access[i]), int(site[i]), int(lo[i]), int(hi[i]))
-    for w in (i for i in group if access[i] == Access.WRITE):
-        other = next((i for i in group if tid[i] != tid[w] and apart(w, i)), None)
-        if other is not None:
-            return side(w), side(other)
-    for a in (i for i in group if access[i] == Access.ATOMIC):
-        plain = next((i for i in group if access[i] != Access.ATOMIC and tid[i] != tid[a] and apart(a, i)), None)
-        if plain is not None:
-            return side(a), side(plain)
+def _unordered_pair(group, tid, access, rows, table, began) -> tuple[int, int] | None:
+    """Two accesses of one byte (`group`) that race though the tasklets
+    synchronise (a plain write and any access, or an atomic and a plain
+    access, neither ordered before the other by the clocks); None. The
+    accesses are taken in an order the clocks allow, each checked against
+    the last write and the reads and atomics since (FastTrack, Flanagan and
+    Freund, PLDI 2009): where none raced before, those are the ones it could
+    race with."""
+    order = group[np.lexsort((group, began[rows[group]]))]
+
+    def before(i, j) -> bool:
+        return table[rows[j], tid[i]] > table[rows[i], tid[i]]
+    write, reads, atomics = None, {}, {}
+    for x in order.tolist():
+        t, a = int(tid[x]), int(access[x])
+        if write is not None and tid[write] != t and not before(write, x):
+            return write, x
+        against = (list(reads.values()) if a != Access.READ else []) + \
+            (list(atomics.values()) if a != Access.ATOMIC else [])
+        for y in against:
+            if tid[y] != t and not before(y, x):
+                return (x, y) if a != Access.READ else (y, x)
+        if a == Access.WRITE:
+            write, reads, atomics = x, {}, {}
+        elif a == Access.READ:
+            reads[t] = x
+        else:
+            atomics[t] = x
     return None
+
+
+def _pair(group, tid, access) -> tuple[int, int]:
+    """Two accesses of `group` (entry numbers, in tasklet order) that race,
+    with nothing but barriers ordering the tasklets."""
+    writes = [i for i in group if access[i] == Access.WRITE]
+    if writes:
+        w = writes[0]
+        return w, next(i for i in group if tid[i] != tid[w])
+    for a in (i for i in group if access[i] == Access.ATOMIC):
+        plain = [i for i in group if access[i] != Access.ATOMIC and tid[i] != tid[a]]
+        if plain:
+            return a, plain[0]
+    raise AssertionError("a racy byte without a racing pair")
 
 
 # The launch option's environment variable: "1" checks every launch that

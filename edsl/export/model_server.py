@@ -30,7 +30,7 @@ import traceback
 from dataclasses import dataclass
 
 from ..base.errors import EdslError
-from ..target.dpu import MRAM_BYTES, Ctx, Dpu
+from ..target.dpu import COUNT_FINISHED_SHIFT, MRAM_BYTES, Ctx, Dpu
 from .model_build import load_program, read_program
 from .project import SDK_DIR
 
@@ -65,6 +65,8 @@ class _Watch:
     def _watch(self, launch) -> None:
         seen, still = self._progress(launch), 0
         while not self.done.wait(1.0):
+            if (launch.state[:, Dpu.COUNT] >> COUNT_FINISHED_SHIFT >= launch.state[:, Dpu.TASKLETS]).all():
+                return                      # (its tasklets have ended: the check of races may take a while)
             now = self._progress(launch)
             still = still + 1 if now == seen else 0
             seen = now

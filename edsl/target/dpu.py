@@ -429,6 +429,12 @@ RACE_ACQUIRE = 32
 # ... and an order the check does not know (a barrier of fewer tasklets): a
 # DPU that logs one is not checked.
 RACE_UNORDERED = 48
+# The synchronisations of one DPU the check replays at most (in Python, a few
+# microseconds each): past that it refuses to answer, saying so.
+RACE_MAX_SYNCS = 1 << 18
+RACE_SYNCS_FULL = ("the check of races between tasklets replays each mutex and handshake, and the DPU made "
+                   f"{{syncs}} of them, more than {RACE_MAX_SYNCS}: check a smaller input, or run without the "
+                   "check (EDSL_RACE_CHECK=0)")
 
 
 class Access(IntEnum):
