@@ -9,7 +9,11 @@ access EDSL code makes (elements, and both sides of each DMA) is logged by
 its tasklet with the DPU's barrier generation (abi.RACE_NOTE, Ctx.RACE);
 after the launch, two accesses of one byte by different tasklets in the same
 generation (no barrier between them; a launch's start and end separate
-launches), at least one a write and not both atomic, are a race.
+launches), at least one a write and not both atomic, are a race -- unless
+the mutexes and handshakes of C functions order them: their headers log
+each release and acquire (abi.RACE_RELEASE, RACE_ACQUIRE), replayed here as
+vector clocks (`_clocks`), and a byte's accesses are then checked in an
+order the clocks allow (`_unordered_pair`).
 
 The check works on units of the bytes: each logged access is spread over
 units of the largest power of two (up to 8) that divides every access's
