@@ -11,7 +11,7 @@ The code is a `CFunction`'s (edsl.c_function): compiled by the clang of the
 `ziglang` package against the model's SDK headers, its transfers checked,
 its races between tasklets found, its faults reported at the `.c` line. The
 SDK stand-ins' host library in model mode runs DPU programs so
-(edsl.export.model_server).
+(edsl.sdk_model).
 """
 from __future__ import annotations
 

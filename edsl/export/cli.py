@@ -132,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "(edsl.export.counting_build; needs the ziglang package)")
     mode.add_argument("--model", action="store_true",
                       help="run DPU programs on the DPU model, which checks their transfers and races between "
-                           "tasklets and reports faults at their line (edsl.export.model_server; needs the "
+                           "tasklets and reports faults at their line (edsl.sdk_model; needs the "
                            "ziglang package)")
     return parser
 

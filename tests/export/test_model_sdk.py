@@ -1,5 +1,5 @@
 """`edsl sdk FOLDER --model`: a project written for the UPMEM SDK, built with
-its own Makefile, its DPUs run on the DPU model (edsl.export.model_server):
+its own Makefile, its DPUs run on the DPU model (edsl.sdk_model):
 the host's transfers by the SDK's rules, each DPU's variables its own and
 kept between launches, MRAM addresses as the DPU has them (pointers from
 `DPU_MRAM_HEAP_POINTER` kept in 32 bits, host offsets), and what the model adds to the stand-ins: a

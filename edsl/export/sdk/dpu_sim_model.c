@@ -3,8 +3,8 @@
  * stand-ins give EDSL_SIM_PYTHON in edsl_sim_model.h).
  *
  * A DPU program is then the file `dpu-upmem-dpurte-clang` wrote for the model
- * (edsl.export.model_build): its C source and flags. dpu_alloc starts the
- * model (`python -m edsl.export.model_server`), which compiles the program
+ * (edsl.sdk_model build): its C source and flags. dpu_alloc starts the
+ * model (`python -m edsl.sdk_model serve`), which compiles the program
  * at dpu_load, keeps each DPU's variables, and runs a DPU's `main` at
  * dpu_launch with its tasklets checked (transfers, races between tasklets,
  * faults at the `.c` line). Each DPU's MRAM stays this process's memory
@@ -55,7 +55,7 @@ static int model_start(struct edsl_sim_model *m) {
     snprintf(in, sizeof in, "%d", to[0]);
     snprintf(out, sizeof out, "%d", from[1]);
     const char *python = getenv("EDSL_SIM_PYTHON");
-    char *argv[] = {(char *)(python && *python ? python : EDSL_SIM_PYTHON), "-m", "edsl.export.model_server",
+    char *argv[] = {(char *)(python && *python ? python : EDSL_SIM_PYTHON), "-m", "edsl.sdk_model", "serve",
                     in, out, NULL};
     fcntl(to[1], F_SETFD, FD_CLOEXEC);
     fcntl(from[0], F_SETFD, FD_CLOEXEC);

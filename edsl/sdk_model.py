@@ -1,24 +1,32 @@
-"""The DPU model behind the SDK stand-ins' host library in model mode
-(`edsl sdk FOLDER --model`): `dpu_alloc` starts it, as
+"""Whole DPU programs in UPMEM C on the DPU model, behind the SDK stand-ins
+in model mode (`edsl sdk FOLDER --model`), as two commands:
 
-    python -m edsl.export.model_server REQUEST_FD REPLY_FD
+    python -m edsl.sdk_model build ARGS...           (the stand-ins' dpu-upmem-dpurte-clang)
+    python -m edsl.sdk_model serve REQUEST_FD REPLY_FD   (started by dpu_alloc)
 
-and the host library (`sdk/dpu_sim_model.c`, which states the protocol)
-asks it to load a DPU's program (a program file of `model_build`), to name,
-read and write the program's variables on a DPU, to launch a DPU, and for a
-DPU's printf output. Each DPU keeps its own variables
-(`CProgram.loaded`); its MRAM is the host's memory file of it, which a
-launch maps at `WINDOW`, below 4 GiB, so that a program may keep MRAM
-addresses in 32 bits as PrIM's do. DPUs run one at a time, each checked
-as C functions on the model are (the check of races between tasklets where
-EDSL_RACE_CHECK=1 asks for it), its tasklets taking turns on one thread as
-a DPU's do; a fault or race is the launch's error, its message naming the
-`.c` line. A launch that stops making progress for EDSL_SIM_TURN_SECONDS
-ends the model with an error (`_Watch`), as the stand-ins end.
+`build` compiles the DPU program's C source for the model
+(edsl.c_program.CProgram: a compile error is the compiler's, at its line)
+and writes, as the program file, what the model needs to compile it again
+when `dpu_load` loads it: the source, its macros and include folders, its
+tasklets (NR_TASKLETS).
+
+`serve` is the model the host library (`export/sdk/dpu_sim_model.c`, which
+states the protocol) asks to load a DPU's program, to name, read and write
+the program's variables on a DPU, to launch a DPU, and for a DPU's printf
+output. Each DPU keeps its own variables (`CProgram.loaded`); its MRAM is
+the host's memory file of it, which a launch maps at `WINDOW`, below 4 GiB,
+so that a program may keep MRAM addresses in 32 bits as PrIM's do. DPUs
+run one at a time, each checked as C functions on the model are (the check
+of races between tasklets where EDSL_RACE_CHECK=1 asks for it), its
+tasklets taking turns on one thread as a DPU's do; a fault or race is the
+launch's error, its message naming the `.c` line. A launch that stops making
+progress for EDSL_SIM_TURN_SECONDS ends the model with an error (`_Watch`),
+as the stand-ins end.
 """
 from __future__ import annotations
 
 import ctypes
+import json
 import mmap
 import os
 import re
@@ -28,11 +36,71 @@ import tempfile
 import threading
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 
-from ..base.errors import EdslError
-from ..target.dpu import COUNT_FINISHED_SHIFT, MRAM_BYTES, Ctx, Dpu
-from .model_build import load_program, read_program
-from .project import SDK_DIR
+from .base.errors import EdslError
+from .export.counting_build import split_command
+from .export.project import SDK_DIR
+from .target.dpu import COUNT_FINISHED_SHIFT, MRAM_BYTES, Ctx, Dpu
+
+FORMAT = "edsl DPU program for the model"
+# Flags that change nothing the model runs: optimization, warnings, debug
+# information, the language standard, code generation and target options.
+_IGNORED = ("-O", "-W", "-g", "-std=", "-f", "-m", "-pedantic", "-c")
+
+
+def program_of(args: list[str], cwd: str) -> tuple[str, dict]:
+    """(the output file, the program file's fields) of the DPU compiler's command line."""
+    out, sources, flags = split_command(args)
+    if len(sources) != 1:
+        raise ValueError(f"the DPU model runs a DPU program of one C source; {len(sources)} given")
+    defines, include_dirs = {}, []
+    flags = iter(flags)
+    for flag in flags:
+        if flag in ("-D", "-I"):
+            flag += next(flags, "")
+        if flag.startswith("-D"):
+            name, _, value = flag[2:].partition("=")
+            defines[name] = value if "=" in flag else None
+        elif flag.startswith("-I"):
+            include_dirs.append(os.path.join(cwd, flag[2:]))
+        elif not flag.startswith(_IGNORED):
+            raise ValueError(f"the DPU model does not take the compiler flag {flag!r}")
+    tasklets = int(defines.pop("NR_TASKLETS", None) or 1)
+    return out, {"format": FORMAT, "source": os.path.join(cwd, sources[0]), "defines": defines,
+                 "include_dirs": include_dirs, "tasklets": tasklets}
+
+
+def read_program(path: str | os.PathLike) -> dict:
+    """The fields of a program file `build` wrote (ValueError: not one)."""
+    try:
+        fields = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path} is not a DPU program built for the model (edsl sdk --model): {err}") from None
+    if not isinstance(fields, dict) or fields.get("format") != FORMAT:
+        raise ValueError(f"{path} is not a DPU program built for the model (edsl sdk --model)")
+    return fields
+
+
+def load_program(fields: dict):
+    """The CProgram of a program file's fields (compiled; checked for races
+    between tasklets where EDSL_RACE_CHECK asks, as launches are)."""
+    from .c_program import CProgram
+    return CProgram(fields["source"], fields["tasklets"], fields["defines"], tuple(fields["include_dirs"]))
+
+
+def build(args: list[str]) -> int:
+    """Compile the DPU program `args` names for the model and write its program file."""
+    try:
+        out, fields = program_of(args, os.getcwd())
+        load_program(fields)
+    except (ValueError, EdslError) as err:
+        print(f"dpu-upmem-dpurte-clang (edsl SDK stand-ins, DPU model): {err}", file=sys.stderr)
+        return 1
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(fields, indent=1) + "\n")
+    return 0
+
 
 # Where a running DPU's MRAM is mapped in this process: any address below
 # 4 GiB that it leaves free (reserved before anything else may take it).
@@ -219,5 +287,15 @@ def serve(requests: int, replies: int) -> None:
             view = view[os.write(replies, view):]
 
 
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["build"]:
+        return build(argv[1:])
+    if argv[:1] == ["serve"] and len(argv) == 3:
+        serve(int(argv[1]), int(argv[2]))
+        return 0
+    print("usage: python -m edsl.sdk_model build COMPILER-ARGS... | serve REQUEST_FD REPLY_FD", file=sys.stderr)
+    return 2
+
+
 if __name__ == "__main__":
-    serve(int(sys.argv[1]), int(sys.argv[2]))
+    sys.exit(main(sys.argv[1:]))
