@@ -84,7 +84,7 @@ class CFunction(SourceFunction):
         races between tasklets; `timing`: with executed-block counters."""
         compiled = self.compiled(tasklets)
         if (tasklets, races, timing) not in self._programs:
-            text, name = self._linked(compiled, races)
+            text, names = self._linked(compiled, races)
             table = None
             if timing:
                 text, per_block = count_dpu_c(text, 0)
@@ -100,14 +100,14 @@ class CFunction(SourceFunction):
                                "  llvm.return", "}"])
             with codegen.LOCK, codegen.context():
                 module = ir.Module.parse(entry)
-                obj = runtime.build(module, [], f"{self.__name__}()", races=races, linked=((text, name),),
+                obj = runtime.build(module, [], f"{self.__name__}()", races=races, linked=((text, names),),
                                     exported=upmem_c.RUNTIME_SYMBOLS | ({COUNTERS} if timing else set()))
             self._programs[tasklets, races, timing] = obj, table
         obj, table = self._programs[tasklets, races, timing]
         return Program(obj, self.__name__, compiled.sites, table)
 
-    def _linked(self, compiled: upmem_c.CompiledC, races: bool) -> tuple[str, str]:
-        """(LLVM IR, its function's name) linked into its program."""
+    def _linked(self, compiled: upmem_c.CompiledC, races: bool) -> tuple[str, tuple]:
+        """(LLVM IR, the names of the functions it exports) linked into its program."""
         return compiled.linked(races)
 
     def __call__(self, *args):
@@ -233,9 +233,7 @@ def mram_variables(program: Program, compiled: upmem_c.CompiledC) -> list[tuple[
     8-byte block."""
     if compiled.mram_variables_table is None:
         return []
-    n = len(compiled.mram_variables)
-    spans = (ctypes.c_int64 * (2 * n)).from_address(program.address(compiled.mram_variables_table))
-    return [(spans[2 * k], align_up(spans[2 * k + 1])) for k in range(n)]
+    return program.spans(compiled.mram_variables_table, len(compiled.mram_variables))
 
 
 def _packed(specs: list[ArgSpec], args: tuple, result: str, loc):

@@ -59,9 +59,9 @@ class CProgram(CFunction):
             self._loaded[key] = super()._program(tasklets, races, timing)
         return self._loaded[key]
 
-    def _linked(self, compiled: upmem_c.CompiledC, races: bool) -> tuple[str, str]:
-        text, name = compiled.linked(races)
-        return upmem_c.with_visible_variables(text, compiled.globals)[0], name
+    def _linked(self, compiled: upmem_c.CompiledC, races: bool) -> tuple[str, tuple]:
+        text, names = compiled.linked(races)
+        return upmem_c.with_visible_variables(text, compiled.globals)[0], names
 
     def _read_variables(self, program: Program) -> dict:
         return {name: ctypes.string_at(program.address(name), size) for name, size in self.variables.items()}

@@ -137,8 +137,9 @@ class KernelRecord:
     pointer_loads: tuple = ()          # (site code, where): accesses through a pointer loaded from memory
     stored: tuple | None = None        # pointer parameters stores may go through (None: unknown)
     regions: bool = False              # calls EDSL functions (fl.call)
-    # the UPMEM C functions it calls (fl.call): (name, macros, ((file, text), ...): its source
-    # first, whether it loads or stores through __mram_ptr pointers itself)
+    # the UPMEM C functions it calls (fl.call), in their slots: (name, macros, ((file, text), ...):
+    # its source first, whether it loads or stores through __mram_ptr pointers itself, the names
+    # of its variables in MRAM (`CompiledC.mram_variables`, each DPU's own))
     c_functions: tuple = ()
     # their functions giving the C files' variables their first values (`CompiledC.reset_function`)
     variable_resets: tuple = ()
@@ -158,9 +159,10 @@ class KernelRecord:
                             pointer_loads=_frozen(info.pointer_loads), stored=_frozen(info.stored),
                             regions=info.regions, prints=bool(info.prints), waits=info.waits,
                             c_functions=tuple((c.compiled.function.name, c.defines, c.files(),
-                                               c.compiled.direct_mram) for c in info.c_functions),
+                                               c.compiled.direct_mram, () if c.shares else c.compiled.mram_variables)
+                                              for c in info.c_functions),
                             variable_resets=tuple(c.compiled.reset_function for c in info.c_functions
-                                                  if c.compiled.reset_function),
+                                                  if c.compiled.reset_function and not c.shares),
                             c_variable_bytes=info.c_variable_bytes)
 
     def to_program(self, obj: bytes) -> bytes:
@@ -328,7 +330,10 @@ class DpuBackend(BaseBackend):
                                     tasklets=options.num_tasklets,
                                     fission=options.tasklet_loops and not options.dpu_timing)
         state["record"] = KernelRecord.from_info(info)
-        state["c_functions"] = [c.compiled for c in info.c_functions]     # (linked into the program)
+        # (linked into the program: each module once, with the names of the functions it exports)
+        state["c_functions"] = [(c.compiled, tuple(o.compiled.function.name for o in info.c_functions
+                                                   if o.shares and o.compiled.slot == c.compiled.slot))
+                                for c in info.c_functions if not c.shares]
         metadata["name"] = info.name
         # Triton's figure of a kernel's shared memory: here WRAM, and the MRAM scratch of tiles kept there.
         metadata["shared"] = info.wram_bytes + info.scratch_bytes
@@ -346,7 +351,7 @@ class DpuBackend(BaseBackend):
         # (races between tasklets are checked in EDSL functions' code, where a DPU runs several;
         # not where C functions order tasklets by mutexes or handshakes, which the check does not know)
         race_check = options.race_check and record.regions and options.num_tasklets > 1 \
-            and not any(c.synchronizes for c in state.get("c_functions", ()))
+            and not any(c.synchronizes for c, _ in state.get("c_functions", ()))
         state["record"] = dataclasses.replace(record, race_check=race_check)
         if not race_check:
             from ..lowering import strip_race_notes
@@ -372,16 +377,17 @@ class DpuBackend(BaseBackend):
         from ..lowering.counting import counter_table
         from ..lowering.counting_llvm_ir import count_dpu_c
         from ..codegen.upmem_c import RUNTIME_SYMBOLS
+        record = state["record"]
+        # (EDSL functions may reach MRAM without a transfer: their launches keep host addresses)
+        mram_shift = 0 if record.regions else MRAM_SHIFT
         counters, linked = counter_table(state["module"]), []
-        for c in state.get("c_functions", ()):
-            text, name = c.linked(state["record"].race_check)
+        for c, also in state.get("c_functions", ()):
+            text, names = c.linked(record.race_check, mram_shift, also)
             if counters is not None:              # (the C functions' counters after the kernel's)
                 text, per_block = count_dpu_c(text, counters.counters)
                 counters = counters.extended(per_block)
-            linked.append((text, name))
-        record = state["record"]
-        # (EDSL functions may reach MRAM without a transfer: their launches keep host addresses)
-        record = dataclasses.replace(record, mram_shift=0 if record.regions else MRAM_SHIFT, counters=counters)
+            linked.append((text, names))
+        record = dataclasses.replace(record, mram_shift=mram_shift, counters=counters)
         exported = RUNTIME_SYMBOLS | {COUNTERS} if linked else frozenset()
         obj = build(state["module"], [LAUNCH], f"kernel '{record.name}'", mram_shift=record.mram_shift,
                     races=record.race_check, linked=tuple(linked), exported=exported)

@@ -108,10 +108,22 @@ class DpuJob:
     # (`CompiledC.reset_function`): each DPU starts with its own, as its WRAM on hardware
     variable_resets: tuple = ()
     c_heap: int = 0                    # the WRAM its C functions may take with mem_alloc (alloc.h)
+    # its C functions' variables in MRAM (KernelRecord.mram_variable_tables): in the
+    # program's memory, reset for each DPU with the others (`variable_resets`)
+    mram_variable_tables: tuple = ()
 
-    def contexts(self, first: int = 0, dpus: int | None = None) -> Launch:
-        """The contexts of the job's DPUs first .. first + dpus - 1 (all by default)."""
-        run = Launch(self.dpus if dpus is None else dpus, self.tasklets, self.table, self.counters, first)
+    def contexts(self, program: Program, first: int = 0, dpus: int | None = None) -> Launch:
+        """The contexts of the job's DPUs first .. first + dpus - 1 (all by
+        default) of a launch of `program`: the MRAM they reach is the arrays'
+        (`table`), then its C functions' variables in MRAM (where this
+        process has `program`; the access logs' claims on them are no
+        array's: `sharing.Gather` keeps to `spans`)."""
+        table = self.table
+        variables = [(lo + self.mram_shift, hi + self.mram_shift) for name, n in self.mram_variable_tables
+                     for lo, hi in program.spans(name, n)]
+        if variables:
+            table = np.concatenate([table, np.array(variables, dtype=np.int64).reshape(-1)])
+        run = Launch(self.dpus if dpus is None else dpus, self.tasklets, table, self.counters, first)
         run.ctx[..., Ctx.SCRATCH] = self.scratch
         run.ctx[..., Ctx.C_HEAP] = self.c_heap
         run.keep_footprints()

@@ -53,7 +53,8 @@ import functools
 import numpy as np
 
 from ..target import dtypes
-from ..target.dpu import DMA_ALIGN, MRAM_BYTES, SHARING_ADVICE, align_up, c_heap_bytes, dpu_programs
+from ..target.dpu import (DMA_ALIGN, MRAM_BYTES, OUTSIDE_ARRAYS, OUTSIDE_KERNEL_C_MRAM, SHARING_ADVICE, align_up,
+                          c_heap_bytes, dpu_programs)
 from ..dpu import races
 from ..dpu.runtime import Launch, LaunchReport, Program
 from ..dpu.sharing import SharingError
@@ -346,7 +347,7 @@ def launch(program: Program, record: KernelRecord, grid, signature, args, num_dp
             raise _race_error(race[1], what, mram, list(memories.values()), program.sites)
         _raise_errors(program, record, run, shared, mram, memories)
         parts = part_bytes(run, mram)
-        _check_parts(record.name, parts, mram, memories, total, num_dpus)
+        _check_parts(record.name, parts, mram, run, memories, total, num_dpus)
         _fill_report(report, program, record, run, mram, memories, parts)
     _LAST[0] = report
     bench.count(report)
@@ -391,6 +392,10 @@ def _job(program: Program, record: KernelRecord, grid, num_dpus: int, dpus_used:
         threads = dpu_workers(program, busy_key)
     stored = record.stored
     written = None if stored is None else [memories[i] for i in stored if i in memories]
+    variables = ()
+    if any(c[4] for c in record.c_functions):
+        from ..codegen.upmem_c import mram_variables_table
+        variables = tuple((mram_variables_table(slot), len(c[4])) for slot, c in enumerate(record.c_functions) if c[4])
     return DpuJob(grid=grid, num_dpus=num_dpus, dpus=dpus_used, tasklets=record.tasklets,
                   values=values, table=mram.table, scratch=mram.scratch,
                   spans=mram.array_spans(written), wram_bytes=max(8, record.wram_bytes),
@@ -399,6 +404,7 @@ def _job(program: Program, record: KernelRecord, grid, num_dpus: int, dpus_used:
                   mram_shift=mram.shift, busy_key=busy_key,
                   pages_saved_by_writes=not record.regions,
                   race_check=record.race_check, variable_resets=record.variable_resets,
+                  mram_variable_tables=variables,
                   # (mem_alloc's heap: the WRAM the kernel's buffers and its C functions' variables leave)
                   c_heap=c_heap_bytes(record.tasklets, record.c_variable_bytes, record.wram_bytes)
                   if record.c_functions else 0)
@@ -411,7 +417,7 @@ def _run(program: Program, job: DpuJob, mram: Mram, name: str):
     an error), and the first race (DPU, races.Race) or None. Where stderr is
     a terminal, a launch that runs for seconds shows how many DPUs finished
     (base.progress)."""
-    run = job.contexts()
+    run = job.contexts(program)
     shared = race = None
     fits = functools.partial(_fits, mram=mram)
     mram.copy_in()
@@ -464,38 +470,51 @@ def _array_parts(run: Launch, mram: Mram, memories: dict[int, Memory]) -> dict[s
     return out
 
 
-def _overfull(parts: np.ndarray, mram: Mram) -> np.ndarray:
+def _overfull(parts: np.ndarray, mram: Mram, run: Launch) -> np.ndarray:
     """Per DPU: whether its `parts` of the arrays (as `part_bytes` gives
-    them) and its scratch exceed its MRAM."""
-    return parts.sum(axis=1) + mram.scratch_bytes > MRAM_BYTES
+    them), its scratch and its C functions' variables in MRAM exceed its MRAM."""
+    return parts.sum(axis=1) + mram.scratch_bytes + _c_variables_bytes(run, mram) > MRAM_BYTES
+
+
+def _c_variables_bytes(run: Launch, mram: Mram) -> int:
+    """The MRAM the C functions' variables take on each DPU: the regions of
+    the launch after the arrays' and the scratch (`DpuJob.contexts`)."""
+    variables = run.regions[2 * mram.n_table:]
+    return int((variables[1::2] - variables[0::2]).sum())
 
 
 def _fits(run: Launch, mram: Mram) -> bool:
-    """Whether every DPU's parts of the arrays and its scratch fit its MRAM."""
-    return mram.fits_any_parts or not _overfull(part_bytes(run, mram), mram).any()
+    """Whether every DPU's parts of the arrays, its scratch and its C
+    functions' variables fit its MRAM."""
+    return (mram.fits_any_parts and not _c_variables_bytes(run, mram)) \
+        or not _overfull(part_bytes(run, mram), mram, run).any()
 
 
-def _check_parts(kernel: str, parts: np.ndarray, mram: Mram, memories: dict[int, Memory], programs: int,
-                 num_dpus: int) -> None:
+def _check_parts(kernel: str, parts: np.ndarray, mram: Mram, run: Launch, memories: dict[int, Memory],
+                 programs: int, num_dpus: int) -> None:
     """A DpuError naming the first DPU whose parts of the arrays (`parts`,
-    as `part_bytes` gives them) and scratch do not fit its MRAM, and its
-    largest parts."""
-    over = _overfull(parts, mram)
+    as `part_bytes` gives them), scratch and C variables do not fit its
+    MRAM, and its largest parts."""
+    over = _overfull(parts, mram, run)
     if not over.any():
         return
     dpu = int(np.argmax(over))
-    names = [[] for _ in mram.regions]
+    names = [[] for _ in range(parts.shape[1])]            # (one column: the whole image, `part_bytes`)
     for m in memories.values():
         names[mram.region_of(m.lo)].append(f"'{m.name}'")
-    largest = sorted(range(len(mram.regions)), key=lambda k: -parts[dpu, k])[:3]
+    largest = sorted(range(parts.shape[1]), key=lambda k: -parts[dpu, k])[:3]
     of = ", ".join(f"{parts[dpu, k]} of {' and '.join(names[k])}" for k in largest if parts[dpu, k])
     mine = dpu_programs(dpu, programs, num_dpus)
     scratch = f" and {mram.scratch_bytes} bytes of tiles kept in MRAM" if mram.scratch_bytes else ""
+    if variables := _c_variables_bytes(run, mram):
+        scratch += f" and {variables} bytes of its C functions' variables in MRAM"
+    advice = ("Each DPU receives the parts of the arrays that its programs touch: launch on more DPUs (num_dpus, "
+              "or EDSL_NUM_DPUS for launches that do not say), each then running fewer programs" if mram.direct
+              else "A kernel that calls EDSL or C functions receives its whole arrays on every DPU: launch it on "
+                   "parts of them (views or slices) that fit")
     raise DpuError(f"kernel '{kernel}': DPU {dpu} (programs {mine.start} to {mine.stop - 1}) touches "
                    f"{int(parts[dpu].sum())} bytes of the arrays ({of}){scratch}: more than the "
-                   f"{MRAM_BYTES} bytes of its MRAM. Each DPU receives the parts of the arrays that its "
-                   "programs touch: launch on more DPUs (num_dpus, or EDSL_NUM_DPUS for launches that do not "
-                   "say), each then running fewer programs")
+                   f"{MRAM_BYTES} bytes of its MRAM. {advice}")
 
 
 def _raise_errors(program: Program, record: KernelRecord, run: Launch, shared: SharingError | None, mram: Mram,
@@ -507,7 +526,8 @@ def _raise_errors(program: Program, record: KernelRecord, run: Launch, shared: S
             names = ", ".join(f"'{m.name}'" for m in memories.values() if lo <= m.lo < hi)
             raise ArgumentError(f"kernel '{record.name}' stored into read-only array argument "
                                 f"{names}; the stores were dropped: pass a writable array")
-    run.raise_error(f"kernel '{record.name}'", program.sites, record.asserts)
+    run.raise_error(f"kernel '{record.name}'", program.sites, record.asserts,
+                    outside=OUTSIDE_KERNEL_C_MRAM if record.c_functions else OUTSIDE_ARRAYS)
     if shared is not None:
         raise _sharing_error(shared, record.name, mram, list(memories.values()), program.sites)
 

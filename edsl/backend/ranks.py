@@ -116,7 +116,7 @@ def run_ranks(program: Program, job: dpu_run.DpuJob, run: Launch,
 def run_rank(program: Program, job: dpu_run.DpuJob, first: int, end: int, keep=()) -> Rank:
     """Run DPUs first .. end - 1 of the launch on the MRAM image in this
     process (left as transferred), as `dpu_run.run_dpus` runs a launch's."""
-    run = job.contexts(first, end - first)
+    run = job.contexts(program, first, end - first)
     gather = Gather(job.spans, *dpu_run.mram_io(job))
     try:
         logs, _ = dpu_run.run_dpus(dpu_run.DpuRunner(program, job, run, keep), job, run, gather)

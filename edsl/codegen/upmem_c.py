@@ -168,7 +168,7 @@ class CompiledC:
     def mram_variables_table(self) -> str | None:
         """The table (`linked` defines it) of the [start, end) host addresses of
         its MRAM variables, i64 pairs (None: it has none)."""
-        return f"{MRAM_VARIABLES_PREFIX}{self.slot}" if self.mram_variables else None
+        return mram_variables_table(self.slot) if self.mram_variables else None
 
     @property
     def reset_function(self) -> str | None:
@@ -177,16 +177,21 @@ class CompiledC:
         loaded (None: it has none)."""
         return f"{RESET_PREFIX}{self.slot}" if self.globals else None
 
-    def linked(self, races: bool = False) -> tuple[str, str]:
-        """(LLVM IR, the function's name) to link into a program, with its
-        `reset_function`; `races`: its WRAM accesses logged for the check of
-        races between tasklets."""
+    def linked(self, races: bool = False, mram_shift: int = 0, also: tuple = ()) -> tuple[str, tuple]:
+        """(LLVM IR, the names of the functions it exports: its function's, then
+        `also`, more functions of the source a program calls) to link into a
+        program, with its `reset_function`; `races`: its WRAM accesses logged
+        for the check of races between tasklets; `mram_shift`: the program's
+        MRAM addresses are the host's plus this (edsl.dpu.support.MRAM_SHIFT),
+        its MRAM variables' too."""
         text = self.llvm if not races else with_race_notes(self.llvm, (self.texts[0][0], *self.included), self.slot)
+        if mram_shift and self.mram_variables:
+            text = shifted_mram_variables(text, self.mram_variables, mram_shift)
         if self.globals:
             text = with_variables_reset(text, self.globals, self.reset_function)
         if self.mram_variables:
             text = with_address_table(text, self.mram_variables, self.mram_variables_table)
-        return text, self.function.name
+        return text, (self.function.name, *also)
 
     @property
     def uses_mram_heap(self) -> bool:
@@ -400,6 +405,21 @@ def host_mram_variables(llvm: str) -> tuple[str, tuple]:
     return uses.sub(r"ptr addrspace(255) \1addrspacecast (ptr @\2 to ptr addrspace(255))", text), names
 
 
+def mram_variables_table(slot: int) -> str:
+    """The name of the table of MRAM variables of the C function in `slot`
+    (`CompiledC.mram_variables_table`)."""
+    return f"{MRAM_VARIABLES_PREFIX}{slot}"
+
+
+def shifted_mram_variables(llvm: str, variables: tuple, shift: int) -> str:
+    """`llvm` (of `host_mram_variables`) with each MRAM address of one of its
+    `variables` the host's plus `shift`, as a kernel's program has its MRAM
+    addresses (the address table, `with_address_table`, keeps the host's)."""
+    uses = re.compile(r"addrspacecast \(ptr @(" + "|".join(re.escape(n) for n in variables)
+                      + r") to ptr addrspace\(255\)\)")
+    return uses.sub(rf"addrspacecast (ptr getelementptr (i8, ptr @\1, i64 {shift}) to ptr addrspace(255))", llvm)
+
+
 def with_address_table(llvm: str, variables: tuple, name: str) -> str:
     """`llvm` with a table `name` (weak: its name stays visible once linked)
     of the [start, end) addresses of each of `variables`, i64 pairs."""
@@ -525,24 +545,30 @@ def _type_layout(text: str, pos: int, named: dict) -> tuple[int, int, int]:
 
 
 _GLOBAL = re.compile(r"^@([-\w$.]+) = (?:[a-z_]+ )*?global ", re.M)
-_MEMCPY = "llvm.memcpy.p0.p0.i64"
+_MEMCPY, _MEMSET = "llvm.memcpy.p0.p0.i64", "llvm.memset.p0.i64"
 
 
 def with_variables_reset(llvm: str, variables: tuple, name: str) -> str:
     """`llvm` with a function `name` (weak: its name stays visible once
     linked) that gives each of `variables` its first value again, from a
-    constant copy of its initializer."""
+    constant copy of its initializer (zeros written as such: an MRAM
+    variable may take megabytes)."""
     firsts, copies = [], []
     for var in variables:
         m = re.search(rf"^@{re.escape(var)} = (?:[a-z_]+ )*?global (?P<rest>.*)$", llvm, re.M)
         typed = llvm_ir.split_top(m["rest"])[0]             # (then its alignment, its metadata)
         t = llvm_ir.leading_type(typed)
+        size = f"i64 ptrtoint (ptr getelementptr ({t}, ptr null, i32 1) to i64)"
+        if typed.endswith(" zeroinitializer"):
+            copies.append(f"  call void @{_MEMSET}(ptr @{var}, i8 0, {size}, i1 false)")
+            continue
         firsts.append(f"@{var}.edsl.first = private unnamed_addr constant {typed}")
-        copies.append(f"  call void @{_MEMCPY}(ptr @{var}, ptr @{var}.edsl.first, "
-                      f"i64 ptrtoint (ptr getelementptr ({t}, ptr null, i32 1) to i64), i1 false)")
+        copies.append(f"  call void @{_MEMCPY}(ptr @{var}, ptr @{var}.edsl.first, {size}, i1 false)")
     text = "\n".join([llvm, *firsts, f"define weak void @{name}() {{", *copies, "  ret void", "}"])
-    if not re.search(rf"^declare [^\n]*@{re.escape(_MEMCPY)}\(", llvm, re.M):
-        text += f"\ndeclare void @{_MEMCPY}(ptr, ptr, i64, i1 immarg)"
+    for intrinsic, params in ((_MEMCPY, "ptr, ptr, i64, i1 immarg"), (_MEMSET, "ptr, i8, i64, i1 immarg")):
+        if any(f"@{intrinsic}(" in c for c in copies) and not re.search(rf"^declare [^\n]*@{re.escape(intrinsic)}\(",
+                                                                          llvm, re.M):
+            text += f"\ndeclare void @{intrinsic}({params})"
     return text + "\n"
 
 
@@ -555,5 +581,6 @@ def _written_globals(llvm: str) -> tuple:
 
 __all__ = ["CompiledC", "checked_mram_accesses", "HEAP_VARIABLES", "INCLUDE_DIR", "LANGUAGE", "MRAM_VARIABLES_PREFIX",
            "PRELUDE", "RESET_PREFIX", "RUN", "RUNTIME_SYMBOLS", "SITE_BASE", "compile_c", "declared_at", "digest", "flags",
-           "host_mram_variables", "preprocessed", "site_base", "variable_bytes", "variable_sizes", "with_address_table",
+           "host_mram_variables", "mram_variables_table", "preprocessed", "shifted_mram_variables", "site_base",
+           "variable_bytes", "variable_sizes", "with_address_table",
            "with_race_notes", "with_variables_reset", "with_visible_variables"]

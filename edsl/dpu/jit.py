@@ -150,8 +150,8 @@ def host_key() -> str:
 
 def compile_object(llvm_ir: str, opt_level: int = 3, linked: tuple = ()) -> bytes:
     """Object code of LLVM IR text for this host, optimized at `opt_level`,
-    with the modules of `linked` linked in: (LLVM IR text, the one function
-    it exports) of raw functions in C, their other definitions made internal
+    with the modules of `linked` linked in: (LLVM IR text, the functions it
+    exports) of raw functions in C, their other definitions made internal
     (two may define one name), weak ones kept weak (one copy of them stays)."""
     lib = _llvm()
     triple, cpu, features = host()
@@ -201,8 +201,9 @@ def compile_object(llvm_ir: str, opt_level: int = 3, linked: tuple = ()) -> byte
 _EXTERNAL, _INTERNAL = 0, 8          # LLVMLinkage values
 
 
-def _internalize(lib, module, exported: str) -> None:
-    """Every definition of `module` internal but `exported` and weak ones."""
+def _internalize(lib, module, exported: tuple) -> None:
+    """Every definition of `module` internal but those `exported` names and weak ones."""
+    keep = {name.encode() for name in exported}
     for first, after in ((lib.LLVMGetFirstFunction, lib.LLVMGetNextFunction),
                          (lib.LLVMGetFirstGlobal, lib.LLVMGetNextGlobal)):
         value = first(module)
@@ -210,7 +211,7 @@ def _internalize(lib, module, exported: str) -> None:
             size = ctypes.c_size_t()
             name = lib.LLVMGetValueName2(value, ctypes.byref(size))
             if not lib.LLVMIsDeclaration(value) and lib.LLVMGetLinkage(value) == _EXTERNAL \
-                    and name != exported.encode():
+                    and name not in keep:
                 lib.LLVMSetLinkage(value, _INTERNAL)
             value = after(value)
 

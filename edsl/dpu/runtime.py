@@ -156,7 +156,7 @@ def build(module, entries: list[str], what: str, opt_level: int = 3, mram_shift:
     `support.MRAM_SHIFT` or 0; `races`: with the check of races between
     tasklets), a packed wrapper per entry, compiled for this host
     (from the on-disk cache when this machine compiled the same IR before);
-    `linked`: modules of LLVM IR linked in, (text, the function it exports)
+    `linked`: modules of LLVM IR linked in, (text, the functions it exports)
     of raw functions in C, which call the runtime's functions named in
     `exported`.
     Links it once here, so that a symbol the host cannot give is an error
@@ -169,7 +169,7 @@ def build(module, entries: list[str], what: str, opt_level: int = 3, mram_shift:
     soft_float_storage(module.operation)
     verify(module)
     llir = to_llvm_ir(module)
-    parts = (jit.host_key(), f"O{opt_level}", llir, *(part for pair in linked for part in pair))
+    parts = (jit.host_key(), f"O{opt_level}", llir, *(part for text, names in linked for part in (text, *names)))
     key = hashlib.sha256("\0".join(parts).encode()).hexdigest()
     obj = cache.load_bytes(key, "o")
     if obj is None:
@@ -223,6 +223,13 @@ class Program:
 
     def address(self, name: str) -> int:
         return self._object.address(name)
+
+    def spans(self, table: str, n: int) -> list[tuple[int, int]]:
+        """The `n` [start, end) pairs of i64 in the program's table `table`
+        (`upmem_c.with_address_table`: its C variables in MRAM, in the host's
+        memory), each end at the end of its last 8-byte block."""
+        pairs = (ctypes.c_int64 * (2 * n)).from_address(self.address(table))
+        return [(pairs[2 * k], align_up(pairs[2 * k + 1])) for k in range(n)]
 
     @functools.cached_property
     def run_tasklets(self) -> Callable[[int], None]:

@@ -181,6 +181,7 @@ class Gather:
             else:
                 self.spans.append((lo, hi))
         self._starts = [lo for lo, _ in self.spans]
+        self._ends = np.array([hi for _, hi in self.spans], dtype=np.int64)
         self.read, self.write = read, write
         # Each span's page states, then the epoch they were last used in: this
         # launch's is the next one (abi.SAVE_EPOCH), so that none is zeroed.
@@ -253,14 +254,23 @@ class Gather:
 
     def take(self, dpu: int, log: np.ndarray) -> None:
         """After DPU `dpu` ran (its access log `log`): keep the bytes it wrote,
-        and restore them as transferred."""
-        claims, reads = uses(log)
+        and restore them as transferred. Rows outside the arrays (a C
+        function's variables in MRAM: each DPU's own) share nothing."""
+        claims, reads = uses(self._of_arrays(log.reshape(-1, LOG_ENTRY)))
         finals = [self.read(lo, hi - lo) for _, lo, hi, _ in claims.tolist()]
         for _, lo, hi, _ in claims.tolist():
             before = self._pristine(lo, hi)
             if before is not None:
                 self.write(lo, before)
         self.add(dpu, claims, finals, reads)
+
+    def _of_arrays(self, rows: np.ndarray) -> np.ndarray:
+        """The log rows that start in one of the spans (a transfer lies in one MRAM region)."""
+        if not self.spans:
+            return rows[:0]
+        k = np.searchsorted(self._starts, rows[:, 1], side="right") - 1
+        inside = (k >= 0) & (rows[:, 1] < self._ends[np.maximum(k, 0)])
+        return rows if inside.all() else rows[inside]
 
     def add(self, dpu: int, claims: np.ndarray, finals: list[bytes], reads: np.ndarray) -> None:
         """DPU `dpu`'s result as `take` keeps it: its writes (coalesced log

@@ -53,7 +53,7 @@ def compile_for_export(spec: ExportSpec, wram_bytes: int = abi.WRAM_BYTES) -> tu
 
 def direct_mram_functions(record: KernelRecord) -> tuple:
     """The names of the C functions the kernel calls that reach MRAM without transfers."""
-    return tuple(name for name, _, _, direct in record.c_functions if direct)
+    return tuple(name for name, _, _, direct, _ in record.c_functions if direct)
 
 
 def translate(llvm_text: str, kernel_name: str, n_params: int, c_functions: tuple = ()) -> P.CProgram:

@@ -521,6 +521,11 @@ _REACH = ("a DPU reaches only the MRAM the host transferred, at addresses of its
 OUTSIDE_ARRAYS = ("is outside the launch's arrays: an out-of-bounds pointer, or a pointer loaded "
                   f"from memory that is not an MRAM address of theirs ({_REACH})")
 
+# ... and in a kernel calling C functions, whose MRAM is its arrays and their variables in MRAM.
+OUTSIDE_KERNEL_C_MRAM = ("is outside the launch's arrays and its C functions' variables in MRAM: an out-of-bounds "
+                         "pointer, or one into DPU_MRAM_HEAP_POINTER's heap, which holds a kernel's arrays (pass "
+                         "the kernel's array as an MRAM pointer parameter)")
+
 # ... and in a C function run alone, whose MRAM is its arrays and variables in MRAM (the model's alone).
 OUTSIDE_C_MRAM = ("is outside the function's MRAM arrays and variables in MRAM: an out-of-bounds pointer "
                   "(each transfer must stay within one of them)")

@@ -289,21 +289,127 @@ def test_mem_alloc_past_the_heap_a_kernel_leaves_is_an_error_at_its_line():
     assert err.value.loc.lineno == line
 
 
-@pytest.mark.parametrize("name, source, message, line", [
-    ("keep", "#include <mram.h>\n#include <defs.h>\n__mram_noinit int64_t kept[8];\n"
-             "void keep(int64_t *t) {\n    mram_write(t, kept, 32);\n}\n",
-     "the MRAM variable 'kept': a kernel's MRAM is its arrays", 3)])
-def test_what_a_kernels_c_function_cannot_have_is_refused_at_its_line(name, source, message, line):
-    fn = c_function("", name, source)
+running = c_function("kernel_mram_variables.c", "running")
+staged_sum = c_function("kernel_mram_variables.c", "staged_sum")
+past_the_variable = c_function("kernel_mram_variables.c", "past_the_variable")
+into_the_heap = c_function("kernel_mram_variables.c", "into_the_heap")
 
+
+@triton.jit
+def running_kernel(x_ptr, out_ptr):
+    pid = tl.program_id(0)
+    x = tl.load(x_ptr + pid * 8 + tl.arange(0, 8))
+    o = tl.zeros([1], dtype=tl.int64)
+    o = fl.call(running, [o], [x])
+    tl.store(out_ptr + pid + tl.arange(0, 1), o)
+
+
+def running_totals(x: np.ndarray, programs: int, dpus: int) -> np.ndarray:
+    """What running_kernel gives: each DPU's total runs over its own programs, from 100."""
+    want = np.zeros(programs, np.int64)
+    for d in range(dpus):
+        total = 100
+        for p in dpu_programs(d, programs, dpus):
+            total += int(x[p * 8:(p + 1) * 8].sum())
+            want[p] = total
+    return want
+
+
+@settings(max_examples=8, deadline=None)
+@given(programs=st.integers(1, 9), dpus=st.sampled_from([1, 2, 4]), tasklets=st.sampled_from([1, 3, 16]),
+       seed=st.integers(0, 2 ** 32 - 1))
+def test_each_dpu_has_the_c_functions_variables_in_mram_of_its_own(programs, dpus, tasklets, seed):
+    """`__mram` starts with its first value on every DPU at each launch and
+    keeps its value from one program of the DPU to the next."""
+    x = np.random.default_rng(seed).integers(-1000, 1000, programs * 8, dtype=np.int64)
+    out = np.zeros(programs, np.int64)
+    for _ in range(2):                       # (a second launch starts again from the first values)
+        running_kernel[(programs,)](x, out, num_dpus=dpus, num_tasklets=tasklets)
+        np.testing.assert_array_equal(out, running_totals(x, programs, dpus))
+
+
+@triton.jit
+def staged_kernel(x_ptr, out_ptr, TASKLETS: tl.constexpr):
+    pid = tl.program_id(0)
+    x = tl.load(x_ptr + pid * TASKLETS * 8 + tl.arange(0, TASKLETS * 8))
+    sums = tl.zeros([TASKLETS], dtype=tl.int64)
+    sums = fl.call(staged_sum, [sums, x], output_indices=[0])
+    tl.store(out_ptr + pid * TASKLETS + tl.arange(0, TASKLETS), sums)
+
+
+@settings(max_examples=8, deadline=None)
+@given(programs=st.integers(1, 5), dpus=st.sampled_from([1, 3]), tasklets=st.sampled_from([1, 2, 16]),
+       seed=st.integers(0, 2 ** 32 - 1))
+def test_tasklets_share_a_variable_in_mram_through_a_barrier(programs, dpus, tasklets, seed):
+    x = np.random.default_rng(seed).integers(-2 ** 40, 2 ** 40, programs * tasklets * 8, dtype=np.int64)
+    out = np.zeros(programs * tasklets, np.int64)
+    staged_kernel[(programs,)](x, out, TASKLETS=tasklets, num_dpus=dpus, num_tasklets=tasklets)
+    np.testing.assert_array_equal(out, np.repeat(x.reshape(programs, -1).sum(axis=1), tasklets))
+
+
+touch_ends = c_function("kernel_mram_variables.c", "touch_ends")
+
+
+@triton.jit
+def touch_ends_kernel(a_ptr, out_ptr, n):
+    o = tl.zeros([1], dtype=tl.int64)
+    o = fl.call(touch_ends, [o], [a_ptr, n])
+    tl.store(out_ptr + tl.arange(0, 1), o)
+
+
+def test_the_variables_in_mram_count_with_the_arrays_parts_against_a_dpus_mram():
+    """(A kernel calling C functions receives its whole arrays, one image: 16 MiB
+    of `a` and `out` with guard bytes, beside 48 MiB and some bytes of variables.)"""
+    a = np.arange(1 << 21, dtype=np.int64)
+    out = np.zeros(1, np.int64)
+    touch_ends_kernel[(1,)](a[:-256], out, a.size - 256)
+    assert out[0] == a.size - 257
+    with pytest.raises(edsl.DpuError, match=r"DPU 0 \(programs 0 to 0\) touches 167772\d\d bytes of the arrays "
+                                            r"\(167772\d\d of 'a_ptr' and 'out_ptr'\) and 5033\d{4} bytes of its C "
+                                            r"functions' variables in MRAM: more than the 67108864 bytes of its "
+                                            r"MRAM. A kernel that calls EDSL or C functions receives its whole "
+                                            r"arrays on every DPU"):
+        touch_ends_kernel[(1,)](a, out, a.size)
+
+
+keep = c_function("kernel_mram_variables.c", "keep")
+kept = c_function("kernel_mram_variables.c", "kept")
+
+
+@triton.jit
+def keep_kernel(x_ptr, out_ptr):
+    pid = tl.program_id(0)
+    x = tl.load(x_ptr + pid * 2 + tl.arange(0, 2))
+    o = tl.zeros([2], dtype=tl.int64)
+    fl.call(keep, [o], [x])
+    o = fl.call(kept, [o], [])
+    tl.store(out_ptr + pid * 2 + tl.arange(0, 2), o)
+
+
+@settings(max_examples=6, deadline=None)
+@given(programs=st.integers(1, 6), dpus=st.sampled_from([1, 2]), tasklets=st.sampled_from([1, 4]),
+       seed=st.integers(0, 2 ** 32 - 1))
+def test_two_functions_of_one_source_share_its_variables(programs, dpus, tasklets, seed):
+    """One module for both (`keep` writes what `kept` reads), not a copy each."""
+    x = np.random.default_rng(seed).integers(-2 ** 62, 2 ** 62, programs * 2, dtype=np.int64)
+    out = np.zeros_like(x)
+    keep_kernel[(programs,)](x, out, num_dpus=dpus, num_tasklets=tasklets)
+    np.testing.assert_array_equal(out, x)
+
+
+@pytest.mark.parametrize("fn, marker, message", [
+    (past_the_variable, "past the variable",
+     r"mram_read of 16 bytes at MRAM address 0x[0-9a-f]+ is outside the launch's arrays and its C functions' "
+     r"variables in MRAM"),
+    (into_the_heap, "heap", r"one into DPU_MRAM_HEAP_POINTER's heap, which holds a kernel's arrays")])
+def test_a_transfer_outside_the_variables_and_arrays_is_an_error_at_its_line(fn, marker, message):
     @triton.jit
-    def calling_kernel(out_ptr):
-        t = tl.zeros([4], dtype=tl.int64)
-        t = fl.call(fn, [t], [])
-        tl.store(out_ptr + tl.arange(0, 4), t)
-    with pytest.raises(edsl.CompileError, match=message) as err:
-        calling_kernel[(1,)](np.zeros(4, np.int64))
-    assert (err.value.loc.filename.endswith(f"{name}.c"), err.value.loc.lineno) == (True, line)
+    def outside_kernel(out_ptr):
+        out = fl.call(fn, [tl.zeros([1], dtype=tl.int64)], [])
+        tl.store(out_ptr + tl.arange(0, 1), out)
+    with pytest.raises(edsl.DpuError, match=message) as err:
+        outside_kernel[(1,)](np.zeros(1, np.int64))
+    assert err.value.loc.lineno == line_of("kernel_mram_variables.c", marker)
 
 @triton.jit
 def tile_for_mram_kernel(x_ptr):

@@ -19,7 +19,8 @@ from export_helpers import build, export_and_run, needs_cc, run
 pytest.importorskip("ziglang", reason="raw functions in C are compiled by the clang of the ziglang package")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "dpu"))
 from test_c_calls import (SOURCES, axpy_kernel, c_function, copy_kernel, count_kernel,  # noqa: E402
-                          mem_alloc_kernel, mutex_counter_kernel, sum_kernel)
+                          keep_kernel, mem_alloc_kernel, mutex_counter_kernel, running_kernel, staged_kernel,
+                          sum_kernel)
 
 pytestmark = needs_cc
 
@@ -63,6 +64,42 @@ def test_the_c_functions_transfers_merge_across_dpus(tmp_path):
 def test_each_dpu_has_the_c_files_variables_of_its_own_in_the_exported_project(tmp_path):
     """Each DPU's copy of the program keeps its own variable, as the model gives each DPU its own."""
     export_and_run(tmp_path / "count", count_kernel, (np.zeros(7, np.int32),), {}, (7,), dpus=3)
+
+
+def test_the_c_functions_variables_in_mram_are_each_dpus_own_in_the_exported_project(tmp_path):
+    """The program's regions take in the variables (c/<k>/edsl.c names them);
+    their transfers are no array's, so DPUs do not merge them."""
+    x = np.random.default_rng(6).integers(-1000, 1000, 7 * 8, dtype=np.int64)
+    export_and_run(tmp_path / "running", running_kernel, (x, np.zeros(7, np.int64)), {}, (7,), dpus=3, tasklets=2)
+    assert "regions[1][0] = (uint64_t)(uintptr_t)&staged;" in \
+        (tmp_path / "running" / "c" / "0" / "edsl.c").read_text()
+    x = np.random.default_rng(7).integers(-1000, 1000, 3 * 4 * 8, dtype=np.int64)
+    export_and_run(tmp_path / "staged", staged_kernel, (x, np.zeros(3 * 4, np.int64)), {"TASKLETS": 4}, (3,),
+                   dpus=2, tasklets=4)
+
+
+def test_two_functions_of_one_source_share_its_variables_in_the_exported_project(tmp_path):
+    x = np.random.default_rng(8).integers(-2 ** 62, 2 ** 62, 5 * 2, dtype=np.int64)
+    export_and_run(tmp_path / "keep", keep_kernel, (x, np.zeros_like(x)), {}, (5,), dpus=2, tasklets=2)
+    assert "C_SOURCES = c/0/edsl.c\n" in (tmp_path / "keep" / "Makefile").read_text()
+
+
+def test_a_variable_in_mram_of_a_function_is_refused_by_the_export(tmp_path):
+    fn = c_function("", "kept_in_function", """#include <defs.h>
+#include <mram.h>
+void kept_in_function(int64_t *t) {
+    static __mram_noinit int64_t kept[1];
+    __dma_aligned int64_t w[1] = {t[0]};
+    mram_write(w, kept, 8);
+}
+""")
+
+    @triton.jit
+    def kept_in_function_kernel(out_ptr):
+        kept = fl.call(fn, [tl.zeros([1], dtype=tl.int64)], [])
+        tl.store(out_ptr + tl.arange(0, 1), kept)
+    with pytest.raises(edsl.CompileError, match="the variable in MRAM 'kept' of function 'kept_in_function'"):
+        edsl.export(kept_in_function_kernel, tmp_path / "kept", sample_args=(np.zeros(1, np.int64),), grid=(1,))
 
 
 handshake_prefix = c_function("sdk_handshake.c", "handshake_prefix")

@@ -59,25 +59,23 @@ def lower_c_call(conv, op, fn, outputs: tuple) -> None:
 
 def _compiled(conv, op, fn) -> upmem_c.CompiledC:
     """`fn` compiled for this kernel: its tasklets, its slot (the order in
-    which the kernel first calls its C functions)."""
-    known = [c.identity for c in conv.info.c_functions]
-    slot = known.index(fn.identity) if fn.identity in known else len(known)
-    compiled = fn.compiled(conv.tasklets.count, slot)
-    if slot == len(known):
-        clash = [c.compiled.function for c in conv.info.c_functions
-                 if c.compiled.function.name == compiled.function.name]
-        if clash:
-            raise conv.sites.error(op, f"fl.call of {fn.__name__}: the kernel calls another C function named "
-                                       f"'{clash[0].source_name}'; C functions of one kernel need names of their own")
-        if compiled.mram_variables:
-            name = compiled.mram_variables[0].split(".")[0]     # (clang may split an array: `v.0`)
-            raise CompileError(f"fl.call of {fn.__name__}: the MRAM variable {name!r}: a kernel's MRAM is its "
-                               f"arrays, where a C function run alone (`run`) has its variables in MRAM too; "
-                               f"pass the kernel's array as an MRAM pointer parameter",
-                               upmem_c.declared_at(fn.source, name))
-        conv.info.c_functions.append(CalledC(fn.identity, compiled, fn.source.defines, user_location(op.location)))
-        if compiled.prints:
-            conv.info.prints.append(f"fl.call of {fn.__name__}")
+    which the kernel first calls its C functions). A function of the same
+    source (and macros) as one called before is that module's: one copy of
+    its variables, as one program compiled from the source has."""
+    called = conv.info.c_functions
+    for c in called:
+        if c.identity == fn.identity:
+            return c.compiled
+    module = next((c for c in called if c.source == fn.source and not c.shares), None)
+    compiled = fn.compiled(conv.tasklets.count, module.compiled.slot if module else len(called))
+    clash = [c.compiled.function for c in called if c.compiled.function.name == compiled.function.name]
+    if clash:
+        raise conv.sites.error(op, f"fl.call of {fn.__name__}: the kernel calls another C function named "
+                                   f"'{clash[0].source_name}'; C functions of one kernel need names of their own")
+    called.append(CalledC(fn.identity, compiled, fn.source, user_location(op.location), shares=module is not None))
+    if compiled.prints:
+        conv.info.prints.append(f"fl.call of {fn.__name__}")
+    if module is None:
         conv.info.sites += [[code, conv.sites.file_name(s.filename), s.lineno, s.col]
                             for code, s in compiled.sites.items()]
     return compiled

@@ -281,11 +281,18 @@ def store_elem(accesses: AccessRecord, v: ir.Value, buf, ivs, who=None) -> None:
 @dataclass(frozen=True)
 class CalledC:
     """A UPMEM C function a kernel calls, compiled in its slot (its index in
-    `KernelInfo.c_functions`) and linked into the kernel's program."""
+    `KernelInfo.c_functions`, or the slot of an earlier function of the same
+    source, `shares`) and linked into the kernel's program."""
     identity: str
     compiled: object                    # codegen.upmem_c.CompiledC
-    defines: tuple                      # its source's macros, (name, value)
+    source: object                      # codegen.clang.Source: its text, file, macros
     loc: object                         # base.errors.SourceLoc of its first call
+    shares: bool = False                # its module is an earlier function's (linked with it)
+
+    @property
+    def defines(self) -> tuple:
+        """Its source's macros, (name, value)."""
+        return self.source.defines
 
     def files(self) -> tuple:
         """(name, text) of its source and the files that includes, each named
@@ -321,7 +328,6 @@ class KernelInfo:
 
     @property
     def c_variable_bytes(self) -> int:
-        """The WRAM its C functions' variables take, beside its buffers."""
-        from ...codegen.upmem_c import variable_bytes
+        """The WRAM its C functions' variables take, beside its buffers (not those in MRAM)."""
         from ...target.dpu import align_up
-        return sum(align_up(variable_bytes(c.compiled.llvm)) for c in self.c_functions)
+        return sum(align_up(c.compiled.wram_variable_bytes) for c in self.c_functions if not c.shares)

@@ -43,7 +43,8 @@ BARRIER_INIT(edsl_barrier, NR_TASKLETS);
  * MRAM addresses). Pointers in the int64_t slots are stored zero-extended. */
 static int64_t edsl_ctx[NR_TASKLETS][EDSL_CTX_SLOTS] __dma_aligned;
 static int64_t edsl_state[EDSL_DPU_SLOTS] __dma_aligned;
-static uint64_t edsl_regions[EDSL_NR_REGIONS][2] __dma_aligned;
+#define EDSL_C_MRAM_REGIONS ${c_mram_region_count}   /* the C functions' variables in MRAM, after the arrays' */
+static uint64_t edsl_regions[EDSL_NR_REGIONS + EDSL_C_MRAM_REGIONS][2] __dma_aligned;
 
 /* The kernel's WRAM: its tile buffers (shared by the tasklets) and one DMA
  * staging buffer per tasklet. */
@@ -134,6 +135,7 @@ ${types}
 ${globals}
 
 ${prototypes}
+${c_mram_prototypes}
 
 ${functions}
 
@@ -149,7 +151,7 @@ int main(void) {
   ctx[EDSL_CTX_MRAM_HI] = (int64_t)(heap + args->scratch + EDSL_SCRATCH_BYTES);
   ctx[EDSL_CTX_SCRATCH] = EDSL_SCRATCH_BYTES ? (int64_t)(heap + args->scratch) : 0;
   ctx[EDSL_CTX_REGIONS] = (int64_t)(uintptr_t)edsl_regions;
-  ctx[EDSL_CTX_NREGIONS] = EDSL_NR_REGIONS;
+  ctx[EDSL_CTX_NREGIONS] = EDSL_NR_REGIONS + EDSL_C_MRAM_REGIONS;
   ctx[EDSL_CTX_TID] = (int64_t)me();
   ctx[EDSL_CTX_NTASKLETS] = NR_TASKLETS;
   ctx[EDSL_CTX_DPU] = (int64_t)(uintptr_t)edsl_state;
@@ -169,6 +171,8 @@ int main(void) {
       edsl_regions[k][0] = heap + args->regions[k][0];
       edsl_regions[k][1] = heap + args->regions[k][1];
     }
+    /* then the variables in MRAM of the UPMEM C functions it calls (each DPU's own) */
+${c_mram_regions}
     for (int k = 0; k < EDSL_DPU_SLOTS; k++)
       edsl_state[k] = 0;
     edsl_state[EDSL_DPU_TASKLETS] = NR_TASKLETS;

@@ -275,7 +275,8 @@ static void report(uint32_t dpu, uint32_t dpus_used, const int64_t *status) {
     snprintf(why, sizeof why, "%s%s%s", EDSL_MESSAGE_OUTSIDE_ARRAYS_LOADED_BEFORE, s->pointer_load,
              EDSL_MESSAGE_OUTSIDE_ARRAYS_LOADED_AFTER);
   else
-    snprintf(why, sizeof why, "%s", code == EDSL_ERR_MRAM_BOUNDS ? EDSL_MESSAGE_OUTSIDE_ARRAYS : "");
+    snprintf(why, sizeof why, "%s", code != EDSL_ERR_MRAM_BOUNDS ? ""
+                                    : EDSL_CALLS_C ? EDSL_MESSAGE_OUTSIDE_KERNEL_C_MRAM : EDSL_MESSAGE_OUTSIDE_ARRAYS);
   struct edsl_error_operands operands = {
       .code = code, .nbytes = n, .mram = (int64_t)mram, .wram = (int64_t)wram, .kind = edsl_transfer_name(write),
       .rule = rule, .side = edsl_overrun_side(code, write), .why = why, .text = NULL};

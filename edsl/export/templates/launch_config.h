@@ -12,6 +12,8 @@
  * pointers themselves ("": none): a DPU moves those bytes without a transfer
  * its access log holds, which merging several DPUs' results needs. */
 #define EDSL_C_FUNCTIONS ${c_functions}
+/* 1: the kernel calls UPMEM C functions (its MRAM: the arrays and their variables in MRAM). */
+#define EDSL_CALLS_C ${calls_c}
 
 /* Tolerances of the check against <name>.expected.bin (floats; integers must match). */
 #define EDSL_RTOL_F32 1e-5
