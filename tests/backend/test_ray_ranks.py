@@ -217,3 +217,23 @@ def test_each_dpu_has_the_c_files_variables_of_its_own_on_every_rank(monkeypatch
     here, there = _both(monkeypatch, launch)
     np.testing.assert_array_equal(here, there)
     np.testing.assert_array_equal(here, np.tile([1, 2], 130))
+
+
+def test_each_dpu_has_the_c_functions_variables_in_mram_of_its_own_on_every_rank(monkeypatch, remote_only):
+    """A variable in MRAM of a C function: each DPU's own on the workers too
+    (its transfers reach the worker's program's variables, and are not merged)."""
+    pytest.importorskip("ziglang", reason="raw functions in C are compiled by the clang of the ziglang package")
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "dpu"))
+    from test_c_calls import running_kernel, running_totals
+
+    x = np.random.default_rng(9).integers(-1000, 1000, 270 * 8, dtype=np.int64)
+
+    def launch():
+        out = np.zeros(270, np.int64)
+        running_kernel[(270,)](x, out, num_dpus=135)
+        return out
+    here, there = _both(monkeypatch, launch)
+    np.testing.assert_array_equal(here, there)
+    np.testing.assert_array_equal(here, running_totals(x, 270, 135))

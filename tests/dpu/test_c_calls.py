@@ -519,3 +519,26 @@ def test_a_race_in_the_c_function_is_reported_at_its_line(alone):
     total[0] = 0
     racy_sum.run(total, x, 64, tasklets=1, race_check=True)       # (one tasklet: no race)
     assert total[0] == x.sum()
+
+
+mutex_peek = c_function("sdk_mutex.c", "mutex_peek")
+
+
+@triton.jit
+def mutex_peek_kernel(out_ptr):
+    t = tl.zeros([1], dtype=tl.int32)
+    t = fl.call(mutex_peek, [t], [])
+    tl.store(out_ptr + tl.arange(0, 1), t)
+
+
+@pytest.mark.parametrize("tasklets", [2, 16])
+def test_the_race_check_of_a_kernel_knows_the_order_of_its_c_functions_mutexes(tasklets):
+    """A counter under a mutex is no race; a read of it outside the mutex is,
+    at both lines, as for the function run alone."""
+    out = np.zeros(3, np.int32)
+    mutex_counter_kernel[(3,)](out, 2, num_tasklets=tasklets, num_dpus=2, race_check=True)
+    with pytest.raises(edsl.DpuError) as err:
+        mutex_peek_kernel[(1,)](out, num_tasklets=tasklets, race_check=True)
+    assert f"writes it at line {line_of('sdk_mutex.c', 'under lock')}" in err.value.message, err.value.message
+    assert f"reads it at line {line_of('sdk_mutex.c', 'peek')}" in err.value.message, err.value.message
+    mutex_peek_kernel[(1,)](out, num_tasklets=tasklets, race_check=False)
