@@ -151,15 +151,6 @@ class CompiledC:
         return re.search(rf"\bcall\b[^\n]*@(?:{MRAM_LOAD}|{MRAM_STORE})\(", self.llvm) is not None
 
     @property
-    def synchronizes(self) -> bool:
-        """Whether its tasklets wait for each other other than at barriers of
-        every tasklet (mutex.h, handshake.h, barriers of fewer): an order the
-        check of races in a kernel, which knows the model's barriers only, does
-        not see (a C function run alone logs the order of mutexes and
-        handshakes for it: edsl.dpu.races)."""
-        return re.search(rf"\bcall\b[^\n]*@{dpu.WAIT_WORD}\(", self.llvm) is not None
-
-    @property
     def wram_variable_bytes(self) -> int:
         """The WRAM its variables take (`variable_bytes`; not those in MRAM)."""
         return variable_bytes(self.llvm, skip=self.mram_variables)
