@@ -26,6 +26,7 @@ MRAM).
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -184,7 +185,7 @@ class CompiledC:
             text = with_address_table(text, self.mram_variables, self.mram_variables_table)
         return text, (self.function.name, *also)
 
-    @property
+    @functools.cached_property
     def uses_mram_heap(self) -> bool:
         """Whether its source or a file of the user's that it includes
         (`texts`) names `DPU_MRAM_HEAP_POINTER` (mram.h): a run alone maps the
