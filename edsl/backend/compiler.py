@@ -144,6 +144,7 @@ class KernelRecord:
     # their functions giving the C files' variables their first values (`CompiledC.reset_function`)
     variable_resets: tuple = ()
     c_variable_bytes: int = 0          # the WRAM those variables take, beside `wram_bytes`
+    c_mram_variable_bytes: int = 0     # the MRAM their variables in MRAM take (8-byte blocks), beside the arrays
     prints: bool = False               # prints: its launches must not run twice
     waits: bool = False                # uses an atomic's old value (its programs may wait on others)
     race_check: bool = False           # the program checks races between tasklets (edsl.dpu.races)
@@ -163,7 +164,9 @@ class KernelRecord:
                                               for c in info.c_functions),
                             variable_resets=tuple(c.compiled.reset_function for c in info.c_functions
                                                   if c.compiled.reset_function and not c.shares),
-                            c_variable_bytes=info.c_variable_bytes)
+                            c_variable_bytes=info.c_variable_bytes,
+                            c_mram_variable_bytes=sum(c.compiled.mram_variable_bytes for c in info.c_functions
+                                                      if not c.shares))
 
     def to_program(self, obj: bytes) -> bytes:
         """The program: this record as a line of JSON, then the object code `obj`."""

@@ -157,6 +157,11 @@ class CompiledC:
         return variable_bytes(self.llvm, skip=self.mram_variables)
 
     @property
+    def mram_variable_bytes(self) -> int:
+        """The MRAM its variables in MRAM take, each in whole 8-byte blocks (as compiled for the host)."""
+        return sum(dpu.align_up(n) for n in variable_sizes(self.llvm, self.mram_variables).values())
+
+    @property
     def mram_variables_table(self) -> str | None:
         """The table (`linked` defines it) of the [start, end) host addresses of
         its MRAM variables, i64 pairs (None: it has none)."""

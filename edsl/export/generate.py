@@ -147,6 +147,7 @@ def args_header(spec: ExportSpec, built: Build) -> str:
     return fill("kernel_args.h", kernel=built.name, fields="\n".join(fields),
                 size=args_bytes(params, per_array, scratch), nregions=nregions(params, per_array, scratch),
                 regions_what=what, scratch_bytes=scratch, tasklets=spec.num_tasklets,
+                c_mram_variable_bytes=built.record.c_mram_variable_bytes,
                 log=_defines([("LOG_ENTRY", abi.LOG_ENTRY), ("LOG_WRAM_ENTRIES", LOG_WRAM_ENTRIES)]),
                 half_scalars=int(any(value_kind(p.type) == "half" for p in params if not p.is_pointer)))
 

@@ -73,6 +73,9 @@ def test_the_c_functions_variables_in_mram_are_each_dpus_own_in_the_exported_pro
     export_and_run(tmp_path / "running", running_kernel, (x, np.zeros(7, np.int64)), {}, (7,), dpus=3, tasklets=2)
     assert "regions[1][0] = (uint64_t)(uintptr_t)&staged;" in \
         (tmp_path / "running" / "c" / "0" / "edsl.c").read_text()
+    # (the heap the arrays and the access logs have is what the variables leave of the MRAM)
+    variables = 8 + 16 * 8 * 8 + (48 << 20) + 8                 # running_total, staged, big, kept_in_mram
+    assert f"#define EDSL_C_MRAM_VARIABLE_BYTES {variables}ull" in (tmp_path / "running" / "kernel_args.h").read_text()
     x = np.random.default_rng(7).integers(-1000, 1000, 3 * 4 * 8, dtype=np.int64)
     export_and_run(tmp_path / "staged", staged_kernel, (x, np.zeros(3 * 4, np.int64)), {"TASKLETS": 4}, (3,),
                    dpus=2, tasklets=4)

@@ -44,7 +44,8 @@
 #ifndef EDSL_STDOUT_BUFFER_BYTES
 #define EDSL_STDOUT_BUFFER_BYTES ${stdout_bytes}
 #endif
-#define EDSL_MRAM_HEAP_BYTES (EDSL_MRAM_BYTES - (EDSL_PRINTS ? EDSL_STDOUT_BUFFER_BYTES : 0))
+#define EDSL_MRAM_HEAP_BYTES \
+  (EDSL_MRAM_BYTES - (EDSL_PRINTS ? EDSL_STDOUT_BUFFER_BYTES : 0) - EDSL_C_MRAM_VARIABLE_BYTES)
 
 #define CHECK(call) \
   do { \
@@ -826,6 +827,9 @@ ${missing}
     fprintf(stderr, ", more than a DPU's %d MiB", EDSL_MRAM_BYTES >> 20);
     if (EDSL_PRINTS)
       fprintf(stderr, " less its printf buffer of %llu bytes", (unsigned long long)EDSL_STDOUT_BUFFER_BYTES);
+    if (EDSL_C_MRAM_VARIABLE_BYTES)
+      fprintf(stderr, " less its C functions' variables in MRAM, %llu bytes",
+              (unsigned long long)EDSL_C_MRAM_VARIABLE_BYTES);
     if (!parts_given && EDSL_REGION_PER_ARRAY)
       fprintf(stderr, " (every DPU receives the whole arrays: %s/edsl_parts.bin, which gives each DPU its part, "
               "was not written for dpus=%u grid=%u,%u,%u)", data_dir, nr_dpus, grid[0], grid[1], grid[2]);

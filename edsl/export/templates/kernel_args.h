@@ -25,6 +25,10 @@ ${log}
  * for WRAM (0: none), placed after the arrays. */
 #define EDSL_SCRATCH_BYTES ${scratch_bytes}ull
 
+/* Bytes of MRAM the UPMEM C functions' variables take (before the heap, as
+ * compiled for the host: 8-byte blocks), which the arrays' MRAM does not have. */
+#define EDSL_C_MRAM_VARIABLE_BYTES ${c_mram_variable_bytes}ull
+
 typedef struct edsl_args_t {
 ${fields}
     uint32_t grid_x EDSL_ARG;         /* grid size (program instances per axis) */
