@@ -65,7 +65,8 @@ _FACTS = {"CTX_C_HEAP": int(dpu.Ctx.C_HEAP), "CTX_C_MRAM_HEAP": int(dpu.Ctx.C_MR
           **{f"ERR_{e.name}": int(e) for e in (dpu.Err.MUTEX_UNLOCK, dpu.Err.MUTEX_RELOCK, dpu.Err.SYNC_DEADLOCK,
                                                 dpu.Err.HEAP_FULL, dpu.Err.SEQREAD_STEP,
                                                 dpu.Err.HANDSHAKE_BUSY, dpu.Err.HANDSHAKE_WHOM,
-                                                dpu.Err.PERFCOUNTER_CONFIG, dpu.Err.PERFCOUNTER_GET)}}
+                                                dpu.Err.PERFCOUNTER_CONFIG, dpu.Err.PERFCOUNTER_GET,
+                                                dpu.Err.UNALIGNED_SIZE, dpu.Err.UNALIGNED_MISMATCH)}}
 RUN = "__edsl_run"      # (packed entry, args): runs a packed entry until it returns or a fault stops it
 # (address, size, site) -> bits, (address, size, bits, site) -> (): a load, a store through a __mram_ptr
 MRAM_LOAD, MRAM_STORE = "__edsl_mram_load", "__edsl_mram_store"

@@ -84,7 +84,7 @@ def translate(llvm_text: str, kernel_name: str, n_params: int, c_functions: tupl
             raise CompileError(f"kernel '{kernel_name}': '{abi.MAIN}' has an unexpected signature "
                                f"({', '.join(types)})")
     # (the C functions' transfers go through the runtime's, which the program then keeps: generate.C_CALLS)
-    roots = [abi.MAIN] + ([abi.MRAM_READ, abi.MRAM_WRITE] if c_functions else [])
+    roots = [abi.MAIN] + ([abi.MRAM_READ, abi.MRAM_WRITE, abi.FAIL] if c_functions else [])
     return P.print_module(module, roots, foreign=frozenset(c_functions))
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..base import templates
 from ..base.errors import file_of_kernel_site
+from ..codegen.upmem_c import INCLUDE_DIR
 from ..dpu import sharing
 from ..target import dpu as abi
 from ..target import dtypes
@@ -391,7 +392,7 @@ def _jsonable(v):
 
 def _c_transfers(prog: P.CProgram) -> str:
     """The functions edsl_c_calls.h names, over the runtime's transfers."""
-    read, write = prog.names[abi.MRAM_READ], prog.names[abi.MRAM_WRITE]
+    read, write, fail = prog.names[abi.MRAM_READ], prog.names[abi.MRAM_WRITE], prog.names[abi.FAIL]
     return textwrap.dedent(f"""
         /* The transfers of the UPMEM C functions the kernel calls (edsl_c_calls.h). */
         void edsl_c_mram_read(const __mram_ptr void *from, void *to, unsigned int nb_of_bytes) {{
@@ -399,7 +400,15 @@ def _c_transfers(prog: P.CProgram) -> str:
         }}
         void edsl_c_mram_write(const void *from, __mram_ptr void *to, unsigned int nb_of_bytes) {{
           {write}((uint64_t)(uintptr_t)to, (uint64_t)(uintptr_t)from, nb_of_bytes, 0, INT64_MAX, INT64_MAX);
+        }}
+        void edsl_c_fail(int64_t code, int64_t mram, int64_t wram, int64_t nbytes) {{
+          {fail}((void *)edsl_ctx[me()], code, 0, mram, wram, nbytes, 0);
         }}""")
+
+
+# The DPU model's headers the SDK stand-ins and the C sources an exported
+# kernel calls include too: the unaligned copies (mram_unaligned.h), written once.
+SHARED_HEADERS = (Path(INCLUDE_DIR) / "edsl_mram_unaligned.h",)
 
 
 def c_sources(record) -> tuple[dict, list, dict]:
@@ -436,6 +445,7 @@ def c_sources(record) -> tuple[dict, list, dict]:
         compiled[(defines, texts)] = f"{folder}/edsl.c"
     if compiled:
         files["edsl_c_calls.h"] = fill("edsl_c_calls.h")
+        files.update((path.name, path.read_text()) for path in SHARED_HEADERS)
     return files, list(compiled.values()), regions
 
 

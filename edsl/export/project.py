@@ -32,11 +32,11 @@ from ..base.progress import Progress
 from ..target import dpu as abi
 from .arguments import EXPORTED, ExportSpec
 from .build import compile_to_fit
-from .generate import project_files
+from .generate import SHARED_HEADERS, project_files
 
 SDK_DIR = Path(__file__).resolve().parent / "sdk"
-SIM_FILES = ("defs.h", "mram.h", "barrier.h", "atomic_bit.h", "alloc.h", "stdio.h", "mutex.h", "handshake.h", "seqread.h",
-             "perfcounter.h", "dpu.h", "dpu_log.h", "dpu_sim_rt.c", "dpu_sim_host.c")
+SIM_FILES = ("defs.h", "mram.h", "mram_unaligned.h", "barrier.h", "atomic_bit.h", "alloc.h", "stdio.h", "mutex.h",
+             "handshake.h", "seqread.h", "perfcounter.h", "dpu.h", "dpu_log.h", "dpu_sim_rt.c", "dpu_sim_host.c")
 
 
 @dataclass
@@ -211,6 +211,8 @@ def _write(out: Path, overwrite: bool, files: dict, data: dict, result: ExportRe
         (tmp / "sim").mkdir()
         for name in SIM_FILES:
             shutil.copyfile(SDK_DIR / name, tmp / "sim" / name)
+        for path in SHARED_HEADERS:
+            shutil.copyfile(path, tmp / "sim" / path.name)
         (tmp / "data").mkdir()
         for name, blob in data.items():
             (tmp / "data" / name).write_bytes(blob)

@@ -383,6 +383,9 @@ class Err(IntEnum):
     HANDSHAKE_WHOM = 18  # handshake_wait_for of itself or of no tasklet of the DPU: ERR_MRAM = the id
     PERFCOUNTER_CONFIG = 19  # perfcounter_config: code run as the host's counts no DPU cycles
     PERFCOUNTER_GET = 20     # perfcounter_get: the same
+    UNALIGNED_SIZE = 21      # mram_read_unaligned / mram_write_unaligned of more than DMA_MAX_BYTES: ERR_BYTES
+    UNALIGNED_MISMATCH = 22  # mram_write_unaligned whose WRAM source and MRAM destination differ modulo
+                             # DMA_ALIGN: ERR_WRAM, ERR_MRAM = the two addresses
 
 
 # ---- accesses across DPUs -------------------------------------------------------------
@@ -604,6 +607,9 @@ ERROR_FORMATS = {
                       "DPU (read longer records with mram_read)",
     Err.HANDSHAKE_WHOM: "handshake_wait_for({mram}): a tasklet waits for another tasklet of its DPU, never for "
                         "itself nor for an id beyond its tasklets: it would wait forever",
+    Err.UNALIGNED_SIZE: f"an unaligned MRAM copy (mram_unaligned.h) of {{nbytes}} bytes: at most {DMA_MAX_BYTES}",
+    Err.UNALIGNED_MISMATCH: "mram_write_unaligned from WRAM address {wram:#x} to MRAM address {mram:#x}: the two "
+                            f"must be equal modulo {DMA_ALIGN} (on a DPU, a fault)",
     **MESSAGES,
 }
 UNKNOWN_ERROR = "error code {code}"

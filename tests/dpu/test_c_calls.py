@@ -542,3 +542,42 @@ def test_the_race_check_of_a_kernel_knows_the_order_of_its_c_functions_mutexes(t
     assert f"writes it at line {line_of('sdk_mutex.c', 'under lock')}" in err.value.message, err.value.message
     assert f"reads it at line {line_of('sdk_mutex.c', 'peek')}" in err.value.message, err.value.message
     mutex_peek_kernel[(1,)](out, num_tasklets=tasklets, race_check=False)
+
+
+read_unaligned = c_function("sdk_mram_unaligned.c", "read_unaligned")
+write_unaligned = c_function("sdk_mram_unaligned.c", "write_unaligned")
+
+
+@triton.jit
+def unaligned_kernel(m_ptr, v_ptr, out_ptr, OFF: tl.constexpr, N: tl.constexpr, S: tl.constexpr):
+    """Each program writes N bytes of `m` from byte pid * S + OFF, unaligned, and reads them back."""
+    pid = tl.program_id(0)
+    v = tl.load(v_ptr + pid * N + tl.arange(0, N))
+    fl.call(write_unaligned, [], [m_ptr, v, pid * S + OFF, N, 0])
+    o = tl.zeros([N], dtype=tl.uint8)
+    o = fl.call(read_unaligned, [o], [m_ptr, pid * S + OFF, N])
+    tl.store(out_ptr + pid * N + tl.arange(0, N), o)
+
+
+def unaligned_want(m: np.ndarray, v: np.ndarray, programs: int, off: int, n: int, s: int) -> np.ndarray:
+    want = m.copy()
+    for p in range(programs):
+        want[p * s + off:p * s + off + n] = v[p * n:(p + 1) * n]
+    return want
+
+
+@settings(max_examples=8, deadline=None)
+@given(programs=st.integers(1, 6), dpus=st.sampled_from([1, 2, 3]), off=st.integers(0, 7),
+       seed=st.integers(0, 2 ** 32 - 1))
+def test_unaligned_copies_in_a_kernels_c_function_against_numpy(programs, dpus, off, seed):
+    """Programs' ranges in blocks of their own: the bytes each keeps around
+    its range are its own, so DPUs merge."""
+    rng = np.random.default_rng(seed)
+    n, s = 16, 32
+    m = rng.integers(0, 256, programs * s + 8, dtype=np.uint8)
+    v = rng.integers(0, 256, programs * n, dtype=np.uint8)
+    out = np.zeros(programs * n, np.uint8)
+    want = unaligned_want(m, v, programs, off, n, s)
+    unaligned_kernel[(programs,)](m, v, out, OFF=off, N=n, S=s, num_dpus=dpus, num_tasklets=2)
+    np.testing.assert_array_equal(m, want)
+    np.testing.assert_array_equal(out, v)

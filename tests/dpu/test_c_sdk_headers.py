@@ -452,3 +452,42 @@ def test_only_a_barrier_of_fewer_tasklets_turns_the_race_check_off():
     with pytest.raises(edsl.DpuError, match=r"tasklets \d+ and \d+ race on"):
         full.run(w, tasklets=4, race_check=True)
     some.run(w, tasklets=4, race_check=True)         # (the same race, not checked)
+
+
+# ---- mram_unaligned.h ------------------------------------------------------------------
+
+read_unaligned = c_function("sdk_mram_unaligned.c", "read_unaligned")
+write_unaligned = c_function("sdk_mram_unaligned.c", "write_unaligned")
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), size=st.integers(1, 3000), tasklets=st.sampled_from([1, 3]))
+def test_unaligned_copies_against_numpy(data, size, tasklets):
+    """Any MRAM address, any size to 2048 bytes: the bytes NumPy gives, and
+    the bytes around a write as they were."""
+    at = data.draw(st.integers(0, size - 1))
+    n = data.draw(st.integers(0, min(2048, size - at)))
+    m = np.frombuffer(data.draw(st.binary(min_size=size, max_size=size)), np.uint8).copy()
+    out = np.zeros(max(n, 1), np.uint8)
+    read_unaligned.run(out, m, at, n, tasklets=tasklets)
+    np.testing.assert_array_equal(out[:n], m[at:at + n])
+    values = np.frombuffer(data.draw(st.binary(min_size=n, max_size=n)), np.uint8).copy()
+    want = m.copy()
+    want[at:at + n] = values
+    write_unaligned.run(m, np.concatenate([values, [0]]).astype(np.uint8), at, n, 0, tasklets=tasklets)
+    np.testing.assert_array_equal(m, want)
+
+
+def test_what_unaligned_copies_refuse_is_an_error_at_the_line():
+    m = np.zeros(4096, np.uint8)
+    with pytest.raises(edsl.DpuError, match=r"an unaligned MRAM copy \(mram_unaligned.h\) of 2049 bytes: at most "
+                                            r"2048") as err:
+        read_unaligned.run(np.zeros(2049, np.uint8), m, 3, 2049)
+    assert err.value.loc.lineno == line_of("sdk_mram_unaligned.c", "read")
+    with pytest.raises(edsl.DpuError, match=r"mram_write_unaligned from WRAM address 0x[0-9a-f]+ to MRAM address "
+                                            r"0x[0-9a-f]+: the two must be equal modulo 8") as err:
+        write_unaligned.run(m, np.ones(16, np.uint8), 5, 16, 1)
+    assert err.value.loc.lineno == line_of("sdk_mram_unaligned.c", "write")
+    with pytest.raises(edsl.DpuError, match=r"is outside the function's MRAM arrays") as err:
+        read_unaligned.run(np.zeros(16, np.uint8), m, 4090, 16)          # (past the array's last block)
+    assert err.value.loc.lineno == line_of("sdk_mram_unaligned.c", "read")

@@ -20,7 +20,7 @@ pytest.importorskip("ziglang", reason="raw functions in C are compiled by the cl
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "dpu"))
 from test_c_calls import (SOURCES, axpy_kernel, c_function, copy_kernel, count_kernel,  # noqa: E402
                           keep_kernel, mem_alloc_kernel, mutex_counter_kernel, running_kernel, staged_kernel,
-                          sum_kernel)
+                          sum_kernel, unaligned_kernel, unaligned_want)
 
 pytestmark = needs_cc
 
@@ -85,6 +85,23 @@ def test_two_functions_of_one_source_share_its_variables_in_the_exported_project
     x = np.random.default_rng(8).integers(-2 ** 62, 2 ** 62, 5 * 2, dtype=np.int64)
     export_and_run(tmp_path / "keep", keep_kernel, (x, np.zeros_like(x)), {}, (5,), dpus=2, tasklets=2)
     assert "C_SOURCES = c/0/edsl.c\n" in (tmp_path / "keep" / "Makefile").read_text()
+
+
+def test_unaligned_copies_run_in_the_exported_project_over_its_transfers(tmp_path):
+    """mram_unaligned.h's copies in an exported kernel's C source are the
+    model's own code over the program's logged transfers (edsl_c_calls.h):
+    several DPUs' writes merge."""
+    rng = np.random.default_rng(10)
+    m = rng.integers(0, 256, 5 * 32 + 8, dtype=np.uint8)
+    v = rng.integers(0, 256, 5 * 16, dtype=np.uint8)
+    out = np.zeros(5 * 16, np.uint8)
+    export_and_run(tmp_path / "unaligned", unaligned_kernel, (m, v, out), {"OFF": 3, "N": 16, "S": 32}, (5,),
+                   dpus=2, tasklets=2)
+    folder = tmp_path / "unaligned"
+    assert (folder / "edsl_mram_unaligned.h").read_text() == (folder / "sim" / "edsl_mram_unaligned.h").read_text()
+    # (the runner's check holds its results to the model's, which are NumPy's)
+    expected = np.fromfile(folder / "data" / "m_ptr.expected.bin", np.uint8)
+    np.testing.assert_array_equal(expected, unaligned_want(m, v, 5, 3, 16, 32))
 
 
 def test_a_variable_in_mram_of_a_function_is_refused_by_the_export(tmp_path):

@@ -22,6 +22,7 @@ TASK_C = r"""
 #include <stdint.h>
 #include <defs.h>
 #include <mram.h>
+#include <mram_unaligned.h>
 #include <alloc.h>
 #include <barrier.h>
 #include <handshake.h>
@@ -56,10 +57,14 @@ int main(void) {
         base = 0;
         kept = 0;
         int64_t w[8];
+        __dma_aligned int32_t seven[2] = {0, 7}, unaligned[8];
+        mram_write_unaligned(&seven[1], (__mram_ptr uint8_t *)staged + 12, 4);   /* staged[1] += 7 << 32 */
+        int32_t *p = mram_read_unaligned((__mram_ptr uint8_t *)staged + 4, unaligned, 16);
         mram_read(staged, w, sizeof w);
         staged_sum = (int64_t)bias;     /* (on a DPU, a direct access to an MRAM variable is a DMA) */
         for (int i = 0; i < 8; i++)
             staged_sum += w[i];
+        staged_sum += p[0] + p[1] + p[2] + p[3];                                /* 0 + 2 + 7 + 3 */
     }
     barrier_wait(&all);
     if (ARGS.mode == 1 && t == 1)
@@ -146,7 +151,7 @@ int main(int argc, char **argv) {
         int64_t sum;
         DPU_ASSERT(dpu_copy_from(dpu, "TOTAL", 0, &total, 8));
         DPU_ASSERT(dpu_copy_from(dpu, "staged_sum", 0, &sum, 8));
-        bad |= sum != 5 + 36;
+        bad |= sum != 5 + 36 + (7ll << 32) + 12;
         DPU_ASSERT(dpu_copy_from(dpu, DPU_MRAM_HEAP_POINTER_NAME, n * 8, y, n * 8));
         for (uint32_t j = 0; j < n; j++)
             if (x[(size_t)i * n + j] > 0 && y[k++] != x[(size_t)i * n + j])

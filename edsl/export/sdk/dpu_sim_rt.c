@@ -86,11 +86,12 @@ static void fault(const char *fmt, ...) {
 
 /* Fault with the DPU model's words for error `code` (error_messages.h), after
  * `file`:`line` where one is given. */
-static void fault_code_at(int64_t code, int64_t nbytes, int64_t mram, const char *file, int line)
+/* (mram_unaligned.h's faults too) */
+void edsl_sim_fault_code(int64_t code, int64_t nbytes, int64_t mram, int64_t wram, const char *file, int line)
     __attribute__((noreturn));
-static void fault_code_at(int64_t code, int64_t nbytes, int64_t mram, const char *file, int line) {
+void edsl_sim_fault_code(int64_t code, int64_t nbytes, int64_t mram, int64_t wram, const char *file, int line) {
     char message[400];
-    struct edsl_error_operands operands = {.code = code, .nbytes = nbytes, .mram = mram};
+    struct edsl_error_operands operands = {.code = code, .nbytes = nbytes, .mram = mram, .wram = wram};
     edsl_error_message(message, sizeof message, &operands);
     if (file)
         fault("%s:%d: %s", file, line, message);
@@ -98,7 +99,9 @@ static void fault_code_at(int64_t code, int64_t nbytes, int64_t mram, const char
 }
 
 static void fault_code(int64_t code, int64_t nbytes, int64_t mram) __attribute__((noreturn));
-static void fault_code(int64_t code, int64_t nbytes, int64_t mram) { fault_code_at(code, nbytes, mram, NULL, 0); }
+static void fault_code(int64_t code, int64_t nbytes, int64_t mram) {
+    edsl_sim_fault_code(code, nbytes, mram, 0, NULL, 0);
+}
 
 /* Let the other tasklets run; back when the caller's turn comes again. */
 static void switch_turn(void) { swapcontext(&contexts[tasklet_id], &scheduler); }
@@ -312,7 +315,9 @@ void handshake_notify(void) {
 }
 
 /* ---- perfcounter: no DPU cycles to count -------------------------------- */
-perfcounter_t edsl_sim_no_cycles(int code, const char *file, int line) { fault_code_at(code, 0, 0, file, line); }
+perfcounter_t edsl_sim_no_cycles(int code, const char *file, int line) {
+    edsl_sim_fault_code(code, 0, 0, 0, file, line);
+}
 
 /* ---- seqread ------------------------------------------------------------ */
 /* Fill the reader's cache from MRAM address `mram` (8-byte aligned), to the
