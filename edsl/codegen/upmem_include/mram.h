@@ -24,7 +24,8 @@ static inline void __edsl_mram_write(const void *from, __mram_ptr void *to, unsi
 
 /* The MRAM after the program's variables, to its end (the SDK's heap, which a
  * host program fills): a function run alone has one of its own, given by the
- * model (c_function); in a kernel it is no address of the launch's MRAM. */
+ * model (c_function); in a kernel the heap holds the kernel's arrays, and a
+ * transfer there is an error that says so. */
 #define DPU_MRAM_HEAP_POINTER ((__mram_ptr void *)(uintptr_t)((int64_t *)EDSL_CTX())[EDSL_CTX_C_MRAM_HEAP])
 
 #define mram_read(from, to, nb_of_bytes) __edsl_mram_read((from), (to), (nb_of_bytes), EDSL_SITE)
