@@ -380,11 +380,12 @@ class DpuBackend(BaseBackend):
         from ..lowering.counting_llvm_ir import count_dpu_c
         from ..codegen.upmem_c import RUNTIME_SYMBOLS
         record = state["record"]
-        # (EDSL functions may reach MRAM without a transfer: their launches keep host addresses)
+        # (EDSL and C functions may reach MRAM without a transfer: their launches keep host addresses)
         mram_shift = 0 if record.regions else MRAM_SHIFT
+        assert not (mram_shift and state.get("c_functions")), "a kernel calling C functions has regions"
         counters, linked = counter_table(state["module"]), []
         for c, also in state.get("c_functions", ()):
-            text, names = c.linked(record.race_check, mram_shift, also)
+            text, names = c.linked(record.race_check, also)
             if counters is not None:              # (the C functions' counters after the kernel's)
                 text, per_block = count_dpu_c(text, counters.counters)
                 counters = counters.extended(per_block)

@@ -119,8 +119,8 @@ class DpuJob:
         process has `program`; the access logs' claims on them are no
         array's: `sharing.Gather` keeps to `spans`)."""
         table = self.table
-        variables = [(lo + self.mram_shift, hi + self.mram_shift) for name, n in self.mram_variable_tables
-                     for lo, hi in program.spans(name, n)]
+        # (host addresses: a kernel calling C functions keeps them, `mram_shift` 0)
+        variables = [span for name, n in self.mram_variable_tables for span in program.spans(name, n)]
         if variables:
             table = np.concatenate([table, np.array(variables, dtype=np.int64).reshape(-1)])
         run = Launch(self.dpus if dpus is None else dpus, self.tasklets, table, self.counters, first)

@@ -175,16 +175,13 @@ class CompiledC:
         loaded (None: it has none)."""
         return f"{RESET_PREFIX}{self.slot}" if self.globals else None
 
-    def linked(self, races: bool = False, mram_shift: int = 0, also: tuple = ()) -> tuple[str, tuple]:
+    def linked(self, races: bool = False, also: tuple = ()) -> tuple[str, tuple]:
         """(LLVM IR, the names of the functions it exports: its function's, then
         `also`, more functions of the source a program calls) to link into a
         program, with its `reset_function`; `races`: its WRAM accesses logged
-        for the check of races between tasklets; `mram_shift`: the program's
-        MRAM addresses are the host's plus this (edsl.dpu.support.MRAM_SHIFT),
-        its MRAM variables' too."""
+        for the check of races between tasklets. (Its MRAM addresses are the
+        host's: a program it is linked into has no MRAM shift.)"""
         text = self.llvm if not races else with_race_notes(self.llvm, (self.texts[0][0], *self.included), self.slot)
-        if mram_shift and self.mram_variables:
-            text = shifted_mram_variables(text, self.mram_variables, mram_shift)
         if self.globals:
             text = with_variables_reset(text, self.globals, self.reset_function)
         if self.mram_variables:
@@ -409,15 +406,6 @@ def mram_variables_table(slot: int) -> str:
     return f"{MRAM_VARIABLES_PREFIX}{slot}"
 
 
-def shifted_mram_variables(llvm: str, variables: tuple, shift: int) -> str:
-    """`llvm` (of `host_mram_variables`) with each MRAM address of one of its
-    `variables` the host's plus `shift`, as a kernel's program has its MRAM
-    addresses (the address table, `with_address_table`, keeps the host's)."""
-    uses = re.compile(r"addrspacecast \(ptr @(" + "|".join(re.escape(n) for n in variables)
-                      + r") to ptr addrspace\(255\)\)")
-    return uses.sub(rf"addrspacecast (ptr getelementptr (i8, ptr @\1, i64 {shift}) to ptr addrspace(255))", llvm)
-
-
 def with_address_table(llvm: str, variables: tuple, name: str) -> str:
     """`llvm` with a table `name` (weak: its name stays visible once linked)
     of the [start, end) addresses of each of `variables`, i64 pairs."""
@@ -579,6 +567,6 @@ def _written_globals(llvm: str) -> tuple:
 
 __all__ = ["CompiledC", "checked_mram_accesses", "HEAP_VARIABLES", "INCLUDE_DIR", "LANGUAGE", "MRAM_VARIABLES_PREFIX",
            "PRELUDE", "RESET_PREFIX", "RUN", "RUNTIME_SYMBOLS", "SITE_BASE", "compile_c", "declared_at", "digest", "flags",
-           "host_mram_variables", "mram_variables_table", "preprocessed", "shifted_mram_variables", "site_base",
+           "host_mram_variables", "mram_variables_table", "preprocessed", "site_base",
            "variable_bytes", "variable_sizes", "with_address_table",
            "with_race_notes", "with_variables_reset", "with_visible_variables"]
