@@ -14,6 +14,8 @@ one of its MRAM arrays, as on a DPU it stays within the DPU's MRAM.
 from __future__ import annotations
 
 import ctypes
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 from mlir import ir
@@ -158,18 +160,10 @@ class CFunction(SourceFunction):
         return self.last_stats
 
     def run_checked(self, specs: list[ArgSpec], args: tuple, tasklets: int, timing: bool, race_check: bool | None,
-                    wram: int, loc=None, heap: tuple[int, int] | None = None, outside: str = OUTSIDE_C_MRAM,
-                    named: tuple = (), one_thread: bool = False, mram_base: int = 0,
-                    on_launch=None) -> LaunchReport:
+                    wram: int, loc=None, dpu: WholeDpu | None = None) -> LaunchReport:
         """`run` on checked arguments (`wram`: the bytes of its WRAM arrays);
-        `heap`: the (address, bytes) of its MRAM heap (DPU_MRAM_HEAP_POINTER),
-        else a fresh one where its source names it; `outside`: what a
-        transfer outside its MRAM is told; `named`: more (name, array) pairs
-        a race may name; `one_thread`: its tasklets take turns on one host
-        thread, switching where they wait or transfer, as a DPU's do
-        (`Launch.run_alone`), rather than run a thread each; `mram_base`:
-        where a whole program's MRAM is (`Ctx.C_MRAM_BASE`); `on_launch`:
-        called with the run's `Launch` before it runs (to watch it)."""
+        `dpu`: the DPU a whole program runs on (`CProgram.launch`), else a
+        function's own: a fresh heap where its source names one."""
         packed, keep = _packed(specs, args, self.compiled(tasklets).function.result, loc)
         # (tasklets ordered by mutexes or handshakes too: their headers log the order, edsl.dpu.races)
         check_races = races.requested(race_check) and tasklets > 1 and not timing
@@ -181,21 +175,24 @@ class CFunction(SourceFunction):
         # DPU_MRAM_HEAP_POINTER's (mram.h): the MRAM its variables leave, zero pages
         # the host maps only where the function writes; none where it is not named
         fresh = np.zeros(MRAM_BYTES - sum(hi - lo for lo, hi in variables)
-                         if heap is None and compiled.uses_mram_heap else 0, np.uint8)
-        if heap is None:
-            heap = (fresh.ctypes.data, fresh.nbytes)
+                         if dpu is None and compiled.uses_mram_heap else 0, np.uint8)
+        if dpu is None:
+            dpu = WholeDpu(heap=(fresh.ctypes.data, fresh.nbytes), outside=OUTSIDE_C_MRAM, one_thread=False)
+        heap = dpu.heap
         heaps = [(heap[0], heap[0] + heap[1])] if heap[1] else []
         launch = runtime.Launch(1, tasklets, mram_regions(specs, args, variables + heaps),
                                 counters=table.counters if table else 0)
         launch.ctx[..., Ctx.C_HEAP] = c_heap_bytes(tasklets, compiled.wram_variable_bytes,
                                                    wram)     # (mem_alloc's, alloc.h)
         launch.ctx[..., Ctx.C_MRAM_HEAP] = heap[0] if heap[1] else 0
-        launch.ctx[..., Ctx.C_MRAM_BASE] = mram_base
-        arrays = [(s.name, a) for s, a in zip(specs, args) if isinstance(a, np.ndarray)] + list(named)
-        if on_launch is not None:
-            on_launch(launch)
-        launch.run_alone(program, entry, packed, f"{self.__name__}()", arrays if check_races else None,
-                         outside=outside, one_thread=_ENTRY if one_thread else None)
+        launch.ctx[..., Ctx.C_MRAM_BASE] = dpu.mram_base
+        arrays = None
+        if check_races:                                     # (what a race may name)
+            arrays = [(s.name, a) for s, a in zip(specs, args) if isinstance(a, np.ndarray)] + dpu.named()
+        if dpu.on_launch is not None:
+            dpu.on_launch(launch)
+        launch.run_alone(program, entry, packed, f"{self.__name__}()", arrays,
+                         outside=dpu.outside, one_thread=_ENTRY if dpu.one_thread else None)
         del keep, fresh
         report = LaunchReport(self.__name__, num_tasklets=tasklets, tasklets_used=tasklets, wram_bytes=wram,
                               **launch.totals(), per_dpu_programs=[1], per_tasklet_dma=launch.per_tasklet_dma())
@@ -210,6 +207,18 @@ class CFunction(SourceFunction):
 
 
 _ENTRY = "c_entry"   # the packed entry that runs the function until it returns or a fault stops it
+
+
+@dataclass(frozen=True)
+class WholeDpu:
+    """The DPU a run's function or whole program (`CProgram`) has around its arguments."""
+    heap: tuple[int, int]              # (address, bytes) of its MRAM heap (DPU_MRAM_HEAP_POINTER); bytes 0: none
+    outside: str                       # what a transfer outside its MRAM is told
+    one_thread: bool                   # its tasklets take turns on one host thread, switching where they
+                                       # wait or transfer, as a DPU's do (`Launch.run_alone`)
+    mram_base: int = 0                 # where a whole program's MRAM is (`Ctx.C_MRAM_BASE`)
+    named: Callable[[], list] = list   # more (name, array) pairs a race may name (made only where it is checked)
+    on_launch: Callable | None = None  # called with the run's `Launch` before it runs (to watch it)
 
 
 def mram_regions(specs: list[ArgSpec], args: tuple, more=()) -> list[tuple[int, int]]:

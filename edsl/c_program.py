@@ -21,7 +21,7 @@ import os
 
 import numpy as np
 
-from .c_function import CFunction
+from .c_function import CFunction, WholeDpu
 from .codegen import upmem_c
 from .dpu import races
 from .dpu.runtime import LaunchReport, Program
@@ -87,15 +87,16 @@ class CProgram(CFunction):
         program = self._program(self.tasklets, self._races)        # (the one `run_checked` runs)
         for name, value in variables.items():
             ctypes.memmove(program.address(name), bytes(value), len(value))
-        # (what a race names: the variables' bytes, the heap's)
-        named = [(name, np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(program.address(name))).view("V1"))
-                 for name, size in self.variables.items() if size and not name.startswith(_MODEL_OWN)]
-        if heap[1]:
-            named.append(("DPU_MRAM_HEAP_POINTER", heap_bytes.view("V1")))
+
+        def named() -> list:
+            """What a race names: the variables' bytes, the heap's."""
+            views = [(name, np.ctypeslib.as_array((ctypes.c_uint8 * size).from_address(program.address(name)))
+                      .view("V1")) for name, size in self.variables.items() if size and not name.startswith(_MODEL_OWN)]
+            return views + ([("DPU_MRAM_HEAP_POINTER", heap_bytes.view("V1"))] if heap[1] else [])
         try:
-            return self.run_checked([], (), self.tasklets, False, self._races, 0, None, heap=heap,
-                                    outside=OUTSIDE_PROGRAM_MRAM, named=tuple(named), one_thread=True,
-                                    mram_base=mram, on_launch=on_launch)
+            return self.run_checked([], (), self.tasklets, False, self._races, 0, None,
+                                    WholeDpu(heap, OUTSIDE_PROGRAM_MRAM, one_thread=True, mram_base=mram,
+                                             named=named, on_launch=on_launch))
         finally:
             variables.update({k: bytearray(v) for k, v in self._read_variables(program).items()})
 
