@@ -376,8 +376,12 @@ def test_pages_saved_by_writes_are_put_back_and_the_others_copied_as_they_are():
 def made_gathers(monkeypatch) -> list:
     """The `Gather`s the launches make, in order; each keeps the addresses of
     its page states and saved copies (`buffers`) and, once released, its
-    page states and their owners (`released_pages`: per span, `page_states`)."""
+    page states and their owners (`released_pages`: per span, `page_states`).
+    The kept buffers start empty: those earlier tests in the process left
+    (of the same sizes) would be taken first."""
     from edsl.backend import dpu_run
+    from edsl.dpu import sharing
+    monkeypatch.setattr(sharing, "_SPARE", sharing._Spare())
     made = []
 
     class Recorded(Gather):
