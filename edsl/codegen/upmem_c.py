@@ -146,11 +146,21 @@ class CompiledC:
     slot: int = 0                       # where its site codes are (`site_base`)
     mram_variables: tuple = ()          # its variables in MRAM (`host_mram_variables`)
 
-    @property
+    @functools.cached_property
     def direct_mram(self) -> bool:
         """Whether it loads or stores through `__mram_ptr` pointers itself (a
-        DPU moves those bytes without its program's transfers)."""
-        return re.search(rf"\bcall\b[^\n]*@(?:{MRAM_LOAD}|{MRAM_STORE})\(", self.llvm) is not None
+        DPU moves those bytes without its program's transfers), other than
+        at constant addresses in its own variables in MRAM (each DPU's own:
+        nothing to merge)."""
+        # (`checked_mram_accesses` names each access's address `%edsl.mram<k>.a`)
+        addresses = dict(re.findall(r"^\s*(%edsl\.mram\d+\.a) = ptrtoint ptr addrspace\(255\) (.*) to i64$",
+                                    self.llvm, re.M))
+        for address in re.findall(rf"\bcall\b[^\n]*@(?:{MRAM_LOAD}|{MRAM_STORE})\(i64 (%[-\w.]+)", self.llvm):
+            expr = addresses.get(address, "%")
+            named = re.findall(r"@([-\w$.]+)", expr)
+            if "%" in expr or not named or not set(named) <= set(self.mram_variables):
+                return True
+        return False
 
     @property
     def wram_variable_bytes(self) -> int:

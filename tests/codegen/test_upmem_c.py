@@ -97,6 +97,19 @@ def test_mram_variables_are_the_hosts_with_mram_pointers_to_them():
 
 
 
+def test_direct_accesses_are_told_apart_from_those_of_its_own_variables_in_mram():
+    """Only a load or store through a pointer reaches MRAM other DPUs may share."""
+    own = compile_text("#include <mram.h>\n__mram int64_t bias = 5;\n__mram_noinit int64_t t[4];\n"
+                       "int64_t f(int *w) { bias = bias + 1; t[2] = bias; return t[1]; }\n")
+    assert "@__edsl_mram_store(" in own.llvm and not own.direct_mram
+    through = compile_text("#include <mram.h>\n__mram int64_t bias = 5;\n"
+                           "int64_t f(__mram_ptr int64_t *m, int k) { m[k] = bias; return 0; }\n")
+    assert through.direct_mram
+    indexed = compile_text("#include <mram.h>\n__mram_noinit int64_t t[4];\n"
+                           "int64_t f(int k) { return t[k]; }\n")
+    assert indexed.direct_mram           # (an address computed at run time: not told apart)
+
+
 def test_the_reset_of_variables_in_mram_writes_zeros_as_zeros():
     """A kernel's program gives each DPU the variables' first values: zeros
     as a memset (an MRAM variable may take megabytes), others from a copy."""

@@ -104,6 +104,26 @@ def test_unaligned_copies_run_in_the_exported_project_over_its_transfers(tmp_pat
     np.testing.assert_array_equal(expected, unaligned_want(m, v, 5, 3, 16, 32))
 
 
+bump = c_function("sdk_mram_variables.c", "bump")
+
+
+@triton.jit
+def bump_kernel(out_ptr):
+    o = fl.call(bump, [tl.zeros([1], dtype=tl.int64)], [])
+    tl.store(out_ptr + tl.program_id(0) + tl.arange(0, 1), o)
+
+
+def test_direct_accesses_of_a_functions_own_variables_in_mram_export_for_several_dpus(tmp_path):
+    """`bias = bias + 1` loads and stores an MRAM variable directly: no
+    transfer logs it, but its bytes are each DPU's own, so the export takes
+    several DPUs (a direct access through a pointer does not: above)."""
+    out = np.zeros(6, np.int64)
+    export_and_run(tmp_path / "bump", bump_kernel, (out,), {}, (6,), dpus=3)
+    assert "#define EDSL_C_FUNCTIONS \"\"" in (tmp_path / "bump" / "launch_config.h").read_text()
+    bump_kernel[(6,)](out, num_dpus=3)
+    np.testing.assert_array_equal(out, [6, 7] * 3)             # (5 + 1 on each DPU, then 7)
+
+
 def test_a_variable_in_mram_of_a_function_is_refused_by_the_export(tmp_path):
     fn = c_function("", "kept_in_function", """#include <defs.h>
 #include <mram.h>
