@@ -108,8 +108,9 @@ class DpuJob:
     # (`CompiledC.reset_function`): each DPU starts with its own, as its WRAM on hardware
     variable_resets: tuple = ()
     c_heap: int = 0                    # the WRAM its C functions may take with mem_alloc (alloc.h)
-    # its C functions' variables in MRAM (KernelRecord.mram_variable_tables): in the
-    # program's memory, reset for each DPU with the others (`variable_resets`)
+    # its C functions' variables in MRAM, (table, count) per C function with them
+    # (`CompiledC.mram_variables_table`): in the program's memory, reset for each DPU
+    # with the others (`variable_resets`)
     mram_variable_tables: tuple = ()
 
     def contexts(self, program: Program, first: int = 0, dpus: int | None = None) -> Launch:

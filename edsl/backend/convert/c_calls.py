@@ -18,7 +18,6 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, llvm, memref
 
-from ...base.errors import CompileError
 from ...codegen import llvm_ir, upmem_c
 from ...inject import stage_operands
 from ...inject.runtime_calls import runtime_call
