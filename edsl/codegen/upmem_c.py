@@ -162,6 +162,17 @@ class CompiledC:
                 return True
         return False
 
+    @functools.cached_property
+    def external_names(self) -> frozenset:
+        """The functions and variables it defines that another source's
+        definitions of the same names would clash with, once linked into one
+        DPU program (not `static`; not the model's own, `__edsl_...`)."""
+        functions = {m[2] for m in re.finditer(r"^define ([^@\n]*)@([-\w$.]+)\(", self.llvm, re.M)
+                     if not re.search(r"\b(internal|private|weak|linkonce\w*|available_externally)\b", m[1])}
+        variables = {m[1] for m in re.finditer(r"^@([-\w$.]+) = ([^\n]*?)\b(?:global|constant)\b", self.llvm, re.M)
+                     if not re.search(r"\b(internal|private|weak|linkonce\w*|external|extern_weak|appending)\b", m[2])}
+        return frozenset(name for name in functions | variables if not name.startswith(("__edsl_", "llvm.")))
+
     @property
     def wram_variable_bytes(self) -> int:
         """The WRAM its variables take (`variable_bytes`; not those in MRAM)."""

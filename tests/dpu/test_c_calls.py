@@ -581,3 +581,26 @@ def test_unaligned_copies_in_a_kernels_c_function_against_numpy(programs, dpus, 
     unaligned_kernel[(programs,)](m, v, out, OFF=off, N=n, S=s, num_dpus=dpus, num_tasklets=2)
     np.testing.assert_array_equal(m, want)
     np.testing.assert_array_equal(out, v)
+
+
+TOTAL_C = "#include <defs.h>\n#include <stdint.h>\nint64_t total;\nvoid {name}(int64_t *t) {{ total += t[0]; t[0] = total; }}\n"
+add_once = c_function("", "add_once", TOTAL_C.format(name="add_once"))
+add_again = c_function("", "add_again", TOTAL_C.format(name="add_again"))
+
+
+@triton.jit
+def two_sources_kernel(out_ptr):
+    t = tl.full([1], 1, dtype=tl.int64)
+    t = fl.call(add_once, [t], [])
+    t = fl.call(add_again, [t], [])                  # <second source>
+    tl.store(out_ptr + tl.arange(0, 1), t)
+
+
+def test_a_name_two_c_sources_define_is_refused_as_their_link_would_fail():
+    """Each source its own module on the model, but one program on a DPU:
+    `total` defined twice does not link there."""
+    with pytest.raises(edsl.CompileError, match=r"fl.call of add_again: its source .*add_again.c and .*add_once.c "
+                                                r"\(another C function the kernel calls\) both define 'total'") as err:
+        two_sources_kernel[(1,)](np.zeros(1, np.int64))
+    line = next(k for k, text in enumerate(open(__file__).read().split("\n"), 1) if text.endswith("# <second source>"))
+    assert err.value.loc.lineno == line

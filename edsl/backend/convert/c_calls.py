@@ -71,6 +71,8 @@ def _compiled(conv, op, fn) -> upmem_c.CompiledC:
     if clash:
         raise conv.sites.error(op, f"fl.call of {fn.__name__}: the kernel calls another C function named "
                                    f"'{clash[0].source_name}'; C functions of one kernel need names of their own")
+    if module is None:
+        _refuse_defined_twice(conv, op, fn, compiled, [c for c in called if not c.shares])
     called.append(CalledC(fn.identity, compiled, fn.source, user_location(op.location), shares=module is not None))
     if compiled.prints:
         conv.info.prints.append(f"fl.call of {fn.__name__}")
@@ -78,6 +80,20 @@ def _compiled(conv, op, fn) -> upmem_c.CompiledC:
         conv.info.sites += [[code, conv.sites.file_name(s.filename), s.lineno, s.col]
                             for code, s in compiled.sites.items()]
     return compiled
+
+
+def _refuse_defined_twice(conv, op, fn, compiled, modules: list) -> None:
+    """One DPU program links the kernel's C sources together (the exported
+    project, as the SDK builds it): a name two of them define (not `static`)
+    fails that link, so the model refuses it too."""
+    for other in modules:
+        both = sorted(compiled.external_names & other.compiled.external_names)
+        if both:
+            raise conv.sites.error(op, f"fl.call of {fn.__name__}: its source {compiled.texts[0][0]} and "
+                                       f"{other.compiled.texts[0][0]} (another C function the kernel calls) both "
+                                       f"define '{both[0]}': one DPU program holds both, and a name defined twice "
+                                       f"does not link; make it static in one of them, or put the functions in "
+                                       f"one source")
 
 
 def _declare(conv, op, c_fn) -> str:
