@@ -54,7 +54,7 @@ import numpy as np
 
 from ..target import dtypes
 from ..target.dpu import (DMA_ALIGN, MRAM_BYTES, OUTSIDE_ARRAYS, OUTSIDE_KERNEL_C_MRAM, SHARING_ADVICE, align_up,
-                          c_heap_bytes, dpu_programs)
+                          c_heap_bytes, dpu_programs, programs_per_dpu)
 from ..dpu import races
 from ..dpu.runtime import Launch, LaunchReport, Program
 from ..dpu.sharing import SharingError
@@ -346,9 +346,10 @@ def launch(program: Program, record: KernelRecord, grid, signature, args, num_dp
             what = f"kernel '{record.name}'" + (f" on DPU {race[0]}" if dpus_used > 1 else "")
             raise _race_error(race[1], what, mram, list(memories.values()), program.sites)
         _raise_errors(program, record, run, shared, mram, memories)
-        parts = part_bytes(run, mram)
+        hulls = run.footprints() if mram.direct else None
+        parts = part_bytes(hulls, mram, run.dpus)
         _check_parts(record.name, parts, mram, run, memories, total, num_dpus)
-        _fill_report(report, program, record, run, mram, memories, parts)
+        _fill_report(report, program, record, run, mram, memories, parts, hulls)
     _LAST[0] = report
     bench.count(report)
     return report
@@ -442,32 +443,34 @@ def _run(program: Program, job: DpuJob, mram: Mram, name: str):
     return run, shared, race
 
 
-def part_bytes(run: Launch, mram: Mram) -> np.ndarray:
-    """[dpu, region]: the bytes of each region of the arrays each DPU
-    receives: the hull of what its transfers touched there (whole 8-byte
-    words); for a kernel with EDSL regions, the whole image."""
+def part_bytes(hulls: np.ndarray | None, mram: Mram, dpus: int) -> np.ndarray:
+    """[dpu, region]: the bytes of each region of the arrays each of `dpus`
+    DPUs receives: the hull of what its transfers touched there (whole
+    8-byte words; `hulls`: `Launch.footprints()`); for a kernel with EDSL
+    regions (`hulls` None), the whole image."""
     if not mram.direct:
-        return np.full((run.dpus, 1), mram.size, np.int64)
-    parts = run.footprints()[:, :len(mram.regions)]
+        return np.full((dpus, 1), mram.size, np.int64)
+    parts = hulls[:, :len(mram.regions)]
     return parts[..., 1] - parts[..., 0]
 
 
-def _array_parts(run: Launch, mram: Mram, memories: dict[int, Memory]) -> dict[str, list]:
+def _array_parts(hulls: np.ndarray | None, mram: Mram, memories: dict[int, Memory],
+                 dpus: int) -> dict[str, list]:
     """Per array argument: [(lo, hi) per DPU], the bytes of it (from its
-    first) that each DPU's transfers touched; the whole array where the
-    kernel calls EDSL functions. (Lists: reports compare equal.)"""
-    footprints = run.footprints() if mram.direct else None
-    out = {}
-    for m in memories.values():
-        if footprints is None:
-            lo, hi = np.zeros(run.dpus, np.int64), np.full(run.dpus, m.nbytes, np.int64)
-        else:
-            hull = footprints[:, mram.region_of(m.lo)] - mram.address(m.lo)
-            lo, hi = np.clip(hull[:, 0], 0, m.nbytes), np.clip(hull[:, 1], 0, m.nbytes)
-            touched = hi > lo
-            lo, hi = np.where(touched, lo, 0), np.where(touched, hi, 0)
-        out[m.name] = [tuple(pair) for pair in np.stack([lo, hi], axis=1).tolist()]
-    return out
+    first) that each DPU's transfers touched (`hulls`, as `part_bytes` takes
+    them); the whole array where the kernel calls EDSL functions. (Lists:
+    reports compare equal.)"""
+    arrays = list(memories.values())
+    sizes = np.array([m.nbytes for m in arrays], np.int64)[:, None]
+    if hulls is None:
+        pairs = np.zeros((len(arrays), dpus, 2), np.int64)
+        pairs[..., 1] = sizes
+    else:
+        firsts = np.array([mram.address(m.lo) for m in arrays], np.int64)[:, None, None]
+        pairs = np.clip(hulls[:, [mram.region_of(m.lo) for m in arrays]].transpose(1, 0, 2) - firsts,
+                        0, sizes[..., None])
+        pairs[pairs[..., 1] <= pairs[..., 0]] = 0
+    return {m.name: list(map(tuple, p)) for m, p in zip(arrays, pairs.tolist())}
 
 
 def _overfull(parts: np.ndarray, mram: Mram, run: Launch) -> np.ndarray:
@@ -486,8 +489,10 @@ def _c_variables_bytes(run: Launch, mram: Mram) -> int:
 def _fits(run: Launch, mram: Mram) -> bool:
     """Whether every DPU's parts of the arrays, its scratch and its C
     functions' variables fit its MRAM."""
-    return (mram.fits_any_parts and not _c_variables_bytes(run, mram)) \
-        or not _overfull(part_bytes(run, mram), mram, run).any()
+    if mram.fits_any_parts and not _c_variables_bytes(run, mram):
+        return True
+    parts = part_bytes(run.footprints() if mram.direct else None, mram, run.dpus)
+    return not _overfull(parts, mram, run).any()
 
 
 def _check_parts(kernel: str, parts: np.ndarray, mram: Mram, run: Launch, memories: dict[int, Memory],
@@ -533,14 +538,13 @@ def _raise_errors(program: Program, record: KernelRecord, run: Launch, shared: S
 
 
 def _fill_report(report: LaunchReport, program: Program, record: KernelRecord, run: Launch, mram: Mram,
-                 memories: dict[int, Memory], parts: np.ndarray) -> None:
+                 memories: dict[int, Memory], parts: np.ndarray, hulls: np.ndarray | None) -> None:
     """What the DPUs did: DMA, programs per DPU, host<->MRAM bytes (each DPU's
-    `parts`, as `part_bytes` gives them), timing."""
+    `parts`, as `part_bytes` gives them from `hulls`), timing."""
     for k, v in run.totals().items():
         setattr(report, k, v)
     report.per_tasklet_dma = run.per_tasklet_dma()
-    report.per_dpu_programs = [len(dpu_programs(dpu, report.programs, report.num_dpus))
-                                for dpu in range(run.dpus)]
+    report.per_dpu_programs = programs_per_dpu(report.programs, report.num_dpus)[:run.dpus]
     # Each DPU receives its parts; the host reads back its parts of the
     # arrays the kernel stores through.
     stored = record.stored
@@ -548,7 +552,7 @@ def _fill_report(report: LaunchReport, program: Program, record: KernelRecord, r
     out_regions = sorted({mram.region_of(m.lo) for m in out})
     sent, back = parts.sum(axis=1), parts[:, out_regions].sum(axis=1)
     report.per_dpu_part_bytes = sent.tolist()
-    report.array_parts = _array_parts(run, mram, memories)
+    report.array_parts = _array_parts(hulls, mram, memories, run.dpus)
     report.host_to_mram_bytes = int(sent.sum())
     report.mram_to_host_bytes = int(back.sum())
     table = program.counters

@@ -29,6 +29,7 @@ import ctypes
 import functools
 import hashlib
 import mmap
+import math
 import queue
 import threading
 import time
@@ -279,7 +280,7 @@ CACHE_LINE = HOST_CACHE_LINE
 
 def _cache_aligned_zeros(shape: tuple[int, ...]) -> np.ndarray:
     """Zeroed int64s of `shape`, starting at a cache line."""
-    n = int(np.prod(shape))
+    n = math.prod(shape)
     flat = np.zeros(n + CACHE_LINE // 8, dtype=np.int64)
     start = (-flat.ctypes.data % CACHE_LINE) // 8
     return flat[start:start + n].reshape(shape)
@@ -390,10 +391,13 @@ class Launch:
     def footprints(self) -> np.ndarray:
         """[dpu, region, (lo, hi)]: the hull of the MRAM bytes each DPU's
         transfers touched in each region ((0, 0) where none)."""
-        lo = self._footprint[..., 0].min(axis=1)
-        hi = self._footprint[..., 1].max(axis=1)
-        touched = hi > lo
-        return np.stack([np.where(touched, lo, 0), np.where(touched, hi, 0)], axis=-1).astype(np.int64)
+        # (tasklets last: NumPy reduces a short middle axis 5 times slower)
+        each = np.ascontiguousarray(self._footprint.transpose(0, 2, 3, 1))
+        out = np.empty(each.shape[:3], np.uint64)
+        np.min(each[:, :, 0], axis=-1, out=out[..., 0])
+        np.max(each[:, :, 1], axis=-1, out=out[..., 1])
+        out[out[..., 1] <= out[..., 0]] = 0
+        return out.view(np.int64)            # (MRAM addresses: below 2**63)
 
     def set_footprints(self, first: int, footprints: np.ndarray) -> None:
         """Take the footprints of DPUs first .. (as `footprints` gives them,
@@ -658,7 +662,8 @@ class Launch:
                  "dma_write_bytes": Ctx.WRITE_BYTES, "spill_dma_reads": Ctx.SPILL_READS,
                  "spill_dma_read_bytes": Ctx.SPILL_READ_BYTES, "spill_dma_writes": Ctx.SPILL_WRITES,
                  "spill_dma_write_bytes": Ctx.SPILL_WRITE_BYTES}
-        return {name: int(flat[:, slot].sum()) for name, slot in slots.items()}
+        sums = flat[:, list(slots.values())].sum(axis=0).tolist()
+        return dict(zip(slots, sums))
 
     def per_tasklet_dma(self) -> list[int]:
         return (self.ctx[..., Ctx.READS] + self.ctx[..., Ctx.WRITES]).sum(axis=0).tolist()

@@ -216,6 +216,12 @@ def dpu_programs(dpu: int, programs: int, dpus: int) -> range:
     return range(first, first + share + (dpu < extra))
 
 
+def programs_per_dpu(programs: int, dpus: int) -> list[int]:
+    """How many program instances each DPU of a launch runs (`dpu_programs`)."""
+    share, extra = divmod(programs, dpus)
+    return [share + 1] * min(extra, dpus) + [share] * (dpus - min(extra, dpus))
+
+
 # What each type is once lowered to the LLVM dialect (a memref: its descriptor's fields).
 LOWERED = {"i32": ("i32",), "!llvm.ptr": ("!llvm.ptr",),
            WRAM_MEMREF: ("!llvm.ptr", "!llvm.ptr", "i64", "i64", "i64")}

@@ -85,8 +85,7 @@ static void fault(const char *fmt, ...) {
 }
 
 /* Fault with the DPU model's words for error `code` (error_messages.h), after
- * `file`:`line` where one is given. */
-/* (mram_unaligned.h's faults too) */
+ * `file`:`line` where one is given (mram_unaligned.h's faults too). */
 void edsl_sim_fault_code(int64_t code, int64_t nbytes, int64_t mram, int64_t wram, const char *file, int line)
     __attribute__((noreturn));
 void edsl_sim_fault_code(int64_t code, int64_t nbytes, int64_t mram, int64_t wram, const char *file, int line) {
