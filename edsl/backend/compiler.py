@@ -28,7 +28,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 from triton.backends.compiler import BaseBackend, GPUTarget, Language
 
@@ -118,6 +118,17 @@ class DpuOptions:
         return hashlib.sha256(key.encode()).hexdigest()
 
 
+class CFunctionRecord(NamedTuple):
+    """A UPMEM C function a kernel calls, as its record keeps it (`KernelRecord.c_functions`)."""
+    name: str
+    defines: tuple                     # its source's macros, (name, value)
+    files: tuple                       # (file, text): its source, then the files it includes
+    direct_mram: bool                  # loads or stores through __mram_ptr pointers itself
+    # its variables in MRAM (`CompiledC.mram_variables`: each DPU's own); () for a
+    # function linked with an earlier one of its source, which names them
+    mram_variables: tuple
+
+
 @dataclass(frozen=True)
 class KernelRecord:
     """What compiling a kernel decided that running or exporting it needs:
@@ -137,10 +148,7 @@ class KernelRecord:
     pointer_loads: tuple = ()          # (site code, where): accesses through a pointer loaded from memory
     stored: tuple | None = None        # pointer parameters stores may go through (None: unknown)
     regions: bool = False              # calls EDSL functions (fl.call)
-    # the UPMEM C functions it calls (fl.call), in their slots: (name, macros, ((file, text), ...):
-    # its source first, whether it loads or stores through __mram_ptr pointers itself, the names
-    # of its variables in MRAM (`CompiledC.mram_variables`, each DPU's own))
-    c_functions: tuple = ()
+    c_functions: tuple = ()            # the UPMEM C functions it calls (fl.call), in their slots: CFunctionRecord
     # their functions giving the C files' variables their first values (`CompiledC.reset_function`)
     variable_resets: tuple = ()
     c_variable_bytes: int = 0          # the WRAM those variables take, beside `wram_bytes`
@@ -159,8 +167,9 @@ class KernelRecord:
                             asserts=_frozen(info.asserts), sites=_frozen(info.sites),
                             pointer_loads=_frozen(info.pointer_loads), stored=_frozen(info.stored),
                             regions=info.regions, prints=bool(info.prints), waits=info.waits,
-                            c_functions=tuple((c.compiled.function.name, c.defines, c.files(),
-                                               c.compiled.direct_mram, () if c.shares else c.compiled.mram_variables)
+                            c_functions=tuple(CFunctionRecord(c.compiled.function.name, c.defines, c.files(),
+                                                              c.compiled.direct_mram,
+                                                              () if c.shares else c.compiled.mram_variables)
                                               for c in info.c_functions),
                             variable_resets=tuple(c.compiled.reset_function for c in info.c_functions
                                                   if c.compiled.reset_function and not c.shares),
@@ -179,6 +188,7 @@ class KernelRecord:
         header, _, obj = program.partition(b"\n")
         data = json.loads(header)
         fields = {k: _frozen(v) for k, v in data.items() if k != "counters"}
+        fields["c_functions"] = tuple(CFunctionRecord(*c) for c in fields["c_functions"])
         counters = None
         if data["counters"] is not None:
             from ..lowering.counting import CounterTable

@@ -394,9 +394,10 @@ def _job(program: Program, record: KernelRecord, grid, num_dpus: int, dpus_used:
     stored = record.stored
     written = None if stored is None else [memories[i] for i in stored if i in memories]
     variables = ()
-    if any(c[4] for c in record.c_functions):
+    if any(c.mram_variables for c in record.c_functions):
         from ..codegen.upmem_c import mram_variables_table
-        variables = tuple((mram_variables_table(slot), len(c[4])) for slot, c in enumerate(record.c_functions) if c[4])
+        variables = tuple((mram_variables_table(slot), len(c.mram_variables))
+                          for slot, c in enumerate(record.c_functions) if c.mram_variables)
     return DpuJob(grid=grid, num_dpus=num_dpus, dpus=dpus_used, tasklets=record.tasklets,
                   values=values, table=mram.table, scratch=mram.scratch,
                   spans=mram.array_spans(written), wram_bytes=max(8, record.wram_bytes),

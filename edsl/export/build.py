@@ -53,7 +53,7 @@ def compile_for_export(spec: ExportSpec, wram_bytes: int = abi.WRAM_BYTES) -> tu
 
 def direct_mram_functions(record: KernelRecord) -> tuple:
     """The names of the C functions the kernel calls that reach MRAM without transfers."""
-    return tuple(name for name, _, _, direct, _ in record.c_functions if direct)
+    return tuple(c.name for c in record.c_functions if c.direct_mram)
 
 
 def translate(llvm_text: str, kernel_name: str, n_params: int, c_functions: tuple = ()) -> P.CProgram:
@@ -143,7 +143,7 @@ class Build:
 
 
 def _printed(spec: ExportSpec, record: KernelRecord, llvm_text: str, budget: int) -> Build:
-    prog = translate(llvm_text, record.name, len(spec.params), tuple(c[0] for c in record.c_functions))
+    prog = translate(llvm_text, record.name, len(spec.params), tuple(c.name for c in record.c_functions))
     return Build(record, prog, budget, layout.per_array(spec.params, record),
                  layout.runtime_bytes(spec, record, prog.needs_stdio),
                  prog.static_wram_bytes * spec.num_tasklets + prog.global_wram_bytes)
