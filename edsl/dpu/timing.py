@@ -41,7 +41,12 @@ The model, per DPU:
     lies between the larger of issue and DMA time and their sum;
   * DPU cycles are at least each of: the pipeline's throughput bound (all
     issue slots), the slowest tasklet's latency path (11 cycles per slot plus
-    its DMA latency) and the DMA engine's (every transfer's latency);
+    its DMA latency), the DMA engine's (every transfer's latency) and the
+    mutex's: the slots tasklets issue holding a mutex (its lock and unlock
+    too) are issued one tasklet at a time, each at most one every 11 cycles
+    [SDK syslib/mutex.h: an acquire that waits for the mutex's bit; PrIM
+    slide 50, Key Observation 11: mutexes limit the tasklets' scaling],
+    as if all were of one mutex (PrIM's HST-L and BFS hold one);
   * a launch (`dpu_launch`, synchronous) takes a fixed time besides its DPUs'
     cycles, growing with the ranks it reaches [vPIM; ATiM];
   * a host<->MRAM transfer (one call of the host API) takes a fixed time, by
@@ -63,7 +68,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 
 from ..base.errors import ArgumentError
-from ..target.dpu import Ctx
+from ..target.dpu import HELD, Ctx
 
 if TYPE_CHECKING:
     from ..lowering.counting import CounterTable
@@ -224,6 +229,8 @@ def _from_figure(op: str, what: str) -> Cost:
 _MULSI3 = ("[SDK] syslib/mul32.c __mulsi3 (re-read): jgtu and two moves to order the operands, a move to "
            "clear the product, one mul_step per bit of the smaller operand (ending at the step that leaves "
            "it zero), a move of the result; with the call and the return")
+_MUTEX = ("[SDK] syslib/mutex.h (as in VIA-Research/uPIMulator golang/uPIMulator/sdk, re-read): "
+          "inline assembly")
 _ISA = ("[SDK] DPU ISA (its op codes, as uPIMulator implements them: VIA-Research/uPIMulator "
         "golang/uPIMulator/src/linker/kernel/instruction/op_code.go, re-read)")
 INSTRUCTION_COSTS: dict[str, Cost] = {
@@ -263,6 +270,10 @@ INSTRUCTION_COSTS: dict[str, Cost] = {
     "dma": Cost(3, "assumption: ldma/sdma and the set-up of its two addresses (its latency is the DMA "
                    "model's)"),
     "sync": Cost(4, "assumption: a barrier's few instructions around the wait"),
+    "mutex_lock": Cost(1, _MUTEX + ": mutex_lock is one acquire (taken: it then jumps on; a waiting tasklet's "
+                          "retries are its own slots)"),
+    "mutex_unlock": Cost(1, _MUTEX + ": mutex_unlock is one release"),
+    "mutex_trylock": Cost(2, _MUTEX + ": mutex_trylock is an acquire and a move"),
 }
 ISSUE_SLOTS: dict[str, float] = {k: float(c.slots) for k, c in INSTRUCTION_COSTS.items()}
 
@@ -478,10 +489,11 @@ class TaskletWork:
     dma_write_bytes: int = 0
 
     def issue_slots(self) -> float:
-        try:
-            return sum(ISSUE_SLOTS[k] * n for k, n in self.ops.items())
-        except KeyError as err:
-            raise ValueError(f"unknown operation class {err.args[0]!r}") from None
+        return sum(slots_of(k) * n for k, n in self.ops.items())
+
+    def held_slots(self) -> float:
+        """The slots it issued holding a mutex."""
+        return sum(slots_of(k) * n for k, n in self.ops.items() if k.startswith(HELD))
 
     def dma_latency(self) -> float:
         return _dma_latency(self.dma_reads, self.dma_writes, self.dma_bytes)
@@ -489,6 +501,14 @@ class TaskletWork:
     @property
     def dma_bytes(self) -> int:
         return self.dma_read_bytes + self.dma_write_bytes
+
+
+def slots_of(cls: str) -> float:
+    """The issue slots of one operation of class `cls` (HELD + a class: the class's)."""
+    try:
+        return ISSUE_SLOTS[cls.removeprefix(HELD)]
+    except KeyError:
+        raise ValueError(f"unknown operation class {cls!r}") from None
 
 
 def _dma_latency(reads, writes, nbytes):
@@ -533,13 +553,16 @@ def _overlap(tasklets: int, slots: np.ndarray, transfers: np.ndarray, latency: n
     return np.where(moving, tasklets * per / visits_per_cycle, 0.0)
 
 
-def _dpus_cycles(slots: np.ndarray, latency: np.ndarray, transfers: np.ndarray) -> list[DpuCycles]:
-    """Cycles of DPUs whose tasklet t issued `slots[d, t]`, waited
-    `latency[d, t]` for DMA and made `transfers[d, t]` transfers."""
+def _dpus_cycles(slots: np.ndarray, latency: np.ndarray, transfers: np.ndarray,
+                 held: np.ndarray) -> list[DpuCycles]:
+    """Cycles of DPUs whose tasklet t issued `slots[d, t]` (`held[d, t]` of
+    them holding a mutex), waited `latency[d, t]` for DMA and made
+    `transfers[d, t]` transfers."""
     if slots.shape[1] == 0:
         return [DpuCycles(0.0, 0.0, 0.0) for _ in range(slots.shape[0])]
     pipeline = slots.sum(axis=1)
     critical = (REVOLVER * slots + latency).max(axis=1)
+    serial = REVOLVER * held.sum(axis=1)          # (one tasklet at a time holds the mutex)
     # One DMA engine serves one transfer at a time, for its whole latency: 16
     # tasklets of STREAM COPY-DMA (1,024-byte read then write) then move
     # 2,048 B per 77 + 61 + 1,024 cycles, 617 MB/s at 350 MHz, where PrIM
@@ -547,8 +570,8 @@ def _dpus_cycles(slots: np.ndarray, latency: np.ndarray, transfers: np.ndarray) 
     engine = latency.sum(axis=1)
     n = slots.shape[1]
     overlap = _overlap(n, pipeline / n, transfers.sum(axis=1) / n, engine / n)
-    issue = np.maximum(pipeline, REVOLVER * slots.max(axis=1))
-    cycles = np.maximum.reduce([pipeline, critical, engine, overlap])
+    issue = np.maximum.reduce([pipeline, REVOLVER * slots.max(axis=1), serial])
+    cycles = np.maximum.reduce([pipeline, critical, engine, overlap, serial])
     return [DpuCycles(float(c), float(i), float(e)) for c, i, e in zip(cycles, issue, engine)]
 
 
@@ -557,7 +580,8 @@ def dpu_cycles(tasklets: Sequence[TaskletWork]) -> DpuCycles:
     slots = np.array([[t.issue_slots() for t in tasklets]], dtype=float)
     latency = np.array([[t.dma_latency() for t in tasklets]], dtype=float)
     transfers = np.array([[t.dma_reads + t.dma_writes for t in tasklets]], dtype=float)
-    return _dpus_cycles(slots, latency, transfers)[0]
+    held = np.array([[t.held_slots() for t in tasklets]], dtype=float)
+    return _dpus_cycles(slots, latency, transfers, held)[0]
 
 
 @dataclass(frozen=True)
@@ -657,14 +681,13 @@ def launch_estimate(table: CounterTable, counters: np.ndarray, ctx: np.ndarray, 
     [dpu, tasklet, slot] its tasklets' contexts (DMA by direction), and
     the host's transfers as `launch_transfers` takes them."""
     classes = sorted(table.ops)
-    unknown = [c for c in classes if c not in ISSUE_SLOTS]
-    if unknown:
-        raise ValueError(f"unknown operation class {unknown[0]!r}")
     per_block = np.array([table.ops[c] for c in classes], dtype=np.int64).reshape(len(classes), table.counters)
     executed = counters[..., :table.counters] @ per_block.T          # [dpu, tasklet, class]
-    slots = executed @ np.array([ISSUE_SLOTS[c] for c in classes])
+    each = np.array([slots_of(c) for c in classes])
+    slots = executed @ each
+    held = executed @ (each * np.array([c.startswith(HELD) for c in classes]))
     reads, writes = ctx[..., Ctx.READS].astype(float), ctx[..., Ctx.WRITES].astype(float)
     latency = _dma_latency(reads, writes, ctx[..., Ctx.READ_BYTES] + ctx[..., Ctx.WRITE_BYTES])
     transfers = launch_transfers(need_in, need_out, in_bytes)
     ops = dict(zip(classes, executed.sum(axis=(0, 1)).tolist()))
-    return _estimate(_dpus_cycles(slots, latency, reads + writes), transfers, clock_hz(), ops)
+    return _estimate(_dpus_cycles(slots, latency, reads + writes, held), transfers, clock_hz(), ops)

@@ -35,7 +35,8 @@ from .stand_ins import DPU_PROGRAM_FLAGS
 
 # The stand-ins' calls, by the class the estimate prices them as (the rest are `counting`'s rules).
 CALL_CLASSES = {"edsl_sim_mram_read": ("dma",), "edsl_sim_mram_write": ("dma",), "barrier_wait": ("sync",),
-                "mutex_lock": ("sync",), "mutex_unlock": ("sync",), "mutex_trylock": ("sync",),
+                "mutex_lock": (abi.MUTEX_LOCK,), "mutex_unlock": (abi.MUTEX_UNLOCK,),
+                "mutex_trylock": (abi.MUTEX_TRYLOCK,),
                 "handshake_wait_for": ("sync",), "handshake_notify": ("sync",), "me": ("alu",)}
 TABLES_SUFFIX = ".counters.json"
 

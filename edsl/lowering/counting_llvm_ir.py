@@ -7,7 +7,10 @@ text: each block of each counted function gets a counter, kept in a local
 array and added to the tasklet's counters (`edsl_dpu_counters()`) where the
 function returns; a 32-bit multiply adds its `mul_step`s to one more
 counter. The bindings cannot read LLVM IR into MLIR, so the reading is by
-hand, of what clang prints (one instruction a line).
+hand, of what clang prints (one instruction a line). What a function runs
+between a call of class MUTEX_LOCK and one of MUTEX_UNLOCK, on every path
+through its blocks, counts as HELD + its class (UPMEM C has mutexes, the
+EDSL not: `counting` has no such rule).
 
 Code of `model_file` (the header by which the DPU model runs C, inlined or
 in functions of its own) is the model's, not the DPU's: not counted. The
@@ -23,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from ..codegen import llvm_ir, upmem_c
-from ..target.dpu import COUNTERS
+from ..target.dpu import COUNTERS, HELD, MUTEX_LOCK, MUTEX_UNLOCK
 from .counting import INTEGER_OPS, RUNTIME_PREFIX, OpFacts, op_classes
 
 _LABEL = re.compile(r'^(?:[-\w.$]+|"[^"]*"):')
@@ -185,8 +188,10 @@ def _read(define: str, body: list[str], where: dict, model_file: str, calls: Map
             f.blocks[-1][1].append(line)
     data64: set = set()
     uses = Counter(_VALUE.findall("\n".join(body)))          # (each value's definition and uses)
+    held_at = _held_at_entry(f.blocks, calls)
     for b, (_, block) in enumerate(f.blocks):
         tally: dict = {}
+        held = held_at[b]
         fused = _fused_compare(block, uses)
         for k, line in enumerate(block):
             m = _INSTRUCTION.match(line)
@@ -202,11 +207,52 @@ def _read(define: str, body: list[str], where: dict, model_file: str, calls: Map
                                                               (facts.wide and facts.name in INTEGER_OPS)):
                 data64.add(m["result"])
             for cls in op_classes(facts, calls):
-                tally[cls] = tally.get(cls, 0) + 1
+                held = held or cls == MUTEX_LOCK
+                # (a multiply's steps, counted apart, count as not held)
+                key = HELD + cls if held else cls
+                tally[key] = tally.get(key, 0) + 1
+                held = held and cls != MUTEX_UNLOCK
                 if cls == "mul32":
                     f.muls.append((b, k))
         f.tallies.append(tally)
     return f
+
+
+_TARGET = re.compile(r"\blabel %([-\w.$]+|\"[^\"]*\")")
+
+
+def _mutex_call(line: str, calls: Mapping[str, tuple]) -> bool | None:
+    """True for a call that locks a mutex, False for one that unlocks it
+    (their classes in `calls`), None for any other line."""
+    m = _INSTRUCTION.match(line)
+    c = _CALLEE.search(m["rest"]) if m is not None and m["opcode"] == "call" else None
+    classes = calls.get(c["callee"][1:], ()) if c is not None else ()
+    return True if MUTEX_LOCK in classes else False if MUTEX_UNLOCK in classes else None
+
+
+def _held_at_entry(blocks: list, calls: Mapping[str, tuple]) -> list[bool]:
+    """Per block (label line or None, lines): whether its tasklet holds a
+    mutex where it starts, on every path from the function's entry (a
+    block no branch reaches holds none)."""
+    index = {_LABEL.match(label)[0][:-1].strip('"'): b for b, (label, _) in enumerate(blocks) if label}
+    preds: list[list[int]] = [[] for _ in blocks]
+    last: list[bool | None] = []           # the block's last lock (True) or unlock (False)
+    for b, (_, lines) in enumerate(blocks):
+        for name in _TARGET.findall("\n".join(lines)):
+            if name.strip('"') in index:
+                preds[index[name.strip('"')]].append(b)
+        changes = [c for c in (_mutex_call(line, calls) for line in lines) if c is not None]
+        last.append(changes[-1] if changes else None)
+    if not any(c is not None for c in last):
+        return [False] * len(blocks)
+    held = [bool(preds[b]) for b in range(len(blocks))]       # (from all held, down to what holds)
+    changed = True
+    while changed:
+        changed = False
+        for b in range(len(blocks)):
+            now = bool(preds[b]) and all(held[p] if last[p] is None else last[p] for p in preds[b])
+            changed, held[b] = changed or now != held[b], now
+    return held
 
 
 def _instrumented(f: _Counted, base: int, step: int | None) -> list[str]:
@@ -290,8 +336,11 @@ def _mul_steps(array: str, name: str, rest: str, slot: int) -> list[str]:
 
 def count_dpu_c(llvm: str, first: int) -> tuple[str, list[dict]]:
     """`count_llvm_ir` of a module of UPMEM C (`upmem_c.compile_c`): its
-    prelude's code is the model's, as is the function that resets its
-    variables, and a load or store through a `__mram_ptr` pointer, the
-    prelude's call, is a DMA, as `mram_read` is."""
+    prelude's code is the model's, as are the function that resets its
+    variables and mutex.h's functions (a call of one is its class), and a
+    load or store through a `__mram_ptr` pointer, the prelude's call, is a
+    DMA, as `mram_read` is."""
+    calls = {upmem_c.MRAM_LOAD: ("dma",), upmem_c.MRAM_STORE: ("dma",),
+             **{name: (cls,) for name, cls in upmem_c.MUTEX_CALLS.items()}}
     return count_llvm_ir(llvm, first, os.path.normpath(os.path.join(upmem_c.INCLUDE_DIR, upmem_c.PRELUDE)),
-                         {upmem_c.MRAM_LOAD: ("dma",), upmem_c.MRAM_STORE: ("dma",)}, (upmem_c.RESET_PREFIX,))
+                         calls, (upmem_c.RESET_PREFIX, *upmem_c.MUTEX_CALLS))

@@ -119,6 +119,12 @@ ASSERT_FAIL = "edsl_dpu_assert_fail"  # (site: i64) -> (): a failed `assert`
 BOUNDS_FAIL = "edsl_dpu_bounds_fail"  # (site: i64) -> (): an index out of bounds (bounds_check)
 STEP_FAIL = "edsl_dpu_step_fail"      # (site: i64) -> (): a range() step of zero at run time
 COUNTERS = "edsl_dpu_counters"        # () -> !llvm.ptr: this tasklet's i64 block counters
+# Operation classes of the counters (edsl.lowering.counting, edsl.dpu.timing) that
+# synchronize: a mutex's lock, unlock and trylock (UPMEM C's mutex.h); and any class
+# issued while the tasklet holds a mutex, counted as HELD + its class: the tasklets
+# holding one issue it one at a time.
+MUTEX_LOCK, MUTEX_UNLOCK, MUTEX_TRYLOCK = "mutex_lock", "mutex_unlock", "mutex_trylock"
+HELD = "held:"
 # (pair: !llvm.ptr, nbytes: i64) -> (): one more transfer in a (transfers, bytes) slot pair
 COUNT_TRANSFER = "__dpu_count_transfer"
 # Record an access of a launch's arrays for the checks across DPUs (edsl.dpu.sharing):

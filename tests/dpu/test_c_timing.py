@@ -9,6 +9,7 @@ from mlir import ir
 
 import edsl
 from edsl.backend import last_report
+from edsl.dpu import timing
 from edsl.lowering import to_llvm_ir
 from edsl.lowering.counting import run_counting
 from edsl.lowering.counting_llvm_ir import count_llvm_ir
@@ -127,6 +128,78 @@ def test_timing_and_the_race_check_are_not_combined():
                     timing=True, race_check=True)
     with pytest.raises(edsl.ArgumentError, match="timing must be True or False"):
         mul_all.run(np.zeros(4, np.uint32), np.zeros(4, np.uint32), np.zeros(4, np.uint32), 4, timing=1)
+
+
+MUTEX_LOOP = """
+#include <defs.h>
+#include <mutex.h>
+MUTEX_INIT(m);
+unsigned int hist[8];
+void add_under_mutex(unsigned int *out, unsigned int n, unsigned int odd) {
+    unsigned int sum = 0;
+    for (unsigned int i = 0; i < n; i++) {
+        mutex_lock(m);
+        if (i & odd)                 /* (a section of three blocks) */
+            hist[i & 7] += 1;
+        else
+            hist[0] += 2;
+        mutex_unlock(m);
+        sum += i * 3;                /* (not held) */
+    }
+    out[me()] = sum;
+}
+"""
+add_under_mutex = c_function("", "add_under_mutex", MUTEX_LOOP)
+
+
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(1, 60), odd=st.integers(0, 3), tasklets=st.sampled_from([1, 2, 16]))
+def test_what_a_tasklet_issues_holding_a_mutex_is_issued_one_tasklet_at_a_time(n, odd, tasklets):
+    """A lock is one acquire and an unlock one release (SDK mutex.h), the
+    model's code of either not counted; the section between them, over its
+    blocks, counts as held; held slots are issued one tasklet at a time,
+    each at most every 11 cycles: 16 tasklets take 11 cycles a held slot of
+    each, one tasklet no more than its own chain."""
+    out = np.zeros(16, np.uint32)
+    estimate = add_under_mutex.run(out, n, odd, tasklets=tasklets, timing=True).timing
+    ops = estimate.executed_ops
+    sections = n * tasklets
+    assert ops["held:mutex_lock"] == ops["held:mutex_unlock"] == ops["held:store"] == sections
+    assert "mutex_lock" not in ops and "mutex_unlock" not in ops
+    assert ops["store"] == tasklets                       # (out[me()], after the loop)
+    held = sum(timing.slots_of(c) * k for c, k in ops.items() if c.startswith("held:"))
+    total = sum(timing.slots_of(c) * k for c, k in ops.items())
+    assert held > 4 * sections and total > held
+    if tasklets == 16:
+        assert estimate.dpu_cycles_max == estimate.issue_cycles == timing.REVOLVER * held
+    if tasklets == 1:
+        assert estimate.dpu_cycles_max == timing.REVOLVER * total
+    np.testing.assert_array_equal(out[:tasklets], 3 * (n * (n - 1) // 2))
+
+
+LOCKED_LOOP = """
+#include <defs.h>
+#include <mutex.h>
+MUTEX_INIT(m);
+unsigned int hist[8];
+void locked_loop(unsigned int *out, unsigned int n) {
+    mutex_lock(m);
+    for (unsigned int i = 0; i < n; i++)
+        hist[i & 7] += 1;
+    mutex_unlock(m);
+    out[me()] = n;
+}
+"""
+
+
+def test_a_loop_between_a_lock_and_its_unlock_is_held_on_every_trip():
+    """Held on every path: the loop's blocks, entered holding the mutex and
+    looping back holding it; the store after the unlock is not."""
+    out = np.zeros(4, np.uint32)
+    ops = c_function("", "locked_loop", LOCKED_LOOP).run(out, 30, tasklets=4, timing=True).timing.executed_ops
+    assert ops["held:store"] == 30 * 4 and ops["store"] == 4
+    assert ops["held:mutex_lock"] == ops["held:mutex_unlock"] == 4
+    np.testing.assert_array_equal(out, 30)
 
 
 @pytest.mark.parametrize("tasklets,dpus", [(1, 1), (4, 2)])

@@ -100,3 +100,43 @@ def test_a_loop_counts_the_same_operations_each_trip(program):
         a, b, c = (o.get(cls, 0) for o in ops)
         assert b - a == c - b, cls
     assert ops[1]["branch"] > ops[0]["branch"]
+
+
+MUTEX_TASK_C = r"""
+#include <stdint.h>
+#include <defs.h>
+#include <mutex.h>
+
+MUTEX_INIT(m);
+__host uint32_t rounds, n;                 /* (`rounds`: the host's, unused) */
+uint32_t hist[8];
+
+int main(void) {
+    for (uint32_t i = 0; i < n; i++) {
+        mutex_lock(m);
+        hist[i & 7] += 1;
+        mutex_unlock(m);
+    }
+    return 0;
+}
+"""
+
+
+def test_a_mutexs_sections_count_as_held_in_the_counting_build(tmp_path):
+    """The SDK's mutex_lock and mutex_unlock are their classes, and what runs
+    between them is held: issued one tasklet at a time (edsl.dpu.timing)."""
+    from edsl.dpu import timing
+    sdk = write_stand_ins(tmp_path / "sdk", counting=True)
+    (tmp_path / "task.c").write_text(MUTEX_TASK_C)
+    (tmp_path / "host.c").write_text(HOST_C)
+    env = dict(os.environ, PATH=f"{sdk / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    for cmd in ("dpu-upmem-dpurte-clang -O2 -DNR_TASKLETS=16 -o dpu_code task.c",
+                "cc -O2 -o host host.c `dpu-pkg-config --cflags --libs dpu`"):
+        r = subprocess.run(cmd, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    first, _ = counted(tmp_path, 0, 25)
+    ops = first.executed_ops
+    sections = 25 * 16 * 2                                # 16 tasklets, 2 DPUs
+    assert ops["held:mutex_lock"] == ops["held:mutex_unlock"] == ops["held:store"] == sections
+    held = sum(timing.slots_of(c) * k for c, k in ops.items() if c.startswith("held:")) / 2
+    assert first.per_dpu_cycles == (timing.REVOLVER * held,) * 2

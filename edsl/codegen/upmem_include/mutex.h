@@ -46,8 +46,16 @@ static inline void __edsl_mutex_release(mutex_id_t mutex) {
     __atomic_store_n(&mutex->guard, 0, __ATOMIC_RELEASE);
 }
 
-static inline bool __edsl_mutex_trylock(mutex_id_t mutex) {
+/* Lock, unlock and trylock are functions of their own, not inlined: the time
+ * estimate counts each call as the DPU's instructions for it (a call of class
+ * mutex_lock, mutex_unlock, mutex_trylock: edsl.codegen.upmem_c.MUTEX_CALLS)
+ * and what runs between a lock and its unlock as held, and none of their
+ * code, which is the model's. */
+#define __EDSL_MUTEX_CALL static __attribute__((noinline, unused))
+
+__EDSL_MUTEX_CALL bool __edsl_mutex_trylock(mutex_id_t mutex) {
     uint32_t me = EDSL_ME() + 1;
+    mutex = __edsl_mutex_of(mutex);
     __edsl_mutex_guard(mutex);
     bool taken = mutex->owner == 0;
     if (taken) {
@@ -58,8 +66,9 @@ static inline bool __edsl_mutex_trylock(mutex_id_t mutex) {
     return taken;
 }
 
-static inline void __edsl_mutex_lock(mutex_id_t mutex, int64_t site) {
+__EDSL_MUTEX_CALL void __edsl_mutex_lock(mutex_id_t mutex, int64_t site) {
     uint32_t tid = EDSL_ME(), me = tid + 1;
+    mutex = __edsl_mutex_of(mutex);
     __edsl_stop_if_failed();
     __edsl_mutex_guard(mutex);
     if (mutex->owner == 0) {
@@ -80,8 +89,9 @@ static inline void __edsl_mutex_lock(mutex_id_t mutex, int64_t site) {
     __edsl_race_acquire(mutex, __atomic_load_n(&mutex->releases, __ATOMIC_ACQUIRE), 1);   /* (handed on) */
 }
 
-static inline void __edsl_mutex_unlock(mutex_id_t mutex, int64_t site) {
+__EDSL_MUTEX_CALL void __edsl_mutex_unlock(mutex_id_t mutex, int64_t site) {
     uint32_t tid = EDSL_ME(), me = tid + 1;
+    mutex = __edsl_mutex_of(mutex);
     __edsl_mutex_guard(mutex);
     if (mutex->owner != me) {
         __edsl_mutex_release(mutex);
@@ -104,7 +114,7 @@ static inline void __edsl_mutex_unlock(mutex_id_t mutex, int64_t site) {
     __edsl_mutex_release(mutex);
 }
 
-#define mutex_lock(mutex) __edsl_mutex_lock(__edsl_mutex_of(mutex), EDSL_SITE)
-#define mutex_unlock(mutex) __edsl_mutex_unlock(__edsl_mutex_of(mutex), EDSL_SITE)
-#define mutex_trylock(mutex) __edsl_mutex_trylock(__edsl_mutex_of(mutex))
+#define mutex_lock(mutex) __edsl_mutex_lock((mutex), EDSL_SITE)
+#define mutex_unlock(mutex) __edsl_mutex_unlock((mutex), EDSL_SITE)
+#define mutex_trylock(mutex) __edsl_mutex_trylock(mutex)
 #endif
