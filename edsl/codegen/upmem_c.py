@@ -76,9 +76,11 @@ HEAP_VARIABLES = "__edsl_heap"
 # The functions giving a module's variables their first values (`CompiledC.reset_function`), which
 # the model calls from the host between DPUs: no DPU's code.
 RESET_PREFIX = "__edsl_reset_variables_"
-# mutex.h's functions (the model's code, not counted), by the operation class of a call
-MUTEX_CALLS = {"__edsl_mutex_lock": dpu.MUTEX_LOCK, "__edsl_mutex_unlock": dpu.MUTEX_UNLOCK,
-               "__edsl_mutex_trylock": dpu.MUTEX_TRYLOCK}
+# The functions of the model's mutex.h, handshake.h and barrier.h (a barrier of fewer
+# tasklets than the DPU's): the model's code, not counted; a call of one counts as its class.
+SYNC_CALLS = {"__edsl_mutex_lock": dpu.MUTEX_LOCK, "__edsl_mutex_unlock": dpu.MUTEX_UNLOCK,
+              "__edsl_mutex_trylock": dpu.MUTEX_TRYLOCK, "__edsl_handshake_wait_for": "sync",
+              "__edsl_handshake_notify": "sync", "__edsl_barrier_some": "sync"}
 
 
 # The host's clang made to shape loops as the DPU's does: no vector code (the

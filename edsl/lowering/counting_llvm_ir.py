@@ -337,10 +337,11 @@ def _mul_steps(array: str, name: str, rest: str, slot: int) -> list[str]:
 def count_dpu_c(llvm: str, first: int) -> tuple[str, list[dict]]:
     """`count_llvm_ir` of a module of UPMEM C (`upmem_c.compile_c`): its
     prelude's code is the model's, as are the function that resets its
-    variables and mutex.h's functions (a call of one is its class), and a
-    load or store through a `__mram_ptr` pointer, the prelude's call, is a
-    DMA, as `mram_read` is."""
+    variables and the functions of its mutexes, handshakes and barriers
+    (a call of one is its class: `upmem_c.SYNC_CALLS`), and a load or store
+    through a `__mram_ptr` pointer, the prelude's call, is a DMA, as
+    `mram_read` is."""
     calls = {upmem_c.MRAM_LOAD: ("dma",), upmem_c.MRAM_STORE: ("dma",),
-             **{name: (cls,) for name, cls in upmem_c.MUTEX_CALLS.items()}}
+             **{name: (cls,) for name, cls in upmem_c.SYNC_CALLS.items()}}
     return count_llvm_ir(llvm, first, os.path.normpath(os.path.join(upmem_c.INCLUDE_DIR, upmem_c.PRELUDE)),
-                         calls, (upmem_c.RESET_PREFIX, *upmem_c.MUTEX_CALLS))
+                         calls, (upmem_c.RESET_PREFIX, *upmem_c.SYNC_CALLS))

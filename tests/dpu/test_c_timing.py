@@ -107,6 +107,36 @@ def test_the_models_own_code_is_not_counted():
         assert wait.run(tasklets=tasklets, timing=True).timing.executed_ops == {"sync": tasklets}
 
 
+HANDSHAKES_AND_SOME = """
+#include <barrier.h>
+#include <defs.h>
+#include <handshake.h>
+BARRIER_INIT(two, 2);
+void chain(unsigned int *out) {
+    if (me() > 0)
+        handshake_wait_for(me() - 1);
+    out[me()] = me();
+    if (me() < NR_TASKLETS - 1)
+        handshake_notify();
+    if (me() < 2)
+        barrier_wait(&two);
+}
+"""
+
+
+@pytest.mark.parametrize("tasklets", [2, 5, 16])
+def test_a_handshake_or_a_barrier_of_some_tasklets_is_one_synchronization_not_the_models_code(tasklets):
+    """Each wait, notify and wait at a barrier of two tasklets counts as one
+    synchronization (as the SDK stand-ins' calls do in a counting build);
+    none of the model's code for them is counted (its own loads, stores and
+    calls: all stores are the function's `out[me()]`)."""
+    out = np.zeros(16, np.uint32)
+    ops = c_function("", "chain", HANDSHAKES_AND_SOME).run(out, tasklets=tasklets, timing=True).timing.executed_ops
+    assert ops["sync"] == 2 * (tasklets - 1) + 2
+    assert ops["store"] == tasklets and "call" not in ops
+    np.testing.assert_array_equal(out[:tasklets], np.arange(tasklets))
+
+
 @pytest.mark.parametrize("tasklets", [1, 16])
 def test_a_copy_in_c_takes_the_dma_time_of_the_same_copy_in_the_edsl(tasklets):
     """Same transfers, same DMA cycles; the C loop issues no more than the EDSL's."""

@@ -32,8 +32,8 @@ typedef struct __attribute__((aligned(4))) {
                    "BARRIER_INIT's count must be from 1 to NR_TASKLETS");                            \
     __EDSL_BARRIER_T(_count) _name = {0xff, (_count), (_count), 0}
 
-/* A barrier of fewer tasklets than the DPU runs. */
-static inline void __edsl_barrier_some(barrier_t *b, int64_t site) {
+/* A barrier of fewer tasklets than the DPU runs (EDSL_SYNC_CALL). */
+EDSL_SYNC_CALL void __edsl_barrier_some(barrier_t *b, int64_t site) {
     __edsl_stop_if_failed();
     EDSL_RACE_NOTE(EDSL_RACE_UNORDERED, 0, 0, site);      /* (the check of races does not know its order) */
     uint8_t free = 0xff;

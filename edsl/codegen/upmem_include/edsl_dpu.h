@@ -16,6 +16,11 @@
 #define __host
 #define __keep __attribute__((used))
 #define __noinline __attribute__((noinline))
+/* A function of the model's mutex.h, handshake.h or barrier.h that a program
+ * calls: not inlined, so that the time estimate counts a call of it as the
+ * DPU's instructions for it, and none of its code, which is the model's
+ * (edsl.codegen.upmem_c.SYNC_CALLS names them). */
+#define EDSL_SYNC_CALL static __attribute__((noinline, unused))
 
 /* A site: the file and line that made a call (EDSL_SITE_BASE: where C sites
  * start, above the EDSL ones; EDSL_FILE_INDEX: the file's, folded by clang). */

@@ -52,7 +52,7 @@ static inline void __edsl_handshake_suspend(uint32_t tid, int64_t site) {
     __edsl_wait_until(&__edsl_handshakes.go[tid], 1);
 }
 
-static inline int __edsl_handshake_wait_for(sysname_t notifier, int64_t site) {
+EDSL_SYNC_CALL int __edsl_handshake_wait_for(sysname_t notifier, int64_t site) {
     uint32_t tid = EDSL_ME();
     __edsl_stop_if_failed();
     if (notifier >= NR_TASKLETS || notifier == tid)
@@ -81,7 +81,7 @@ static inline int __edsl_handshake_wait_for(sysname_t notifier, int64_t site) {
     return 0;
 }
 
-static inline void __edsl_handshake_notify(int64_t site) {
+EDSL_SYNC_CALL void __edsl_handshake_notify(int64_t site) {
     uint32_t tid = EDSL_ME();
     __edsl_stop_if_failed();
     __edsl_handshake_guard();

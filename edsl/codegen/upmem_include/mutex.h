@@ -46,14 +46,11 @@ static inline void __edsl_mutex_release(mutex_id_t mutex) {
     __atomic_store_n(&mutex->guard, 0, __ATOMIC_RELEASE);
 }
 
-/* Lock, unlock and trylock are functions of their own, not inlined: the time
- * estimate counts each call as the DPU's instructions for it (a call of class
- * mutex_lock, mutex_unlock, mutex_trylock: edsl.codegen.upmem_c.MUTEX_CALLS)
- * and what runs between a lock and its unlock as held, and none of their
- * code, which is the model's. */
-#define __EDSL_MUTEX_CALL static __attribute__((noinline, unused))
-
-__EDSL_MUTEX_CALL bool __edsl_mutex_trylock(mutex_id_t mutex) {
+/* Lock, unlock and trylock are functions of their own (EDSL_SYNC_CALL): the
+ * time estimate counts each call as the DPU's instructions for it (class
+ * mutex_lock, mutex_unlock, mutex_trylock) and what runs between a lock and
+ * its unlock as held. */
+EDSL_SYNC_CALL bool __edsl_mutex_trylock(mutex_id_t mutex) {
     uint32_t me = EDSL_ME() + 1;
     mutex = __edsl_mutex_of(mutex);
     __edsl_mutex_guard(mutex);
@@ -66,7 +63,7 @@ __EDSL_MUTEX_CALL bool __edsl_mutex_trylock(mutex_id_t mutex) {
     return taken;
 }
 
-__EDSL_MUTEX_CALL void __edsl_mutex_lock(mutex_id_t mutex, int64_t site) {
+EDSL_SYNC_CALL void __edsl_mutex_lock(mutex_id_t mutex, int64_t site) {
     uint32_t tid = EDSL_ME(), me = tid + 1;
     mutex = __edsl_mutex_of(mutex);
     __edsl_stop_if_failed();
@@ -89,7 +86,7 @@ __EDSL_MUTEX_CALL void __edsl_mutex_lock(mutex_id_t mutex, int64_t site) {
     __edsl_race_acquire(mutex, __atomic_load_n(&mutex->releases, __ATOMIC_ACQUIRE), 1);   /* (handed on) */
 }
 
-__EDSL_MUTEX_CALL void __edsl_mutex_unlock(mutex_id_t mutex, int64_t site) {
+EDSL_SYNC_CALL void __edsl_mutex_unlock(mutex_id_t mutex, int64_t site) {
     uint32_t tid = EDSL_ME(), me = tid + 1;
     mutex = __edsl_mutex_of(mutex);
     __edsl_mutex_guard(mutex);
