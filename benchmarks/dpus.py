@@ -14,12 +14,18 @@ measured in the same run: 64 NumPy matmuls taking the launch's one-thread
 time, split over the cores as the launch's DPUs are (host_scaling.burst).
 The launch's speed-up should be at least 0.9 of that ceiling. `--runs`
 measures it again, and prints the spread.
+
+Also printed: each launch's host work outside the DPUs' pass (its
+arguments, contexts, logs, merge and report; the pass is
+`dpu_run._one_pass`), median over launches, which no thread count shares
+out and which bounds the speed-up on many cores.
 """
 import argparse
 import functools
 import os
 import pathlib
 import sys
+import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")      # (before NumPy loads its BLAS: a burst's piece is one thread's)
 
@@ -84,6 +90,38 @@ def measure(dpus: int, repeat: int, block: int, workers: Workers) -> dict:
     return out
 
 
+def host_work(dpus: int, threads: int, count: int = 30) -> dict:
+    """Per launch, median over `count` of it on `threads` host threads: name ->
+    (seconds in all, seconds outside the DPUs' pass)."""
+    from edsl.backend import dpu_run
+    passes = []
+    one_pass = dpu_run._one_pass
+
+    def timed(*args):
+        start = time.perf_counter()
+        try:
+            return one_pass(*args)
+        finally:
+            passes.append(time.perf_counter() - start)
+    os.environ["EDSL_DPU_WORKERS"] = str(threads)
+    out = {}
+    dpu_run._one_pass = timed
+    try:
+        for name, (_, launch, _) in launches(dpus).items():
+            for _ in range(WARM):
+                launch()
+            passes.clear()
+            whole = []
+            for _ in range(count):
+                start = time.perf_counter()
+                launch()
+                whole.append(time.perf_counter() - start)
+            out[name] = (float(np.median(whole)), float(np.median(np.array(whole) - np.array(passes))))
+    finally:
+        dpu_run._one_pass = one_pass
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--dpus", type=int, default=64)
@@ -102,6 +140,11 @@ def main() -> None:
         print(f"{name}: {min(fractions):.2f} to {max(fractions):.2f} of the ceiling over {a.runs} run(s) "
               f"(speed-ups {', '.join(f'{r[name][0]:.2f}x' for r in runs)}; "
               f"ceilings {', '.join(f'{r[name][1]:.2f}x' for r in runs)})")
+    with edsl.backend.activated():
+        for threads in (1, cores):
+            for name, (whole, outside) in host_work(a.dpus, threads).items():
+                print(f"{name}, {threads} thread(s): host work outside the DPUs' pass {outside * 1e3:.2f} ms "
+                      f"of {whole * 1e3:.2f} ms a launch")
     least = min(r[n][0] / r[n][1] for r in runs for n in r)
     print(f"{cores} cores: least fraction of the burst ceiling {least:.2f} (goal: at least {GOAL})")
 
