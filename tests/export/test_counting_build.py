@@ -58,18 +58,23 @@ int main(int argc, char **argv) {
 """
 
 
-@pytest.fixture(scope="module")
-def program(tmp_path_factory):
-    d = tmp_path_factory.mktemp("counting")
+def built(d, task_c: str, tasklets: int):
+    """Folder `d` with the DPU program `task_c` (of `tasklets` tasklets) and
+    HOST_C built by their SDK commands against the counting stand-ins."""
     sdk = write_stand_ins(d / "sdk", counting=True)
-    (d / "task.c").write_text(TASK_C)
+    (d / "task.c").write_text(task_c)
     (d / "host.c").write_text(HOST_C)
     env = dict(os.environ, PATH=f"{sdk / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    for cmd in ("dpu-upmem-dpurte-clang -O2 -DNR_TASKLETS=4 -o dpu_code task.c",
+    for cmd in (f"dpu-upmem-dpurte-clang -O2 -DNR_TASKLETS={tasklets} -o dpu_code task.c",
                 "cc -O2 -o host host.c `dpu-pkg-config --cflags --libs dpu`"):
         r = subprocess.run(cmd, shell=True, cwd=d, env=env, capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
     return d
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    return built(tmp_path_factory.mktemp("counting"), TASK_C, 4)
 
 
 def counted(d, rounds: int, n: int):
@@ -126,15 +131,7 @@ def test_a_mutexs_sections_count_as_held_in_the_counting_build(tmp_path):
     """The SDK's mutex_lock and mutex_unlock are their classes, and what runs
     between them is held: issued one tasklet at a time (edsl.dpu.timing)."""
     from edsl.dpu import timing
-    sdk = write_stand_ins(tmp_path / "sdk", counting=True)
-    (tmp_path / "task.c").write_text(MUTEX_TASK_C)
-    (tmp_path / "host.c").write_text(HOST_C)
-    env = dict(os.environ, PATH=f"{sdk / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    for cmd in ("dpu-upmem-dpurte-clang -O2 -DNR_TASKLETS=16 -o dpu_code task.c",
-                "cc -O2 -o host host.c `dpu-pkg-config --cflags --libs dpu`"):
-        r = subprocess.run(cmd, shell=True, cwd=tmp_path, env=env, capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
-    first, _ = counted(tmp_path, 0, 25)
+    first, _ = counted(built(tmp_path, MUTEX_TASK_C, 16), 0, 25)
     ops = first.executed_ops
     sections = 25 * 16 * 2                                # 16 tasklets, 2 DPUs
     assert ops["held:mutex_lock"] == ops["held:mutex_unlock"] == ops["held:store"] == sections
