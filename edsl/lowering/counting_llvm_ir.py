@@ -234,6 +234,8 @@ def _held_at_entry(blocks: list, calls: Mapping[str, tuple]) -> list[bool]:
     """Per block (label line or None, lines): whether its tasklet holds a
     mutex where it starts, on every path from the function's entry (a
     block no branch reaches holds none)."""
+    if not any(MUTEX_LOCK in classes for classes in calls.values()):
+        return [False] * len(blocks)          # (no call locks: no line need be read)
     index = {_LABEL.match(label)[0][:-1].strip('"'): b for b, (label, _) in enumerate(blocks) if label}
     preds: list[list[int]] = [[] for _ in blocks]
     last: list[bool | None] = []           # the block's last lock (True) or unlock (False)
