@@ -118,13 +118,14 @@ class DpuJob:
         default) of a launch of `program`: the MRAM they reach is the arrays'
         (`table`), then its C functions' variables in MRAM (where this
         process has `program`; the access logs' claims on them are no
-        array's: `sharing.Gather` keeps to `spans`)."""
+        array's: `sharing.Gather` keeps to `spans`). Given back
+        (`Launch.give_back`) when done with, for the next launch of its shape."""
         table = self.table
         # (host addresses: a kernel calling C functions keeps them, `mram_shift` 0)
         variables = [span for name, n in self.mram_variable_tables for span in program.spans(name, n)]
         if variables:
             table = np.concatenate([table, np.array(variables, dtype=np.int64).reshape(-1)])
-        run = Launch(self.dpus if dpus is None else dpus, self.tasklets, table, self.counters, first)
+        run = Launch.spare(self.dpus if dpus is None else dpus, self.tasklets, table, self.counters, first)
         run.ctx[..., Ctx.SCRATCH] = self.scratch
         run.ctx[..., Ctx.C_HEAP] = self.c_heap
         run.keep_footprints()
@@ -202,10 +203,10 @@ class DpuRunner:
         assert not self.resets, "DPUs with C variables run in turn on one thread"
         firsts, ends = bounds[:-1], bounds[1:]
         arrays, uses = self._arguments(firsts, ends, self._wram(len(firsts)))
-        started = []
+        contexts, started = self.run.addresses(firsts), []
         try:
             for j, (first, end) in enumerate(zip(firsts.tolist(), ends.tolist())):
-                started.append(self.run.start_entry(self.program, LAUNCH, arrays[j], self.run.addresses(first),
+                started.append(self.run.start_entry(self.program, LAUNCH, arrays[j], contexts[j],
                                                     dpus=range(first, end), keep_alive=uses))
         except BaseException:
             for entry in started:

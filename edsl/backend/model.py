@@ -341,15 +341,19 @@ def launch(program: Program, record: KernelRecord, grid, signature, args, num_dp
             report.timing = estimate([], (), clock_hz())
     else:
         job = _job(program, record, grid, num_dpus, dpus_used, values, memories, mram)
-        run, shared, race = _run(program, job, mram, record.name)
-        if race is not None:
-            what = f"kernel '{record.name}'" + (f" on DPU {race[0]}" if dpus_used > 1 else "")
-            raise _race_error(race[1], what, mram, list(memories.values()), program.sites)
-        _raise_errors(program, record, run, shared, mram, memories)
-        hulls = run.footprints() if mram.direct else None
-        parts = part_bytes(hulls, mram, run.dpus)
-        _check_parts(record.name, parts, mram, run, memories, total, num_dpus)
-        _fill_report(report, program, record, run, mram, memories, parts, hulls)
+        run = job.contexts(program)
+        try:
+            shared, race = _run(program, job, run, mram, record.name)
+            if race is not None:
+                what = f"kernel '{record.name}'" + (f" on DPU {race[0]}" if dpus_used > 1 else "")
+                raise _race_error(race[1], what, mram, list(memories.values()), program.sites)
+            _raise_errors(program, record, run, shared, mram, memories)
+            hulls = run.footprints() if mram.direct else None
+            parts = part_bytes(hulls, mram, run.dpus)
+            _check_parts(record.name, parts, mram, run, memories, total, num_dpus)
+            _fill_report(report, program, record, run, mram, memories, parts, hulls)
+        finally:
+            run.give_back()
     _LAST[0] = report
     bench.count(report)
     return report
@@ -412,14 +416,13 @@ def _job(program: Program, record: KernelRecord, grid, num_dpus: int, dpus_used:
                   if record.c_functions else 0)
 
 
-def _run(program: Program, job: DpuJob, mram: Mram, name: str):
-    """Run the launch's DPUs of kernel `name`, here or (its ranks) as Ray
-    tasks (edsl.backend.ranks): their contexts, why their results do not
-    merge (None: the arrays hold the results, or were left as they were on
-    an error), and the first race (DPU, races.Race) or None. Where stderr is
-    a terminal, a launch that runs for seconds shows how many DPUs finished
-    (base.progress)."""
-    run = job.contexts(program)
+def _run(program: Program, job: DpuJob, run: Launch, mram: Mram, name: str):
+    """Run the launch's DPUs of kernel `name` on their contexts `run`, here
+    or (its ranks) as Ray tasks (edsl.backend.ranks): why their results do
+    not merge (None: the arrays hold the results, or were left as they were
+    on an error), and the first race (DPU, races.Race) or None. Where stderr
+    is a terminal, a launch that runs for seconds shows how many DPUs
+    finished (base.progress)."""
     shared = race = None
     fits = functools.partial(_fits, mram=mram)
     mram.copy_in()
@@ -438,10 +441,8 @@ def _run(program: Program, job: DpuJob, mram: Mram, name: str):
             race = next(((d, r) for d in range(job.dpus)
                          if (r := races.first_race(run.take_race_logs(d))) is not None), None)
     finally:
-        run.free_logs()
-        run.free_race_logs()
         mram.copy_out()
-    return run, shared, race
+    return shared, race
 
 
 def part_bytes(hulls: np.ndarray | None, mram: Mram, dpus: int) -> np.ndarray:
@@ -457,7 +458,7 @@ def part_bytes(hulls: np.ndarray | None, mram: Mram, dpus: int) -> np.ndarray:
 
 def _array_parts(hulls: np.ndarray | None, mram: Mram, memories: dict[int, Memory],
                  dpus: int) -> dict[str, list]:
-    """Per array argument: [(lo, hi) per DPU], the bytes of it (from its
+    """Per array argument: [[lo, hi] per DPU], the bytes of it (from its
     first) that each DPU's transfers touched (`hulls`, as `part_bytes` takes
     them); the whole array where the kernel calls EDSL functions. (Lists:
     reports compare equal.)"""
@@ -468,10 +469,10 @@ def _array_parts(hulls: np.ndarray | None, mram: Mram, memories: dict[int, Memor
         pairs[..., 1] = sizes
     else:
         firsts = np.array([mram.address(m.lo) for m in arrays], np.int64)[:, None, None]
-        pairs = np.clip(hulls[:, [mram.region_of(m.lo) for m in arrays]].transpose(1, 0, 2) - firsts,
-                        0, sizes[..., None])
+        pairs = np.minimum(np.maximum(hulls[:, [mram.region_of(m.lo) for m in arrays]].transpose(1, 0, 2) - firsts,
+                                      0), sizes[..., None])
         pairs[pairs[..., 1] <= pairs[..., 0]] = 0
-    return {m.name: list(map(tuple, p)) for m, p in zip(arrays, pairs.tolist())}
+    return dict(zip((m.name for m in arrays), pairs.tolist()))
 
 
 def _overfull(parts: np.ndarray, mram: Mram, run: Launch) -> np.ndarray:

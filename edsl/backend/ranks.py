@@ -124,8 +124,9 @@ def run_rank(program: Program, job: dpu_run.DpuJob, first: int, end: int, keep=(
         if logs is not None and not failed:       # each DPU's writes are in the arrays: keep them
             for dpu, log in zip(range(first, end), logs):
                 gather.take(dpu, log)
+        done = run.ctx[..., list(Launch.RESULTS)], run.footprints(), run.counters.copy()
     finally:
-        run.free_logs()
+        run.give_back()
     if not failed and not gather.restored():
         raise AssertionError("the DPU model wrote MRAM without logging it (edsl.dpu.sharing)")
     gather.restore()
@@ -134,8 +135,7 @@ def run_rank(program: Program, job: dpu_run.DpuJob, first: int, end: int, keep=(
         # The launch fails: what the DPUs used counts, not what they wrote (a
         # transfer the DMA refused lies outside the image).
         used = [(dpu, *uses(log)) for dpu, log in zip(range(first, end), logs)]
-    return Rank(first, logs is not None, run.ctx[..., list(Launch.RESULTS)], run.footprints(), run.counters.copy(), used,
-                [] if failed else [finals for _, _, finals in gather.claims])
+    return Rank(first, logs is not None, *done, used, [] if failed else [finals for _, _, finals in gather.claims])
 
 
 def _merge(job: dpu_run.DpuJob, run: Launch, ranks: list[Rank], fits) -> SharingError | None:

@@ -44,10 +44,14 @@ class Progress:
     def __exit__(self, kind, *_) -> None:
         self.close(failed=kind is not None)
 
+    def due(self) -> bool:
+        """Whether `update` would draw now (a count costly to take can wait)."""
+        return self._wanted and time.monotonic() >= self._next
+
     def update(self, done: int | None = None) -> None:
         if done is not None:
             self.done = done
-        if self._wanted and time.monotonic() >= self._next:
+        if self.due():
             self._draw(end="")
 
     def stage(self, text: str) -> None:

@@ -78,7 +78,7 @@ class LaunchReport:
     # its programs touched in each array (the whole image where the kernel
     # calls EDSL functions).
     per_dpu_part_bytes: list[int] = field(default_factory=list)
-    # Per array argument (by name): (lo, hi) per DPU, the bytes of the array
+    # Per array argument (by name): [lo, hi] per DPU, the bytes of the array
     # (from its first) each DPU's transfers touched ((0, 0) where none).
     array_parts: dict = field(default_factory=dict)
     per_tasklet_dma: list[int] = field(default_factory=list)   # transfers by tasklet id
@@ -339,50 +339,124 @@ class Launch:
         if not 1 <= tasklets <= MAX_TASKLETS:
             raise DpuError(f"a DPU runs 1 to {MAX_TASKLETS} tasklets, not {tasklets}")
         self.dpus, self.tasklets, self.first = dpus, tasklets, first
+        self.regions = np.array(regions, dtype=np.int64).reshape(-1)      # (a copy: `spare` rewrites it)
+        self.state = _cache_aligned_zeros((dpus, DPU_SLOTS))
+        self.ctx = _cache_aligned_zeros((dpus, tasklets, CTX_SLOTS))
+        # Each tasklet's counters on cache lines of their own.
+        self.counters = _cache_aligned_zeros((dpus, tasklets, align_up(counters, CACHE_LINE // 8)))
+        self._footprint = None         # the tasklets' footprints (`keep_footprints`)
+        self._log_ends = None          # the access logs' tables by end address (`keep_logs`)
+        self._logs = None              # [row, (LOG, LOG_CAP)]: access logs kept from a launch before
+        self._fresh = None             # its contexts as `_reset` first made them
+        self._reset()
+
+    def _reset(self) -> None:
+        """Every slot as a new launch's (one `spare` too: a copy of its first
+        contexts, as they were before it ran, where the regions' bounds are
+        the same)."""
         self._saves = None             # the save table its transfers use, and what it points to
         self._race = None              # the tasklets' race logs (RaceLog rows), where the launch checks
-        self._footprint = None         # the tasklets' footprints (`keep_footprints`)
         self.progress = None           # a base.progress.Progress its runs update (DPUs finished)
-        self.regions = np.ascontiguousarray(np.asarray(regions, dtype=np.int64).reshape(-1))
-        self.state = _cache_aligned_zeros((dpus, DPU_SLOTS))
-        self.state[:, Dpu.TASKLETS] = tasklets
-        self.ctx = _cache_aligned_zeros((dpus, tasklets, CTX_SLOTS))
-        c = self.ctx
-        c[..., Ctx.MRAM_LO] = int(self.regions[0::2].min()) if self.regions.size else 0
-        c[..., Ctx.MRAM_HI] = int(self.regions[1::2].max()) if self.regions.size else 0
+        self.state.fill(0)
+        self.state[:, Dpu.TASKLETS] = self.tasklets
+        self.counters.fill(0)
+        bounds = (int(self.regions[0::2].min()), int(self.regions[1::2].max())) if self.regions.size else (0, 0)
+        if self._fresh is not None and self._fresh[0, 0, [Ctx.MRAM_LO, Ctx.MRAM_HI]].tolist() == list(bounds):
+            np.copyto(self.ctx, self._fresh)
+            return
+        dpus, tasklets, c = self.dpus, self.tasklets, self.ctx
+        c.fill(0)
+        c[..., Ctx.MRAM_LO], c[..., Ctx.MRAM_HI] = bounds
         c[..., Ctx.REGIONS] = self.regions.ctypes.data
         c[..., Ctx.NREGIONS] = self.regions.size // 2
         c[..., Ctx.TID] = np.arange(tasklets)[None, :]
         c[..., Ctx.NTASKLETS] = tasklets
         c[..., Ctx.DPU] = (self.state.ctypes.data + np.arange(dpus) * DPU_SLOTS * 8)[:, None]
-        c[..., Ctx.DPU_ID] = first + np.arange(dpus)[:, None]
-        # Each tasklet's counters on cache lines of their own.
-        row = align_up(counters, CACHE_LINE // 8)
-        self.counters = _cache_aligned_zeros((dpus, tasklets, row))
-        if counters:
+        c[..., Ctx.DPU_ID] = self.first + np.arange(dpus)[:, None]
+        if row := self.counters.shape[-1]:
             c[..., Ctx.COUNTERS] = (self.counters.ctypes.data
                                     + np.arange(dpus * tasklets).reshape(dpus, tasklets) * row * 8)
+        if self._footprint is not None:
+            self._point_footprints()
+        self._fresh = c.copy()
+
+    # -- launches of one shape, one after another ------------------------------
+    @property
+    def shape(self) -> tuple[int, int, int, int, int]:
+        """What a launch's buffers are sized by: DPUs, tasklets, regions, a
+        tasklet's counters (a row of whole cache lines), the first DPU."""
+        return self.dpus, self.tasklets, self.regions.size // 2, self.counters.shape[-1], self.first
+
+    @staticmethod
+    def spare(dpus: int, tasklets: int, regions, counters: int = 0, first: int = 0) -> Launch:
+        """A launch's contexts as `Launch(...)` makes them: those a launch of
+        the same `shape` gave back (`give_back`), reset, where there are."""
+        regions = np.asarray(regions, dtype=np.int64).reshape(-1)
+        run = _SPARES.take((dpus, tasklets, regions.size // 2, align_up(counters, CACHE_LINE // 8), first))
+        if run is None:
+            return Launch(dpus, tasklets, regions, counters, first)
+        run.regions[:] = regions
+        run._reset()
+        return run
+
+    def give_back(self) -> None:
+        """Done with: its contexts, footprints and access logs are kept for
+        the next launch of its `shape` (`spare`), unless a tasklet Ctrl-C
+        left running may still use them, or it has more than
+        `_SpareLaunches.LARGEST` tasklets."""
+        if self.abandoned():
+            return
+        self.free_race_logs()
+        self.progress = None
+        kept = self.dpus * self.tasklets <= _SpareLaunches.LARGEST
+        flat = self.ctx.reshape(-1, CTX_SLOTS)
+        logs = flat[:, [Ctx.LOG, Ctx.LOG_CAP]]
+        if kept and logs[:, 0].all() and (logs[:, 1] <= _LogBuffers.LARGEST).all():
+            self._logs, flat[:, Ctx.LOG] = logs, 0           # (kept with it, not handed to `_LOGS`)
+        else:
+            self.free_logs()
+        if kept:
+            _SPARES.give_back(self)
+
+    def _drop(self) -> None:
+        """Not kept after all: its access logs go back to `_LOGS`."""
+        if self._logs is not None:
+            _LOGS.give_back(self._logs[:, 0].copy(), self._logs[:, 1].copy())
+            self._logs = None
 
     # -- access logs (a launch on several DPUs: edsl.dpu.sharing) ------------
     def keep_logs(self, entries: int = 256) -> None:
         """Every tasklet logs the bytes of the arrays it uses (abi.NOTE) in a
         C-heap buffer that its program grows; `free_logs` releases them
-        (buffers of earlier launches are used again: `_LOGS`)."""
+        (buffers of earlier launches are used again: `_LOGS`, and those a
+        `spare` launch kept)."""
         flat = self.ctx.reshape(-1, CTX_SLOTS)
-        flat[:, Ctx.LOG], flat[:, Ctx.LOG_CAP] = _LOGS.take(len(flat), entries)
+        if self._logs is not None:
+            flat[:, Ctx.LOG], flat[:, Ctx.LOG_CAP] = self._logs[:, 0], self._logs[:, 1]
+            self._logs = None
+        else:
+            flat[:, Ctx.LOG], flat[:, Ctx.LOG_CAP] = _LOGS.take(len(flat), entries)
         flat[:, Ctx.LOG_LEN] = 0
-        self._log_ends = _cache_aligned_zeros((len(flat), LOG_ENDS))   # (kept while a tasklet may log)
+        if self._log_ends is None:              # (kept while a tasklet may log)
+            self._log_ends = _cache_aligned_zeros((len(flat), LOG_ENDS))
+        else:
+            self._log_ends.fill(0)
         flat[:, Ctx.LOG_ENDS] = self._log_ends.ctypes.data + np.arange(len(flat)) * LOG_ENDS * 8
 
     # -- footprints: the parts of the arrays each DPU's programs touch -----------
     def keep_footprints(self) -> None:
         """Every tasklet keeps, per MRAM region, the hull of the bytes its
         transfers touch there (abi.Ctx.FOOTPRINT; `footprints`)."""
-        regions = max(1, self.regions.size // 2)
-        self._footprint = np.empty((self.dpus, self.tasklets, regions, 2), np.uint64)
+        if self._footprint is None:
+            regions = max(1, self.regions.size // 2)
+            self._footprint = np.empty((self.dpus, self.tasklets, regions, 2), np.uint64)
+            self._point_footprints()
+            self._fresh[..., Ctx.FOOTPRINT] = self.ctx[..., Ctx.FOOTPRINT]
         self._empty_footprints(slice(None))
+
+    def _point_footprints(self) -> None:
         flat = self.ctx.reshape(-1, CTX_SLOTS)
-        flat[:, Ctx.FOOTPRINT] = self._footprint.ctypes.data + np.arange(len(flat)) * regions * 16
+        flat[:, Ctx.FOOTPRINT] = self._footprint.ctypes.data + np.arange(len(flat)) * self._footprint[0, 0].nbytes
 
     def _empty_footprints(self, rows) -> None:
         self._footprint[rows, ..., 0] = np.iinfo(np.uint64).max
@@ -498,9 +572,11 @@ class Launch:
     def address(self, dpu: int = 0, tid: int = 0) -> int:
         return self.ctx.ctypes.data + ((dpu - self.first) * self.tasklets + tid) * CTX_SLOTS * 8
 
-    def addresses(self, dpu: int = 0) -> np.ndarray:
-        """The context addresses of the tasklets of `dpu`, by tasklet id."""
-        return self.address(dpu) + np.arange(self.tasklets, dtype=np.int64) * CTX_SLOTS * 8
+    def addresses(self, dpu=0) -> np.ndarray:
+        """The context addresses of the tasklets of `dpu`, by tasklet id (a
+        row for each DPU of an array `dpu`)."""
+        rows = (np.asarray(dpu, dtype=np.int64) - self.first)[..., None] * self.tasklets
+        return self.ctx.ctypes.data + (rows + np.arange(self.tasklets, dtype=np.int64)) * CTX_SLOTS * 8
 
     def failed(self, dpu: int) -> bool:
         """Whether a tasklet of DPU `dpu` recorded an error."""
@@ -624,7 +700,7 @@ class Launch:
             errors, pending = [], len(workers)
             try:
                 while pending:
-                    if self.progress is not None:
+                    if self.progress is not None and self.progress.due():
                         self.progress.update(self.finished_dpus())
                     try:
                         error = done.get(timeout=0.05)
@@ -675,9 +751,10 @@ class Launch:
         runtime library records no error once the DPU has stopped). `asserts`:
         the (message, "file:line") of each `tl.device_assert`, by number;
         `outside`: why a transfer left the launch's MRAM."""
-        failed = np.argwhere(self.ctx[..., Ctx.ERROR])
-        if not len(failed):
+        errors = self.ctx[..., Ctx.ERROR]
+        if not errors.any():
             return
+        failed = np.argwhere(errors)
         dpu, tid = (int(i) for i in failed[0])
         c = self.ctx[dpu, tid]
         code, site = int(c[Ctx.ERROR]), int(c[Ctx.ERR_SITE])
@@ -740,6 +817,39 @@ class _LogBuffers:
 
 
 _LOGS = _LogBuffers()
+
+
+class _SpareLaunches:
+    """Launches given back (`Launch.give_back`), by shape, for the next
+    launch of that shape (`Launch.spare`): a 64-DPU launch's contexts,
+    footprints and logs' tables are a megabyte, which new, with logs taken
+    and given back, cost about a fifth of its host work (benchmarks/dpus.py).
+    The last KEPT given back are kept, each of at most LARGEST tasklets (their
+    logs at most as many as `_LogBuffers` keeps)."""
+    KEPT = 4
+    LARGEST = _LogBuffers.KEPT // KEPT
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._kept: list[tuple[tuple, Launch]] = []
+
+    def take(self, key: tuple) -> Launch | None:
+        with self._lock:
+            for k, (shape, run) in enumerate(self._kept):
+                if shape == key:
+                    del self._kept[k]
+                    return run
+        return None
+
+    def give_back(self, run: Launch) -> None:
+        with self._lock:
+            self._kept.append((run.shape, run))
+            dropped, self._kept = self._kept[:-self.KEPT], self._kept[-self.KEPT:]
+        for _, old in dropped:
+            old._drop()
+
+
+_SPARES = _SpareLaunches()
 _ABANDONED: list = []          # launches interrupted while a tasklet still ran
 
 
@@ -828,10 +938,10 @@ class _Fibers:
     def fill(self, tasklets: int, entry: int, start: int, exit: bool, args: Sequence[int],
              contexts: Sequence[int]) -> int:
         """The block's address, filled for a launch of `tasklets` tasklets."""
-        b = self.block
-        b[:support.SCHED_HEADER] = 0
-        b[support.SCHED_TASKLETS], b[support.SCHED_ENTRY], b[support.SCHED_START] = tasklets, entry, start
-        b[support.SCHED_EXIT], b[support.SCHED_MAIN] = int(exit), self.contexts[MAX_TASKLETS]
+        header = [0] * support.SCHED_HEADER
+        header[support.SCHED_TASKLETS], header[support.SCHED_ENTRY], header[support.SCHED_START] = tasklets, entry, start
+        header[support.SCHED_EXIT], header[support.SCHED_MAIN] = int(exit), int(self.contexts[MAX_TASKLETS])
+        self.block[:support.SCHED_HEADER] = header
         rows = self.rows[:tasklets]
         if self.filled < tasklets:          # (what the scheduler only reads, once)
             rows[:, support.ROW_UC] = self.contexts[:tasklets]

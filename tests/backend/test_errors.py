@@ -224,3 +224,25 @@ def test_an_fl_calls_tiles_over_wram_are_an_error_at_the_call():
     assert ("fl.call of first_of: its tile operands need 393216 bytes of WRAM, more than the 65536 bytes of a "
             "DPU: 't' 262144 bytes (InOut: the tile and its updated copy), 'x' 131072 bytes. They stay in WRAM"
             in err.value.message), err.value.message
+
+
+@triton.jit
+def shifted_copy(x_ptr, out_ptr, shift, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs + shift))
+
+
+def test_a_launch_after_a_failed_one_of_its_shape_starts_anew():
+    # (the second launch runs on the contexts the first gave back: runtime.Launch.spare)
+    x = np.arange(256, dtype=np.float32)
+    reports = []
+    for shift in (0, 1000, 0):
+        out = np.zeros_like(x)
+        if shift:
+            with pytest.raises(DpuError, match="outside"):
+                shifted_copy[(8,)](x, out, shift, BLOCK=32, num_dpus=4, num_tasklets=2)
+            continue
+        shifted_copy[(8,)](x, out, shift, BLOCK=32, num_dpus=4, num_tasklets=2)
+        np.testing.assert_array_equal(out, x)
+        reports.append(edsl.backend.last_report())
+    assert reports[0] == reports[1] and reports[0].dma_reads > 0

@@ -423,3 +423,72 @@ def test_a_big_program_compiles_at_lower_levels_and_runs_alike(monkeypatch):
         assert (levels[-1], codegen[-1]) == (level, gen)
         fn = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(program.address("edsl_test_sum"))
         assert fn(1000) == sum(i * i for i in range(1000))
+
+
+def _dirty(run: runtime.Launch) -> None:
+    """Write every slot, count and log a run writes."""
+    run.ctx[..., [Ctx.READS, Ctx.ERROR, Ctx.LOG_LEN, Ctx.SAVE, Ctx.WATCH_HI]] = 7
+    run.state[...] = 9
+    run.counters[...] = 4
+    run._footprint[...] = 5
+    run._log_ends[...] = 6
+
+
+def test_a_launch_given_back_comes_back_as_a_new_one_of_its_shape():
+    regions = [0, 4096, 8192, 12288]
+    run = runtime.Launch.spare(3, 5, regions, counters=9)
+    run.keep_footprints()
+    new_ctx, new_state, new_footprints = run.ctx.copy(), run.state.copy(), run._footprint.copy()
+    run.keep_logs()
+    logs = run.ctx[..., [Ctx.LOG, Ctx.LOG_CAP]].copy()
+    _dirty(run)
+    run.give_back()
+    again = runtime.Launch.spare(3, 5, regions, counters=9)
+    assert again is run
+    again.keep_footprints()
+    np.testing.assert_array_equal(again.ctx, new_ctx)
+    np.testing.assert_array_equal(again.state, new_state)
+    np.testing.assert_array_equal(again._footprint, new_footprints)
+    assert not again.counters.any()
+    again.keep_logs()                     # (the logs it kept, emptied)
+    np.testing.assert_array_equal(again.ctx[..., [Ctx.LOG, Ctx.LOG_CAP]], logs)
+    assert not again.ctx[..., Ctx.LOG_LEN].any() and not again._log_ends.any()
+    # Other bounds of the regions: the contexts say them.
+    _dirty(again)
+    again.give_back()
+    other = runtime.Launch.spare(3, 5, [0, 4096, 8192, 16384], counters=9)
+    assert other is run
+    assert (other.ctx[..., Ctx.MRAM_HI] == 16384).all() and other.regions.tolist() == [0, 4096, 8192, 16384]
+    # Another shape is a new launch.
+    other.give_back()
+    assert runtime.Launch.spare(3, 6, regions, counters=9) is not run
+
+
+def test_a_launch_a_tasklet_was_left_running_in_is_not_used_again(monkeypatch):
+    run = runtime.Launch.spare(3, 7, [0, 4096])
+    monkeypatch.setattr(run, "abandoned", lambda: True)
+    run.give_back()
+    assert runtime.Launch.spare(3, 7, [0, 4096]) is not run
+
+
+def test_a_launch_of_more_tasklets_than_kept_is_not_kept():
+    dpus = runtime._SpareLaunches.LARGEST // 16 + 1
+    run = runtime.Launch.spare(dpus, 16, [0, 4096])
+    run.keep_logs()
+    logs = run.ctx[..., Ctx.LOG].reshape(-1).tolist()
+    run.give_back()
+    assert runtime.Launch.spare(dpus, 16, [0, 4096]) is not run
+    assert not run.ctx[..., Ctx.LOG].any() and run._logs is None       # (its logs went back)
+    assert set(logs) & set(runtime._LOGS._ptrs.tolist())
+
+
+def test_the_last_launches_given_back_are_kept_their_logs_reused_after():
+    runs = [runtime.Launch.spare(2, t, [0, 4096]) for t in range(8, 8 + runtime._SPARES.KEPT + 1)]
+    for run in runs:
+        run.keep_logs()
+    first_logs = runs[0].ctx[..., Ctx.LOG].reshape(-1).tolist()
+    for run in runs:
+        run.give_back()
+    assert runtime.Launch.spare(2, 8, [0, 4096]) is not runs[0]       # (the oldest was dropped)
+    assert set(first_logs) <= set(runtime._LOGS._ptrs.tolist())       # (its logs for any launch)
+    assert runtime.Launch.spare(2, 8 + runtime._SPARES.KEPT, [0, 4096]) is runs[-1]
