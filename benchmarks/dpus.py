@@ -18,7 +18,8 @@ measures it again, and prints the spread.
 Also printed: each launch's host work outside the DPUs' pass (its
 arguments, contexts, logs, merge and report; the pass is
 `dpu_run._one_pass`), median over launches, which no thread count shares
-out and which bounds the speed-up on many cores.
+out and which bounds the speed-up on many cores; and the pass's own
+speed-up from those medians, as a fraction of the runs' mean ceiling.
 """
 import argparse
 import functools
@@ -140,11 +141,19 @@ def main() -> None:
         print(f"{name}: {min(fractions):.2f} to {max(fractions):.2f} of the ceiling over {a.runs} run(s) "
               f"(speed-ups {', '.join(f'{r[name][0]:.2f}x' for r in runs)}; "
               f"ceilings {', '.join(f'{r[name][1]:.2f}x' for r in runs)})")
+    work = {}
     with edsl.backend.activated():
         for threads in (1, cores):
             for name, (whole, outside) in host_work(a.dpus, threads).items():
+                work[name, threads] = whole - outside
                 print(f"{name}, {threads} thread(s): host work outside the DPUs' pass {outside * 1e3:.2f} ms "
                       f"of {whole * 1e3:.2f} ms a launch")
+    for name in runs[0]:
+        # (what the launch would reach without its host work: the pass's own scaling)
+        alone = work[name, 1] / work[name, cores]
+        ceiling = sum(r[name][1] for r in runs) / len(runs)
+        print(f"{name}: the DPUs' pass alone {alone:.2f}x faster on {cores} threads, {alone / ceiling:.2f} "
+              f"of the mean ceiling {ceiling:.2f}x")
     least = min(r[n][0] / r[n][1] for r in runs for n in r)
     print(f"{cores} cores: least fraction of the burst ceiling {least:.2f} (goal: at least {GOAL})")
 
