@@ -278,6 +278,11 @@ def _ctx_key() -> int:
 CACHE_LINE = HOST_CACHE_LINE
 
 
+def _counter_row(counters: int) -> int:
+    """The i64 slots of a tasklet's row of `counters` counters: whole cache lines."""
+    return align_up(counters, CACHE_LINE // 8)
+
+
 def _cache_aligned_zeros(shape: tuple[int, ...]) -> np.ndarray:
     """Zeroed int64s of `shape`, starting at a cache line."""
     n = math.prod(shape)
@@ -343,7 +348,7 @@ class Launch:
         self.state = _cache_aligned_zeros((dpus, DPU_SLOTS))
         self.ctx = _cache_aligned_zeros((dpus, tasklets, CTX_SLOTS))
         # Each tasklet's counters on cache lines of their own.
-        self.counters = _cache_aligned_zeros((dpus, tasklets, align_up(counters, CACHE_LINE // 8)))
+        self.counters = _cache_aligned_zeros((dpus, tasklets, _counter_row(counters)))
         self._footprint = None         # the tasklets' footprints (`keep_footprints`)
         self._log_ends = None          # the access logs' tables by end address (`keep_logs`)
         self._logs = None              # [row, (LOG, LOG_CAP)]: access logs kept from a launch before
@@ -392,7 +397,7 @@ class Launch:
         """A launch's contexts as `Launch(...)` makes them: those a launch of
         the same `shape` gave back (`give_back`), reset, where there are."""
         regions = np.asarray(regions, dtype=np.int64).reshape(-1)
-        run = _SPARES.take((dpus, tasklets, regions.size // 2, align_up(counters, CACHE_LINE // 8), first))
+        run = _SPARES.take((dpus, tasklets, regions.size // 2, _counter_row(counters), first))
         if run is None:
             return Launch(dpus, tasklets, regions, counters, first)
         run.regions[:] = regions
@@ -410,7 +415,7 @@ class Launch:
         self.progress = None
         kept = self.dpus * self.tasklets <= _SpareLaunches.LARGEST
         flat = self.ctx.reshape(-1, CTX_SLOTS)
-        logs = flat[:, [Ctx.LOG, Ctx.LOG_CAP]]
+        logs = flat[:, [Ctx.LOG, Ctx.LOG_CAP]] if kept else None
         if kept and logs[:, 0].all() and (logs[:, 1] <= _LogBuffers.LARGEST).all():
             self._logs, flat[:, Ctx.LOG] = logs, 0           # (kept with it, not handed to `_LOGS`)
         else:
