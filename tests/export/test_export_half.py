@@ -180,12 +180,13 @@ def _c_function(text, name):
 
 
 def test_runner_reads_every_16_bit_pattern_exactly(half_project, tmp_path):
-    """The runner's `half_value` (used by element() and compare()) gives every
-    pattern's value exactly, without a 16-bit float type."""
+    """The runner's `half_value` (merge.h; used by the merge's combine, and by
+    element() and compare()) gives every pattern's value exactly, without a
+    16-bit float type."""
     name, folder = half_project
     dt = HALF[name]
     man, bias = (10, 15) if name == "fp16" else (7, 127)
-    source = _c_function((folder / "host_runner.c").read_text(), "half_value")
+    source = _c_function((folder / "merge.h").read_text(), "half_value")
     (tmp_path / "t.c").write_text("#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n" + source + f"""
 int main(void) {{
   for (uint32_t b = 0; b < 65536; b++) printf("%a\\n", half_value((uint16_t)b, {man}, {bias}));

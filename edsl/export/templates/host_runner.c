@@ -32,6 +32,7 @@
 #define EDSL_HOST_RUNNER 1             /* (kernel_args.h: edsl_half_bits, for 16-bit float atomics) */
 #include "kernel_args.h"
 #include "launch_config.h"
+#include "merge.h"
 
 #ifndef DPU_BINARY
 #define DPU_BINARY "build/hw/dpu_program"
@@ -155,18 +156,6 @@ static void write_file(const char *dir, const char *name, const void *data, size
     exit(2);
   }
   fclose(f);
-}
-
-/* A 16-bit float (`man` mantissa bits, exponent bias `bias`) as a double:
- * exact, in integer code (no 16-bit float type or runtime helper needed). */
-static double half_value(uint16_t bits, int man, int bias) {
-  int exp = (bits & 0x7fff) >> man, top = 0x7fff >> man;
-  double sign = bits & 0x8000 ? -1.0 : 1.0, frac = (double)(bits & ((1u << man) - 1));
-  if (exp == top)
-    return frac != 0.0 ? NAN : sign * INFINITY;
-  if (exp == 0)                                    /* zero and subnormals */
-    return sign * ldexp(frac, 1 - bias - man);
-  return sign * ldexp(frac + (double)(1u << man), exp - bias - man);
 }
 
 /* Whether `a` holds 16-bit floats, and their mantissa bits and exponent bias. */
@@ -293,298 +282,6 @@ static void report(uint32_t dpu, uint32_t dpus_used, const int64_t *status) {
           on, message);
 }
 
-/* ---- Each DPU its own MRAM: the merge of a launch on several DPUs ----------
- * As edsl's DPU model gathers (edsl/dpu/sharing.py, the specification): every
- * DPU ran on its own copy of the arrays and logged the bytes each load, store
- * and atomic used. DPU by DPU, bytes one DPU wrote are taken from it, equal
- * stores from several DPUs agree, and atomics whose old value is unused are
- * combined (the first DPU's value, then each next one's in); anything else two
- * DPUs share is refused, naming the array, an element, both DPUs and lines:
- * the first that the model names (all claims, DPU by DPU, before any read). */
-
-/* The codes of the access log (edsl.target.dpu): a kind's low bits are an
- * ACCESS_*, an atomic's has its ATOMIC_* operation, flags, float type and
- * element size above. MERGED_ATOMICS: the operations (bits) the host merges
- * across DPUs when their old value is unused. MIXED, MIXED_ATOMICS
- * (edsl.dpu.sharing): a byte one DPU both stored to and updated atomically,
- * or updated with different atomics. */
-${log_codes}
-
-/* The names of the atomics (abi.AtomicOp), by code. */
-static const char *atomic_names[] = {
-${atomic_names}
-};
-
-/* One DPU's access log: its tasklets' entries, tasklet by tasklet. */
-struct dpu_log {
-  int64_t *rows;
-  size_t n;
-};
-
-/* One DPU's use of a byte: its kind (a log kind, EDSL_MIXED or
- * EDSL_MIXED_ATOMICS) and site. */
-struct use {
-  int64_t dpu, kind, site;
-};
-
-/* The sharing the merge refuses; `key` orders them as the model meets them
- * (claims before reads, then DPU, then the read's log row, then address). */
-enum { SHARED_USES, SHARED_STORES, SHARED_READ };
-struct sharing {
-  int found, why;
-  uint64_t key[4];
-  const struct array *array;
-  uint64_t address;                /* offset of the byte from DPU_MRAM_HEAP_POINTER */
-  struct use first, second;
-};
-
-static void refuse(struct sharing *s, const uint64_t key[4], int why, const struct array *a, uint64_t address,
-                   struct use first, struct use second) {
-  if (s->found) {
-    int k = 0;
-    while (k < 4 && key[k] == s->key[k])
-      k++;
-    if (k == 4 || key[k] > s->key[k])
-      return;                                       /* (the model meets the one kept first) */
-  }
-  s->found = 1;
-  s->why = why;
-  memcpy(s->key, key, sizeof s->key);
-  s->array = a;
-  s->address = address;
-  s->first = first;
-  s->second = second;
-}
-
-/* A log entry's claim on one array: [lo, hi) offsets in it, and the entry's row. */
-struct claim {
-  int64_t kind, lo, hi, site;
-  size_t row;
-};
-
-static int claims_by_kind(const void *x, const void *y) {
-  const struct claim *a = x, *b = y;
-  if (a->kind != b->kind)
-    return a->kind < b->kind ? -1 : 1;
-  if (a->lo != b->lo)
-    return a->lo < b->lo ? -1 : 1;
-  return a->row < b->row ? -1 : a->row > b->row;
-}
-
-static int claims_by_address(const void *x, const void *y) {
-  const struct claim *a = x, *b = y;
-  if (a->lo != b->lo)
-    return a->lo < b->lo ? -1 : 1;
-  return a->kind < b->kind ? -1 : a->kind > b->kind;
-}
-
-static int atomic_op(int64_t kind) {
-  return (int)((kind >> EDSL_ATOMIC_OP_SHIFT) & EDSL_ATOMIC_OP_MASK);
-}
-
-/* Stores, and the atomics the host merges (their old value unused). */
-static int mergeable(int64_t kind) {
-  if (kind == EDSL_ACCESS_WRITE)
-    return 1;
-  return kind > 0 && (kind & EDSL_ACCESS_MASK) == EDSL_ACCESS_ATOMIC && !(kind & EDSL_ATOMIC_OLD_USED)
-         && (EDSL_MERGED_ATOMICS >> atomic_op(kind) & 1);
-}
-
-/* A byte's kind in one DPU once another of its claims has kind `kind`. */
-static int64_t mixed(int64_t current, int64_t kind) {
-  if (current == kind)
-    return current;
-  return current == EDSL_ACCESS_WRITE || kind == EDSL_ACCESS_WRITE || current == EDSL_MIXED ? EDSL_MIXED
-                                                                                              : EDSL_MIXED_ATOMICS;
-}
-
-/* Whether NumPy's maximum / minimum of floats keeps the first (a NaN first;
- * of equal values, the second). */
-#define KEEP_MAX(a, b) ((a) > (b) || (a) != (a))
-#define KEEP_MIN(a, b) ((a) < (b) || (a) != (a))
-
-/* Element `r` (the merged value so far) with one more DPU's final value `f`
- * in (`p`: as transferred), in the element's type: add adds f - p, max / min
- * take f in, and / or apply it, xor adds its change. As sharing._combine. */
-static void combine(int64_t kind, uint8_t *r, const uint8_t *f, const uint8_t *p) {
-  int op = atomic_op(kind), fl = (int)((kind >> EDSL_ATOMIC_FLOAT_SHIFT) & EDSL_ATOMIC_FLOAT_MASK);
-  size_t size = (size_t)(kind >> EDSL_ATOMIC_SIZE_SHIFT);
-  int add = op == EDSL_ATOMIC_ADD || op == EDSL_ATOMIC_FADD;
-  int max = op == EDSL_ATOMIC_MAX || op == EDSL_ATOMIC_UMAX || op == EDSL_ATOMIC_FMAX;
-  if (fl == EDSL_ATOMIC_FLOAT_F32) {
-    float rv, fv, pv;
-    memcpy(&rv, r, 4), memcpy(&fv, f, 4), memcpy(&pv, p, 4);
-    float change = fv - pv;
-    rv = add ? rv + change : (max ? KEEP_MAX(rv, fv) : KEEP_MIN(rv, fv)) ? rv : fv;
-    memcpy(r, &rv, 4);
-  } else if (fl == EDSL_ATOMIC_FLOAT_F64) {
-    double rv, fv, pv;
-    memcpy(&rv, r, 8), memcpy(&fv, f, 8), memcpy(&pv, p, 8);
-    double change = fv - pv;
-    rv = add ? rv + change : (max ? KEEP_MAX(rv, fv) : KEEP_MIN(rv, fv)) ? rv : fv;
-    memcpy(r, &rv, 8);
-  } else if (fl == EDSL_ATOMIC_FLOAT_F16 || fl == EDSL_ATOMIC_FLOAT_BF16) {
-    /* Each operation rounded to the 16-bit type, as NumPy computes it (the
-     * exact result, a double here, rounded). */
-    int bf = fl == EDSL_ATOMIC_FLOAT_BF16, man = bf ? 7 : 10, bias = bf ? 127 : 15;
-    uint16_t rb, fb, pb;
-    memcpy(&rb, r, 2), memcpy(&fb, f, 2), memcpy(&pb, p, 2);
-    double rv = half_value(rb, man, bias), fv = half_value(fb, man, bias), pv = half_value(pb, man, bias);
-    if (add) {
-      uint16_t change = edsl_half_bits(fv - pv, bf);
-      rb = edsl_half_bits(rv + half_value(change, man, bias), bf);
-    } else {
-      rb = (max ? KEEP_MAX(rv, fv) : KEEP_MIN(rv, fv)) ? rb : fb;
-    }
-    memcpy(r, &rb, 2);
-  } else {
-    uint64_t rv = 0, fv = 0, pv = 0, mask = size == 8 ? ~UINT64_C(0) : (UINT64_C(1) << (8 * size)) - 1;
-    memcpy(&rv, r, size), memcpy(&fv, f, size), memcpy(&pv, p, size);
-    int shift = 64 - 8 * (int)size;                  /* signed max / min: sign-extended */
-    int64_t rs = (int64_t)(rv << shift) >> shift, fs = (int64_t)(fv << shift) >> shift;
-    switch (op) {
-      case EDSL_ATOMIC_ADD: rv = rv + fv - pv; break;
-      case EDSL_ATOMIC_MAX: rv = fs > rs ? fv : rv; break;
-      case EDSL_ATOMIC_MIN: rv = fs < rs ? fv : rv; break;
-      case EDSL_ATOMIC_UMAX: rv = fv > rv ? fv : rv; break;
-      case EDSL_ATOMIC_UMIN: rv = fv < rv ? fv : rv; break;
-      /* Triton's float max / min on the bits (sharing._float_bits_max). */
-      case EDSL_ATOMIC_FMAX_BITS: rv = rs >= 0 || fs >= 0 ? (fs > rs ? fv : rv) : (fv < rv ? fv : rv); break;
-      case EDSL_ATOMIC_FMIN_BITS: rv = rs < 0 || fs < 0 ? (fv > rv ? fv : rv) : (fs < rs ? fv : rv); break;
-      case EDSL_ATOMIC_AND: rv &= fv; break;
-      case EDSL_ATOMIC_OR: rv |= fv; break;
-      default: rv ^= fv ^ pv; break;               /* EDSL_ATOMIC_XOR */
-    }
-    rv &= mask;
-    memcpy(r, &rv, size);
-  }
-}
-
-/* Merge array `a` (index `k`) of the DPUs 0..dpus-1: `finals` holds each DPU's
- * part of it (its bytes a->lo[d] .. a->hi[d], `stride` apart), `pristine` the
- * bytes transferred (`padded`); the merged bytes go to `result`. Refusals go to
- * `s`; returns 0, or -1 (with a message) if a DPU changed bytes it did not log. */
-static int merge_array(const struct array *a, size_t padded, uint32_t dpus, const uint8_t *finals, size_t stride,
-                       const uint8_t *pristine, const struct dpu_log *logs, uint8_t *result, struct sharing *s) {
-  size_t n = padded;
-  int64_t lo_a = (int64_t)a->offset, hi_a = (int64_t)(a->offset + padded);
-  /* Per byte: the first DPU that wrote it, its kind and site, a second DPU
-   * that wrote it and its site; the claims of the DPU being taken. */
-  int32_t *owner = malloc(n * sizeof *owner), *other = malloc(n * sizeof *other), *mark = calloc(n, sizeof *mark);
-  int64_t *kind = malloc(n * sizeof *kind), *site = malloc(n * sizeof *site), *other_site = malloc(n * sizeof *other_site);
-  int64_t *dkind = malloc(n * sizeof *dkind), *dsite = malloc(n * sizeof *dsite);
-  size_t most = 0;
-  for (uint32_t d = 0; d < dpus; d++)
-    most = logs[d].n > most ? logs[d].n : most;
-  struct claim *claims = malloc((most ? most : 1) * sizeof *claims);
-  if (!owner || !other || !mark || !kind || !site || !other_site || !dkind || !dsite || !claims) {
-    fprintf(stderr, "error: out of memory merging array '%s'\n", a->name);
-    exit(3);
-  }
-  memcpy(result, pristine, n);
-  for (size_t b = 0; b < n; b++)
-    owner[b] = other[b] = -1;
-  int failed = 0, refused = 0;
-  for (uint32_t d = 0; d < dpus && !failed && !refused; d++) {
-    /* (part[b - part_lo] is byte b of the array, in the DPU's part, where its claims lie) */
-    int64_t part_lo = (int64_t)a->lo[d], part_hi = (int64_t)a->hi[d];
-    const uint8_t *part = finals + (size_t)d * stride;
-    /* The DPU's claims (writes and atomics) on this array, each run of
-     * overlapping or adjacent claims of one kind as one, with its first site. */
-    size_t nc = 0;
-    for (size_t r = 0; r < logs[d].n; r++) {
-      const int64_t *e = logs[d].rows + r * EDSL_LOG_ENTRY;
-      int64_t lo = e[1] > lo_a + part_lo ? e[1] : lo_a + part_lo, hi = e[2] < lo_a + part_hi ? e[2] : lo_a + part_hi;
-      if ((e[0] & EDSL_ACCESS_MASK) != EDSL_ACCESS_READ && lo < hi)
-        claims[nc++] = (struct claim){e[0], lo - lo_a, hi - lo_a, e[3], r};
-    }
-    qsort(claims, nc, sizeof *claims, claims_by_kind);
-    size_t runs = 0;
-    for (size_t c = 0; c < nc; c++) {
-      struct claim *last = runs ? &claims[runs - 1] : NULL;
-      if (last && last->kind == claims[c].kind && claims[c].lo <= last->hi) {
-        if (claims[c].hi > last->hi)
-          last->hi = claims[c].hi;
-      } else {
-        claims[runs++] = claims[c];
-      }
-    }
-    qsort(claims, runs, sizeof *claims, claims_by_address);
-    /* Each byte's use in this DPU: the first claim's site; its kind, or mixed. */
-    for (size_t c = 0; c < runs; c++)
-      for (int64_t b = claims[c].lo; b < claims[c].hi; b++) {
-        if (mark[b] != (int32_t)d + 1) {
-          mark[b] = (int32_t)d + 1;
-          dkind[b] = claims[c].kind;
-          dsite[b] = claims[c].site;
-        } else {
-          dkind[b] = mixed(dkind[b], claims[c].kind);
-        }
-      }
-    for (size_t b = (size_t)part_lo; b < (size_t)part_hi; b++)
-      if (part[b - part_lo] != pristine[b] && mark[b] != (int32_t)d + 1) {
-        fprintf(stderr, "error: kernel '%s': DPU %u changed byte %zu of array '%s' without logging it "
-                "(an internal error of edsl's export)\n", EDSL_KERNEL_NAME, d, b, a->name);
-        failed = 1;
-        break;
-      }
-    /* Its bytes in address order, each once: new ones taken, shared ones
-     * checked and combined. */
-    int64_t upto = 0;
-    for (size_t c = 0; c < runs && !failed && !refused; c++) {
-      for (int64_t b = claims[c].lo > upto ? claims[c].lo : upto; b < claims[c].hi; b++) {
-        int64_t k = dkind[b];
-        if (owner[b] < 0) {
-          owner[b] = (int32_t)d;
-          kind[b] = k;
-          site[b] = dsite[b];
-          result[b] = part[b - part_lo];
-          continue;
-        }
-        if (kind[b] != k || !mergeable(k) || (k == EDSL_ACCESS_WRITE && result[b] != part[b - part_lo])) {
-          uint64_t key[4] = {0, d, (uint64_t)(lo_a + b), 0};
-          int stores = k == EDSL_ACCESS_WRITE && kind[b] == EDSL_ACCESS_WRITE;
-          refuse(s, key, stores ? SHARED_STORES : SHARED_USES, a, (uint64_t)(lo_a + b),
-                 (struct use){owner[b], kind[b], site[b]}, (struct use){d, k, dsite[b]});
-          refused = 1;
-          break;
-        }
-        size_t size = (size_t)(k >> EDSL_ATOMIC_SIZE_SHIFT);
-        if (k != EDSL_ACCESS_WRITE && (lo_a + b) % (int64_t)size == 0 && b + (int64_t)size <= (int64_t)n)
-          combine(k, result + b, part + (b - part_lo), pristine + b);
-        if (other[b] < 0) {
-          other[b] = (int32_t)d;
-          other_site[b] = dsite[b];
-        }
-      }
-      if (claims[c].hi > upto)
-        upto = claims[c].hi;
-    }
-  }
-  /* Reads, once every DPU's writes are in: only of bytes no other DPU wrote
-   * (the lowest such byte a DPU read is named, as the model names it). */
-  for (uint32_t d = 0; d < dpus && !failed && !refused; d++)
-    for (size_t r = 0; r < logs[d].n; r++) {
-      const int64_t *e = logs[d].rows + r * EDSL_LOG_ENTRY;
-      int64_t lo = e[1] > lo_a ? e[1] : lo_a, hi = e[2] < hi_a ? e[2] : hi_a;
-      if ((e[0] & EDSL_ACCESS_MASK) != EDSL_ACCESS_READ)
-        continue;
-      for (int64_t b = lo - lo_a; b < hi - lo_a; b++) {
-        if (owner[b] < 0 || (owner[b] == (int32_t)d && (other[b] < 0 || other[b] == (int32_t)d)))
-          continue;
-        struct use writer = owner[b] == (int32_t)d ? (struct use){other[b], kind[b], other_site[b]}
-                                                   : (struct use){owner[b], kind[b], site[b]};
-        uint64_t key[4] = {1, d, (uint64_t)(lo_a + b), r};
-        refuse(s, key, SHARED_READ, a, (uint64_t)(lo_a + b), writer, (struct use){d, e[0], e[3]});
-        refused = 1;
-        break;
-      }
-    }
-  free(owner), free(other), free(mark), free(kind), free(site), free(other_site), free(dkind), free(dsite);
-  free(claims);
-  return failed ? -1 : 0;
-}
-
 /* What a use does to an element, as a verb phrase (sharing.Use.verb). */
 static void verb(char *out, size_t size, int64_t kind) {
   if (kind == EDSL_MIXED)
@@ -619,7 +316,7 @@ static void line_of(char *out, size_t size, int64_t site) {
 /* The refused sharing, worded as the DPU model's DpuError (model._sharing_error). */
 static void report_sharing(const struct sharing *s) {
   char where[512], what[1536], l1[64], l2[64], v1[96], v2[96];
-  const struct array *a = s->array;
+  const struct array *a = &arrays[s->array];
   snprintf(where, sizeof where, "element %llu of array '%s'",
            (unsigned long long)((s->address - a->offset) / a->elem), a->name);
   line_of(l1, sizeof l1, s->first.site);
@@ -967,9 +664,16 @@ ${set_ptrs}
     if (dpus_used == 1) {
       memcpy(results[k], a->host, padded);
       memcpy(results[k] + a->lo[0], gathered, a->hi[0] - a->lo[0]);
-    } else if (merge_array(a, padded, dpus_used, gathered, a->part_max, a->host, logs, results[k], &shared) != 0) {
-      return 3;
+      continue;
     }
+    struct merge m;
+    merge_begin(&m, k, a->name, (int64_t)a->offset, padded, a->host, results[k], &shared);
+    for (uint32_t d = 0; d < dpus_used; d++)
+      if (merge_take(&m, d, &logs[d], gathered + (size_t)d * a->part_max, (int64_t)a->lo[d], (int64_t)a->hi[d]))
+        return 3;
+    for (uint32_t d = 0; d < dpus_used; d++)
+      merge_reads(&m, d, &logs[d]);
+    merge_end(&m);
   }
   if (shared.found) {
     report_sharing(&shared);
