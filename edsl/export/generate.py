@@ -297,7 +297,7 @@ def host_runner(spec: ExportSpec, built: Build) -> str:
                 region_per_array=int(built.per_array),
                 parse="\n".join(parse), missing=missing, set_ptrs=set_ptrs,
                 asserts=",\n".join(asserts) or "    {NULL, NULL}", sites=sites,
-                usage=usage, prints=int(prints), stdout_bytes=STDOUT_BUFFER_BYTES if prints else 0,
+                usage=usage, atomic_names=_atomic_names(), prints=int(prints), stdout_bytes=STDOUT_BUFFER_BYTES if prints else 0,
                 sharing_advice=_c_string(abi.SHARING_ADVICE))
 
 
@@ -488,7 +488,7 @@ def project_files(spec: ExportSpec, built: Build) -> dict[str, str]:
         "launch_config.h": launch_config(spec, built.name, direct_mram_functions(built.record),
                                          bool(built.record.c_functions)),
         "host_runner.c": host_runner(spec, built),
-        "merge.h": fill("merge.h", log_codes=_defines(_log_codes()), atomic_names=_atomic_names()),
+        "merge.h": fill("merge.h", log_codes=_defines(_log_codes())),
         "Makefile": fill("Makefile", kernel=built.name, tasklets=spec.num_tasklets,
                          stdout_bytes=STDOUT_BUFFER_BYTES if built.program.needs_stdio else 0,
                          c_sources=" ".join(compiled)),

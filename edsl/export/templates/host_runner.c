@@ -282,6 +282,11 @@ static void report(uint32_t dpu, uint32_t dpus_used, const int64_t *status) {
           on, message);
 }
 
+/* The names of the atomics (abi.AtomicOp), by code. */
+static const char *atomic_names[] = {
+${atomic_names}
+};
+
 /* What a use does to an element, as a verb phrase (sharing.Use.verb). */
 static void verb(char *out, size_t size, int64_t kind) {
   if (kind == EDSL_MIXED)
@@ -667,10 +672,19 @@ ${set_ptrs}
       continue;
     }
     struct merge m;
-    merge_begin(&m, k, a->name, (int64_t)a->offset, padded, a->host, results[k], &shared);
+    if (merge_begin(&m, k, (int64_t)a->offset, padded, a->host, results[k], &shared) != 0) {
+      fprintf(stderr, "error: out of memory merging array '%s'\n", a->name);
+      return 3;
+    }
     for (uint32_t d = 0; d < dpus_used; d++)
-      if (merge_take(&m, d, &logs[d], gathered + (size_t)d * a->part_max, (int64_t)a->lo[d], (int64_t)a->hi[d]))
+      if (merge_take(&m, d, &logs[d], gathered + (size_t)d * a->part_max, (int64_t)a->lo[d], (int64_t)a->hi[d])) {
+        if (m.unlogged < 0)
+          fprintf(stderr, "error: out of memory merging array '%s'\n", a->name);
+        else
+          fprintf(stderr, "error: kernel '%s': DPU %u changed byte %lld of array '%s' without logging it "
+                  "(an internal error of edsl's export)\n", EDSL_KERNEL_NAME, d, (long long)m.unlogged, a->name);
         return 3;
+      }
     for (uint32_t d = 0; d < dpus_used; d++)
       merge_reads(&m, d, &logs[d]);
     merge_end(&m);
