@@ -6,7 +6,9 @@ there; the host reads the results back from each DPU. The DPU model runs the
 DPUs of a launch in turn over one copy of the arrays: after each DPU,
 `Gather.take` keeps what the DPU wrote (the bytes its access log, abi.NOTE,
 names) and restores the arrays as they were transferred, so that the next
-DPU sees them so. When all have run, `Gather.merge` combines the results:
+DPU sees them so. When all have run, `Gather.merge` combines the results
+with the merge the exported host runner runs too, written once in C
+(`merge.h`, edsl.dpu.merge):
 
 - bytes that one DPU wrote are taken from it; bytes that several DPUs wrote
   must have the same value from each;
@@ -31,11 +33,9 @@ from typing import Callable
 import numpy as np
 
 from ..target.dpu import (ACCESS_MASK, LOG_ENTRY, PAGE_BYTES, PAGE_EPOCH_SHIFT, PAGE_OWNER_SHIFT, PAGE_SHIFT,
-                          PAGE_STATE_MASK, SAVE_COUNT, SAVE_EPOCH, SAVE_MIXED, SAVE_ROW, SAVE_SPANS, Access, AtomicOp,
-                          Page, atomic_parts)
-
-MIXED = -1                     # a byte one DPU both stored to and updated atomically
-MIXED_ATOMICS = -2             # ... updated with different atomics
+                          PAGE_STATE_MASK, SAVE_COUNT, SAVE_EPOCH, SAVE_MIXED, SAVE_ROW, SAVE_SPANS, Access, Page,
+                          atomic_parts)
+from .merge import MIXED, MIXED_ATOMICS, WHY, Merge, Sharing
 
 
 @dataclass(frozen=True)
@@ -67,60 +67,6 @@ class SharingError(Exception):
     def __init__(self, address: int, first: Use, second: Use, why: str):
         super().__init__(why)
         self.address, self.first, self.second, self.why = address, first, second, why
-
-
-def _mergeable(kind: np.ndarray) -> np.ndarray:
-    """Per kind: stores, or atomics the host merges."""
-    out = kind == Access.WRITE
-    for k in np.unique(kind[(kind > 0) & ((kind & ACCESS_MASK) == Access.ATOMIC)]):
-        if atomic_parts(int(k)).merged:
-            out |= kind == k
-    return out
-
-
-def _dtype(kind: int) -> np.dtype:
-    """The NumPy type an atomic's elements are combined in (unsigned where
-    integers wrap or compare unsigned)."""
-    atomic = atomic_parts(kind)
-    if atomic.float_type == "bf16":
-        import ml_dtypes
-        return np.dtype(ml_dtypes.bfloat16)
-    if atomic.float_type is not None:
-        return np.dtype({"f16": np.float16, "f32": np.float32, "f64": np.float64}[atomic.float_type])
-    signed = atomic.op in (AtomicOp.MAX, AtomicOp.MIN)
-    return np.dtype(f"{'i' if signed else 'u'}{atomic.size}")
-
-
-def _float_bits_max(result: np.ndarray, final: np.ndarray, maximum: bool) -> np.ndarray:
-    """Triton's float max (min) on the bits (unsigned arrays): a signed max of
-    the sign-clear values and an unsigned min of the sign-set ones commute, so
-    DPUs' results merge as one: the signed max where either is sign-clear, else
-    the unsigned min (for min: the unsigned max where either is sign-set, else
-    the signed min)."""
-    signed = result.dtype.str.replace("u", "i")
-    rs, fs = result.view(signed), final.view(signed)
-    if maximum:
-        return np.where((rs >= 0) | (fs >= 0), np.maximum(rs, fs).view(result.dtype), np.minimum(result, final))
-    return np.where((rs < 0) | (fs < 0), np.maximum(result, final), np.minimum(rs, fs).view(result.dtype))
-
-
-def _combine(kind: int, result: np.ndarray, final: np.ndarray, pristine: np.ndarray) -> np.ndarray:
-    """An element's merged value so far with one more DPU's final value in."""
-    op = atomic_parts(kind).op
-    if op in (AtomicOp.FMAX_BITS, AtomicOp.FMIN_BITS):
-        return _float_bits_max(result, final, op == AtomicOp.FMAX_BITS)
-    if op in (AtomicOp.ADD, AtomicOp.FADD):
-        return result + (final - pristine)
-    if op in (AtomicOp.MAX, AtomicOp.UMAX, AtomicOp.FMAX):
-        return np.maximum(result, final)
-    if op in (AtomicOp.MIN, AtomicOp.UMIN, AtomicOp.FMIN):
-        return np.minimum(result, final)
-    if op == AtomicOp.AND:
-        return result & final
-    if op == AtomicOp.OR:
-        return result | final
-    assert op == AtomicOp.XOR
-    return result ^ final ^ pristine
 
 
 class _Spare:
@@ -297,167 +243,46 @@ class Gather:
         return all(self.read(lo, hi - lo) == p.data for (lo, hi), p in zip(self.spans, self.pristine))
 
     def merge(self) -> None:
-        """Write the launch's results into the arrays (raises SharingError)."""
-        merged = _Merge(self)
-        for dpu, claims, finals in self.claims:
-            merged.add(dpu, claims, finals)
-        for dpu, reads in self.reads:
-            merged.check_reads(dpu, reads)
-        for (lo, hi), off in zip(merged.union, merged.offsets):
-            self.write(lo, merged.result[off:off + hi - lo].tobytes())
+        """Write the launch's results into the arrays (raises SharingError):
+        merge.h's merge of each span, over the bytes the DPUs wrote there
+        (their hull: a read beyond it reads nothing a DPU wrote)."""
+        refused, merged = Sharing(), []
+        for k, (lo, hi) in enumerate(self.spans):
+            taken = []
+            for dpu, claims, finals in self.claims:
+                at = np.flatnonzero((claims[:, 1] >= lo) & (claims[:, 1] < hi))
+                if len(at):
+                    taken.append((dpu, claims[at], [finals[i] for i in at.tolist()]))
+            if not taken:
+                continue
+            a = min(int(claims[:, 1].min()) for _, claims, _ in taken)
+            b = min(hi, max(int(claims[:, 2].max()) for _, claims, _ in taken))
+            pristine, result = self.pristine[k][a - lo:b - lo], np.empty(b - a, np.uint8)
+            with Merge(k, a, pristine, result, refused) as merge:
+                for dpu, claims, finals in taken:
+                    merge.take(dpu, claims, *self._part(claims, finals, a, b))
+                for dpu, reads in self.reads:
+                    merge.reads(dpu, reads)
+            merged.append((a, result))
+        if refused.found:
+            first, second = (Use(u.dpu, u.kind, u.site) for u in (refused.first, refused.second))
+            raise SharingError(refused.address, first, second, WHY[refused.why])
+        for a, result in merged:
+            self.write(a, result.tobytes())
 
-
-class _Merge:
-    """Byte-level state over the union of the bytes any DPU wrote."""
-
-    def __init__(self, gather: Gather):
-        spans = sorted((lo, hi) for _, claims, _ in gather.claims for _, lo, hi, _ in claims.tolist())
-        self.union: list[tuple[int, int]] = []
-        for lo, hi in spans:
-            if self.union and lo <= self.union[-1][1]:
-                self.union[-1] = (self.union[-1][0], max(hi, self.union[-1][1]))
-            else:
-                self.union.append((lo, hi))
-        self.starts = np.array([lo for lo, _ in self.union], dtype=np.int64)
-        self.ends = np.array([hi for _, hi in self.union], dtype=np.int64)
-        self.offsets = np.concatenate([[0], np.cumsum(self.ends - self.starts)]).astype(np.int64)
-        size = int(self.offsets[-1])
-        self.pristine = np.zeros(size, dtype=np.uint8)
-        for (lo, hi), off in zip(self.union, self.offsets):
-            before = gather._pristine(lo, hi)
-            if before is not None:
-                self.pristine[off:off + hi - lo] = np.frombuffer(before, dtype=np.uint8)
-        self.result = self.pristine.copy()
-        self.owner = np.full(size, -1, dtype=np.int64)        # the first DPU that wrote a byte
-        self.kind = np.zeros(size, dtype=np.int64)
-        self.site = np.zeros(size, dtype=np.int64)
-        self.other = np.full(size, -1, dtype=np.int64)        # a second DPU that wrote it
-        self.other_site = np.zeros(size, dtype=np.int64)
-
-    def position(self, lo: np.ndarray) -> np.ndarray:
-        """Where MRAM addresses `lo` (each inside the union) are in the byte arrays."""
-        k = np.searchsorted(self.starts, lo, side="right") - 1
-        return self.offsets[k] + lo - self.starts[k]
-
-    def address(self, pos: int) -> int:
-        k = int(np.searchsorted(self.offsets, pos, side="right")) - 1
-        return int(self.starts[k] + pos - self.offsets[k])
-
-    def _use(self, pos: int, second: bool = False) -> Use:
-        if second:
-            return Use(int(self.other[pos]), int(self.kind[pos]), int(self.other_site[pos]))
-        return Use(int(self.owner[pos]), int(self.kind[pos]), int(self.site[pos]))
-
-    def add(self, dpu: int, claims: np.ndarray, finals: list[bytes]) -> None:
-        """DPU `dpu`'s writes (log rows) and their final bytes."""
-        if not len(claims):
-            return
-        order = np.argsort(claims[:, 1], kind="stable")
-        claims, finals = claims[order], [finals[i] for i in order.tolist()]
-        kinds, los, his, sites = (claims[:, i] for i in range(4))
-        starts = self.position(los)
-        lengths = his - los
-        disjoint = not (los[1:] < np.maximum.accumulate(his)[:-1]).any()
-        if disjoint and len(claims) <= 256 and self._take_new(dpu, claims, starts, finals):
-            return
-        # Every byte of every claim: its position, kind, site and value.
-        pos = np.repeat(starts, lengths) + _ranges(lengths)
-        kind = np.repeat(kinds, lengths)
-        site = np.repeat(sites, lengths)
-        value = np.frombuffer(b"".join(finals), dtype=np.uint8)
-        if not disjoint:
-            pos, kind, site, value = _one_use_per_byte(pos, kind, site, value)
-        new = self.owner[pos] == -1
-        shared = ~new
-        if shared.any():
-            self._check_shared(dpu, pos[shared], kind[shared], site[shared], value[shared])
-        self.owner[pos[new]] = dpu
-        self.kind[pos[new]] = kind[new]
-        self.site[pos[new]] = site[new]
-        self.result[pos[new]] = value[new]
-        later = shared & (self.other[pos] == -1)
-        self.other[pos[later]] = dpu
-        self.other_site[pos[later]] = site[later]
-
-    def _take_new(self, dpu, claims, starts, finals) -> bool:
-        """A few disjoint claims on bytes no DPU wrote before: taken by slices
-        (the common case, fast); False, changing nothing, otherwise."""
-        spans = [(int(a), int(a) + len(f)) for a, f in zip(starts.tolist(), finals)]
-        if any((self.owner[a:b] != -1).any() for a, b in spans):
-            return False
-        for (a, b), (kind, _, _, site), final in zip(spans, claims.tolist(), finals):
-            self.owner[a:b], self.kind[a:b], self.site[a:b] = dpu, kind, site
-            self.result[a:b] = np.frombuffer(final, dtype=np.uint8)
-        return True
-
-    def _check_shared(self, dpu, pos, kind, site, value) -> None:
-        """Bytes DPU `dpu` wrote that an earlier DPU wrote too: equal stores
-        and merged atomics of one kind pass; the atomics are combined."""
-        bad = (self.kind[pos] != kind) | ~_mergeable(kind)
-        stores = ~bad & (kind == Access.WRITE)
-        bad |= stores & (self.result[pos] != value)
-        if bad.any():
-            i = int(np.argmax(bad))
-            why = "different values stored" if kind[i] == self.kind[pos[i]] == Access.WRITE else "shared"
-            raise SharingError(self.address(int(pos[i])), self._use(int(pos[i])),
-                               Use(dpu, int(kind[i]), int(site[i])), why)
-        atomic = ~stores
-        for k in np.unique(kind[atomic]).tolist():
-            size = atomic_parts(k).size
-            at = np.flatnonzero(atomic & (kind == k))
-            # Whole elements only: each claim starts at an element and is whole elements long.
-            starts = at[::size]
-            idx = pos[starts][:, None] + np.arange(size)
-            dtype = _dtype(k)
-            old = self.result[idx].copy().view(dtype).reshape(-1)
-            fin = value[starts[:, None] + np.arange(size)].copy().view(dtype).reshape(-1)
-            pri = self.pristine[idx].copy().view(dtype).reshape(-1)
-            with np.errstate(all="ignore"):
-                self.result[idx] = _combine(k, old, fin, pri).astype(dtype).view(np.uint8).reshape(-1, size)
-
-    # Reads of at most this many bytes within one written span are checked at
-    # once, byte by byte (a DPU's scalar loads: a log row each, when its
-    # elements are not adjacent); longer ones by slices, row by row.
-    SMALL_READ = 64
-
-    def check_reads(self, dpu: int, reads: np.ndarray) -> None:
-        """A DPU may read only bytes no other DPU wrote (the error names the
-        lowest such byte it read: the log's order of its reads depends on how
-        its entries merged)."""
-        if not len(reads) or not len(self.union):
-            return
-        los, his = reads[:, 1], reads[:, 2]
-        k = np.searchsorted(self.ends, los, side="right")
-        hit = (k < len(self.union)) & (self.starts[np.minimum(k, len(self.union) - 1)] < his)
-        rows = np.flatnonzero(hit)
-        j = k[rows]
-        starts = np.maximum(los[rows], self.starts[j])
-        small = (his[rows] <= self.ends[j]) & (his[rows] - starts <= self.SMALL_READ)
-        at, n = rows[small], (his[rows] - starts)[small]          # (n >= 1: each overlaps span j)
-        heads = np.cumsum(n) - n
-        byte = np.repeat(self.offsets[j[small]] + starts[small] - self.starts[j[small]] - heads, n) \
-            + np.arange(int(n.sum()))
-        owner, other = self.owner[byte], self.other[byte]
-        foreign = np.logical_or.reduceat((owner != dpu) | ((other != -1) & (other != dpu)), heads) \
-            if len(at) else np.zeros(0, dtype=bool)
-        found = None                                   # (byte, kind, site) of the lowest foreign byte
-        for row in np.sort(np.concatenate([rows[~small], at[foreign]])).tolist():
-            kind, lo, hi, site = (int(v) for v in reads[row])
-            j = int(k[row])
-            while j < len(self.union) and self.starts[j] < hi:
-                a = self.offsets[j] + max(lo, self.starts[j]) - self.starts[j]
-                b = self.offsets[j] + min(hi, self.ends[j]) - self.starts[j]
-                foreign = (self.owner[a:b] != dpu) | ((self.other[a:b] != -1) & (self.other[a:b] != dpu))
-                if foreign.any():
-                    p = int(a + np.argmax(foreign))
-                    if found is None or p < found[0]:
-                        found = (p, kind, site)
-                    break
-                j += 1
-        if found is not None:
-            p, kind, site = found
-            writer = self._use(p, second=self.owner[p] == dpu)
-            raise SharingError(self.address(p), writer, Use(dpu, kind, site), "read")
+    @staticmethod
+    def _part(claims: np.ndarray, finals: list[bytes], a: int, b: int):
+        """(part, its first, its end): a DPU's final bytes in its claims on
+        [a, b), in a buffer over their hull; offsets from `a`."""
+        lo, hi = np.maximum(claims[:, 1], a), np.minimum(claims[:, 2], b)
+        first, end = int(lo.min()) - a, int(hi.max()) - a
+        part = np.empty(end - first, np.uint8)             # (merge.h reads only the claimed bytes)
+        lengths = np.maximum(hi - lo, 0)
+        at = np.repeat(lo - a - first, lengths) + _ranges(lengths)
+        values = np.frombuffer(b"".join(f[x - c:y - c] for f, c, x, y in
+                                        zip(finals, claims[:, 1].tolist(), lo.tolist(), hi.tolist())), np.uint8)
+        part[at] = values
+        return part, first, end
 
 
 def uses(log: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -548,23 +373,6 @@ def _coalesced(claims: np.ndarray) -> np.ndarray:
     out = claims[starts].copy()
     out[:, 2] = np.maximum.reduceat(claims[:, 2], starts)
     return out
-
-
-def _one_use_per_byte(pos, kind, site, value):
-    """The bytes of a DPU's overlapping claims, each once: the first claim's
-    site, its kind, or MIXED (a store and an atomic) / MIXED_ATOMICS (two
-    atomics) where the claims differ; the value is the same in each."""
-    order = np.argsort(pos, kind="stable")
-    pos, kind, site, value = pos[order], kind[order], site[order], value[order]
-    first = np.ones(len(pos), dtype=bool)
-    first[1:] = pos[1:] != pos[:-1]
-    starts = np.flatnonzero(first)
-    group = np.cumsum(first) - 1
-    differs = np.logical_or.reduceat(kind != kind[starts][group], starts)
-    stored = np.logical_or.reduceat(kind == Access.WRITE, starts)
-    pos, kind, site, value = pos[starts], kind[starts], site[starts], value[starts]
-    kind[differs] = np.where(stored[differs], MIXED, MIXED_ATOMICS)
-    return pos, kind, site, value
 
 
 def _ranges(lengths: np.ndarray) -> np.ndarray:

@@ -9,12 +9,11 @@ import math
 import string
 import textwrap
 from pathlib import Path
-from typing import Any
 
 from ..base import templates
 from ..base.errors import file_of_kernel_site
 from ..codegen.upmem_c import INCLUDE_DIR
-from ..dpu import sharing
+from ..dpu import merge
 from ..target import dpu as abi
 from ..target import dtypes
 from . import printer as P
@@ -53,20 +52,6 @@ def _split_message(name: str, text: str) -> list[tuple[str, str]]:
     """A message with one `{where}` as the C strings before and after it."""
     before, after = text.split("{where}")
     return [(f"{name}_BEFORE", _c_string(before)), (f"{name}_AFTER", _c_string(after))]
-
-
-def _log_codes() -> list[tuple[str, Any]]:
-    """The access log's codes (abi.Access, abi.AtomicOp, the fields of an
-    atomic's kind) as (name, value) pairs for C."""
-    merged = sum(1 << int(op) for op in abi.MERGED_ATOMICS)
-    return [*((f"ACCESS_{a.name}", int(a)) for a in abi.Access),
-            *((name, getattr(abi, name)) for name in ("ACCESS_MASK", "ATOMIC_OP_SHIFT", "ATOMIC_OP_MASK",
-                                                       "ATOMIC_OLD_USED", "ATOMIC_FLOAT_SHIFT",
-                                                       "ATOMIC_FLOAT_MASK", "ATOMIC_SIZE_SHIFT")),
-            *((f"ATOMIC_{op.name}", int(op)) for op in abi.AtomicOp),
-            *((f"ATOMIC_FLOAT_{t.upper()}", v) for t, v in abi.ATOMIC_FLOAT.items()),
-            ("MERGED_ATOMICS", f"{merged:#x}u"),
-            ("MIXED", f"({sharing.MIXED})"), ("MIXED_ATOMICS", f"({sharing.MIXED_ATOMICS})")]
 
 
 def dma_rules_header() -> str:
@@ -488,7 +473,8 @@ def project_files(spec: ExportSpec, built: Build) -> dict[str, str]:
         "launch_config.h": launch_config(spec, built.name, direct_mram_functions(built.record),
                                          bool(built.record.c_functions)),
         "host_runner.c": host_runner(spec, built),
-        "merge.h": fill("merge.h", log_codes=_defines(_log_codes())),
+        "merge.h": merge.header(),
+        "half_bits.h": merge.HALF_BITS_H.read_text(),
         "Makefile": fill("Makefile", kernel=built.name, tasklets=spec.num_tasklets,
                          stdout_bytes=STDOUT_BUFFER_BYTES if built.program.needs_stdio else 0,
                          c_sources=" ".join(compiled)),

@@ -18,7 +18,7 @@ import edsl
 from edsl.target import dpu as abi
 from edsl.base.errors import DpuError
 from sharing_kernels import BLOCK, count, flag, group_sums, read_then_count, scatter, take_tickets, wait_for
-from edsl.export import generate
+from edsl.dpu import merge
 from export_helpers import build, export_and_run, export_with_data_and_run, masked, needs_cc, output, run
 
 SHARING_EXIT = 5
@@ -192,8 +192,21 @@ def test_a_scalar_every_tasklet_reads_is_read_before_any_tasklet_writes_in_the_r
     np.testing.assert_array_equal(seen, np.repeat(np.arange(5, dtype=np.int32)[:, None], 64, 1))
 
 
+def test_the_runner_merges_with_the_models_own_file(tmp_path):
+    """The merge across DPUs is written once: the exported runner includes
+    the merge.h (and half_bits.h) the DPU model compiles and runs."""
+    folder = tmp_path / "add"
+    edsl.export(scatter, folder, signature={"x_ptr": "*i32", "idx_ptr": "*i32", "out_ptr": "*i32"},
+                constants={"MODE": "add", "BLOCK": BLOCK}, outputs=["out_ptr"])
+    assert (folder / "merge.h").read_text() == merge.header()
+    assert (folder / "half_bits.h").read_text() == merge.HALF_BITS_H.read_text()
+    assert '#include "merge.h"' in (folder / "host_runner.c").read_text()
+    assert re.search(r"^static (int|void) merge_(begin|take|reads|end)\(", (folder / "host_runner.c").read_text(),
+                     re.M) is None
+
+
 def test_the_log_codes_in_c_decode_the_abis_kinds():
-    codes = dict(generate._log_codes())
+    codes = dict(merge.log_codes())
     for op in abi.AtomicOp:
         for old_used in (False, True):
             for size, float_type in ((1, None), (2, "bf16"), (4, "f32"), (8, None), (2, "f16"), (8, "f64")):

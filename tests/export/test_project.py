@@ -77,8 +77,8 @@ def test_dpu_source_compiles_with_only_the_sdk_declarations(tmp_path):
 def test_export_folder_contents(tmp_path):
     result, x, _ = _add_export(tmp_path / "p")
     folder = tmp_path / "p"
-    for name in ("dpu_program.c", "kernel_args.h", "host_runner.c", "merge.h", "launch_config.h", "Makefile",
-                 "README.md", "manifest.json", "sim/dpu.h", "sim/mram.h", "data/x_ptr.bin",
+    for name in ("dpu_program.c", "kernel_args.h", "host_runner.c", "merge.h", "half_bits.h", "launch_config.h",
+                 "Makefile", "README.md", "manifest.json", "sim/dpu.h", "sim/mram.h", "data/x_ptr.bin",
                  "data/out_ptr.expected.bin"):
         assert (folder / name).is_file(), name
     assert (folder / "data/x_ptr.bin").read_bytes() == x.tobytes()
@@ -690,9 +690,9 @@ def test_templates_are_package_data():
     assert "templates/*" in package_data["edsl.export"] and "sdk/*" in package_data["edsl.export"]
     assert {p.name for p in TEMPLATES.iterdir()} >= {"dpu_program.c", "dpu_abi.h", "dma_rules.h", "error_messages.h",
                                                      "kernel_args.h",
-                                                     "host_runner.c", "merge.h", "launch_config.h", "Makefile",
-                                                     "README.md"}
+                                                     "host_runner.c", "launch_config.h", "Makefile", "README.md"}
     assert "*.mlir" in package_data["edsl.dpu"]         # the DPU runtime library
+    assert "*.h" in package_data["edsl.dpu"]            # the merge across DPUs (merge.h, half_bits.h)
 
 
 def test_printed_names_cannot_clash_with_the_program_around_them():

@@ -677,7 +677,7 @@ ${set_ptrs}
       return 3;
     }
     for (uint32_t d = 0; d < dpus_used; d++)
-      if (merge_take(&m, d, &logs[d], gathered + (size_t)d * a->part_max, (int64_t)a->lo[d], (int64_t)a->hi[d])) {
+      if (merge_take(&m, d, &logs[d], gathered + (size_t)d * a->part_max, (int64_t)a->lo[d], (int64_t)a->hi[d], 1)) {
         if (m.unlogged < 0)
           fprintf(stderr, "error: out of memory merging array '%s'\n", a->name);
         else
