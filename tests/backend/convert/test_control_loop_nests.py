@@ -181,7 +181,11 @@ def _run_nest(depth, op, reset, store_inside, scalar, trips, seed):
         _same_bits(got, results[0], f"{t} tasklets against 1")
     reference = _reference(x, w.astype(np.float64), trips, depth, op, reset, store_inside, scalar)
     for got, want in zip(results[0], reference):
-        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+        # (float32 rounding over the nest's steps is relative to its largest
+        # values: a scan's sums of ~140, less a carried scalar, leave ~1.66
+        # off by 1.5e-3 (seed 4821))
+        scale = max(1.0, float(np.abs(want).max()))
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=max(1e-3, 1e-4 * scale))
 
 
 @settings(max_examples=20, deadline=None)
