@@ -53,8 +53,8 @@ import functools
 import numpy as np
 
 from ..target import dtypes
-from ..target.dpu import (DMA_ALIGN, MRAM_BYTES, OUTSIDE_ARRAYS, OUTSIDE_KERNEL_C_MRAM, SHARING_ADVICE, align_up,
-                          c_heap_bytes, dpu_programs, programs_per_dpu)
+from ..target.dpu import (DMA_ALIGN, ELEMENT_NAME, MRAM_BYTES, OUTSIDE_ARRAYS, OUTSIDE_KERNEL_C_MRAM, SHARING_ADVICE,
+                          SHARING_FORMATS, SHARING_LINE, align_up, c_heap_bytes, dpu_programs, programs_per_dpu)
 from ..dpu import races
 from ..dpu.runtime import Launch, LaunchReport, Program
 from ..dpu.sharing import SharingError
@@ -278,26 +278,22 @@ def _mram_for(memories: list[Memory], direct: bool, scratch: int, shift: int) ->
 
 
 def _sharing_error(err: SharingError, kernel: str, mram: Mram, memories: list[Memory], sites) -> DpuError:
-    """A DpuError naming the array, the element, the two DPUs and their lines."""
+    """A DpuError naming the array, the element, the two DPUs and their lines
+    (abi.SHARING_FORMATS, as the exported host runner words it)."""
     host = mram.host_address(err.address)
     where = f"MRAM address {err.address:#x}"
     for m in memories:
         if host is not None and m.lo <= host < m.hi:
-            where = f"element {(host - m.ptr) // m.item} of array '{m.name}'"
+            where = ELEMENT_NAME.format(index=(host - m.ptr) // m.item, array=m.name)
             break
 
     def line(use) -> str:
         loc = sites.get(use.site)
-        return f" (line {loc.lineno})" if loc is not None else ""
+        return SHARING_LINE.format(line=loc.lineno) if loc is not None else ""
     first, second = err.first, err.second
-    if err.why == "read":
-        what = (f"DPU {second.dpu} reads {where}{line(second)}, which DPU {first.dpu} "
-                f"{first.verb()} in the same launch{line(first)}")
-    elif err.why == "different values stored":
-        what = f"DPUs {first.dpu} and {second.dpu} store different values to {where}{line(second)}"
-    else:
-        what = (f"DPU {first.dpu} {first.verb()} {where}{line(first)} and DPU {second.dpu} "
-                f"{second.verb()} it{line(second)}")
+    what = SHARING_FORMATS[err.why].format(first=first.dpu, second=second.dpu, where=where,
+                                           first_verb=first.verb(), second_verb=second.verb(),
+                                           first_line=line(first), second_line=line(second))
     return DpuError(f"kernel '{kernel}': {what}. {SHARING_ADVICE}", sites.get(second.site))
 
 
@@ -305,7 +301,7 @@ def _race_error(race: races.Race, what: str, mram: Mram, memories: list[Memory],
     """A DpuError naming the two tasklets that race, the element and both lines."""
     def name(address: int, in_mram: bool) -> str | None:
         host = mram.host_address(address) if in_mram else None
-        return next((f"element {(host - m.ptr) // m.item} of array '{m.name}'" for m in memories
+        return next((ELEMENT_NAME.format(index=(host - m.ptr) // m.item, array=m.name) for m in memories
                      if host is not None and m.lo <= host < m.hi), None)
     text, loc = races.message(race, what, sites, name)
     return DpuError(text, loc)

@@ -42,10 +42,10 @@ double ldexp(double x, int e);
 /* The codes of the access log (edsl.target.dpu): a kind's low bits are an
  * ACCESS_*, an atomic's has its ATOMIC_* operation, flags, float type and
  * element size above. MERGED_ATOMICS: the operations (bits) the host merges
- * across DPUs when their old value is unused. MIXED, MIXED_ATOMICS
- * (edsl.dpu.sharing): a byte one DPU both stored to and updated atomically,
- * or updated with different atomics. */
-${log_codes}
+ * across DPUs when their old value is unused. MIXED, MIXED_ATOMICS: a byte
+ * one DPU both stored to and updated atomically, or updated with different
+ * atomics. SHARED_*: why a sharing is refused (abi.Shared). */
+${codes}
 
 /* One DPU's access log: its tasklets' entries, tasklet by tasklet. */
 struct dpu_log {
@@ -59,9 +59,8 @@ struct use {
   int64_t dpu, kind, site;
 };
 
-/* The sharing the merge refuses; `key` orders them as the model meets them
- * (claims before reads, then DPU, then the read's log row, then address). */
-enum { SHARED_USES, SHARED_STORES, SHARED_READ };
+/* The sharing the merge refuses (`why`: an EDSL_SHARED_*); `key` orders them
+ * (claims before reads, then DPU, then address, then the read's log row). */
 struct sharing {
   int found, why;
   uint64_t key[4];
@@ -327,7 +326,7 @@ static int merge_take(struct merge *m, uint32_t d, const struct dpu_log *log, co
       if (m->kind[b] != k || !mergeable(k) || (k == EDSL_ACCESS_WRITE && m->result[b] != part[b - part_lo])) {
         uint64_t key[4] = {0, d, (uint64_t)(lo_a + b), 0};
         int stores = k == EDSL_ACCESS_WRITE && m->kind[b] == EDSL_ACCESS_WRITE;
-        refuse(m->refused, key, stores ? SHARED_STORES : SHARED_USES, m->array, (uint64_t)(lo_a + b),
+        refuse(m->refused, key, stores ? EDSL_SHARED_STORES : EDSL_SHARED_USES, m->array, (uint64_t)(lo_a + b),
                (struct use){m->owner[b], m->kind[b], m->site[b]}, (struct use){d, k, m->dsite[b]});
         m->stopped = 1;
         return 0;
@@ -365,7 +364,7 @@ static void merge_reads(struct merge *m, uint32_t d, const struct dpu_log *log) 
       struct use writer = owner == (int32_t)d ? (struct use){other, m->kind[b], m->other_site[b]}
                                               : (struct use){owner, m->kind[b], m->site[b]};
       uint64_t key[4] = {1, d, (uint64_t)(lo_a + b), r};
-      refuse(m->refused, key, SHARED_READ, m->array, (uint64_t)(lo_a + b), writer, (struct use){d, e[0], e[3]});
+      refuse(m->refused, key, EDSL_SHARED_READ, m->array, (uint64_t)(lo_a + b), writer, (struct use){d, e[0], e[3]});
       m->stopped = 1;                      /* (after this DPU's rows: the next DPUs' reads are not checked) */
       break;
     }

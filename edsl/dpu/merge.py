@@ -27,13 +27,10 @@ HALF_BITS_H = HERE / "half_bits.h"       # (merge.h includes it; exported projec
 MIXED = -1
 MIXED_ATOMICS = -2
 
-# `struct sharing`'s why, as edsl.dpu.sharing.SharingError words it.
-WHY = ("shared", "different values stored", "read")
-
-
-def log_codes() -> list[tuple[str, Any]]:
+def codes() -> list[tuple[str, Any]]:
     """The access log's codes (abi.Access, abi.AtomicOp, the fields of an
-    atomic's kind) as (name, value) pairs for C (EDSL_<name>)."""
+    atomic's kind), the kinds of mixed uses, and why a sharing is refused
+    (abi.Shared) as (name, value) pairs for C (EDSL_<name>)."""
     merged = sum(1 << int(op) for op in abi.MERGED_ATOMICS)
     return [*((f"ACCESS_{a.name}", int(a)) for a in abi.Access),
             *((name, getattr(abi, name)) for name in ("ACCESS_MASK", "ATOMIC_OP_SHIFT", "ATOMIC_OP_MASK",
@@ -42,12 +39,13 @@ def log_codes() -> list[tuple[str, Any]]:
             *((f"ATOMIC_{op.name}", int(op)) for op in abi.AtomicOp),
             *((f"ATOMIC_FLOAT_{t.upper()}", v) for t, v in abi.ATOMIC_FLOAT.items()),
             ("MERGED_ATOMICS", f"{merged:#x}u"),
-            ("MIXED", f"({MIXED})"), ("MIXED_ATOMICS", f"({MIXED_ATOMICS})")]
+            ("MIXED", f"({MIXED})"), ("MIXED_ATOMICS", f"({MIXED_ATOMICS})"),
+            *((f"SHARED_{why.name}", int(why)) for why in abi.Shared)]
 
 
 def header() -> str:
-    """merge.h with the log's codes filled in."""
-    return templates.fill(MERGE_H, log_codes="\n".join(f"#define EDSL_{n} {v}" for n, v in log_codes()))
+    """merge.h with its codes filled in."""
+    return templates.fill(MERGE_H, codes="\n".join(f"#define EDSL_{n} {v}" for n, v in codes()))
 
 
 class _Use(ctypes.Structure):

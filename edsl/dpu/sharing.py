@@ -32,10 +32,10 @@ from typing import Callable
 
 import numpy as np
 
-from ..target.dpu import (ACCESS_MASK, LOG_ENTRY, PAGE_BYTES, PAGE_EPOCH_SHIFT, PAGE_OWNER_SHIFT, PAGE_SHIFT,
-                          PAGE_STATE_MASK, SAVE_COUNT, SAVE_EPOCH, SAVE_MIXED, SAVE_ROW, SAVE_SPANS, Access, Page,
-                          atomic_parts)
-from .merge import MIXED, MIXED_ATOMICS, WHY, Merge, Sharing
+from ..target.dpu import (ACCESS_MASK, LOG_ENTRY, OLD_USED_VERB, PAGE_BYTES, PAGE_EPOCH_SHIFT, PAGE_OWNER_SHIFT,
+                          PAGE_SHIFT, PAGE_STATE_MASK, SAVE_COUNT, SAVE_EPOCH, SAVE_MIXED, SAVE_ROW, SAVE_SPANS,
+                          USE_VERBS, Access, Page, Shared, atomic_parts)
+from .merge import MIXED, MIXED_ATOMICS, Merge, Sharing
 
 
 @dataclass(frozen=True)
@@ -46,26 +46,26 @@ class Use:
     site: int
 
     def verb(self) -> str:
-        """What the use does to an element, as a verb phrase."""
+        """What the use does to an element, as a verb phrase (abi.USE_VERBS)."""
         if self.kind == MIXED:
-            return "stores to and atomically updates"
+            return USE_VERBS["mixed"]
         if self.kind == MIXED_ATOMICS:
-            return "applies different atomics to"
+            return USE_VERBS["mixed_atomics"]
         access = self.kind & ACCESS_MASK
         if access == Access.READ:
-            return "reads"
+            return USE_VERBS["read"]
         if access == Access.WRITE:
-            return "stores to"
+            return USE_VERBS["write"]
         atomic = atomic_parts(self.kind)
-        return f"applies atomic_{atomic.op.name.lower()}{' (its old value used)' if atomic.old_used else ''} to"
+        return USE_VERBS["atomic"].format(op=atomic.op.name.lower(), old_used=OLD_USED_VERB if atomic.old_used else "")
 
 
 class SharingError(Exception):
     """Two DPUs of a launch share bytes of an array in a way that their own
-    MRAMs cannot give: `address` (MRAM), the two uses, and why."""
+    MRAMs cannot give: `address` (MRAM), the two uses, and why (abi.Shared)."""
 
-    def __init__(self, address: int, first: Use, second: Use, why: str):
-        super().__init__(why)
+    def __init__(self, address: int, first: Use, second: Use, why: Shared):
+        super().__init__(why.name.lower())
         self.address, self.first, self.second, self.why = address, first, second, why
 
 
@@ -266,7 +266,7 @@ class Gather:
             merged.append((a, result))
         if refused.found:
             first, second = (Use(u.dpu, u.kind, u.site) for u in (refused.first, refused.second))
-            raise SharingError(refused.address, first, second, WHY[refused.why])
+            raise SharingError(refused.address, first, second, Shared(refused.why))
         for a, result in merged:
             self.write(a, result.tobytes())
 

@@ -48,9 +48,9 @@ def abi_header() -> str:
                                    *_split_message("MESSAGE_OUTSIDE_ARRAYS_LOADED", abi.OUTSIDE_ARRAYS_LOADED)]))
 
 
-def _split_message(name: str, text: str) -> list[tuple[str, str]]:
-    """A message with one `{where}` as the C strings before and after it."""
-    before, after = text.split("{where}")
+def _split_message(name: str, text: str, field: str = "where") -> list[tuple[str, str]]:
+    """A message with one `{field}` as the C strings before and after it."""
+    before, after = text.split("{" + field + "}")
     return [(f"{name}_BEFORE", _c_string(before)), (f"{name}_AFTER", _c_string(after))]
 
 
@@ -71,38 +71,55 @@ def dma_rules_header() -> str:
 
 
 def error_messages_header() -> str:
-    """error_messages.h: the wording of the run-time errors (edsl.target.dpu.ERROR_FORMATS) as C."""
+    """error_messages.h: the wording of the run-time errors (edsl.target.dpu.ERROR_FORMATS)
+    and of the sharing across DPUs that the merge refuses (SHARING_FORMATS) as C."""
     cases = [f"  case EDSL_ERR_{abi.Err(code).name}:\n{_c_format(fmt)}" for code, fmt in abi.ERROR_FORMATS.items()]
     sides = [f"  if (code == EDSL_ERR_{code.name} && write == {int(direction == abi.WRITE)})\n"
              f"    return {_c_string(side)};" for (code, direction), side in abi.OVERRUN_SIDES.items()]
-    fields = "\n".join(f"  {'const char *' if t is str else 'int64_t '}{name};" for name, t in abi.ERROR_OPERANDS.items())
-    return fill("error_messages.h", fields=fields, cases="\n".join(cases), sides="\n".join(sides),
-                unknown=_c_format(abi.UNKNOWN_ERROR, indent="  "),
-                read=_c_string(abi.TRANSFER_NAMES[abi.READ]), write=_c_string(abi.TRANSFER_NAMES[abi.WRITE]))
+    sharing = [f"  case {int(why)}:  /* EDSL_SHARED_{why.name} */\n{_c_format(fmt, operands=abi.SHARING_OPERANDS)}"
+               for why, fmt in abi.SHARING_FORMATS.items()]
+    verbs = [(f"VERB_{name.upper()}", _c_string(text)) for name, text in abi.USE_VERBS.items() if name != "atomic"]
+    verbs += [("OLD_USED_VERB", _c_string(abi.OLD_USED_VERB)),
+              *_split_message("SHARING_LINE", abi.SHARING_LINE, "line")]
+    # (functions of their parameters, "" where a text is NULL)
+    atomic_verb = _c_format(abi.USE_VERBS["atomic"], "  ", {"op": str, "old_used": str}, of="", otherwise="")
+    element_name = _c_format(abi.ELEMENT_NAME, "  ", {"index": int, "array": str}, of="", otherwise="")
+    return fill("error_messages.h", fields=_c_fields(abi.ERROR_OPERANDS), cases="\n".join(cases),
+                sides="\n".join(sides), unknown=_c_format(abi.UNKNOWN_ERROR, indent="  "),
+                read=_c_string(abi.TRANSFER_NAMES[abi.READ]), write=_c_string(abi.TRANSFER_NAMES[abi.WRITE]),
+                sharing_fields=_c_fields(abi.SHARING_OPERANDS), sharing_cases="\n".join(sharing),
+                verbs=_defines(verbs), atomic_verb=atomic_verb, element_name=element_name)
 
 
-def _c_format(fmt: str, indent: str = "    ") -> str:
-    """C that writes format `fmt` (of ERROR_FORMATS) of the operands `o` to
-    `out` and returns; where a text operand is NULL, it falls through."""
+def _c_fields(operands: dict) -> str:
+    return "\n".join(f"  {'const char *' if t is str else 'int64_t '}{name};" for name, t in operands.items())
+
+
+def _c_format(fmt: str, indent: str = "    ", operands: dict = abi.ERROR_OPERANDS, of: str = "o->",
+              otherwise: str = "break;") -> str:
+    """C that writes format `fmt` (of ERROR_FORMATS, or another table of
+    `operands`) of the operands (`of`: fields of `o`, or "": parameters) to
+    `out` and returns; where a text operand is NULL, it goes on with `otherwise`."""
     text, args, texts = [], [], []
     for literal, name, spec, _ in string.Formatter().parse(fmt):
         text.append(literal.replace("%", "%%"))
         if name is None:
             continue
-        if abi.ERROR_OPERANDS[name] is str:
+        if operands[name] is str:
             text.append("%s")
-            texts.append(f"o->{name}")
+            texts.append(f"{of}{name}")
         elif spec == "#x":
             text.append("0x%llx")
         else:
             assert not spec, (fmt, spec)
             text.append("%lld")
-        cast = "" if abi.ERROR_OPERANDS[name] is str else "(unsigned long long)" if spec else "(long long)"
-        args.append(f"{cast}o->{name}")
+        cast = "" if operands[name] is str else "(unsigned long long)" if spec else "(long long)"
+        args.append(f"{cast}{of}{name}")
     call = f"snprintf(out, size, {', '.join([_c_string(''.join(text)), *args])});"
     if not texts:
         return f"{indent}{call}\n{indent}return;"
-    return f"{indent}if ({' && '.join(texts)}) {{\n{indent}  {call}\n{indent}  return;\n{indent}}}\n{indent}break;"
+    return (f"{indent}if ({' && '.join(texts)}) {{\n{indent}  {call}\n{indent}  return;\n{indent}}}"
+            + (f"\n{indent}{otherwise}" if otherwise else ""))
 
 
 def _c_string(text: str) -> str:
@@ -282,7 +299,8 @@ def host_runner(spec: ExportSpec, built: Build) -> str:
                 region_per_array=int(built.per_array),
                 parse="\n".join(parse), missing=missing, set_ptrs=set_ptrs,
                 asserts=",\n".join(asserts) or "    {NULL, NULL}", sites=sites,
-                usage=usage, atomic_names=_atomic_names(), prints=int(prints), stdout_bytes=STDOUT_BUFFER_BYTES if prints else 0,
+                usage=usage, atomic_names=_atomic_names(), prints=int(prints),
+                stdout_bytes=STDOUT_BUFFER_BYTES if prints else 0,
                 sharing_advice=_c_string(abi.SHARING_ADVICE))
 
 

@@ -521,6 +521,39 @@ def atomic_parts(kind: int) -> AtomicKind:
                       kind >> ATOMIC_SIZE_SHIFT, floats.get((kind >> ATOMIC_FLOAT_SHIFT) & ATOMIC_FLOAT_MASK))
 
 
+class Shared(IntEnum):
+    """Why the merge across DPUs (edsl/dpu/merge.h) refuses what two DPUs
+    did to one byte: uses that do not merge, different values stored, a read
+    of what another DPU wrote."""
+    USES = 0
+    STORES = 1
+    READ = 2
+
+
+# The wording of the error for DPUs that share array elements, by why, with
+# its operands (`str.format` fields: the two DPUs, the element, what each
+# did, `USE_VERBS`, and each one's line, `SHARING_LINE` or ""), once: the
+# model formats it (edsl.backend.model) and the exported host runner's C is
+# generated from it (edsl.export.generate). Then `SHARING_ADVICE`.
+SHARING_FORMATS = {
+    Shared.USES: "DPU {first} {first_verb} {where}{first_line} and DPU {second} {second_verb} it{second_line}",
+    Shared.STORES: "DPUs {first} and {second} store different values to {where}{second_line}",
+    Shared.READ: "DPU {second} reads {where}{second_line}, which DPU {first} {first_verb} in the same "
+                 "launch{first_line}",
+}
+SHARING_OPERANDS = {"first": int, "second": int, "where": str, "first_verb": str, "second_verb": str,
+                    "first_line": str, "second_line": str}
+SHARING_LINE = " (line {line})"
+# An element of an array argument as errors name it (sharing, races).
+ELEMENT_NAME = "element {index} of array '{array}'"
+# What a DPU's use of a byte does to its element, by the use's kind: a byte
+# it both stored to and updated atomically (merge.h's EDSL_MIXED), or updated
+# with different atomics (EDSL_MIXED_ATOMICS); a read, a store, an atomic
+# (`{op}`: its name, `{old_used}`: OLD_USED_VERB where its old value is used).
+USE_VERBS = {"mixed": "stores to and atomically updates", "mixed_atomics": "applies different atomics to",
+             "read": "reads", "write": "stores to", "atomic": "applies atomic_{op}{old_used} to"}
+OLD_USED_VERB = " (its old value used)"
+
 # What the error for DPUs that share array elements says after naming them:
 # the model (edsl.backend.model) and the exported host runner say the same.
 SHARING_ADVICE = ("On UPMEM every DPU has its own MRAM: DPUs see only their own writes, and the host "

@@ -15,7 +15,7 @@ import triton
 import triton.language as tl
 from hypothesis import event, given, settings, strategies as st
 
-from edsl.target.dpu import Access, AtomicOp, atomic_kind, dpu_programs
+from edsl.target.dpu import Access, AtomicOp, Shared, atomic_kind, dpu_programs
 from edsl.dpu.runtime import Launch
 from edsl.dpu.sharing import Gather, SharingError
 from edsl.base.errors import DpuError
@@ -769,7 +769,7 @@ def test_a_read_of_bytes_another_dpu_wrote_is_found_lowest_first(owners, reads):
         return
     with pytest.raises(SharingError) as err:
         gather.merge()
-    assert err.value.why == "read" and (err.value.second.dpu, err.value.address) == want
+    assert err.value.why == Shared.READ and (err.value.second.dpu, err.value.address) == want
 
 
 @settings(max_examples=300, deadline=None)

@@ -205,8 +205,8 @@ def test_the_runner_merges_with_the_models_own_file(tmp_path):
                      re.M) is None
 
 
-def test_the_log_codes_in_c_decode_the_abis_kinds():
-    codes = dict(merge.log_codes())
+def test_the_codes_in_c_decode_the_abis_kinds():
+    codes = dict(merge.codes())
     for op in abi.AtomicOp:
         for old_used in (False, True):
             for size, float_type in ((1, None), (2, "bf16"), (4, "f32"), (8, None), (2, "f16"), (8, "f64")):

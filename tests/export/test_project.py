@@ -647,7 +647,13 @@ def error_messages_c(tmp_path_factory):
                           "void message(char *out, size_t size, const struct edsl_error_operands *o) "
                           "{ edsl_error_message(out, size, o); }\n"
                           "const char *side(int64_t code, int write) { return edsl_overrun_side(code, write); }\n"
-                          "const char *transfer(int write) { return edsl_transfer_name(write); }\n")
+                          "const char *transfer(int write) { return edsl_transfer_name(write); }\n"
+                          "void sharing(char *out, size_t size, int64_t why, const struct edsl_sharing_operands *o) "
+                          "{ edsl_sharing_message(out, size, why, o); }\n"
+                          "void atomic_verb(char *out, size_t size, const char *op, const char *old) "
+                          "{ edsl_atomic_verb(out, size, op, old); }\n"
+                          "void element(char *out, size_t size, int64_t index, const char *array) "
+                          "{ edsl_element_name(out, size, index, array); }\n")
     lib.side.restype = lib.transfer.restype = ctypes.c_char_p
     lib.side.argtypes, lib.transfer.argtypes = [ctypes.c_int64, ctypes.c_int], [ctypes.c_int]
     return lib
@@ -683,6 +689,31 @@ def test_exported_error_messages_are_the_abis(error_messages_c, code, operands):
     assert error_messages_c.side(int(abi.Err.DMA_RULE), 0) is None
     assert [error_messages_c.transfer(w).decode() for w in (0, 1)] == [abi.TRANSFER_NAMES[abi.READ],
                                                                        abi.TRANSFER_NAMES[abi.WRITE]]
+
+
+class SharingOperands(ctypes.Structure):
+    """struct edsl_sharing_operands, as abi.SHARING_OPERANDS names them."""
+    _fields_ = [(name, ctypes.c_char_p if t is str else ctypes.c_int64) for name, t in abi.SHARING_OPERANDS.items()]
+
+
+@needs_cc
+@pytest.mark.parametrize("why", list(abi.Shared))
+def test_exported_sharing_messages_are_the_abis(error_messages_c, why):
+    """The exported runner words a sharing across DPUs as the model does
+    (error_messages.h, generated from abi.SHARING_FORMATS, ELEMENT_NAME and
+    USE_VERBS)."""
+    out = ctypes.create_string_buffer(4096)
+    error_messages_c.element(out, ctypes.sizeof(out), 12, b"out_ptr")
+    where = out.value.decode()
+    assert where == abi.ELEMENT_NAME.format(index=12, array="out_ptr") == "element 12 of array 'out_ptr'"
+    error_messages_c.atomic_verb(out, ctypes.sizeof(out), b"add", abi.OLD_USED_VERB.encode())
+    verb = out.value.decode()
+    assert verb == abi.USE_VERBS["atomic"].format(op="add", old_used=abi.OLD_USED_VERB)
+    operands = dict(first=3, second=7, where=where, first_verb=verb, second_verb=abi.USE_VERBS["write"],
+                    first_line=abi.SHARING_LINE.format(line=41), second_line="")
+    c = SharingOperands(**{k: v.encode() if isinstance(v, str) else v for k, v in operands.items()})
+    error_messages_c.sharing(out, ctypes.sizeof(out), int(why), ctypes.byref(c))
+    assert out.value.decode() == abi.SHARING_FORMATS[why].format(**operands)
 
 
 def test_templates_are_package_data():

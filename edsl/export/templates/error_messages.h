@@ -27,6 +27,39 @@ ${sides}
   return NULL;
 }
 
+/* What a sharing error's message names (abi.SHARING_OPERANDS): the two DPUs,
+ * the element, what each did to it and each one's line (or ""). */
+struct edsl_sharing_operands {
+${sharing_fields}
+};
+
+/* The message of a sharing across DPUs that the merge refuses (merge.h's
+ * `struct sharing`), by its why (abi.SHARING_FORMATS). */
+static inline void edsl_sharing_message(char *out, size_t size, int64_t why, const struct edsl_sharing_operands *o) {
+  switch (why) {
+${sharing_cases}
+  default:
+    break;
+  }
+  snprintf(out, size, "DPUs share an element (why %lld)", (long long)why);
+}
+
+/* What a use does to an element (abi.USE_VERBS, OLD_USED_VERB), and a use's
+ * line in a message (abi.SHARING_LINE: before and after the number). */
+${verbs}
+
+/* An element of an array as an error names it (abi.ELEMENT_NAME). */
+static inline void edsl_element_name(char *out, size_t size, int64_t index, const char *array) {
+${element_name}
+  snprintf(out, size, "%s", "");
+}
+
+/* The verb of an atomic named `op` (`old_used`: OLD_USED_VERB or ""). */
+static inline void edsl_atomic_verb(char *out, size_t size, const char *op, const char *old_used) {
+${atomic_verb}
+  snprintf(out, size, "%s", "");
+}
+
 /* The message of the error `o->code` with its operands. */
 static inline void edsl_error_message(char *out, size_t size, const struct edsl_error_operands *o) {
   switch (o->code) {

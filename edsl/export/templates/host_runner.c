@@ -290,22 +290,21 @@ ${atomic_names}
 /* What a use does to an element, as a verb phrase (sharing.Use.verb). */
 static void verb(char *out, size_t size, int64_t kind) {
   if (kind == EDSL_MIXED)
-    snprintf(out, size, "stores to and atomically updates");
+    snprintf(out, size, "%s", EDSL_VERB_MIXED);
   else if (kind == EDSL_MIXED_ATOMICS)
-    snprintf(out, size, "applies different atomics to");
+    snprintf(out, size, "%s", EDSL_VERB_MIXED_ATOMICS);
   else if ((kind & EDSL_ACCESS_MASK) == EDSL_ACCESS_READ)
-    snprintf(out, size, "reads");
+    snprintf(out, size, "%s", EDSL_VERB_READ);
   else if ((kind & EDSL_ACCESS_MASK) == EDSL_ACCESS_WRITE)
-    snprintf(out, size, "stores to");
+    snprintf(out, size, "%s", EDSL_VERB_WRITE);
   else {
     int op = atomic_op(kind);
     const char *name = op < (int)(sizeof atomic_names / sizeof atomic_names[0]) ? atomic_names[op] : NULL;
-    snprintf(out, size, "applies atomic_%s%s to", name ? name : "?",
-             kind & EDSL_ATOMIC_OLD_USED ? " (its old value used)" : "");
+    edsl_atomic_verb(out, size, name ? name : "?", kind & EDSL_ATOMIC_OLD_USED ? EDSL_OLD_USED_VERB : "");
   }
 }
 
-/* " (line N)" of a site, as the model names it; "" if unknown. */
+/* A use's line in a message (abi.SHARING_LINE), as the model names it; "" if unknown. */
 static void line_of(char *out, size_t size, int64_t site) {
   const char *where = site_of(site);
   const char *colon = where ? strrchr(where, ':') : NULL;
@@ -315,28 +314,21 @@ static void line_of(char *out, size_t size, int64_t site) {
   if (!colon || !start || start == where)
     snprintf(out, size, "%s", "");
   else
-    snprintf(out, size, " (line %.*s)", (int)(colon - start), start);
+    snprintf(out, size, "%s%.*s%s", EDSL_SHARING_LINE_BEFORE, (int)(colon - start), start, EDSL_SHARING_LINE_AFTER);
 }
 
-/* The refused sharing, worded as the DPU model's DpuError (model._sharing_error). */
+/* The refused sharing, worded as the DPU model's DpuError (abi.SHARING_FORMATS). */
 static void report_sharing(const struct sharing *s) {
   char where[512], what[1536], l1[64], l2[64], v1[96], v2[96];
   const struct array *a = &arrays[s->array];
-  snprintf(where, sizeof where, "element %llu of array '%s'",
-           (unsigned long long)((s->address - a->offset) / a->elem), a->name);
+  edsl_element_name(where, sizeof where, (int64_t)((s->address - a->offset) / a->elem), a->name);
   line_of(l1, sizeof l1, s->first.site);
   line_of(l2, sizeof l2, s->second.site);
   verb(v1, sizeof v1, s->first.kind);
   verb(v2, sizeof v2, s->second.kind);
-  if (s->why == SHARED_READ)
-    snprintf(what, sizeof what, "DPU %lld reads %s%s, which DPU %lld %s in the same launch%s",
-             (long long)s->second.dpu, where, l2, (long long)s->first.dpu, v1, l1);
-  else if (s->why == SHARED_STORES)
-    snprintf(what, sizeof what, "DPUs %lld and %lld store different values to %s%s", (long long)s->first.dpu,
-             (long long)s->second.dpu, where, l2);
-  else
-    snprintf(what, sizeof what, "DPU %lld %s %s%s and DPU %lld %s it%s", (long long)s->first.dpu, v1, where, l1,
-             (long long)s->second.dpu, v2, l2);
+  struct edsl_sharing_operands operands = {.first = s->first.dpu, .second = s->second.dpu, .where = where,
+                                           .first_verb = v1, .second_verb = v2, .first_line = l1, .second_line = l2};
+  edsl_sharing_message(what, sizeof what, s->why, &operands);
   const char *at = site_of(s->second.site);
   fprintf(stderr, "error: %s%skernel '%s': %s. %s\n", at ? at : "", at ? ": " : "", EDSL_KERNEL_NAME, what,
           ${sharing_advice});
