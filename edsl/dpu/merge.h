@@ -87,10 +87,13 @@ static void refuse(struct sharing *s, const uint64_t key[4], int why, int array,
   s->second = second;
 }
 
-/* A log entry's claim on one array: [lo, hi) offsets in it, and the entry's row. */
+/* A log entry's claim: its bytes [lo, hi) (image addresses, within one span
+ * of the merge), the position of `lo` and the end of its span, and the
+ * entry's row. */
 struct claim {
   int64_t kind, lo, hi, site;
   size_t row;
+  int64_t pos, limit;
 };
 
 static int claims_by_kind(const void *x, const void *y) {
@@ -206,13 +209,19 @@ static void combine(int64_t kind, uint8_t *r, const uint8_t *f, const uint8_t *p
   }
 }
 
-/* The merge of one array: its bytes [lo, lo + n) of the arrays' image, as
- * transferred (`pristine`) and merged so far (`result`); per byte, the first
- * DPU that wrote it, its kind and site, a second DPU that wrote it and its
- * site, and the use of the DPU being taken (`mark`: its number + 1). */
+/* The merge of bytes of the arrays' image: its spans [starts[k], ends[k])
+ * (addresses, in order, apart), their bytes one after another at positions
+ * 0 .. n - 1 (span k's from offsets[k]): as transferred (`pristine`) and
+ * merged so far (`result`); per position, the first DPU that wrote the byte,
+ * its kind and site, a second DPU that wrote it and its site, and the use of
+ * the DPU being taken (`mark`: its number + 1). The exported runner merges
+ * one array as one span; the DPU model the bytes some DPU wrote, whatever
+ * lies between them. */
 struct merge {
   int array;
-  int64_t lo;
+  size_t nspans;
+  const int64_t *starts, *ends;
+  int64_t *offsets;
   size_t n;
   const uint8_t *pristine;
   uint8_t *result;
@@ -221,20 +230,28 @@ struct merge {
   struct claim *claims;
   size_t claims_cap;
   int stopped;                     /* a sharing refused in it, or a DPU's unlogged change */
-  int64_t unlogged;                /* the byte a DPU changed without logging it (-1: none) */
+  int64_t unlogged;                /* the position of a byte a DPU changed without logging it (-1: none) */
   struct sharing *refused;         /* the launch's refusal so far (of any array) */
 };
 
 static void merge_end(struct merge *m);
 
-/* Array number `array`: its `n` bytes at `lo` of the image, as transferred
- * (`pristine`), merged into `result`; refusals go to `s`. Returns 0, or -1
+/* Array number `array`: the bytes of spans [starts[k], ends[k]) (k <
+ * `nspans`; the arrays stay the caller's), as transferred (`pristine`, by
+ * position), merged into `result`; refusals go to `s`. Returns 0, or -1
  * where its memory cannot be allocated (nothing is left allocated). */
-static int merge_begin(struct merge *m, int array, int64_t lo, size_t n, const uint8_t *pristine, uint8_t *result,
-                       struct sharing *s) {
+static int merge_begin(struct merge *m, int array, size_t nspans, const int64_t *starts, const int64_t *ends,
+                       const uint8_t *pristine, uint8_t *result, struct sharing *s) {
   memset(m, 0, sizeof *m);
-  m->array = array, m->lo = lo, m->n = n, m->pristine = pristine, m->result = result;
-  m->unlogged = -1, m->refused = s;
+  m->array = array, m->nspans = nspans, m->starts = starts, m->ends = ends;
+  m->pristine = pristine, m->result = result, m->unlogged = -1, m->refused = s;
+  m->offsets = malloc((nspans + 1) * sizeof *m->offsets);
+  if (!m->offsets)
+    return -1;
+  m->offsets[0] = 0;
+  for (size_t k = 0; k < nspans; k++)
+    m->offsets[k + 1] = m->offsets[k] + (ends[k] - starts[k]);
+  size_t n = m->n = (size_t)m->offsets[nspans];
   size_t b32 = (n ? n : 1) * sizeof(int32_t), b64 = (n ? n : 1) * sizeof(int64_t);
   m->owner = malloc(b32), m->other = malloc(b32), m->mark = calloc(n ? n : 1, sizeof(int32_t));
   m->kind = malloc(b64), m->site = malloc(b64), m->other_site = malloc(b64), m->dkind = malloc(b64);
@@ -249,18 +266,31 @@ static int merge_begin(struct merge *m, int array, int64_t lo, size_t n, const u
   return 0;
 }
 
-/* DPU `d`'s writes (stores and atomics) to the array, from its log; `part`
- * holds the bytes part_lo .. part_hi - 1 of the array as the DPU left them,
- * where its claims lie (part[b - part_lo] is byte b). With `check`, the
- * other bytes of the part must be as transferred (a DPU that changed one
- * without logging it: `unlogged`; the DPU model makes its parts from the
- * logs, and reads only their claimed bytes). Returns 0; or -1 for such a
- * byte, or where memory ran out. */
+/* The span that holds address `a` (the last that starts at or below it), or
+ * -1 where none does. */
+static int64_t merge_span(const struct merge *m, int64_t a) {
+  size_t lo = 0, hi = m->nspans;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (m->starts[mid] <= a)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo > 0 && a < m->ends[lo - 1] ? (int64_t)lo - 1 : -1;
+}
+
+/* DPU `d`'s writes (stores and atomics), from its log; `part` holds the bytes
+ * at positions part_lo .. part_hi - 1 as the DPU left them, where its claims
+ * lie (part[p - part_lo] is position p). With `check`, the other bytes of the
+ * part must be as transferred (a DPU that changed one without logging it:
+ * `unlogged`; the DPU model makes its parts from the logs, and reads only
+ * their claimed bytes). Returns 0; or -1 for such a byte, or where memory
+ * ran out. */
 static int merge_take(struct merge *m, uint32_t d, const struct dpu_log *log, const uint8_t *part, int64_t part_lo,
                       int64_t part_hi, int check) {
   if (m->stopped)
     return 0;
-  int64_t lo_a = m->lo;
   if (log->n > m->claims_cap) {
     free(m->claims);
     m->claims_cap = log->n;
@@ -272,14 +302,19 @@ static int merge_take(struct merge *m, uint32_t d, const struct dpu_log *log, co
     }
   }
   struct claim *claims = m->claims;
-  /* The DPU's claims on this array, each run of overlapping or adjacent
-   * claims of one kind as one, with its first site. */
+  /* The DPU's claims on the spans, within its part, each run of overlapping
+   * or adjacent claims of one kind as one, with its first site. */
   size_t nc = 0;
   for (size_t r = 0; r < log->n; r++) {
     const int64_t *e = log->rows + r * EDSL_LOG_ENTRY;
-    int64_t lo = e[1] > lo_a + part_lo ? e[1] : lo_a + part_lo, hi = e[2] < lo_a + part_hi ? e[2] : lo_a + part_hi;
-    if ((e[0] & EDSL_ACCESS_MASK) != EDSL_ACCESS_READ && lo < hi)
-      claims[nc++] = (struct claim){e[0], lo - lo_a, hi - lo_a, e[3], r};
+    int64_t k = (e[0] & EDSL_ACCESS_MASK) != EDSL_ACCESS_READ && e[1] < e[2] ? merge_span(m, e[1]) : -1;
+    if (k < 0)
+      continue;
+    int64_t base = m->offsets[k] - m->starts[k];          /* (position - address in span k) */
+    int64_t lo = e[1] > part_lo - base ? e[1] : part_lo - base, hi = e[2] < m->ends[k] ? e[2] : m->ends[k];
+    hi = hi < part_hi - base ? hi : part_hi - base;
+    if (lo < hi)
+      claims[nc++] = (struct claim){e[0], lo, hi, e[3], r, lo + base, m->ends[k]};
   }
   qsort(claims, nc, sizeof *claims, claims_by_kind);
   size_t runs = 0;
@@ -295,48 +330,48 @@ static int merge_take(struct merge *m, uint32_t d, const struct dpu_log *log, co
   qsort(claims, runs, sizeof *claims, claims_by_address);
   /* Each byte's use in this DPU: the first claim's site; its kind, or mixed. */
   for (size_t c = 0; c < runs; c++)
-    for (int64_t b = claims[c].lo; b < claims[c].hi; b++) {
-      if (m->mark[b] != (int32_t)d + 1) {
-        m->mark[b] = (int32_t)d + 1;
-        m->dkind[b] = claims[c].kind;
-        m->dsite[b] = claims[c].site;
+    for (int64_t p = claims[c].pos; p < claims[c].pos + (claims[c].hi - claims[c].lo); p++) {
+      if (m->mark[p] != (int32_t)d + 1) {
+        m->mark[p] = (int32_t)d + 1;
+        m->dkind[p] = claims[c].kind;
+        m->dsite[p] = claims[c].site;
       } else {
-        m->dkind[b] = mixed(m->dkind[b], claims[c].kind);
+        m->dkind[p] = mixed(m->dkind[p], claims[c].kind);
       }
     }
-  for (size_t b = (size_t)part_lo; check && b < (size_t)part_hi; b++)
-    if (part[b - part_lo] != m->pristine[b] && m->mark[b] != (int32_t)d + 1) {
-      m->unlogged = (int64_t)b;
+  for (int64_t p = part_lo; check && p < part_hi; p++)
+    if (part[p - part_lo] != m->pristine[p] && m->mark[p] != (int32_t)d + 1) {
+      m->unlogged = p;
       m->stopped = 1;
       return -1;
     }
   /* Its bytes in address order, each once: new ones taken, shared ones
    * checked and combined. */
-  int64_t upto = 0;
+  int64_t upto = INT64_MIN;
   for (size_t c = 0; c < runs; c++) {
-    for (int64_t b = claims[c].lo > upto ? claims[c].lo : upto; b < claims[c].hi; b++) {
-      int64_t k = m->dkind[b];
-      if (m->owner[b] < 0) {
-        m->owner[b] = (int32_t)d;
-        m->kind[b] = k;
-        m->site[b] = m->dsite[b];
-        m->result[b] = part[b - part_lo];
+    for (int64_t a = claims[c].lo > upto ? claims[c].lo : upto; a < claims[c].hi; a++) {
+      int64_t p = claims[c].pos + (a - claims[c].lo), k = m->dkind[p];
+      if (m->owner[p] < 0) {
+        m->owner[p] = (int32_t)d;
+        m->kind[p] = k;
+        m->site[p] = m->dsite[p];
+        m->result[p] = part[p - part_lo];
         continue;
       }
-      if (m->kind[b] != k || !mergeable(k) || (k == EDSL_ACCESS_WRITE && m->result[b] != part[b - part_lo])) {
-        uint64_t key[4] = {0, d, (uint64_t)(lo_a + b), 0};
-        int stores = k == EDSL_ACCESS_WRITE && m->kind[b] == EDSL_ACCESS_WRITE;
-        refuse(m->refused, key, stores ? EDSL_SHARED_STORES : EDSL_SHARED_USES, m->array, (uint64_t)(lo_a + b),
-               (struct use){m->owner[b], m->kind[b], m->site[b]}, (struct use){d, k, m->dsite[b]});
+      if (m->kind[p] != k || !mergeable(k) || (k == EDSL_ACCESS_WRITE && m->result[p] != part[p - part_lo])) {
+        uint64_t key[4] = {0, d, (uint64_t)a, 0};
+        int stores = k == EDSL_ACCESS_WRITE && m->kind[p] == EDSL_ACCESS_WRITE;
+        refuse(m->refused, key, stores ? EDSL_SHARED_STORES : EDSL_SHARED_USES, m->array, (uint64_t)a,
+               (struct use){m->owner[p], m->kind[p], m->site[p]}, (struct use){d, k, m->dsite[p]});
         m->stopped = 1;
         return 0;
       }
-      size_t size = (size_t)(k >> EDSL_ATOMIC_SIZE_SHIFT);
-      if (k != EDSL_ACCESS_WRITE && (lo_a + b) % (int64_t)size == 0 && b + (int64_t)size <= (int64_t)m->n)
-        combine(k, m->result + b, part + (b - part_lo), m->pristine + b);
-      if (m->other[b] < 0) {
-        m->other[b] = (int32_t)d;
-        m->other_site[b] = m->dsite[b];
+      int64_t size = k >> EDSL_ATOMIC_SIZE_SHIFT;
+      if (k != EDSL_ACCESS_WRITE && a % size == 0 && a + size <= claims[c].limit)
+        combine(k, m->result + p, part + (p - part_lo), m->pristine + p);
+      if (m->other[p] < 0) {
+        m->other[p] = (int32_t)d;
+        m->other_site[p] = m->dsite[p];
       }
     }
     if (claims[c].hi > upto)
@@ -345,28 +380,40 @@ static int merge_take(struct merge *m, uint32_t d, const struct dpu_log *log, co
   return 0;
 }
 
-/* DPU `d`'s reads of the array, once every DPU's writes are in: only of
- * bytes no other DPU wrote (the lowest such byte a DPU read is named, as the
- * model names it). */
+/* DPU `d`'s reads, once every DPU's writes are in: only of bytes no other
+ * DPU wrote (the lowest such byte a DPU read is named, as the model names it). */
 static void merge_reads(struct merge *m, uint32_t d, const struct dpu_log *log) {
-  int64_t lo_a = m->lo, hi_a = m->lo + (int64_t)m->n;
   if (m->stopped)
     return;
   for (size_t r = 0; r < log->n; r++) {     /* (each row's first such byte: the lowest of all is kept) */
     const int64_t *e = log->rows + r * EDSL_LOG_ENTRY;
-    int64_t lo = e[1] > lo_a ? e[1] : lo_a, hi = e[2] < hi_a ? e[2] : hi_a;
     if ((e[0] & EDSL_ACCESS_MASK) != EDSL_ACCESS_READ)
       continue;
-    for (int64_t b = lo - lo_a; b < hi - lo_a; b++) {
-      int32_t owner = m->owner[b], other = m->other[b];
-      if (owner < 0 || (owner == (int32_t)d && (other < 0 || other == (int32_t)d)))
-        continue;
-      struct use writer = owner == (int32_t)d ? (struct use){other, m->kind[b], m->other_site[b]}
-                                              : (struct use){owner, m->kind[b], m->site[b]};
-      uint64_t key[4] = {1, d, (uint64_t)(lo_a + b), r};
-      refuse(m->refused, key, EDSL_SHARED_READ, m->array, (uint64_t)(lo_a + b), writer, (struct use){d, e[0], e[3]});
-      m->stopped = 1;                      /* (after this DPU's rows: the next DPUs' reads are not checked) */
-      break;
+    /* the spans it reads: from the first that ends above its first byte */
+    size_t k = 0, hi = m->nspans;
+    while (k < hi) {
+      size_t mid = k + (hi - k) / 2;
+      if (m->ends[mid] <= e[1])
+        k = mid + 1;
+      else
+        hi = mid;
+    }
+    int found = 0;
+    for (; k < m->nspans && m->starts[k] < e[2] && !found; k++) {
+      int64_t from = e[1] > m->starts[k] ? e[1] : m->starts[k], to = e[2] < m->ends[k] ? e[2] : m->ends[k];
+      for (int64_t a = from; a < to; a++) {
+        int64_t p = m->offsets[k] + (a - m->starts[k]);
+        int32_t owner = m->owner[p], other = m->other[p];
+        if (owner < 0 || (owner == (int32_t)d && (other < 0 || other == (int32_t)d)))
+          continue;
+        struct use writer = owner == (int32_t)d ? (struct use){other, m->kind[p], m->other_site[p]}
+                                                : (struct use){owner, m->kind[p], m->site[p]};
+        uint64_t key[4] = {1, d, (uint64_t)a, r};
+        refuse(m->refused, key, EDSL_SHARED_READ, m->array, (uint64_t)a, writer, (struct use){d, e[0], e[3]});
+        m->stopped = 1;                    /* (after this DPU's rows: the next DPUs' reads are not checked) */
+        found = 1;
+        break;
+      }
     }
   }
 }
@@ -374,18 +421,19 @@ static void merge_reads(struct merge *m, uint32_t d, const struct dpu_log *log) 
 /* What the merge kept but the result (written to `result` as it went). */
 static void merge_end(struct merge *m) {
   free(m->owner), free(m->other), free(m->mark), free(m->kind), free(m->site), free(m->other_site);
-  free(m->dkind), free(m->dsite), free(m->claims);
+  free(m->dkind), free(m->dsite), free(m->claims), free(m->offsets);
   m->owner = m->other = m->mark = NULL;
   m->kind = m->site = m->other_site = m->dkind = m->dsite = NULL;
   m->claims = NULL;
+  m->offsets = NULL;
 }
 
 #ifdef EDSL_MERGE_ENTRIES
 /* The entries the DPU model calls through ctypes (edsl/dpu/merge.py). */
-struct merge *edsl_merge_new(int array, int64_t lo, size_t n, const uint8_t *pristine, uint8_t *result,
-                             struct sharing *s) {
+struct merge *edsl_merge_new(int array, size_t nspans, const int64_t *starts, const int64_t *ends,
+                             const uint8_t *pristine, uint8_t *result, struct sharing *s) {
   struct merge *m = malloc(sizeof *m);
-  if (m && merge_begin(m, array, lo, n, pristine, result, s) == 0)
+  if (m && merge_begin(m, array, nspans, starts, ends, pristine, result, s) == 0)
     return m;
   free(m);
   return NULL;

@@ -60,7 +60,7 @@ class Sharing(ctypes.Structure):
 
 _vp, _i64, _sz = ctypes.c_void_p, ctypes.c_int64, ctypes.c_size_t
 _ENTRIES = {
-    "edsl_merge_new": (_vp, [ctypes.c_int, _i64, _sz, _vp, _vp, ctypes.POINTER(Sharing)]),
+    "edsl_merge_new": (_vp, [ctypes.c_int, _sz, _vp, _vp, _vp, _vp, ctypes.POINTER(Sharing)]),
     "edsl_merge_take": (ctypes.c_int, [_vp, ctypes.c_uint32, _vp, _sz, _vp, _i64, _i64]),
     "edsl_merge_reads": (None, [_vp, ctypes.c_uint32, _vp, _sz]),
     "edsl_merge_free": (None, [_vp]),
@@ -90,16 +90,18 @@ def _library() -> tuple[jit.ObjectProgram, dict]:
 
 
 class Merge:
-    """The merge of one array's bytes [lo, lo + len(pristine)) (MRAM
-    addresses; `pristine`: as transferred) into `result` (uint8 arrays of
-    that length), its refusals kept in `refused` with those of the launch's
-    other arrays. A context manager: its memory is freed on exit."""
+    """The merge of the bytes of spans [starts[k], ends[k]) (MRAM addresses,
+    in order, apart), their bytes one after another at positions 0 .. n - 1:
+    as transferred (`pristine`) and merged (`result`), uint8 arrays of n; its
+    refusals kept in `refused`. A context manager: its memory is freed on exit."""
 
-    def __init__(self, array: int, lo: int, pristine: np.ndarray, result: np.ndarray, refused: Sharing):
+    def __init__(self, starts: np.ndarray, ends: np.ndarray, pristine: np.ndarray, result: np.ndarray,
+                 refused: Sharing):
         self._entries = _library()[1]
-        self._keep = (pristine, result, refused)
-        self._m = self._entries["edsl_merge_new"](array, lo, len(pristine), pristine.ctypes.data,
-                                                  result.ctypes.data, ctypes.byref(refused))
+        starts, ends = (np.ascontiguousarray(v, dtype=np.int64) for v in (starts, ends))
+        self._keep = (starts, ends, pristine, result, refused)
+        self._m = self._entries["edsl_merge_new"](0, len(starts), starts.ctypes.data, ends.ctypes.data,
+                                                  pristine.ctypes.data, result.ctypes.data, ctypes.byref(refused))
         if not self._m:
             raise MemoryError(f"the merge across DPUs cannot allocate its {len(pristine)} bytes' state")
 
@@ -112,8 +114,8 @@ class Merge:
 
     def take(self, dpu: int, rows: np.ndarray, part: np.ndarray, part_lo: int, part_hi: int) -> None:
         """DPU `dpu`'s writes: its log rows (int64, abi.LOG_ENTRY each), and
-        `part`, the array's bytes part_lo .. part_hi - 1 (offsets from `lo`),
-        of which only those its writes name are read: their final values."""
+        `part`, the bytes at positions part_lo .. part_hi - 1, of which only
+        those its writes name are read: their final values."""
         rows = np.ascontiguousarray(rows, dtype=np.int64)
         part = np.ascontiguousarray(part, dtype=np.uint8)
         if self._entries["edsl_merge_take"](self._m, dpu, rows.ctypes.data, len(rows), part.ctypes.data,

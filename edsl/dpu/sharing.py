@@ -244,45 +244,51 @@ class Gather:
 
     def merge(self) -> None:
         """Write the launch's results into the arrays (raises SharingError):
-        merge.h's merge of each span, over the bytes the DPUs wrote there
-        (their hull: a read beyond it reads nothing a DPU wrote)."""
-        refused, merged = Sharing(), []
-        for k, (lo, hi) in enumerate(self.spans):
-            taken = []
-            for dpu, claims, finals in self.claims:
-                at = np.flatnonzero((claims[:, 1] >= lo) & (claims[:, 1] < hi))
-                if len(at):
-                    taken.append((dpu, claims[at], [finals[i] for i in at.tolist()]))
-            if not taken:
-                continue
-            a = min(int(claims[:, 1].min()) for _, claims, _ in taken)
-            b = min(hi, max(int(claims[:, 2].max()) for _, claims, _ in taken))
-            pristine, result = self.pristine[k][a - lo:b - lo], np.empty(b - a, np.uint8)
-            with Merge(k, a, pristine, result, refused) as merge:
-                for dpu, claims, finals in taken:
-                    merge.take(dpu, claims, *self._part(claims, finals, a, b))
-                for dpu, reads in self.reads:
-                    merge.reads(dpu, reads)
-            merged.append((a, result))
+        merge.h's merge over the bytes some DPU wrote (the union of their
+        claims: the merge's state is the size of what they wrote)."""
+        taken = [(dpu, claims, finals) for dpu, claims, finals in self.claims if len(claims)]
+        if not taken:
+            return                       # (reads of bytes no DPU wrote share nothing)
+        rows = np.concatenate([claims for _, claims, _ in taken])
+        starts, ends = _union(rows[:, 1], rows[:, 2])
+        offsets = np.r_[0, np.cumsum(ends - starts)]
+        pristine = np.zeros(int(offsets[-1]), np.uint8)
+        for lo, hi, at in zip(starts.tolist(), ends.tolist(), offsets.tolist()):
+            before = self._pristine(lo, hi)
+            if before is not None:
+                pristine[at:at + hi - lo] = np.frombuffer(before, np.uint8)
+        result, refused = np.empty_like(pristine), Sharing()
+        with Merge(starts, ends, pristine, result, refused) as merge:
+            for dpu, claims, finals in taken:
+                merge.take(dpu, claims, *_part(claims, finals, starts, offsets))
+            for dpu, reads in self.reads:
+                merge.reads(dpu, reads)
         if refused.found:
             first, second = (Use(u.dpu, u.kind, u.site) for u in (refused.first, refused.second))
             raise SharingError(refused.address, first, second, Shared(refused.why))
-        for a, result in merged:
-            self.write(a, result.tobytes())
+        for lo, hi, at in zip(starts.tolist(), ends.tolist(), offsets.tolist()):
+            self.write(lo, result[at:at + hi - lo].tobytes())
 
-    @staticmethod
-    def _part(claims: np.ndarray, finals: list[bytes], a: int, b: int):
-        """(part, its first, its end): a DPU's final bytes in its claims on
-        [a, b), in a buffer over their hull; offsets from `a`."""
-        lo, hi = np.maximum(claims[:, 1], a), np.minimum(claims[:, 2], b)
-        first, end = int(lo.min()) - a, int(hi.max()) - a
-        part = np.empty(end - first, np.uint8)             # (merge.h reads only the claimed bytes)
-        lengths = np.maximum(hi - lo, 0)
-        at = np.repeat(lo - a - first, lengths) + _ranges(lengths)
-        values = np.frombuffer(b"".join(f[x - c:y - c] for f, c, x, y in
-                                        zip(finals, claims[:, 1].tolist(), lo.tolist(), hi.tolist())), np.uint8)
-        part[at] = values
-        return part, first, end
+
+def _union(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The byte ranges [lo, hi) as the fewest ranges (in order, apart)."""
+    order = np.argsort(lo, kind="stable")
+    lo, reach = lo[order], np.maximum.accumulate(hi[order])
+    firsts = np.flatnonzero(np.r_[True, lo[1:] > reach[:-1]])
+    return lo[firsts], np.r_[reach[firsts[1:] - 1], reach[-1]]
+
+
+def _part(claims: np.ndarray, finals: list[bytes], starts: np.ndarray, offsets: np.ndarray):
+    """(part, its first position, its end): a DPU's final bytes in its claims,
+    at their positions in the merge (`starts`, `offsets`: its spans), in a
+    buffer over their hull."""
+    k = np.searchsorted(starts, claims[:, 1], side="right") - 1
+    pos = offsets[k] + claims[:, 1] - starts[k]
+    lengths = claims[:, 2] - claims[:, 1]
+    first, end = int(pos.min()), int((pos + lengths).max())
+    part = np.empty(end - first, np.uint8)             # (merge.h reads only the claimed bytes)
+    part[np.repeat(pos - first, lengths) + _ranges(lengths)] = np.frombuffer(b"".join(finals), np.uint8)
+    return part, first, end
 
 
 def uses(log: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -664,7 +664,8 @@ ${set_ptrs}
       continue;
     }
     struct merge m;
-    if (merge_begin(&m, k, (int64_t)a->offset, padded, a->host, results[k], &shared) != 0) {
+    int64_t start = (int64_t)a->offset, end = (int64_t)(a->offset + padded);   /* (the array: one span) */
+    if (merge_begin(&m, k, 1, &start, &end, a->host, results[k], &shared) != 0) {
       fprintf(stderr, "error: out of memory merging array '%s'\n", a->name);
       return 3;
     }
