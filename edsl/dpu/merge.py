@@ -100,6 +100,7 @@ class Merge:
         self._entries = _library()[1]
         starts, ends = (np.ascontiguousarray(v, dtype=np.int64) for v in (starts, ends))
         self._keep = (starts, ends, pristine, result, refused)
+        # (array number 0: the number only names an array in the runner's errors)
         self._m = self._entries["edsl_merge_new"](0, len(starts), starts.ctypes.data, ends.ctypes.data,
                                                   pristine.ctypes.data, result.ctypes.data, ctypes.byref(refused))
         if not self._m:
