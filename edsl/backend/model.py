@@ -280,12 +280,7 @@ def _mram_for(memories: list[Memory], direct: bool, scratch: int, shift: int) ->
 def _sharing_error(err: SharingError, kernel: str, mram: Mram, memories: list[Memory], sites) -> DpuError:
     """A DpuError naming the array, the element, the two DPUs and their lines
     (abi.SHARING_FORMATS, as the exported host runner words it)."""
-    host = mram.host_address(err.address)
-    where = f"MRAM address {err.address:#x}"
-    for m in memories:
-        if host is not None and m.lo <= host < m.hi:
-            where = ELEMENT_NAME.format(index=(host - m.ptr) // m.item, array=m.name)
-            break
+    where = _element_name(err.address, mram, memories) or f"MRAM address {err.address:#x}"
 
     def line(use) -> str:
         loc = sites.get(use.site)
@@ -300,11 +295,17 @@ def _sharing_error(err: SharingError, kernel: str, mram: Mram, memories: list[Me
 def _race_error(race: races.Race, what: str, mram: Mram, memories: list[Memory], sites) -> DpuError:
     """A DpuError naming the two tasklets that race, the element and both lines."""
     def name(address: int, in_mram: bool) -> str | None:
-        host = mram.host_address(address) if in_mram else None
-        return next((ELEMENT_NAME.format(index=(host - m.ptr) // m.item, array=m.name) for m in memories
-                     if host is not None and m.lo <= host < m.hi), None)
+        return _element_name(address, mram, memories) if in_mram else None
     text, loc = races.message(race, what, sites, name)
     return DpuError(text, loc)
+
+
+def _element_name(address: int, mram: Mram, memories: list[Memory]) -> str | None:
+    """The element of an array argument at MRAM `address`, as errors name it
+    (abi.ELEMENT_NAME); None outside the arrays."""
+    host = mram.host_address(address)
+    return next((ELEMENT_NAME.format(index=(host - m.ptr) // m.item, array=m.name) for m in memories
+                 if host is not None and m.lo <= host < m.hi), None)
 
 
 def check_grid(grid) -> tuple[int, int, int]:
