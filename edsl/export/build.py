@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..backend.compiler import KernelRecord
+from ..backend.convert.wram import WramFull
 from ..base.errors import CompileError, DpuError, EdslError
 from ..base.progress import Progress
 from ..dpu import support
@@ -144,8 +145,9 @@ class Build:
 
 def _printed(spec: ExportSpec, record: KernelRecord, llvm_text: str, budget: int) -> Build:
     prog = translate(llvm_text, record.name, len(spec.params), tuple(c.name for c in record.c_functions))
-    return Build(record, prog, budget, layout.per_array(spec.params, record),
-                 layout.runtime_bytes(spec, record, prog.needs_stdio),
+    each = layout.per_array(spec.params, record)
+    return Build(record, prog, budget, each,
+                 layout.runtime_bytes(spec, each, record.scratch_bytes, prog.needs_stdio),
                  prog.static_wram_bytes * spec.num_tasklets + prog.global_wram_bytes)
 
 
@@ -153,32 +155,39 @@ def compile_to_fit(spec: ExportSpec, shown: Progress) -> Build:
     """The kernel compiled and printed so that its WRAM and the exported
     program's own fit a DPU's.
 
-    The program's own WRAM (`layout.runtime_bytes`, the printed C's buffers)
-    depends on the compile: EDSL regions, a scratch of tiles kept in MRAM,
-    printf. The first compile has the whole WRAM, as the model has it, so a
-    kernel that fits beside the program compiles once and keeps the model's
-    budget (a budget cut before compiling would change every export: its
-    `kernel_budget`, its reference run). One that does not fit compiles
-    again with what that program leaves it, keeping more tiles in MRAM
-    (edsl.backend.convert.spill); a third time only if that compile's
-    program needs more still (a new scratch is one more region)."""
-    budget, error = abi.WRAM_BYTES, None
-    for attempt in range(3):
-        shown.stage("compiling" if attempt == 0 else f"compiling again for {budget} bytes of WRAM")
-        try:
-            record, llvm_text = compile_for_export(spec, budget)
-        except DpuError:
-            if error is None:
-                raise
-            raise error from None               # (keeping tiles in MRAM does not make it fit)
-        shown.stage("printing it as C")
-        built = _printed(spec, record, llvm_text, budget)
-        need = built.total_bytes
-        if need <= abi.WRAM_BYTES:
-            return built
-        error = DpuError(f"kernel '{built.name}': its WRAM buffers need {need} bytes with "
-                         f"{spec.num_tasklets} tasklets, more than the {abi.WRAM_BYTES} bytes of a DPU")
-        budget = min(budget, built.wram) - (need - abi.WRAM_BYTES)
-        if budget <= 0:
-            break
-    raise error
+    The kernel is compiled with the WRAM the program leaves it, known before
+    compiling (`layout.reserve`), so that it keeps in MRAM the tiles that do
+    not fit beside the program (edsl.backend.convert.spill). Known only once
+    it is compiled: the buffers and globals of its EDSL and C functions'
+    code, printed as static C arrays (`Build.static_bytes`). A kernel whose
+    tiles fit, but not beside those, is compiled once more with a budget
+    less by them (the same code, the same arrays: no third compile)."""
+    budget = abi.WRAM_BYTES - layout.reserve(spec)
+    shown.stage("compiling")
+    built = _compiled(spec, budget, shown)
+    if built.total_bytes <= abi.WRAM_BYTES:
+        return built
+    error = DpuError(f"kernel '{built.name}': its WRAM buffers need {built.total_bytes} bytes with "
+                     f"{spec.num_tasklets} tasklets, more than the {abi.WRAM_BYTES} bytes of a DPU")
+    budget -= built.static_bytes
+    if budget <= 0:
+        raise error
+    shown.stage(f"compiling again for {budget} bytes of WRAM")
+    try:
+        built = _compiled(spec, budget, shown)
+    except DpuError:
+        raise error from None               # (keeping tiles in MRAM does not make it fit)
+    if built.total_bytes > abi.WRAM_BYTES:
+        raise error
+    return built
+
+
+def _compiled(spec: ExportSpec, budget: int, shown: Progress) -> Build:
+    try:
+        record, llvm_text = compile_for_export(spec, budget)
+    except WramFull as err:         # (the budget it names is what the program leaves the kernel)
+        raise WramFull(f"{err.message}; exported, the kernel has {budget} of the DPU's {abi.WRAM_BYTES} "
+                        f"bytes of WRAM: the program keeps the rest for its own (its tasklets' contexts, "
+                        f"MRAM regions, arguments, access logs, printf)", err.loc) from None
+    shown.stage("printing it as C")
+    return _printed(spec, record, llvm_text, budget)

@@ -49,12 +49,19 @@ def log_bytes(tasklets: int) -> int:
     return 8 * tasklets * (LOG_WRAM_ENTRIES * abi.LOG_ENTRY + 1)
 
 
-def runtime_bytes(spec: ExportSpec, record: KernelRecord, prints: bool) -> int:
+def runtime_bytes(spec: ExportSpec, per_array: bool, scratch: int, prints: bool) -> int:
     """The WRAM the program takes beside the kernel's buffers: the contexts
     (one per tasklet and the host's), the DPU's state, each region's bounds,
     the arguments, the access logs, and printf's if the kernel prints."""
     params, tasklets = spec.params, spec.num_tasklets
-    each, scratch = per_array(params, record), record.scratch_bytes
-    return (8 * (abi.CTX_SLOTS * (tasklets + 1) + abi.DPU_SLOTS + 2 * nregions(params, each, scratch))
-            + args_bytes(params, each, scratch) + log_bytes(tasklets)
+    return (8 * (abi.CTX_SLOTS * (tasklets + 1) + abi.DPU_SLOTS + 2 * nregions(params, per_array, scratch))
+            + args_bytes(params, per_array, scratch) + log_bytes(tasklets)
             + (PRINTF_WRAM_BYTES if prints else 0))
+
+
+def reserve(spec: ExportSpec) -> int:
+    """The program's own WRAM as it is known before the kernel is compiled:
+    `runtime_bytes` with what the compile decides at its most -- a region
+    per array and one for a scratch (a kernel with EDSL regions has one
+    region, no more), and printf's."""
+    return runtime_bytes(spec, per_array=True, scratch=1, prints=True)

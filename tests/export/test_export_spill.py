@@ -5,6 +5,7 @@ Each is built with the host C compiler against the SDK stand-ins
 (`make run-sim`) and compared bit for bit with the DPU model and with NumPy
 (Hypothesis: tile shapes around the WRAM limit, 1..24 tasklets)."""
 import json
+import re
 
 import numpy as np
 import pytest
@@ -17,9 +18,11 @@ import edsl.backend
 import triton_matmul
 from edsl import Input, fl
 from edsl.target import dpu as abi
-from edsl.export import export
+from edsl.export import build as export_build, export
 
 from export_helpers import build, export_and_run, needs_cc, output, run, run_on_model
+from region_kernels import region_kernel
+from source_lines import line_of
 from tile_kernels import carried_update_kernel, mean_and_variance_kernel, tile_kernel
 
 pytestmark = needs_cc
@@ -74,6 +77,48 @@ def test_tiles_in_mram_export_and_give_the_models_results(tmp_path_factory, rows
         np.testing.assert_array_equal(got, model[k])
         np.testing.assert_array_equal(got, whole[k])
         np.testing.assert_array_equal(got, ref)
+
+
+def _counting_compiles(monkeypatch) -> list:
+    """The budgets of the export's compiles of its kernel, as they happen."""
+    budgets, compile_for_export = [], export_build.compile_for_export
+
+    def counted(spec, wram_bytes=abi.WRAM_BYTES):
+        budgets.append(wram_bytes)
+        return compile_for_export(spec, wram_bytes)
+    monkeypatch.setattr(export_build, "compile_for_export", counted)
+    return budgets
+
+
+@pytest.mark.parametrize("rows,cols,tasklets", [(64, 128, 1), (64, 256, 20), (64, 128, 24)])
+def test_the_kernel_is_compiled_once_with_the_programs_reserve(tmp_path, monkeypatch, rows, cols, tasklets):
+    """The WRAM the exported program keeps for its own is known before the
+    kernel is compiled: one compile, with the budget the manifest states,
+    whether the tiles fit the model's whole WRAM or not beside the program
+    (20 and 24 tasklets: contexts and access logs of about 10 KiB)."""
+    budgets = _counting_compiles(monkeypatch)
+    x = np.zeros((rows, cols), np.int32)
+    export(tile_kernel, tmp_path / "project", constants={"R": rows, "C": cols}, grid=(1,), num_tasklets=tasklets,
+           sample_args=[x, np.zeros_like(x), np.zeros(rows, np.int32), np.zeros(cols, np.int32), np.zeros_like(x)])
+    wram = json.loads((tmp_path / "project" / "manifest.json").read_text())["wram_bytes"]
+    assert budgets == [wram["kernel_budget"]]
+    assert wram["kernel_budget"] + wram["runtime"] <= abi.WRAM_BYTES
+    assert wram["kernel"] + wram["runtime"] == wram["total"] <= abi.WRAM_BYTES
+
+
+def test_tiles_that_do_not_fit_beside_the_program_name_its_share(tmp_path):
+    """An EDSL function's tile operands (read in WRAM: never kept in MRAM)
+    over the WRAM the program leaves: the compile's error, saying that
+    budget is the DPU's less the program's own, at the user's line."""
+    with pytest.raises(edsl.DpuError) as err:
+        export(region_kernel, tmp_path / "project", signature={"x_ptr": "*fp32"}, constants={"BLOCK": 8192},
+               grid=(1,))
+    message = str(err.value)
+    assert "keeping its large tiles in MRAM does not make it fit" in message
+    assert re.search(r"more than the (\d+) bytes of a DPU.*; exported, the kernel has \1 of the DPU's 65536 "
+                     r"bytes of WRAM: the program keeps the rest for its own \(its tasklets' contexts", message)
+    assert err.value.loc.lineno == line_of(region_kernel, "x = tl.load")
+    assert not (tmp_path / "project").exists()
 
 
 @pytest.mark.parametrize("dpus,tasklets", [(3, 1), (2, 5)])
@@ -155,6 +200,47 @@ def test_scratch_with_edsl_regions(tmp_path):
     model, _ = _model(region_and_spill_kernel, args, consts, grid, 1, 2)
     for name, k, ref in (("out_ptr", 1, x * 2), ("v_ptr", 3, w * 3 + 1)):
         got = output(tmp_path / "project", name, args[k])
+        np.testing.assert_array_equal(got, model[k])
+        np.testing.assert_array_equal(got, ref)
+
+
+@edsl.dialect
+def staged_double(out: Input["memref<?xf32, MRAM>"], x: Input["memref<?xf32, MRAM>"], count: Input["i32"]):
+    staged = edsl.wram_alloc((8192,), "f32")        # 32 KiB of WRAM, a global of the program
+    if edsl.tasklet_id() == 0:
+        for i in range(count):
+            staged[i] = x[i] * 2.0
+        for i in range(count):
+            out[i] = staged[i]
+
+
+@triton.jit
+def staged_and_tile_kernel(x_ptr, out_ptr, w_ptr, v_ptr, n, BIG: tl.constexpr):
+    fl.call(staged_double, [], [out_ptr, x_ptr, n])
+    offs = tl.arange(0, BIG)
+    tl.store(v_ptr + offs, tl.load(w_ptr + offs) * 3.0 + 1.0)
+
+
+def test_edsl_globals_known_after_compiling_compile_it_once_more(tmp_path, monkeypatch):
+    """An EDSL function's 32 KiB WRAM global, printed as a static C array, is
+    known once the kernel is compiled: its 32 KiB tile fits the budget, not
+    beside the global, so the export compiles it once more with a budget
+    less by the global, keeping the tile in MRAM (the model, given that
+    budget, keeps it there too)."""
+    budgets = _counting_compiles(monkeypatch)
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(8192).astype(np.float32)
+    w = rng.standard_normal(8192).astype(np.float32)
+    args = [x, np.zeros_like(x), w, np.zeros_like(w), x.size]
+    folder = tmp_path / "project"
+    manifest, model, report = _export_and_model(folder, staged_and_tile_kernel, args, {"BIG": 8192}, (1,), 1)
+    wram = manifest["wram_bytes"]
+    assert wram["globals"] >= 32768 and len(budgets) == 2
+    assert budgets[1] == budgets[0] - wram["globals"] == wram["kernel_budget"]
+    assert wram["total"] <= abi.WRAM_BYTES and manifest["scratch_bytes"] > 0
+    assert report.spilled_tiles
+    for name, k, ref in (("out_ptr", 1, x * 2), ("v_ptr", 3, w * 3 + 1)):
+        got = output(folder, name, args[k])
         np.testing.assert_array_equal(got, model[k])
         np.testing.assert_array_equal(got, ref)
 
