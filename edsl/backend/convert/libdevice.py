@@ -770,55 +770,8 @@ _ROUNDINGS = ("rn", "rz", "rd", "ru")
 
 def _make_table() -> dict[str, Fn]:
     t: dict[str, Fn] = {}
-    for mode in _ROUNDINGS:
-        for op in ("add", "sub", "mul", "div"):
-            fn = Fn(_rounded(op, mode), 0, f"x {dict(add='+', sub='-', mul='*', div='/')[op]} y, rounded "
-                    f"{_MODE_WORDS[mode]}", 4 if op != "div" else 12)
-            t[f"__nv_f{op}_{mode}"] = t[f"__nv_d{op}_{mode}"] = fn
-        t[f"__nv_frcp_{mode}"] = t[f"__nv_drcp_{mode}"] = Fn(_rounded("rcp", mode), 0,
-                                                             f"1 / x, rounded {_MODE_WORDS[mode]}", 12)
-        t[f"__nv_fsqrt_{mode}"] = t[f"__nv_dsqrt_{mode}"] = Fn(_rounded("sqrt", mode), 0,
-                                                               f"sqrt(x), rounded {_MODE_WORDS[mode]}", 12)
-        t[f"__nv_fmaf_{mode}"] = t[f"__nv_fma_{mode}"] = Fn(_rounded("fma", mode), 0,
-                                                            f"x * y + z, rounded once {_MODE_WORDS[mode]}", 12)
-        t[f"__nv_double2float_{mode}"] = Fn(_double2float(mode), 0, f"f64 to f32, rounded {_MODE_WORDS[mode]}", 2)
-        for src in ("float", "double"):
-            for dst, bits, signed in (("int", 32, True), ("uint", 32, False), ("ll", 64, True),
-                                      ("ull", 64, False)):
-                t[f"__nv_{src}2{dst}_{mode}"] = Fn(_to_int(mode, bits, signed), 0,
-                                                   f"to a {'signed' if signed else 'unsigned'} {bits}-bit "
-                                                   f"integer, rounded {_MODE_WORDS[mode]}, saturating", 2)
-        for src, width, signed in (("int", 32, True), ("uint", 32, False), ("ll", 64, True), ("ull", 64, False)):
-            t[f"__nv_{src}2float_{mode}"] = Fn(_int_to_float(mode, width, signed), 0,
-                                               f"to f32, rounded {_MODE_WORDS[mode]}", 2)
-            if width == 64:
-                t[f"__nv_{src}2double_{mode}"] = Fn(_int_to_float(mode, width, signed), 0,
-                                                    f"to f64, rounded {_MODE_WORDS[mode]}", 2)
-    t["__nv_int2double_rn"] = Fn(_int_to_float("rn", 32, True), 0, "to f64 (exact)", 1)
-    t["__nv_uint2double_rn"] = Fn(_int_to_float("rn", 32, False), 0, "to f64 (exact)", 1)
-    for name in ("float_as_int", "int_as_float", "float_as_uint", "uint_as_float", "double_as_longlong",
-                 "longlong_as_double"):
-        t[f"__nv_{name}"] = Fn(_cast("bitcast"), 0, "the same bits", 0)
-    t["__nv_double2hiint"] = Fn(_cast("hi"), 0, "the high 32 bits", 1)
-    t["__nv_double2loint"] = Fn(_cast("lo"), 0, "the low 32 bits", 1)
-    t["__nv_hiloint2double"] = Fn(_cast("hilo"), 0, "the double of high and low 32 bits", 1)
-    t["__nv_brev"] = t["__nv_brevll"] = Fn(_brev, 0, "bits reversed", 4)
-    t["__nv_byte_perm"] = Fn(_byte_perm, 0, "bytes of y:x selected by s", 4)
-    t["__nv_ffs"] = t["__nv_ffsll"] = Fn(_ffs, 0, "1 + the position of the lowest set bit, 0 for 0", 2)
-    t["__nv_hadd"] = Fn(_halving(True, False), 0, "(x + y) >> 1 without overflow", 2)
-    t["__nv_uhadd"] = Fn(_halving(False, False), 0, "(x + y) >> 1 without overflow, unsigned", 2)
-    t["__nv_rhadd"] = Fn(_halving(True, True), 0, "(x + y + 1) >> 1 without overflow", 2)
-    t["__nv_urhadd"] = Fn(_halving(False, True), 0, "(x + y + 1) >> 1 without overflow, unsigned", 2)
-    t["__nv_mul24"] = Fn(_mul24(True), 0, "the low 32 bits of the product of the low 24 bits", 2)
-    t["__nv_umul24"] = Fn(_mul24(False), 0, "the low 32 bits of the product of the low 24 bits", 2)
-    t["__nv_mulhi"] = Fn(_mulhi(True), 0, "the high 32 bits of the product", 3)
-    t["__nv_umulhi"] = Fn(_mulhi(False), 0, "the high 32 bits of the product, unsigned", 3)
-    t["__nv_mul64hi"] = Fn(_mulhi(True), 0, "the high 64 bits of the product", 8)
-    t["__nv_umul64hi"] = Fn(_mulhi(False), 0, "the high 64 bits of the product, unsigned", 8)
-    t["__nv_sad"] = Fn(_sad(True), 0, "|x - y| + z", 3)
-    t["__nv_usad"] = Fn(_sad(False), 0, "|x - y| + z, unsigned", 3)
-    t["__nv_abs"] = t["__nv_llabs"] = Fn(_abs_int, 0, "|x|", 1)
-    t["__nv_signbitf"] = t["__nv_signbitd"] = Fn(_signbit, 0, "1 where the sign bit is set", 1)
+    _add_rounded(t)
+    _add_integer_and_bits(t)
     _both(t, "fdim", Fn(_fdim, 0, "x - y where x > y, else +0", 2))
     t["__nv_saturatef"] = Fn(_saturate, 0, "x clamped to [0, 1] (NaN: 0)", 2)
     _both(t, "nearbyint", Fn(_math("math.roundeven"), 0, "rounded to the nearest integer, ties to even", 1))
@@ -860,6 +813,63 @@ def _make_table() -> dict[str, Fn]:
         t[f"__nv_{fast}"] = Fn(_math(full), 2, f"as {full.split('.')[1]} (accurately)")
     t["__nv_fast_exp10f"] = Fn(_in_f64(_exp10), 2, "as exp10 (accurately)")
     return t
+
+
+def _add_rounded(t: dict[str, Fn]) -> None:
+    """The arithmetic and conversions of each rounding mode."""
+    for mode in _ROUNDINGS:
+        for op in ("add", "sub", "mul", "div"):
+            fn = Fn(_rounded(op, mode), 0, f"x {dict(add='+', sub='-', mul='*', div='/')[op]} y, rounded "
+                    f"{_MODE_WORDS[mode]}", 4 if op != "div" else 12)
+            t[f"__nv_f{op}_{mode}"] = t[f"__nv_d{op}_{mode}"] = fn
+        t[f"__nv_frcp_{mode}"] = t[f"__nv_drcp_{mode}"] = Fn(_rounded("rcp", mode), 0,
+                                                             f"1 / x, rounded {_MODE_WORDS[mode]}", 12)
+        t[f"__nv_fsqrt_{mode}"] = t[f"__nv_dsqrt_{mode}"] = Fn(_rounded("sqrt", mode), 0,
+                                                               f"sqrt(x), rounded {_MODE_WORDS[mode]}", 12)
+        t[f"__nv_fmaf_{mode}"] = t[f"__nv_fma_{mode}"] = Fn(_rounded("fma", mode), 0,
+                                                            f"x * y + z, rounded once {_MODE_WORDS[mode]}", 12)
+        t[f"__nv_double2float_{mode}"] = Fn(_double2float(mode), 0, f"f64 to f32, rounded {_MODE_WORDS[mode]}", 2)
+        for src in ("float", "double"):
+            for dst, bits, signed in (("int", 32, True), ("uint", 32, False), ("ll", 64, True),
+                                      ("ull", 64, False)):
+                t[f"__nv_{src}2{dst}_{mode}"] = Fn(_to_int(mode, bits, signed), 0,
+                                                   f"to a {'signed' if signed else 'unsigned'} {bits}-bit "
+                                                   f"integer, rounded {_MODE_WORDS[mode]}, saturating", 2)
+        for src, width, signed in (("int", 32, True), ("uint", 32, False), ("ll", 64, True), ("ull", 64, False)):
+            t[f"__nv_{src}2float_{mode}"] = Fn(_int_to_float(mode, width, signed), 0,
+                                               f"to f32, rounded {_MODE_WORDS[mode]}", 2)
+            if width == 64:
+                t[f"__nv_{src}2double_{mode}"] = Fn(_int_to_float(mode, width, signed), 0,
+                                                    f"to f64, rounded {_MODE_WORDS[mode]}", 2)
+
+
+def _add_integer_and_bits(t: dict[str, Fn]) -> None:
+    """Exact conversions, bit-level functions and integer arithmetic."""
+    t["__nv_int2double_rn"] = Fn(_int_to_float("rn", 32, True), 0, "to f64 (exact)", 1)
+    t["__nv_uint2double_rn"] = Fn(_int_to_float("rn", 32, False), 0, "to f64 (exact)", 1)
+    for name in ("float_as_int", "int_as_float", "float_as_uint", "uint_as_float", "double_as_longlong",
+                 "longlong_as_double"):
+        t[f"__nv_{name}"] = Fn(_cast("bitcast"), 0, "the same bits", 0)
+    t["__nv_double2hiint"] = Fn(_cast("hi"), 0, "the high 32 bits", 1)
+    t["__nv_double2loint"] = Fn(_cast("lo"), 0, "the low 32 bits", 1)
+    t["__nv_hiloint2double"] = Fn(_cast("hilo"), 0, "the double of high and low 32 bits", 1)
+    t["__nv_brev"] = t["__nv_brevll"] = Fn(_brev, 0, "bits reversed", 4)
+    t["__nv_byte_perm"] = Fn(_byte_perm, 0, "bytes of y:x selected by s", 4)
+    t["__nv_ffs"] = t["__nv_ffsll"] = Fn(_ffs, 0, "1 + the position of the lowest set bit, 0 for 0", 2)
+    t["__nv_hadd"] = Fn(_halving(True, False), 0, "(x + y) >> 1 without overflow", 2)
+    t["__nv_uhadd"] = Fn(_halving(False, False), 0, "(x + y) >> 1 without overflow, unsigned", 2)
+    t["__nv_rhadd"] = Fn(_halving(True, True), 0, "(x + y + 1) >> 1 without overflow", 2)
+    t["__nv_urhadd"] = Fn(_halving(False, True), 0, "(x + y + 1) >> 1 without overflow, unsigned", 2)
+    t["__nv_mul24"] = Fn(_mul24(True), 0, "the low 32 bits of the product of the low 24 bits", 2)
+    t["__nv_umul24"] = Fn(_mul24(False), 0, "the low 32 bits of the product of the low 24 bits", 2)
+    t["__nv_mulhi"] = Fn(_mulhi(True), 0, "the high 32 bits of the product", 3)
+    t["__nv_umulhi"] = Fn(_mulhi(False), 0, "the high 32 bits of the product, unsigned", 3)
+    t["__nv_mul64hi"] = Fn(_mulhi(True), 0, "the high 64 bits of the product", 8)
+    t["__nv_umul64hi"] = Fn(_mulhi(False), 0, "the high 64 bits of the product, unsigned", 8)
+    t["__nv_sad"] = Fn(_sad(True), 0, "|x - y| + z", 3)
+    t["__nv_usad"] = Fn(_sad(False), 0, "|x - y| + z, unsigned", 3)
+    t["__nv_abs"] = t["__nv_llabs"] = Fn(_abs_int, 0, "|x|", 1)
+    t["__nv_signbitf"] = t["__nv_signbitd"] = Fn(_signbit, 0, "1 where the sign bit is set", 1)
 
 
 _MODE_WORDS = {"rn": "to nearest even", "rz": "towards zero", "rd": "down", "ru": "up"}
