@@ -12,7 +12,6 @@ from ..target import dpu as abi
 from ..target import dtypes
 from . import printer as P
 
-# Triton scalar/element type -> (C type, NumPy dtype, kind) for the export.
 # The Triton types an export takes, in the order its errors list them; their
 # facts come from the one type table (edsl.target.dtypes).
 EXPORTED = ("i1", "u1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "fp32", "fp64", "fp16", "bf16",
@@ -49,8 +48,6 @@ _C_WORDS = set(P._RESERVED) | {"data", "out", "dpus", "grid", "check", "profile"
                                "set", "dpu", "i", "status", "grid_x", "grid_y", "grid_z",
                                "dpu_id", "first_program", "end_program", "mram_bytes", "scratch", "regions",
                                "log_offset", "log_cap"}
-
-# Entries of a tasklet's access log kept in WRAM (abi.LOG_ENTRY i64 each; a
 
 
 @dataclass
