@@ -16,7 +16,7 @@ transposes any other (a copy). C is M x N f16 (f32 accumulation), as
 not a multiple of 8 takes a slower element-wise load path. Needs sm_90
 (wgmma), 8 warps a program.
 
-    pip install -e ".[cuda]" && python examples/gpu_matmul_cuda.py
+    python examples/gpu_matmul_cuda.py
 """
 import pathlib
 import sys

@@ -6,7 +6,7 @@ stores), so each row is read once and written once, as in Triton's fused
 softmax. A row may have up to 32 f32 a thread (16,384 columns at 16 warps),
 a multiple of 4 columns, rows 16-byte aligned.
 
-    pip install -e ".[cuda]" && python examples/gpu_softmax_cuda.py
+    python examples/gpu_softmax_cuda.py
 """
 import pathlib
 import sys

@@ -6,7 +6,7 @@ shuffles and warp 0 merges the warps' lists (values in order; ties: the
 earlier column). Up to 16 values a thread (4,096 columns at 8 warps), k up
 to 32.
 
-    pip install -e ".[cuda]" && python examples/gpu_topk_cuda.py
+    python examples/gpu_topk_cuda.py
 """
 import pathlib
 import sys

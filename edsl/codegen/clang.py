@@ -54,10 +54,9 @@ def read_source(what: str, file, source: str | None, stub, suffix: str) -> tuple
 def _clang(language: str) -> list[str]:
     try:
         import ziglang  # noqa: F401  (only its presence: it is run as a program)
-    except ImportError:
-        extra = "cuda" if language == "CUDA C" else "c"
+    except ImportError:             # (a dependency of the package: an install that lost it)
         raise CompileError(f"raw functions in {language} are compiled by the clang of the ziglang package, which "
-                           f"is not installed: pip install 'triton-edsl[{extra}]'") from None
+                           f"is not installed, though triton-edsl depends on it: reinstall triton-edsl") from None
     return [sys.executable, "-m", "ziglang", "clang"]
 
 

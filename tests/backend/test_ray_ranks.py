@@ -204,7 +204,6 @@ def test_what_runs_on_ray(monkeypatch):
 
 def test_each_dpu_has_the_c_files_variables_of_its_own_on_every_rank(monkeypatch, remote_only):
     """A C file's variable restarts on each DPU, here and on the workers alike."""
-    pytest.importorskip("ziglang", reason="raw functions in C are compiled by the clang of the ziglang package")
     import os
     import sys
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "dpu"))
@@ -222,7 +221,6 @@ def test_each_dpu_has_the_c_files_variables_of_its_own_on_every_rank(monkeypatch
 def test_each_dpu_has_the_c_functions_variables_in_mram_of_its_own_on_every_rank(monkeypatch, remote_only):
     """A variable in MRAM of a C function: each DPU's own on the workers too
     (its transfers reach the worker's program's variables, and are not merged)."""
-    pytest.importorskip("ziglang", reason="raw functions in C are compiled by the clang of the ziglang package")
     import os
     import sys
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "dpu"))

@@ -1,7 +1,6 @@
 """Reading clang's LLVM IR of CUDA C raw functions (edsl.codegen.cuda) and
 making it ready to link (edsl.inject.cuda_module): on IR text as clang 22
 prints it, and on sources compiled here by the ziglang package's clang."""
-import importlib.util
 import re
 
 import pytest
@@ -122,15 +121,12 @@ def test_link_ready_defines_the_fast_functions_fastmath_defines():
     assert "declare dso_local float @__nv_fast_fdividef(" in text and "!llvm.module.flags" not in text
 
 
-needs_clang = pytest.mark.skipif(importlib.util.find_spec("ziglang") is None,
-                                 reason="compiles with the ziglang package's clang (pip install triton-edsl[cuda])")
 
 
 def _compile(text, **defines):
     return cuda.compile_llvm(clang.Source(text, "/virtual/k.cu", tuple(defines.items())), "sm_90a")
 
 
-@needs_clang
 def test_the_project_header_gives_cuda_builtins_without_a_toolkit():
     ll = _compile("""#include <cuda_fp16.h>
 #include <math_constants.h>
@@ -147,7 +143,6 @@ extern "C" __device__ float f(__attribute__((address_space(1))) float *p, half h
         assert needle in ll, needle
 
 
-@needs_clang
 def test_defines_and_templates():
     src = """template <typename T> __device__ T twice(T x) { return x + x; }
 extern "C" __device__ ELEM NAME(ELEM x) { return twice<ELEM>(x); }"""
@@ -155,7 +150,6 @@ extern "C" __device__ ELEM NAME(ELEM x) { return twice<ELEM>(x); }"""
     assert fns["twice_d"].params == ("double",) and fns["twice_d"].result == "double"
 
 
-@needs_clang
 def test_errors_name_the_file_line_and_column():
     with pytest.raises(CompileError) as info:
         _compile("__device__ void f(int n) {\n  int x = n +;\n}\n")

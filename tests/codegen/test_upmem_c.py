@@ -8,7 +8,6 @@ import edsl
 from edsl.base.errors import CompileError
 from edsl.codegen import clang, upmem_c
 
-pytest.importorskip("ziglang", reason="raw functions in C are compiled by the clang of the ziglang package")
 
 
 def compile_text(text: str, name: str = "f", tasklets: int = 4) -> upmem_c.CompiledC:

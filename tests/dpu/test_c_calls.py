@@ -18,10 +18,7 @@ import edsl
 from edsl import fl
 from edsl.backend import last_report
 from edsl.target.dpu import dpu_programs
-
-pytest.importorskip("ziglang", reason="raw functions in C are compiled by the clang of the ziglang package")
-
-from test_c_functions import SOURCES, c_function, line_of  # noqa: E402
+from test_c_functions import c_function, line_of
 
 
 axpy = c_function("kernel_calls.c", "axpy")

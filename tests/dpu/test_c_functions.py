@@ -11,7 +11,6 @@ from hypothesis import given, settings, strategies as st
 import edsl
 from edsl import InOut, Input
 
-pytest.importorskip("ziglang", reason="raw functions in C are compiled by the clang of the ziglang package")
 
 SOURCES = os.path.join(os.path.dirname(__file__), "c_sources")
 

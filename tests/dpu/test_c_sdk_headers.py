@@ -18,7 +18,6 @@ from edsl.base.errors import CompileError
 from edsl.dpu import runtime, support
 from edsl.target import dpu
 
-pytest.importorskip("ziglang", reason="raw functions in C are compiled by the clang of the ziglang package")
 
 from test_c_functions import SOURCES, c_function, line_of  # noqa: E402
 

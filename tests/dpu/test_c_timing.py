@@ -16,7 +16,6 @@ from edsl.lowering.counting_llvm_ir import count_llvm_ir
 
 from test_timing_counting import LOOP
 
-pytest.importorskip("ziglang", reason="raw functions in C are compiled by the clang of the ziglang package")
 
 from test_c_calls import axpy_kernel, count_kernel  # noqa: E402
 from test_c_functions import c_function, copy_chunks_edsl  # noqa: E402

@@ -13,7 +13,6 @@ from hypothesis import given, settings, strategies as st
 from edsl.export.counting_build import launch_estimates
 from edsl.export.stand_ins import write_stand_ins
 
-pytest.importorskip("ziglang", reason="the counting build compiles with the clang of the ziglang package")
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 
 TASK_C = r"""

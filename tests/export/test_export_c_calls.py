@@ -3,7 +3,6 @@ C sources are copied beside the DPU program, with the files they include and
 their macros, and the project built against the SDK stand-ins (`make sim`)
 gives the model's results (its runner checks them)."""
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -13,12 +12,11 @@ import triton.language as tl
 
 import edsl
 from edsl import fl
-from edsl.export.project import SDK_DIR as SDK
-from export_helpers import build, export_and_run, needs_cc, run
+from export_helpers import export_and_run, needs_cc, run
 
-pytest.importorskip("ziglang", reason="raw functions in C are compiled by the clang of the ziglang package")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "dpu"))
-from test_c_calls import (SOURCES, axpy_kernel, c_function, copy_kernel, count_kernel,  # noqa: E402
+from test_c_functions import SOURCES  # noqa: E402
+from test_c_calls import (axpy_kernel, c_function, copy_kernel, count_kernel,  # noqa: E402
                           keep_kernel, mem_alloc_kernel, mutex_counter_kernel, running_kernel, staged_kernel,
                           sum_kernel, unaligned_kernel, unaligned_want)
 

@@ -18,7 +18,6 @@ from edsl.target import nvptx
 from edsl.tle.raw import dialect
 from gpu_helpers import barriers, compile_sm90, example, linked_libraries, static_shared
 
-pytest.importorskip("ziglang", reason="CUDA C raw functions need the ziglang package (pip install triton-edsl[cuda])")
 
 CU = pathlib.Path(__file__).parent / "cuda"
 

@@ -2,7 +2,6 @@
 `tle.gpu` under `edsl.tle.language.gpu`): compiled for sm_90 anywhere (the
 PTX's accesses, the kernel's shared memory, the errors), and run against
 torch on a GPU."""
-import importlib.util
 import pathlib
 import re
 
@@ -46,10 +45,6 @@ def transpose_scale_kernel(x_ptr, w_ptr, o_ptr, R: tl.constexpr, C: tl.constexpr
 
 
 SIG = {"x_ptr": "*fp32", "w_ptr": "*fp32", "o_ptr": "*fp32"}
-
-NEEDS_ZIG = pytest.mark.skipif(importlib.util.find_spec("ziglang") is None,
-                               reason="CUDA C raw functions need the ziglang package (pip install triton-edsl[cuda])")
-
 
 @edsl.dialect(name="cuda", file=pathlib.Path(__file__).parent / "cuda" / "tile_matmul.cu")
 def tile_matmul(*args, **kwargs):
@@ -158,7 +153,6 @@ def test_buffers_beyond_what_a_block_may_opt_in_to_are_out_of_resources():
     assert "the kernel's shared buffers 262144" in str(err.value) and "Hardware limit: 232448" in str(err.value)
 
 
-@NEEDS_ZIG
 def test_a_cuda_c_function_takes_buffers_as_memref_descriptors():
     for one_list in (False, True):
         compiled = compile_sm90(cuda_matmul_kernel, CUDA_SIG, {"M": 32, "N": 16, "K": 64, "ONE_LIST": one_list})
@@ -184,7 +178,6 @@ def test_buffers_round_trip_on_the_gpu(rows, cols, one_list):
 
 
 @pytest.mark.gpu
-@NEEDS_ZIG
 @pytest.mark.parametrize("one_list", [False, True])
 def test_a_cuda_c_function_on_buffers_on_the_gpu(one_list):
     import torch
