@@ -32,3 +32,9 @@ def fill(path: Path, **fields) -> str:
         raise RuntimeError(f"template {path.name}: placeholders {sorted(wanted)}, "
                            f"fields {sorted(fields)}")
     return _template(path).substitute({k: str(v) for k, v in fields.items()})
+
+
+def c_defines(pairs) -> str:
+    """`#define EDSL_<name> <value>` lines of (name, value) pairs: how facts
+    reach the C files filled here."""
+    return "\n".join(f"#define EDSL_{name} {value}" for name, value in pairs)

@@ -45,7 +45,7 @@ def codes() -> list[tuple[str, Any]]:
 
 def header() -> str:
     """merge.h with its codes filled in."""
-    return templates.fill(MERGE_H, codes="\n".join(f"#define EDSL_{n} {v}" for n, v in codes()))
+    return templates.fill(MERGE_H, codes=templates.c_defines(codes()))
 
 
 class _Use(ctypes.Structure):

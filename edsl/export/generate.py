@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 from ..base import templates
+from ..base.templates import c_defines
 from ..base.errors import file_of_kernel_site
 from ..codegen.upmem_c import INCLUDE_DIR
 from ..dpu import merge
@@ -29,20 +30,16 @@ def fill(name: str, **fields) -> str:
     return templates.fill(TEMPLATES / name, **fields)
 
 
-def _defines(pairs) -> str:
-    return "\n".join(f"#define EDSL_{name} {value}" for name, value in pairs)
-
-
 def abi_header() -> str:
     """dpu_abi.h: the DPU ABI (edsl.target.dpu) as C macros."""
     limits = ("WRAM_BYTES", "MRAM_BYTES", "MAX_TASKLETS", "DMA_ALIGN", "DMA_MIN_BYTES", "DMA_MAX_BYTES")
     return fill("dpu_abi.h",
-                limits=_defines((name, getattr(abi, name)) for name in limits),
-                directions=_defines([("READ", abi.READ), ("WRITE", abi.WRITE)]),
-                ctx=_defines([*((f"CTX_{s.name}", int(s)) for s in abi.Ctx), ("CTX_SLOTS", abi.CTX_SLOTS)]),
-                dpu=_defines([*((f"DPU_{s.name}", int(s)) for s in abi.Dpu), ("DPU_SLOTS", abi.DPU_SLOTS)]),
-                errors=_defines((f"ERR_{e.name}", int(e)) for e in abi.Err),
-                messages=_defines([("MESSAGE_OUTSIDE_ARRAYS", _c_string(abi.OUTSIDE_ARRAYS)),
+                limits=c_defines((name, getattr(abi, name)) for name in limits),
+                directions=c_defines([("READ", abi.READ), ("WRITE", abi.WRITE)]),
+                ctx=c_defines([*((f"CTX_{s.name}", int(s)) for s in abi.Ctx), ("CTX_SLOTS", abi.CTX_SLOTS)]),
+                dpu=c_defines([*((f"DPU_{s.name}", int(s)) for s in abi.Dpu), ("DPU_SLOTS", abi.DPU_SLOTS)]),
+                errors=c_defines((f"ERR_{e.name}", int(e)) for e in abi.Err),
+                messages=c_defines([("MESSAGE_OUTSIDE_ARRAYS", _c_string(abi.OUTSIDE_ARRAYS)),
                                    ("MESSAGE_OUTSIDE_KERNEL_C_MRAM", _c_string(abi.OUTSIDE_KERNEL_C_MRAM)),
                                    ("WAIT_REPEATS", abi.WAIT_REPEATS),
                                    *_split_message("MESSAGE_OUTSIDE_ARRAYS_LOADED", abi.OUTSIDE_ARRAYS_LOADED)]))
@@ -88,7 +85,7 @@ def error_messages_header() -> str:
                 sides="\n".join(sides), unknown=_c_format(abi.UNKNOWN_ERROR, indent="  "),
                 read=_c_string(abi.TRANSFER_NAMES[abi.READ]), write=_c_string(abi.TRANSFER_NAMES[abi.WRITE]),
                 sharing_fields=_c_fields(abi.SHARING_OPERANDS), sharing_cases="\n".join(sharing),
-                verbs=_defines(verbs), atomic_verb=atomic_verb, element_name=element_name)
+                verbs=c_defines(verbs), atomic_verb=atomic_verb, element_name=element_name)
 
 
 def _c_fields(operands: dict) -> str:
@@ -151,7 +148,7 @@ def args_header(spec: ExportSpec, built: Build) -> str:
                 size=args_bytes(params, per_array, scratch), nregions=nregions(params, per_array, scratch),
                 regions_what=what, scratch_bytes=scratch, tasklets=spec.num_tasklets,
                 c_mram_variable_bytes=built.record.c_mram_variable_bytes,
-                log=_defines([("LOG_ENTRY", abi.LOG_ENTRY), ("LOG_WRAM_ENTRIES", LOG_WRAM_ENTRIES)]),
+                log=c_defines([("LOG_ENTRY", abi.LOG_ENTRY), ("LOG_WRAM_ENTRIES", LOG_WRAM_ENTRIES)]),
                 half_scalars=int(any(value_kind(p.type) == "half" for p in params if not p.is_pointer)))
 
 
