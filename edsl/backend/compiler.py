@@ -152,6 +152,7 @@ class KernelRecord:
     # their functions giving the C files' variables their first values (`CompiledC.reset_function`)
     variable_resets: tuple = ()
     c_variable_bytes: int = 0          # the WRAM those variables take, beside `wram_bytes`
+    edsl_buffer_bytes: int = 0         # the WRAM of its EDSL functions' wram_alloc buffers, beside it too
     c_mram_variable_bytes: int = 0     # the MRAM their variables in MRAM take (8-byte blocks), beside the arrays
     prints: bool = False               # prints: its launches must not run twice
     waits: bool = False                # uses an atomic's old value (its programs may wait on others)
@@ -173,7 +174,7 @@ class KernelRecord:
                                               for c in info.c_functions),
                             variable_resets=tuple(c.compiled.reset_function for c in info.c_functions
                                                   if c.compiled.reset_function and not c.shares),
-                            c_variable_bytes=info.c_variable_bytes,
+                            c_variable_bytes=info.c_variable_bytes, edsl_buffer_bytes=info.edsl_buffer_bytes,
                             c_mram_variable_bytes=sum(c.compiled.mram_variable_bytes for c in info.c_functions
                                                       if not c.shares))
 

@@ -408,8 +408,9 @@ def _job(program: Program, record: KernelRecord, grid, num_dpus: int, dpus_used:
                   pages_saved_by_writes=not record.regions,
                   race_check=record.race_check, variable_resets=record.variable_resets,
                   mram_variable_tables=variables,
-                  # (mem_alloc's heap: the WRAM the kernel's buffers and its C functions' variables leave)
-                  c_heap=c_heap_bytes(record.tasklets, record.c_variable_bytes, record.wram_bytes)
+                  # (mem_alloc's heap: the WRAM the kernel's buffers and its functions' variables and buffers leave)
+                  c_heap=c_heap_bytes(record.tasklets, record.c_variable_bytes + record.edsl_buffer_bytes,
+                                      record.wram_bytes)
                   if record.c_functions else 0)
 
 

@@ -139,6 +139,12 @@ class Build:
         return abi.align_up(max(self.record.wram_bytes, abi.DMA_ALIGN))
 
     @property
+    def uncounted_bytes(self) -> int:
+        """What of `static_bytes` the compile did not count (its EDSL
+        functions' wram_alloc buffers it did): the printed code's own arrays."""
+        return self.static_bytes - self.record.edsl_buffer_bytes
+
+    @property
     def total_bytes(self) -> int:
         return self.static_bytes + self.wram + self.runtime_bytes + self.record.c_variable_bytes
 
@@ -157,9 +163,11 @@ def compile_to_fit(spec: ExportSpec, shown: Progress) -> Build:
 
     The kernel is compiled with the WRAM the program leaves it, known before
     compiling (`layout.reserve`), so that it keeps in MRAM the tiles that do
-    not fit beside the program (edsl.backend.convert.spill). Known only once
-    it is compiled: the buffers and globals of its EDSL and C functions'
-    code, printed as static C arrays (`Build.static_bytes`). A kernel whose
+    not fit beside the program (edsl.backend.convert.spill); the compile
+    counts its EDSL functions' wram_alloc buffers and its C functions'
+    variables itself. Known only once it is compiled: the small arrays of
+    the printed code, which the model has no WRAM for (format strings of
+    prints, argument slots of C calls: `Build.uncounted_bytes`). A kernel whose
     tiles fit, but not beside those, is compiled once more with a budget
     less by them (the same code, the same arrays: no third compile)."""
     budget = abi.WRAM_BYTES - layout.reserve(spec)
@@ -169,7 +177,7 @@ def compile_to_fit(spec: ExportSpec, shown: Progress) -> Build:
         return built
     error = DpuError(f"kernel '{built.name}': its WRAM buffers need {built.total_bytes} bytes with "
                      f"{spec.num_tasklets} tasklets, more than the {abi.WRAM_BYTES} bytes of a DPU")
-    budget -= built.static_bytes
+    budget -= built.uncounted_bytes
     if budget <= 0:
         raise error
     shown.stage(f"compiling again for {budget} bytes of WRAM")

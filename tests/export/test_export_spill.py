@@ -20,7 +20,7 @@ from edsl import Input, fl
 from edsl.target import dpu as abi
 from edsl.export import build as export_build, export
 
-from export_helpers import build, export_and_run, needs_cc, output, run, run_on_model
+from export_helpers import build, build_and_run, export_and_run, needs_cc, output, run, run_on_model
 from region_kernels import region_kernel
 from source_lines import line_of
 from tile_kernels import carried_update_kernel, mean_and_variance_kernel, tile_kernel
@@ -221,12 +221,10 @@ def staged_and_tile_kernel(x_ptr, out_ptr, w_ptr, v_ptr, n, BIG: tl.constexpr):
     tl.store(v_ptr + offs, tl.load(w_ptr + offs) * 3.0 + 1.0)
 
 
-def test_edsl_globals_known_after_compiling_compile_it_once_more(tmp_path, monkeypatch):
-    """An EDSL function's 32 KiB WRAM global, printed as a static C array, is
-    known once the kernel is compiled: its 32 KiB tile fits the budget, not
-    beside the global, so the export compiles it once more with a budget
-    less by the global, keeping the tile in MRAM (the model, given that
-    budget, keeps it there too)."""
+def test_an_edsl_functions_wram_buffer_leaves_the_tiles_less_wram(tmp_path, monkeypatch):
+    """An EDSL function's 32 KiB wram_alloc buffer (a global of the program)
+    beside a 32 KiB tile: the model and the export alike keep the tile in
+    MRAM, the export after one compile."""
     budgets = _counting_compiles(monkeypatch)
     rng = np.random.default_rng(5)
     x = rng.standard_normal(8192).astype(np.float32)
@@ -235,14 +233,58 @@ def test_edsl_globals_known_after_compiling_compile_it_once_more(tmp_path, monke
     folder = tmp_path / "project"
     manifest, model, report = _export_and_model(folder, staged_and_tile_kernel, args, {"BIG": 8192}, (1,), 1)
     wram = manifest["wram_bytes"]
-    assert wram["globals"] >= 32768 and len(budgets) == 2
-    assert budgets[1] == budgets[0] - wram["globals"] == wram["kernel_budget"]
+    assert budgets == [wram["kernel_budget"]] and wram["globals"] >= 32768
     assert wram["total"] <= abi.WRAM_BYTES and manifest["scratch_bytes"] > 0
-    assert report.spilled_tiles
+    whole, whole_report = _model(staged_and_tile_kernel, args, {"BIG": 8192}, (1,))
+    assert whole_report.spilled_tiles == report.spilled_tiles != []
     for name, k, ref in (("out_ptr", 1, x * 2), ("v_ptr", 3, w * 3 + 1)):
         got = output(folder, name, args[k])
         np.testing.assert_array_equal(got, model[k])
+        np.testing.assert_array_equal(got, whole[k])
         np.testing.assert_array_equal(got, ref)
+
+
+PREFIX = tl.constexpr("a prefix of almost a thousand bytes, a string in the DPU's WRAM " + "." * 900)
+
+
+@triton.jit
+def print_and_copy_kernel(x_ptr, y_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr, D: tl.constexpr):
+    a = tl.arange(0, A)
+    tl.store(y_ptr + a, tl.load(x_ptr + a) + 1)
+    b = A + tl.arange(0, B)
+    tl.store(y_ptr + b, tl.load(x_ptr + b) + 2)
+    c = A + B + tl.arange(0, C)
+    tl.store(y_ptr + c, tl.load(x_ptr + c) + 3)
+    d = A + B + C + tl.arange(0, D)
+    tl.store(y_ptr + d, tl.load(x_ptr + d) + 4)
+    tl.device_print(PREFIX, tl.program_id(0))
+
+
+def test_printed_strings_known_after_compiling_compile_it_once_more(tmp_path, monkeypatch):
+    """tl.device_print's format string, printed as a static C array in WRAM,
+    is known once the kernel is compiled: its 60 KiB of int8 tiles fit the
+    budget, not beside the string, so the export compiles it once more with
+    a budget less by it (the model, given that budget, keeps the same tile
+    in MRAM): two compiles, never three."""
+    budgets = _counting_compiles(monkeypatch)
+    sizes = {"A": 32768, "B": 16384, "C": 8192, "D": 4096}
+    x = np.random.default_rng(3).integers(-128, 124, sum(sizes.values())).astype(np.int8)
+    args = [x, np.zeros_like(x)]
+    folder = tmp_path / "project"
+    export(print_and_copy_kernel, folder, sample_args=args, constants=sizes, grid=(1,))
+    r = build_and_run(folder)                         # (its check against the model's outputs)
+    assert r.returncode == 0 and "MISMATCH" not in r.stdout, r.stdout + r.stderr
+    manifest = json.loads((folder / "manifest.json").read_text())
+    wram = manifest["wram_bytes"]
+    model, report = _model(print_and_copy_kernel, args, sizes, (1,), wram_bytes=wram["kernel_budget"])
+    assert manifest["spilled_tiles"] == report.spilled_tiles
+    assert wram["globals"] > len(PREFIX.value)
+    assert budgets == [budgets[0], budgets[0] - wram["globals"]] and wram["kernel_budget"] == budgets[1]
+    assert wram["total"] <= abi.WRAM_BYTES and manifest["scratch_bytes"] > 0
+    want = x + np.repeat(np.arange(1, 5, dtype=np.int8), list(sizes.values()))
+    got = output(folder, "y_ptr", args[1])
+    np.testing.assert_array_equal(got, model[1])
+    np.testing.assert_array_equal(got, want)
 
 
 @triton.jit

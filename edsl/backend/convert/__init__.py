@@ -90,7 +90,7 @@ def convert_ttir(source, ctx: ir.Context | None = None, *, debug: bool = False,
 
         def fitted(count: int, split: bool):
             out, info = _convert(kernel, callees, regions, debug, count, limit, fission=split)
-            wram.check(info.name, info.wram, limit, info.c_variable_bytes)
+            wram.check(info.name, info.wram + info.functions_wram(), limit)
             return out, info
         try:
             out, info = fitted(tasklets, fission)
@@ -179,7 +179,7 @@ def _convert(kernel, callees: dict, regions: bool, debug: bool, tasklets: int, l
         for op in list(body.operations)[:-1]:
             conv.lower_op(op)
         func.ReturnOp([])
-        conv.buffers.plan_memory(name, limit - info.c_variable_bytes)
+        conv.buffers.plan_memory(name, limit, info.functions_wram())
     _check_marked(entry, conv, tasklets)
     place_barriers(entry, tasklets, out.body, info, conv.sites)
     watch_waits(entry)

@@ -55,6 +55,7 @@ def lower_call(conv, op) -> None:
         if isinstance(p.mlir_type, ir.MemRefType) and not is_mram(p.mlir_type)
         and isinstance(v.type, ir.RankedTensorType)])
     compiled = fn.compile("upmem-dpu")
+    conv.info.edsl_buffers[symbol] = compiled.wram_bytes
     conv.info.sites += [[code, conv.sites.file_name(s.filename), s.lineno, s.col]
                         for code, s in compiled.sites.items()]
     if compiled.prints:

@@ -321,6 +321,9 @@ class KernelInfo:
     spills: list[SpillRecord] = field(default_factory=list)   # tiles kept in MRAM
     scratch_bytes: int = 0              # the DPU's MRAM scratch they take
     c_functions: list[CalledC] = field(default_factory=list)   # in their slots (c_calls)
+    # the WRAM buffers of the EDSL functions it calls (edsl.wram_alloc: globals of the
+    # program, once for each function however often called), bytes by placeholder
+    edsl_buffers: dict = field(default_factory=dict)
 
     @property
     def wram_bytes(self) -> int:
@@ -331,3 +334,14 @@ class KernelInfo:
         """The WRAM its C functions' variables take, beside its buffers (not those in MRAM)."""
         from ...target.dpu import align_up
         return sum(align_up(c.compiled.wram_variable_bytes) for c in self.c_functions if not c.shares)
+
+    @property
+    def edsl_buffer_bytes(self) -> int:
+        return sum(self.edsl_buffers.values())
+
+    def functions_wram(self) -> list[WramBuffer]:
+        """The WRAM its called functions take of their own, as buffers that
+        stay in WRAM beside the kernel's."""
+        own = ((self.c_variable_bytes, "C functions' variables"),
+               (self.edsl_buffer_bytes, "EDSL functions' wram_alloc buffers"))
+        return [WramBuffer(n, what, None) for n, what in own if n]

@@ -262,11 +262,12 @@ class Buffers:
         self.dots.append(need)
         return len(self.dots) - 1
 
-    def plan_memory(self, name: str, limit: int) -> None:
-        """The step after the walk: when the buffers exceed `limit` bytes of
+    def plan_memory(self, name: str, limit: int, beside: list) -> None:
+        """The step after the walk: when the buffers, with those `beside`
+        them (the called functions' own: they stay), exceed `limit` bytes of
         WRAM, keep the tiles `spill.plan` picks in MRAM and rewrite their code
         (the placeholders on the other tiles erased either way)."""
-        records = self.wram.records()
+        records = self.wram.records() + beside
         tiles = {r.key: (view, r) for view, r in self.wram.by_view.items() if r.key is not None}
         plan = (spill_plan(name, records, self.dots, limit, self.tasklets.count)
                 if sum(r.nbytes for r in records) > limit else None)

@@ -149,15 +149,14 @@ class WramFull(DpuError):
     kept in MRAM kept there)."""
 
 
-def check(name: str, buffers: list[WramBuffer], limit: int | None, c_variables: int = 0) -> None:
-    """A kernel whose WRAM buffers (and its C functions' variables,
-    `c_variables` bytes) exceed the DPU's WRAM fails at compile time."""
+def check(name: str, buffers: list[WramBuffer], limit: int | None) -> None:
+    """A kernel whose WRAM buffers (with its called functions' own,
+    `KernelInfo.functions_wram`) exceed the DPU's WRAM fails at compile time."""
     limit = wram_limit(limit)
-    total = sum(b.nbytes for b in buffers) + c_variables
+    total = sum(b.nbytes for b in buffers)
     if total <= limit:
         return
-    beside = f" ({c_variables} of them its C functions' variables)" if c_variables else ""
-    raise WramFull(f"kernel '{name}' needs {total} bytes of WRAM{beside}, more than the "
+    raise WramFull(f"kernel '{name}' needs {total} bytes of WRAM, more than the "
                    f"{limit} bytes of a DPU; largest buffers: {largest(buffers)}",
                    next((b.loc for b in sorted(buffers, key=lambda b: -b.nbytes)[:3] if b.loc), None))
 

@@ -359,6 +359,47 @@ def test_an_edsl_operand_cannot_be_streamed():
     assert err.value.loc.lineno == line_of(region_kernel, "x = tl.load")
 
 
+@edsl.dialect
+def scale_through_wram(y: edsl.InOut["memref<?xf32>"], count: edsl.Input["i32"]):
+    staged = edsl.wram_alloc((12288,), "f32")       # 48 KiB, a global of the program
+    if edsl.tasklet_id() == 0:
+        for i in range(count):
+            staged[i] = y[i] * 2.0
+        for i in range(count):
+            y[i] = staged[i]
+
+
+@triton.jit
+def staged_kernel(x_ptr, n, BLOCK: tl.constexpr, BIG: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    x = edsl.fl.call(scale_through_wram, [x], [n])
+    tl.store(x_ptr + offs, x)
+    big = BLOCK + tl.arange(0, BIG)
+    tl.store(x_ptr + big, tl.load(x_ptr + big) + 1.0)
+
+
+def test_an_edsl_functions_wram_buffers_take_the_dpus_wram_too():
+    """An EDSL function's wram_alloc buffers are the DPU's WRAM as the
+    kernel's tiles are: beside 48 KiB of them and its 8 KiB of operands, a
+    16 KiB tile is kept in MRAM (NumPy's results); where the function's
+    operands (which stay in WRAM) do not fit beside them, the error names
+    them."""
+    x = np.arange(1024 + 4096, dtype=np.float32)
+    want = np.concatenate([x[:1024] * 2, x[1024:] + 1])
+    staged_kernel[(1,)](x, 1024, BLOCK=1024, BIG=4096)
+    report = edsl.backend.last_report()
+    np.testing.assert_array_equal(x, want)
+    assert any(t.startswith("tt.load result") for t in report.spilled_tiles)
+    y = np.zeros(4096 + 16, np.float32)
+    with pytest.raises(DpuError) as err:
+        staged_kernel[(1,)](y, 4096, BLOCK=4096, BIG=16)
+    message = str(err.value)
+    assert "more than the 65536 bytes of a DPU, and keeping its large tiles in MRAM does not make it fit" in message
+    assert "in WRAM stay 49152 bytes for the EDSL functions' wram_alloc buffers" in message
+    assert err.value.loc.lineno == line_of(staged_kernel, "x = tl.load")
+
+
 @triton.jit
 def copy_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
