@@ -22,7 +22,7 @@ from edsl.target.dpu import DMA_MAX_BYTES, MRAM_BYTES
 from edsl.base.errors import DpuError
 from test_converter import HEAD, SIG, TAIL, VECTOR
 from test_steps import _kernel_text, corpus_kernel
-from region_kernels import region_kernel
+from region_kernels import region_kernel, staged_kernel
 from source_lines import line_of
 from tile_kernels import carried_update_kernel, mean_and_variance_kernel, tile_kernel
 from test_dot import dot_kernel
@@ -357,26 +357,6 @@ def test_an_edsl_operand_cannot_be_streamed():
     assert "32768 bytes for the tt.load result (an EDSL function's operand, read in WRAM)" in message
     assert "32768 bytes for the fl.call out 'y' (an EDSL function's operand, read in WRAM)" in message
     assert err.value.loc.lineno == line_of(region_kernel, "x = tl.load")
-
-
-@edsl.dialect
-def scale_through_wram(y: edsl.InOut["memref<?xf32>"], count: edsl.Input["i32"]):
-    staged = edsl.wram_alloc((12288,), "f32")       # 48 KiB, a global of the program
-    if edsl.tasklet_id() == 0:
-        for i in range(count):
-            staged[i] = y[i] * 2.0
-        for i in range(count):
-            y[i] = staged[i]
-
-
-@triton.jit
-def staged_kernel(x_ptr, n, BLOCK: tl.constexpr, BIG: tl.constexpr):
-    offs = tl.arange(0, BLOCK)
-    x = tl.load(x_ptr + offs)
-    x = edsl.fl.call(scale_through_wram, [x], [n])
-    tl.store(x_ptr + offs, x)
-    big = BLOCK + tl.arange(0, BIG)
-    tl.store(x_ptr + big, tl.load(x_ptr + big) + 1.0)
 
 
 def test_an_edsl_functions_wram_buffers_take_the_dpus_wram_too():
