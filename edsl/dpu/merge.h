@@ -266,18 +266,24 @@ static int merge_begin(struct merge *m, int array, size_t nspans, const int64_t 
   return 0;
 }
 
-/* The span that holds address `a` (the last that starts at or below it), or
- * -1 where none does. */
-static int64_t merge_span(const struct merge *m, int64_t a) {
+/* The first span that ends above address `a` (`nspans` where none does). */
+static size_t merge_span_after(const struct merge *m, int64_t a) {
   size_t lo = 0, hi = m->nspans;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    if (m->starts[mid] <= a)
+    if (m->ends[mid] <= a)
       lo = mid + 1;
     else
       hi = mid;
   }
-  return lo > 0 && a < m->ends[lo - 1] ? (int64_t)lo - 1 : -1;
+  return lo;
+}
+
+/* The span that holds address `a`, or -1 where none does (the spans are in
+ * order and apart: the first that ends above it, if it starts at or below). */
+static int64_t merge_span(const struct merge *m, int64_t a) {
+  size_t k = merge_span_after(m, a);
+  return k < m->nspans && m->starts[k] <= a ? (int64_t)k : -1;
 }
 
 /* DPU `d`'s writes (stores and atomics), from its log; `part` holds the bytes
@@ -389,17 +395,8 @@ static void merge_reads(struct merge *m, uint32_t d, const struct dpu_log *log) 
     const int64_t *e = log->rows + r * EDSL_LOG_ENTRY;
     if ((e[0] & EDSL_ACCESS_MASK) != EDSL_ACCESS_READ)
       continue;
-    /* the spans it reads: from the first that ends above its first byte */
-    size_t k = 0, hi = m->nspans;
-    while (k < hi) {
-      size_t mid = k + (hi - k) / 2;
-      if (m->ends[mid] <= e[1])
-        k = mid + 1;
-      else
-        hi = mid;
-    }
-    int found = 0;
-    for (; k < m->nspans && m->starts[k] < e[2] && !found; k++) {
+    int found = 0;                         /* (the spans it reads: from the first that ends above its first byte) */
+    for (size_t k = merge_span_after(m, e[1]); k < m->nspans && m->starts[k] < e[2] && !found; k++) {
       int64_t from = e[1] > m->starts[k] ? e[1] : m->starts[k], to = e[2] < m->ends[k] ? e[2] : m->ends[k];
       for (int64_t a = from; a < to; a++) {
         int64_t p = m->offsets[k] + (a - m->starts[k]);
